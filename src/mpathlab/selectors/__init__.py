@@ -1,0 +1,50 @@
+"""Path selectors, bit-faithful models of drivers/md/dm-ps-*.c.
+
+>>> from mpathlab import selectors
+>>> ps = selectors.create("queue-length", [], clock=lambda: 0)
+>>> ps.add_path("8:16", ["1"]); ps.add_path("8:32", [])
+>>> ps.select_path(4096)
+'8:16'
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .base import (DM_PS_USE_HR_TIMER, STATUS_IMA, STATUS_INFO, STATUS_TABLE, PathSelector,
+                   SelectorError)
+from .historical_service_time import HistoricalServiceTime
+from .io_affinity import CpuTopology, IOAffinity
+from .queue_length import QueueLength
+from .registry import ENTRY_POINT_GROUP, RegistryError, get_exact, is_registered, lookup, names, register, unregister
+from .round_robin import RoundRobin
+from .service_time import ServiceTime
+
+BUILTIN = (RoundRobin, QueueLength, ServiceTime, HistoricalServiceTime, IOAffinity)
+for _cls in BUILTIN:
+    if not is_registered(_cls.name):  # a re-import must not trip EEXIST
+        register(_cls)
+
+
+class UnknownSelectorError(LookupError):
+    pass
+
+
+def create(name: str, args: Sequence[str] = (), **env) -> PathSelector:
+    """Create a selector instance by NAME, dm-NAME or dm-ps-NAME.
+
+    ``env`` may hold ``clock`` (callable -> ns, the selector's ktime), and for
+    io-affinity ``cpu`` (callable -> current CPU id) and ``topology``.
+    Raises UnknownSelectorError or SelectorError.
+    """
+    cls = lookup(name)
+    if cls is None:
+        raise UnknownSelectorError("unknown path selector type %r (known: %s)" % (name, ", ".join(names())))
+    return cls(list(args), **env)
+
+
+__all__ = [
+    "BUILTIN", "CpuTopology", "DM_PS_USE_HR_TIMER", "ENTRY_POINT_GROUP", "HistoricalServiceTime",
+    "IOAffinity", "PathSelector", "QueueLength", "RegistryError", "RoundRobin", "STATUS_IMA",
+    "STATUS_INFO", "STATUS_TABLE", "SelectorError", "ServiceTime", "UnknownSelectorError", "create",
+    "get_exact", "lookup", "names", "register", "unregister",
+]
