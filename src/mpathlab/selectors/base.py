@@ -70,7 +70,7 @@ class PathSelector:
     has_io_hooks: bool = False
 
     def __init__(self, args: Sequence[str] = (), *, clock: Optional[Clock] = None,
-                 cpu: Optional[Callable[[], int]] = None, topology=None):
+                 cpu: Optional[Callable[[], int]] = None, topology=None, **_ignored):
         self.clock: Clock = clock or default_clock
 
     # -- per-path lifecycle -------------------------------------------------

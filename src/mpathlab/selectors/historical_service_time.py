@@ -92,8 +92,12 @@ class HistoricalServiceTime(PathSelector):
     features = DM_PS_USE_HR_TIMER
     has_io_hooks = True
 
-    def __init__(self, args=(), **env):
+    def __init__(self, args=(), *, select_clock=None, **env):
         super().__init__(args, **env)
+        # Kernels 5.8 to 5.17 read "now" in select_path from sched_clock()
+        # while end_io used ktime_get_ns() (fixed by ce40426fdc3c, 2022).
+        # Passing a different select_clock models those kernels.
+        self.select_clock = select_clock or self.clock
         args = list(args)
         base_weight = HST_FIXED_95
         threshold = 0
@@ -179,7 +183,7 @@ class HistoricalServiceTime(PathSelector):
         valid = self._valid
         if not valid:
             return None
-        now = self.clock() & U64
+        now = self.select_clock() & U64
         best = valid[0]
         best_i = 0
         n = len(valid)

@@ -640,7 +640,7 @@ class Multipath:
                 out.append(ps.status(p, "info"))
         return "".join(out)
 
-    def _features_table(self) -> str:
+    def features_table(self) -> str:
         bio = self.queue_mode != QUEUE_MODE_RQ
         n = (int(self.queue_if_no_path_flag) + 2 * (self.pg_init_retries > 0)
              + 2 * (self.pg_init_delay_msecs != DM_PG_INIT_DELAY_DEFAULT)
@@ -659,7 +659,7 @@ class Multipath:
         return "".join(out)
 
     def _status_table(self) -> str:
-        out = [self._features_table()]
+        out = [self.features_table()]
         out.append("1 %s " % self.hw_handler_name if self.hw_handler_name else "0 ")
         out.append("%u %u " % (self.nr_priority_groups, self._pg_num()))
         for pg in self.priority_groups:

@@ -1,0 +1,34 @@
+"""Glue between files on disk and a simulation run (what the CLI calls)."""
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence
+
+from .sim.engine import SimResult, Simulation
+from .workload.fio import FioJobFile, load_fio
+from .workload.topology import Topology, load_topology
+
+
+def parse_selector_spec(spec: str):
+    """'historical-service-time:972,2' -> ('historical-service-time', ['972', '2'])."""
+    name, _, args = spec.partition(":")
+    return name.strip(), [a for a in args.split(",") if a] if args else []
+
+
+def run_simulation(topo: Topology, jobs: FioJobFile, *, selector: Optional[str] = None,
+                   seed: Optional[int] = None, progress: Optional[Callable[[float], None]] = None,
+                   **overrides) -> SimResult:
+    if selector:
+        name, args = parse_selector_spec(selector)
+        topo = topo.with_selector(name, args)
+    kw = topo.sim_kwargs()
+    if seed is not None:
+        kw["seed"] = seed
+    kw.update({k: v for k, v in overrides.items() if v is not None})
+    sim = Simulation(topo.table, topo.paths, jobs.jobs, progress=progress, **kw)
+    result = sim.run()
+    result.check_accounting()
+    return result
+
+
+def run_files(topology_path: str, job_path: str, **kw) -> SimResult:
+    return run_simulation(load_topology(topology_path), load_fio(job_path), **kw)

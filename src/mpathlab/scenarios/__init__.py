@@ -1,0 +1,116 @@
+"""Shipped scenarios that reproduce the tables of the seed documents.
+
+Each scenario names a topology and a job file shipped beside this module,
+the columns to run (a selector plus kernel-behaviour switches), and the
+table published in the seed, so a run can be compared cell by cell.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable, Dict, List, Optional
+
+from ..runner import run_simulation
+from ..workload.fio import load_fio
+from ..workload.topology import load_topology
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOLERANCE = 0.03
+
+
+class Column:
+    def __init__(self, label: str, selector: str, **overrides):
+        self.label = label
+        self.selector = selector
+        self.overrides = overrides
+
+
+class Scenario:
+    def __init__(self, name: str, title: str, topology: str, job: str, columns: List[Column],
+                 published: Dict[str, Dict[str, float]], source: str):
+        self.name = name
+        self.title = title
+        self.topology = os.path.join(HERE, topology)
+        self.job = os.path.join(HERE, job)
+        self.columns = columns
+        self.published = published
+        self.source = source
+
+    @property
+    def rows(self) -> List[str]:
+        return list(next(iter(self.published.values())))
+
+    def run(self, progress: Optional[Callable[[str, float], None]] = None, seed: Optional[int] = None):
+        topo = load_topology(self.topology)
+        jobs = load_fio(self.job)
+        columns: Dict[str, Dict[str, float]] = {}
+        results = {}
+        best = None
+        for col in self.columns:
+            cb = (lambda f, _l=col.label: progress(_l, f)) if progress else None
+            res = run_simulation(topo, jobs, selector=col.selector, seed=seed, progress=cb, **col.overrides)
+            columns[col.label] = dict(res.shares)
+            results[col.label] = res
+            best = res.best
+        columns["Best"] = dict(best)
+        return ScenarioOutcome(self, columns, results)
+
+
+class ScenarioOutcome:
+    def __init__(self, scenario: Scenario, columns, results):
+        self.scenario = scenario
+        self.columns = columns
+        self.results = results
+
+    def deviations(self) -> Dict[str, Dict[str, float]]:
+        out = {}
+        for label, ref in self.scenario.published.items():
+            out[label] = {p: abs(self.columns[label].get(p, 0.0) - v) for p, v in ref.items()}
+        return out
+
+    def max_deviation(self) -> float:
+        return max(v for col in self.deviations().values() for v in col.values())
+
+    def within(self, tol: float = TOLERANCE) -> bool:
+        return self.max_deviation() <= tol + 1e-12
+
+    def as_json(self) -> dict:
+        return {"scenario": self.scenario.name,
+                "columns": {k: {p: round(v, 6) for p, v in col.items()} for k, col in self.columns.items()},
+                "published": self.scenario.published,
+                "max_deviation": round(self.max_deviation(), 6),
+                "mean_deviation": {k: round(r.mean_deviation, 6) for k, r in self.results.items()}}
+
+
+ST, HST = "service-time", "historical-service-time"
+
+_2020 = {"sda": (0.250, 0.294, 0.297, 0.294, 0.307), "sdb": (0.250, 0.297, 0.296, 0.297, 0.307),
+         "sdc": (0.250, 0.296, 0.298, 0.296, 0.307), "sdd": (0.250, 0.112, 0.106, 0.112, 0.076)}
+_2022 = {"sdd": (0.17, 0.20, 0.17, 0.18), "sde": (0.17, 0.20, 0.17, 0.18), "sdf": (0.17, 0.20, 0.17, 0.18),
+         "sdg": (0.06, 0.00, 0.06, 0.04), "sdh": (0.03, 0.00, 0.03, 0.02), "sdi": (0.03, 0.00, 0.03, 0.02),
+         "sdj": (0.02, 0.00, 0.01, 0.01), "sdk": (0.02, 0.00, 0.01, 0.01), "sdl": (0.17, 0.20, 0.17, 0.18),
+         "sdm": (0.17, 0.20, 0.17, 0.18)}
+
+
+def _col(table, idx):
+    return {p: v[idx] for p, v in table.items()}
+
+
+SCENARIOS: Dict[str, Scenario] = {s.name: s for s in [
+    Scenario("hst-2020-depth1", "HST cover letter 2020: 4 paths, one 4x slower, 500 MB 4k randwrite, iodepth=1",
+             "hst-2020.toml", "hst-2020-depth1.fio", [Column("ST", ST), Column("HST", HST)],
+             {"ST": _col(_2020, 0), "HST": _col(_2020, 1), "Best": _col(_2020, 4)},
+             "shared/seeds/hst-cover-letter-2020.txt"),
+    Scenario("hst-2020-depth64", "HST cover letter 2020: 4 paths, one 4x slower, 500 MB 4k randwrite, iodepth=64",
+             "hst-2020.toml", "hst-2020-depth64.fio", [Column("ST", ST), Column("HST", HST)],
+             {"ST": _col(_2020, 2), "HST": _col(_2020, 3), "Best": _col(_2020, 4)},
+             "shared/seeds/hst-cover-letter-2020.txt"),
+    Scenario("hst-ktime-bio-10disk",
+             "HST high-resolution timer patch 2022: 10 asymmetric paths, bio-based, randwrite iodepth=64",
+             "hst-ktime-bio-10disk.toml", "hst-ktime-bio-10disk.fio",
+             [Column("ST", ST), Column("HST (orig)", HST, force_jiffies_start=True), Column("HST (ktime)", HST)],
+             {"ST": _col(_2022, 0), "HST (orig)": _col(_2022, 1), "HST (ktime)": _col(_2022, 2),
+              "Best": _col(_2022, 3)},
+             "shared/seeds/hst-history.txt"),
+]}
+
+DEFAULT_SCENARIO = "hst-2020-depth1"

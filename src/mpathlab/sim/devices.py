@@ -1,0 +1,202 @@
+"""Models of the devices behind each path.
+
+A path device is a FIFO queue in front of ``parallelism`` servers (the
+device's internal concurrency).  Each I/O occupies a server for a service
+time drawn from a distribution, plus a per-byte transfer cost.  An optional
+fixed ``delay`` (like dm-delay, or a network round trip) is added before the
+I/O reaches the queue; it costs latency but no device capacity.
+
+Faults change a device at given times: ``fail`` (the path errors every I/O,
+as a pulled cable does), ``reinstate`` (the device works again and
+multipathd reinstates the path), ``slow`` (service times multiplied).
+"""
+from __future__ import annotations
+
+import bisect
+import math
+import os
+import random
+from typing import Callable, List, Optional, Sequence
+
+from ..units import UnitError, parse_duration_ns
+
+
+class ServiceTime:
+    """A service-time distribution in ns.  ``mean_ns`` is its expected value."""
+
+    kind = "constant"
+
+    def __init__(self, mean_ns: float):
+        if mean_ns < 0:
+            raise UnitError("service time mean must not be negative")
+        self.mean_ns = float(mean_ns)
+
+    def sampler(self, rng: random.Random) -> Callable[[], float]:
+        m = self.mean_ns
+        return lambda: m
+
+    def describe(self) -> str:
+        return "%s(mean=%gus)" % (self.kind, self.mean_ns / 1e3)
+
+
+class Exponential(ServiceTime):
+    kind = "exponential"
+
+    def sampler(self, rng):
+        if self.mean_ns == 0:
+            return lambda: 0.0
+        lam = 1.0 / self.mean_ns
+        ex = rng.expovariate
+        return lambda: ex(lam)
+
+
+class LogNormal(ServiceTime):
+    kind = "lognormal"
+
+    def __init__(self, mean_ns: float, sigma: float):
+        super().__init__(mean_ns)
+        if sigma < 0:
+            raise UnitError("lognormal sigma must not be negative")
+        self.sigma = float(sigma)
+
+    def sampler(self, rng):
+        if self.mean_ns == 0:
+            return lambda: 0.0
+        mu = math.log(self.mean_ns) - self.sigma ** 2 / 2
+        lv = rng.lognormvariate
+        s = self.sigma
+        return lambda: lv(mu, s)
+
+    def describe(self):
+        return "lognormal(mean=%gus, sigma=%g)" % (self.mean_ns / 1e3, self.sigma)
+
+
+class Empirical(ServiceTime):
+    """Samples drawn uniformly from measured latencies (a file, one per line)."""
+
+    kind = "empirical"
+
+    def __init__(self, samples_ns: Sequence[float], source: str = ""):
+        if not samples_ns:
+            raise UnitError("empirical distribution %s has no samples" % (source or ""))
+        self.samples = sorted(float(x) for x in samples_ns)
+        self.source = source
+        super().__init__(sum(self.samples) / len(self.samples))
+
+    @classmethod
+    def from_file(cls, path: str, unit: str = "us") -> "Empirical":
+        if not os.path.exists(path):
+            raise UnitError("latency file %r does not exist" % path)
+        vals = []
+        with open(path) as f:
+            for lineno, line in enumerate(f, 1):
+                line = line.split("#", 1)[0].replace(",", " ").strip()
+                if line:
+                    # first column: a bare number (in `unit`) or a duration with units
+                    vals.append(parse_duration_ns(line.split()[0], "latency file %s line %d" % (path, lineno),
+                                                  default_unit=unit))
+        return cls(vals, path)
+
+    def sampler(self, rng):
+        s = self.samples
+        n = len(s)
+        rnd = rng.random
+        return lambda: s[int(rnd() * n)]
+
+    def describe(self):
+        return "empirical(%d samples from %s, mean=%gus)" % (len(self.samples), self.source or "list",
+                                                               self.mean_ns / 1e3)
+
+
+class Fault:
+    __slots__ = ("at_ns", "action", "factor", "reinstate_after_ns")
+
+    ACTIONS = ("fail", "reinstate", "slow")
+
+    def __init__(self, at_ns: int, action: str, factor: float = 1.0, reinstate_after_ns: int = 0):
+        if action not in self.ACTIONS:
+            raise UnitError("fault action must be one of %s, not %r" % ("/".join(self.ACTIONS), action))
+        if action == "slow" and factor <= 0:
+            raise UnitError("a 'slow' fault needs a positive factor")
+        self.at_ns = at_ns
+        self.action = action
+        self.factor = factor
+        self.reinstate_after_ns = reinstate_after_ns
+
+
+class PathModel:
+    """Configuration of one path's device."""
+
+    def __init__(self, name: str, devt, service: ServiceTime, parallelism: int = 1, delay_ns: int = 0,
+                 ns_per_kib: float = 0.0, faults: Sequence[Fault] = (), fail_latency_ns: int = 0):
+        if parallelism < 1:
+            raise UnitError("path %s: parallelism must be at least 1" % name)
+        self.name = name
+        self.devt = tuple(devt)
+        self.service = service
+        self.parallelism = int(parallelism)
+        self.delay_ns = int(delay_ns)
+        self.ns_per_kib = float(ns_per_kib)
+        self.faults = sorted(faults, key=lambda f: f.at_ns)
+        self.fail_latency_ns = int(fail_latency_ns)
+
+    @property
+    def devname(self) -> str:
+        return "%u:%u" % self.devt
+
+    def mean_service_ns(self, nr_bytes: int) -> float:
+        return self.service.mean_ns + self.ns_per_kib * nr_bytes / 1024.0
+
+    def capacity_iops(self, nr_bytes: int) -> float:
+        """I/Os per second the device completes when saturated (delay costs nothing)."""
+        m = self.mean_service_ns(nr_bytes)
+        return float("inf") if m <= 0 else self.parallelism * 1e9 / m
+
+
+def best_distribution(models: Sequence[PathModel], nr_bytes: int) -> dict:
+    """The ideal share of each path: proportional to what its device can serve.
+
+    This is the seeds' "Best ... calculated considering the real cost of
+    each path": the cost of an I/O is the device time it occupies, so the
+    ideal split gives each path its share of the total capacity.  A fixed
+    added delay adds latency but no cost, so it does not change Best.
+    """
+    caps = {m.name: m.capacity_iops(nr_bytes) for m in models}
+    if any(math.isinf(c) for c in caps.values()):
+        infs = [k for k, c in caps.items() if math.isinf(c)]
+        return {k: (1.0 / len(infs) if k in infs else 0.0) for k in caps}
+    total = sum(caps.values())
+    return {k: (c / total if total else 0.0) for k, c in caps.items()}
+
+
+class PathDevice:
+    """Runtime state of one device in a simulation."""
+
+    __slots__ = ("model", "busy", "queue", "offline", "slow_factor", "sample", "dispatched", "completed",
+                 "errors", "busy_ns", "_busy_since", "in_flight", "peak_in_flight")
+
+    def __init__(self, model: PathModel, rng: random.Random):
+        from collections import deque
+        self.model = model
+        self.busy = 0
+        self.queue = deque()
+        self.offline = False
+        self.slow_factor = 1.0
+        self.sample = model.service.sampler(rng)
+        self.dispatched = 0
+        self.completed = 0
+        self.errors = 0
+        self.busy_ns = 0       # integral of busy servers over time
+        self._busy_since = 0
+        self.in_flight = 0     # dispatched to this path and not yet completed
+        self.peak_in_flight = 0
+
+    def service_ns(self, nr_bytes: int) -> int:
+        m = self.model
+        st = self.sample()
+        if m.ns_per_kib:
+            st += m.ns_per_kib * nr_bytes / 1024.0
+        if self.slow_factor != 1.0:
+            st *= self.slow_factor
+        v = int(st)
+        return v if v > 0 else 1

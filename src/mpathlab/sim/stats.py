@@ -1,0 +1,126 @@
+"""Streaming statistics: constant memory whatever the number of I/Os.
+
+:class:`LatencyStats` keeps count/min/max/mean/variance (Welford) and a
+log-linear histogram with the same resolution as fio's (64 buckets per
+power of two), from which fio's percentiles are read.
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, Iterable, List, Sequence
+
+PLAT_BITS = 6
+PLAT_VAL = 1 << PLAT_BITS  # buckets per group
+
+FIO_DEFAULT_PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0,
+                           99.5, 99.9, 99.95, 99.99)
+
+
+def _bucket(v: int) -> int:
+    """fio's plat_val_to_idx: exact below 64, then 64 buckets per power of 2."""
+    if v < PLAT_VAL:
+        return v
+    msb = v.bit_length() - 1
+    error_bits = msb - PLAT_BITS
+    base = (error_bits + 1) << PLAT_BITS
+    return base + ((v >> error_bits) & (PLAT_VAL - 1))
+
+
+def _bucket_value(idx: int) -> int:
+    """Midpoint of a bucket (fio's plat_idx_to_val)."""
+    if idx < 2 * PLAT_VAL:
+        return idx
+    error_bits = (idx >> PLAT_BITS) - 1
+    base = 1 << (error_bits + PLAT_BITS)
+    k = idx % PLAT_VAL
+    return base + ((k + 0.5) * (1 << error_bits))
+
+
+class LatencyStats:
+    __slots__ = ("n", "min", "max", "mean", "_m2", "hist")
+
+    def __init__(self):
+        self.n = 0
+        self.min = 0
+        self.max = 0
+        self.mean = 0.0
+        self._m2 = 0.0
+        self.hist: Dict[int, int] = {}
+
+    def add(self, v: int) -> None:
+        n = self.n + 1
+        self.n = n
+        if n == 1:
+            self.min = self.max = v
+        elif v < self.min:
+            self.min = v
+        elif v > self.max:
+            self.max = v
+        d = v - self.mean
+        self.mean += d / n
+        self._m2 += d * (v - self.mean)
+        b = _bucket(v) if v >= PLAT_VAL else v
+        h = self.hist
+        h[b] = h.get(b, 0) + 1
+
+    def merge(self, other: "LatencyStats") -> None:
+        if not other.n:
+            return
+        if not self.n:
+            self.n, self.min, self.max, self.mean, self._m2 = other.n, other.min, other.max, other.mean, other._m2
+            self.hist = dict(other.hist)
+            return
+        n = self.n + other.n
+        d = other.mean - self.mean
+        self._m2 += other._m2 + d * d * self.n * other.n / n
+        self.mean += d * other.n / n
+        self.n = n
+        self.min = min(self.min, other.min)
+        self.max = max(self.max, other.max)
+        for k, c in other.hist.items():
+            self.hist[k] = self.hist.get(k, 0) + c
+
+    @property
+    def stddev(self) -> float:
+        return math.sqrt(self._m2 / (self.n - 1)) if self.n > 1 else 0.0
+
+    def percentiles(self, plist: Sequence[float] = FIO_DEFAULT_PERCENTILES) -> Dict[str, int]:
+        """fio's percentile map: {"99.000000": ns, ...} from the histogram."""
+        out: Dict[str, int] = {}
+        if not self.n:
+            return {"%f" % p: 0 for p in plist}
+        items = sorted(self.hist.items())
+        targets = sorted(plist)
+        res = {}
+        cum = 0
+        ti = 0
+        for idx, c in items:
+            cum += c
+            while ti < len(targets) and cum >= math.ceil(targets[ti] / 100.0 * self.n - 1e-9):
+                res[targets[ti]] = int(_bucket_value(idx))
+                ti += 1
+            if ti == len(targets):
+                break
+        last = int(_bucket_value(items[-1][0]))
+        for p in plist:
+            out["%f" % p] = res.get(p, last)
+        return out
+
+    def bins(self) -> Dict[str, int]:
+        """fio json+ style bins: {bucket midpoint ns: count}."""
+        return {str(int(_bucket_value(k))): c for k, c in sorted(self.hist.items())}
+
+    def as_fio(self, plist: Iterable[float] = None, with_percentiles: bool = True) -> dict:
+        d = {"min": int(self.min), "max": int(self.max), "mean": self.mean, "stddev": self.stddev,
+             "N": self.n}
+        if with_percentiles:
+            d["percentile"] = self.percentiles(tuple(plist) if plist else FIO_DEFAULT_PERCENTILES)
+        return d
+
+
+def mean_abs_deviation(shares: Dict[str, float], best: Dict[str, float]) -> float:
+    """Mean over paths of |share - best| (the cover letter's "mean deviation")."""
+    keys: List[str] = list(best)
+    if not keys:
+        return 0.0
+    return sum(abs(shares.get(k, 0.0) - best[k]) for k in keys) / len(keys)

@@ -1,0 +1,268 @@
+"""Topology files (TOML): the dm table line and a device model for each path.
+
+    [multipath]
+    table = "0 1048576 multipath 0 0 1 1 service-time 0 2 2 sda 1 1 sdb 1 1"
+    hz = 250                  # jiffies rate for bio-based start times
+    rq_stats = true           # request-based: blk-mq stamps io_start_time_ns
+    force_jiffies_start = false   # bio-based: ignore DM_PS_USE_HR_TIMER (pre-5.19)
+    uptime = "1h"             # ktime at the start of the run
+    hst_select_clock = "ktime"    # "sched_clock": HST as in 5.8-5.17 (select_path used sched_clock)
+    sched_clock_offset = "2s"     # how far sched_clock runs ahead of ktime
+    seed = 1
+
+    [paths.sda]
+    devt = "8:0"
+    service = { dist = "exponential", mean = "100us" }   # constant|exponential|lognormal|empirical
+    parallelism = 8           # device-internal concurrency
+    delay = "0us"             # fixed added delay (dm-delay, transport)
+    per_kib = "0ns"           # extra service time per KiB of I/O
+    faults = [ { at = "2s", action = "fail" }, { at = "4s", action = "reinstate" } ]
+
+    [[messages]]              # dm messages at given times
+    at = "3s"
+    message = "switch_group 2"
+
+Durations take units (ns, us, ms, s); a bare number is ns.
+"""
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Optional, Sequence, Tuple
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11
+    import tomli as tomllib  # type: ignore
+
+from ..kernel import parse_devt
+from ..selectors import lookup
+from ..sim.devices import Empirical, Exponential, Fault, LogNormal, PathModel, ServiceTime
+from ..target import TargetError, construct, mapping_resolver, split_table_line
+from ..timing import VALID_HZ
+from ..units import UnitError, parse_duration_ns
+
+
+class TopologyError(ValueError):
+    pass
+
+
+class Topology:
+    def __init__(self, table: str, paths: List[PathModel], *, hz: int = 250, rq_stats: bool = True,
+                 force_jiffies_start: bool = False, uptime_ns: int = 3600 * 10 ** 9, seed: int = 1,
+                 sched_clock_offset_ns: Optional[int] = None,
+                 messages: Sequence[Tuple[int, str]] = (), activation_ns: int = 0, source: str = ""):
+        self.table = table
+        self.paths = paths
+        self.hz = hz
+        self.rq_stats = rq_stats
+        self.force_jiffies_start = force_jiffies_start
+        self.uptime_ns = uptime_ns
+        self.seed = seed
+        self.messages = list(messages)
+        self.activation_ns = activation_ns
+        self.sched_clock_offset_ns = sched_clock_offset_ns
+        self.source = source
+
+    def sim_kwargs(self) -> dict:
+        return {"hz": self.hz, "rq_stats": self.rq_stats, "force_jiffies_start": self.force_jiffies_start,
+                "uptime_ns": self.uptime_ns, "seed": self.seed, "messages": self.messages,
+                "activation_ns": self.activation_ns, "sched_clock_offset_ns": self.sched_clock_offset_ns}
+
+    def resolver(self):
+        return mapping_resolver({p.name: p.devt for p in self.paths})
+
+    def with_selector(self, name: str, args: Sequence[str] = ()) -> "Topology":
+        """The same topology with every priority group using another selector."""
+        import copy
+        t = copy.copy(self)
+        t.table = rewrite_selector(self.table, name, args, self.resolver())
+        return t
+
+
+def _service(spec, where: str) -> ServiceTime:
+    if isinstance(spec, (str, int, float)):
+        return ServiceTime(parse_duration_ns(spec, where + ".service"))
+    if not isinstance(spec, dict):
+        raise TopologyError("%s.service must be a duration or a table {dist=..., mean=...}" % where)
+    unknown = set(spec) - {"dist", "mean", "sigma", "file", "unit"}
+    if unknown:
+        raise TopologyError("%s.service: unknown key(s) %s" % (where, ", ".join(sorted(unknown))))
+    dist = str(spec.get("dist", "constant")).lower()
+    if dist == "empirical":
+        if "file" not in spec:
+            raise TopologyError("%s.service: an empirical distribution needs file = \"latencies.txt\"" % where)
+        return Empirical.from_file(spec["file"], unit=spec.get("unit", "us"))
+    if "mean" not in spec:
+        raise TopologyError("%s.service: missing mean" % where)
+    mean = parse_duration_ns(spec["mean"], where + ".service.mean")
+    if dist == "constant":
+        return ServiceTime(mean)
+    if dist == "exponential":
+        return Exponential(mean)
+    if dist == "lognormal":
+        sigma = spec.get("sigma", 0.5)
+        if not isinstance(sigma, (int, float)) or isinstance(sigma, bool):
+            raise TopologyError("%s.service.sigma must be a number" % where)
+        return LogNormal(mean, float(sigma))
+    raise TopologyError("%s.service: dist must be constant, exponential, lognormal or empirical, not %r"
+                        % (where, dist))
+
+
+def _faults(items, where: str) -> List[Fault]:
+    if not isinstance(items, list):
+        raise TopologyError("%s.faults must be a list of {at=..., action=...}" % where)
+    out = []
+    for i, f in enumerate(items):
+        w = "%s.faults[%d]" % (where, i)
+        if not isinstance(f, dict) or "at" not in f or "action" not in f:
+            raise TopologyError("%s needs at and action" % w)
+        unknown = set(f) - {"at", "action", "factor", "reinstate_after"}
+        if unknown:
+            raise TopologyError("%s: unknown key(s) %s" % (w, ", ".join(sorted(unknown))))
+        factor = f.get("factor", 1.0)
+        if not isinstance(factor, (int, float)) or isinstance(factor, bool):
+            raise TopologyError("%s.factor must be a number" % w)
+        out.append(Fault(parse_duration_ns(f["at"], w + ".at"), str(f["action"]), float(factor),
+                         parse_duration_ns(f.get("reinstate_after", 0), w + ".reinstate_after")))
+    return out
+
+
+_PATH_KEYS = {"devt", "service", "parallelism", "delay", "per_kib", "faults", "fail_latency"}
+_MP_KEYS = {"table", "hz", "rq_stats", "force_jiffies_start", "uptime", "seed", "activation",
+            "hst_select_clock", "sched_clock_offset"}
+
+
+def topology_from_dict(doc: dict, source: str = "", base_dir: str = ".") -> Topology:
+    try:
+        return _topology_from_dict(doc, source, base_dir)
+    except UnitError as e:
+        raise TopologyError("%s: %s" % (source or "topology", e)) from None
+
+
+def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
+    src = source or "topology"
+    unknown = set(doc) - {"multipath", "paths", "messages", "description"}
+    if unknown:
+        raise TopologyError("%s: unknown section(s) %s" % (src, ", ".join(sorted(unknown))))
+    mp = doc.get("multipath")
+    if not isinstance(mp, dict) or "table" not in mp:
+        raise TopologyError("%s: needs a [multipath] section with table = \"0 <len> multipath ...\"" % src)
+    bad = set(mp) - _MP_KEYS
+    if bad:
+        raise TopologyError("%s: [multipath] has unknown key(s) %s" % (src, ", ".join(sorted(bad))))
+    paths_doc = doc.get("paths")
+    if not isinstance(paths_doc, dict) or not paths_doc:
+        raise TopologyError("%s: needs [paths.NAME] sections, one per path device" % src)
+    paths: List[PathModel] = []
+    seen = {}
+    for i, (name, p) in enumerate(paths_doc.items()):
+        where = "paths.%s" % name
+        if not isinstance(p, dict):
+            raise TopologyError("%s: %s must be a table" % (src, where))
+        bad = set(p) - _PATH_KEYS
+        if bad:
+            raise TopologyError("%s: %s has unknown key(s) %s" % (src, where, ", ".join(sorted(bad))))
+        devt = parse_devt(str(p.get("devt", "8:%d" % (16 * i))))
+        if devt is None:
+            raise TopologyError("%s: %s.devt must be \"major:minor\"" % (src, where))
+        if devt in seen:
+            raise TopologyError("%s: %s and %s have the same devt" % (src, seen[devt], name))
+        seen[devt] = name
+        if "service" not in p:
+            raise TopologyError("%s: %s needs a service time" % (src, where))
+        svc = p["service"]
+        if isinstance(svc, dict) and "file" in svc and not os.path.isabs(svc["file"]):
+            svc = dict(svc, file=os.path.join(base_dir, svc["file"]))
+        par = p.get("parallelism", 1)
+        if not isinstance(par, int) or isinstance(par, bool) or par < 1:
+            raise TopologyError("%s: %s.parallelism must be a whole number >= 1" % (src, where))
+        paths.append(PathModel(
+            name, devt, _service(svc, where), parallelism=par,
+            delay_ns=parse_duration_ns(p.get("delay", 0), where + ".delay"),
+            ns_per_kib=parse_duration_ns(p.get("per_kib", 0), where + ".per_kib"),
+            faults=_faults(p.get("faults", []), where),
+            fail_latency_ns=parse_duration_ns(p.get("fail_latency", 0), where + ".fail_latency")))
+    hz = mp.get("hz", 250)
+    if hz not in VALID_HZ:
+        raise TopologyError("%s: hz must be one of %s" % (src, ", ".join(map(str, VALID_HZ))))
+    messages = []
+    for i, m in enumerate(doc.get("messages", [])):
+        if not isinstance(m, dict) or "at" not in m or "message" not in m:
+            raise TopologyError("%s: messages[%d] needs at and message" % (src, i))
+        messages.append((parse_duration_ns(m["at"], "messages[%d].at" % i), str(m["message"])))
+    for key in ("rq_stats", "force_jiffies_start"):
+        if key in mp and not isinstance(mp[key], bool):
+            raise TopologyError("%s: [multipath] %s must be true or false" % (src, key))
+    seed = mp.get("seed", 1)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise TopologyError("%s: [multipath] seed must be an integer" % src)
+    clock = str(mp.get("hst_select_clock", "ktime")).lower()
+    if clock not in ("ktime", "sched_clock"):
+        raise TopologyError("%s: [multipath] hst_select_clock must be \"ktime\" or \"sched_clock\"" % src)
+    offset = None
+    if clock == "sched_clock":
+        offset = parse_duration_ns(mp.get("sched_clock_offset", "2s"), "sched_clock_offset")
+    elif "sched_clock_offset" in mp:
+        raise TopologyError("%s: sched_clock_offset only applies with hst_select_clock = \"sched_clock\"" % src)
+    topo = Topology(str(mp["table"]), paths, sched_clock_offset_ns=offset, hz=hz, rq_stats=mp.get("rq_stats", True),
+                    force_jiffies_start=mp.get("force_jiffies_start", False),
+                    uptime_ns=parse_duration_ns(mp.get("uptime", "1h"), "uptime"), seed=seed,
+                    messages=messages, activation_ns=parse_duration_ns(mp.get("activation", 0), "activation"),
+                    source=src)
+    validate_table(topo)
+    return topo
+
+
+def validate_table(topo: Topology) -> None:
+    """Construct the table once so a bad line is reported before a run."""
+    try:
+        tl = split_table_line(topo.table)
+        m = construct(tl.params, resolve_device=topo.resolver())
+    except TargetError as e:
+        raise TopologyError("%s: table rejected: %s" % (topo.source or "topology", e)) from None
+    models = {p.devt for p in topo.paths}
+    for pgpath in m.pgpaths:
+        if pgpath.dev.devt not in models:
+            raise TopologyError("%s: table path %s has no [paths.*] device model"
+                                % (topo.source or "topology", pgpath.dev.name))
+
+
+def load_topology(path: str) -> Topology:
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except OSError as e:
+        raise TopologyError("cannot read topology %s: %s" % (path, e.strerror or e)) from None
+    except tomllib.TOMLDecodeError as e:
+        raise TopologyError("%s is not valid TOML: %s" % (path, e)) from None
+    return topology_from_dict(doc, os.path.basename(path), os.path.dirname(os.path.abspath(path)))
+
+
+def rewrite_selector(table: str, name: str, args: Sequence[str] = (), resolver=None) -> str:
+    """Replace the selector of every PG of a table line, keeping features and paths.
+
+    Per-path selector arguments are dropped (each selector's defaults apply),
+    except for io-affinity, which needs a CPU mask: path i gets CPU i.
+    """
+    cls = lookup(name)
+    if cls is None:
+        raise TopologyError("unknown path selector %r" % name)
+    tl = split_table_line(table)
+    m = construct(tl.params, resolve_device=resolver)
+    feats = m.features_table()
+    hw = "1 %s " % m.hw_handler_name if m.hw_handler_name else "0 "
+    initial = m.next_pg.pg_num if m.next_pg is not None else (1 if m.nr_priority_groups else 0)
+    parts = [feats, hw, "%u %u " % (m.nr_priority_groups, initial)]
+    cpu = 0
+    for pg in m.priority_groups:
+        parts.append("%s %d %s" % (cls.name, len(args), "".join("%s " % a for a in args)))
+        if cls.name == "io-affinity":
+            parts.append("%d 1 " % pg.nr_pgpaths)
+            for p in pg.pgpaths:
+                parts.append("%s %x " % (p.dev.name, 1 << cpu))
+                cpu += 1
+        else:
+            parts.append("%d 0 " % pg.nr_pgpaths)
+            for p in pg.pgpaths:
+                parts.append("%s " % p.dev.name)
+    return "%d %d multipath %s" % (tl.start, tl.length, "".join(parts).strip())
