@@ -1,0 +1,237 @@
+"""The ``mpathlab`` command line.
+
+    mpathlab run TOPOLOGY.toml JOB.fio [--selector NAME[:ARG,...]] [--json]
+    mpathlab reproduce [NAME] [--json] | --list
+    mpathlab selectors
+    mpathlab table 'TABLE LINE' [--status info|table|ima]
+
+Every failure is reported as one line on stderr with a non-zero exit code;
+no traceback unless MPATHLAB_DEBUG=1 is set.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import List, Optional
+
+from . import __version__
+
+EXIT_USAGE = 2
+EXIT_INPUT = 3
+EXIT_MISMATCH = 4
+EXIT_INTERNAL = 70
+
+
+class Progress:
+    """A one-line progress bar on stderr (only when it is a terminal, or forced)."""
+
+    def __init__(self, enabled: bool, stream=None):
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self._last = 0.0
+        self._shown = False
+
+    def __call__(self, label: str, fraction: float) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self._last < 0.1 and fraction < 1.0:
+            return
+        self._last = now
+        width = 30
+        filled = int(width * min(1.0, max(0.0, fraction)))
+        self.stream.write("\r%-14s [%s%s] %3d%%" % (label[:14], "#" * filled, "." * (width - filled),
+                                                     int(fraction * 100)))
+        self.stream.flush()
+        self._shown = True
+
+    def done(self) -> None:
+        if self._shown:
+            self.stream.write("\r" + " " * 60 + "\r")
+            self.stream.flush()
+            self._shown = False
+
+
+def _progress_enabled(args) -> bool:
+    if getattr(args, "no_progress", False):
+        return False
+    if getattr(args, "progress", False):
+        return True
+    return sys.stderr.isatty()
+
+
+def cmd_run(args) -> int:
+    from .report import fio_json, run_summary
+    from .runner import run_simulation
+    from .workload.fio import load_fio
+    from .workload.topology import load_topology
+
+    topo = load_topology(args.topology)
+    jobs = load_fio(args.job)
+    prog = Progress(_progress_enabled(args))
+    label = (args.selector or "run").split(":")[0]
+    overrides = {}
+    if args.hz:
+        overrides["hz"] = args.hz
+    if args.jiffies_start:
+        overrides["force_jiffies_start"] = True
+    try:
+        result = run_simulation(topo, jobs, selector=args.selector, seed=args.seed,
+                                progress=lambda f: prog(label, f), **overrides)
+    finally:
+        prog.done()
+    if args.json:
+        json.dump(fio_json(result, jobs.global_options), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(run_summary(result))
+    return 0
+
+
+def cmd_reproduce(args) -> int:
+    from .report import share_table
+    from .scenarios import DEFAULT_SCENARIO, SCENARIOS, TOLERANCE
+
+    if args.list:
+        for name, sc in SCENARIOS.items():
+            print("%-22s %s" % (name, sc.title))
+        return 0
+    name = args.name or DEFAULT_SCENARIO
+    sc = SCENARIOS.get(name)
+    if sc is None:
+        raise InputError("unknown scenario %r; known: %s" % (name, ", ".join(SCENARIOS)))
+    prog = Progress(_progress_enabled(args))
+    try:
+        outcome = sc.run(progress=prog, seed=args.seed)
+    finally:
+        prog.done()
+    if args.json:
+        json.dump(outcome.as_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print("%s: %s" % (sc.name, sc.title))
+        print("share of I/O per path; in brackets the published value (%s)" % sc.source)
+        print(share_table(outcome.columns, sc.rows, sc.published))
+        for label, res in outcome.results.items():
+            print("%-12s mean deviation from Best %.4f" % (label, res.mean_deviation))
+        ok = outcome.within(TOLERANCE)
+        print("largest difference from the published table: %.3f (%s, tolerance %.2f)"
+              % (outcome.max_deviation(), "within" if ok else "OUTSIDE", TOLERANCE))
+    return 0 if outcome.within(TOLERANCE) else EXIT_MISMATCH
+
+
+def cmd_selectors(args) -> int:
+    from . import selectors
+    for name in selectors.names():
+        cls = selectors.lookup(name)
+        print("%-24s version %-6s table_args %d info_args %d%s"
+              % (name, cls.version or "-", cls.table_args, cls.info_args,
+                 "  (asks for high-resolution start times)" if cls.uses_hr_timer() else ""))
+    return 0
+
+
+def cmd_table(args) -> int:
+    from .target import construct, parse, table_line
+    line = " ".join(args.line)
+    first = line.split()
+    if len(first) >= 3 and first[2] == "multipath":
+        m = parse(line)
+        if args.status == "table":
+            print(table_line(m))
+            return 0
+    else:
+        m = construct(line)
+    print(m.status(args.status))
+    return 0
+
+
+class InputError(Exception):
+    """Bad user input that has no more specific exception type."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mpathlab", description=(
+        "Linux dm-multipath path selectors in Python: simulate how each selector spreads I/O over "
+        "asymmetric paths, driven by fio job files."))
+    p.add_argument("--version", action="version", version="mpathlab %s" % __version__)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    r = sub.add_parser("run", help="simulate a fio job over a topology",
+                       description="Simulate a fio job file over the multipath topology of a TOML file.")
+    r.add_argument("topology", help="topology file (TOML): the dm table line and a model per path")
+    r.add_argument("job", help="fio job file")
+    r.add_argument("--selector", help="use this selector in every priority group, e.g. "
+                                      "historical-service-time or historical-service-time:972,2")
+    r.add_argument("--json", action="store_true", help="print fio-style JSON instead of a table")
+    r.add_argument("--seed", type=int, help="random seed (default: the topology's)")
+    r.add_argument("--hz", type=int, choices=(100, 250, 300, 1000), help="kernel HZ for jiffies")
+    r.add_argument("--jiffies-start", action="store_true",
+                   help="bio-based: ignore DM_PS_USE_HR_TIMER, as kernels before 5.19 did")
+    r.add_argument("--progress", action="store_true", help="always show the progress bar")
+    r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    r.set_defaults(func=cmd_run)
+
+    rp = sub.add_parser("reproduce", help="run a shipped scenario and compare it with the seed's table")
+    rp.add_argument("name", nargs="?", help="scenario name (default: hst-2020-depth1); see --list")
+    rp.add_argument("--list", action="store_true", help="list the shipped scenarios")
+    rp.add_argument("--json", action="store_true", help="print the columns as JSON")
+    rp.add_argument("--seed", type=int, help="override the scenario's random seed")
+    rp.add_argument("--progress", action="store_true", help="always show the progress bar")
+    rp.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    rp.set_defaults(func=cmd_reproduce)
+
+    s = sub.add_parser("selectors", help="list the registered path selectors")
+    s.set_defaults(func=cmd_selectors)
+
+    t = sub.add_parser("table", help="parse a multipath table and print its canonical form or status",
+                       description="Parse a multipath table (a full '0 LEN multipath ...' line or only "
+                                   "the target's parameters) as the kernel would.")
+    t.add_argument("line", nargs="+", help="the table line")
+    t.add_argument("--status", choices=("table", "info", "ima"), default="table")
+    t.set_defaults(func=cmd_table)
+    return p
+
+
+def _known_errors():
+    from .selectors import RegistryError, SelectorError, UnknownSelectorError
+    from .sim.devices import UnitError
+    from .target import MessageError, TargetError
+    from .workload.fio import FioError
+    from .workload.topology import TopologyError
+    return (FioError, TopologyError, TargetError, MessageError, SelectorError, RegistryError,
+            UnknownSelectorError, UnitError, InputError, OSError)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_USAGE
+    debug = os.environ.get("MPATHLAB_DEBUG") == "1"
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("mpathlab: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except _known_errors() as e:
+        if debug:
+            raise
+        msg = str(e) or e.__class__.__name__
+        print("mpathlab: error: %s" % msg.replace("\n", " "), file=sys.stderr)
+        return EXIT_INPUT
+    except Exception as e:  # never a traceback for a user
+        if debug:
+            raise
+        print("mpathlab: internal error: %s: %s (set MPATHLAB_DEBUG=1 for a traceback)"
+              % (e.__class__.__name__, e), file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

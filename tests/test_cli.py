@@ -1,0 +1,77 @@
+import json
+import os
+
+import pytest
+
+from mpathlab.cli import main
+from mpathlab.scenarios import HERE
+
+TOPO = os.path.join(HERE, "hst-2020.toml")
+
+
+def write_job(tmp_path, text):
+    p = tmp_path / "job.fio"
+    p.write_text(text)
+    return str(p)
+
+
+def test_run_table_output(tmp_path, capsys):
+    job = write_job(tmp_path, "[j]\nrw=randread\nbs=4k\niodepth=8\nnumber_ios=2000\n")
+    assert main(["run", TOPO, job, "--selector", "queue-length", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "selector: queue-length" in out and "sdd" in out and "read: IOPS=" in out
+    assert "dmsetup status: 2 0 0 0 1 1 A 0 4 1 8:0 A 0 0 " in out
+
+
+def test_run_json(tmp_path, capsys):
+    job = write_job(tmp_path, "[j]\nrw=randwrite\nbs=4k\niodepth=8\nnumber_ios=2000\n")
+    assert main(["run", TOPO, job, "--json", "--selector", "historical-service-time:972,2"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["jobs"][0]["write"]["total_ios"] == 2000
+    assert doc["mpath"]["dmsetup_table"].startswith("0 0 1 1 historical-service-time 2 972 2 4 1 8:0 0 ")
+    assert sum(doc["mpath"]["shares"].values()) == pytest.approx(1.0)
+
+
+def test_reproduce_list_and_json(capsys):
+    assert main(["reproduce", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "hst-2020-depth1" in out and "hst-ktime-bio-10disk" in out
+    assert main(["reproduce", "hst-2020-depth1", "--json", "--no-progress"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["scenario"] == "hst-2020-depth1"
+    assert set(doc["columns"]) == {"ST", "HST", "Best"}
+    assert set(doc["columns"]["ST"]) == {"sda", "sdb", "sdc", "sdd"}
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["run", "/nonexistent.toml", "/nonexistent.fio"], "cannot read topology"),
+    (["run", TOPO, "/nonexistent.fio"], "cannot read job file"),
+    (["run", TOPO, "JOB", "--selector", "nope"], "unknown path selector"),
+    (["reproduce", "no-such-scenario"], "unknown scenario"),
+    (["table", "0", "0", "1", "1", "round-robin", "0", "1", "0", "8:0", "extra"], "not enough priority group arguments"),
+])
+def test_errors_are_one_line_without_traceback(tmp_path, capsys, argv, msg):
+    argv = [a if a != "JOB" else write_job(tmp_path, "[j]\nsize=4k\n") for a in argv]
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc != 0
+    assert err.startswith("mpathlab: error: ") and msg in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_bad_fio_option_reported(tmp_path, capsys):
+    job = write_job(tmp_path, "[j]\nsize=4k\nwibble=3\n")
+    assert main(["run", TOPO, job]) == 3
+    assert "unknown or unsupported fio option 'wibble'" in capsys.readouterr().err
+
+
+def test_table_command(capsys):
+    assert main(["table", "0 100 multipath 0 0 1 1 queue-length 0 2 0 8:16 8:32"]) == 0
+    assert capsys.readouterr().out.strip() == "0 100 multipath 0 0 1 1 queue-length 0 2 1 8:16 1 8:32 1"
+    assert main(["table", "--status", "info", "0 0 1 1 queue-length 0 1 0 8:16"]) == 0
+    assert capsys.readouterr().out == "2 1 0 0 1 1 E 0 1 1 8:16 A 0 0 \n"
+
+
+def test_no_command_prints_help(capsys):
+    assert main([]) == 2
+    assert "reproduce" in capsys.readouterr().out

@@ -1,0 +1,130 @@
+import os
+
+import pytest
+
+from mpathlab.workload.fio import FioError, parse_fio
+from mpathlab.workload.topology import TopologyError, load_topology, rewrite_selector, topology_from_dict
+from mpathlab.scenarios import HERE
+
+
+def test_global_defaults_and_job_override():
+    f = parse_fio("""
+; comment
+# another
+[global]
+rw=randwrite
+bs=4k
+size=1m
+ioengine=libaio
+direct=1
+
+[a]
+iodepth=8
+
+[b]
+rw=randrw
+rwmixread=70
+bs=64KiB
+numjobs=2
+runtime=3
+time_based
+""")
+    a, b = f.jobs
+    assert (a.rw, a.bs, a.iodepth, a.total_ios, a.read_fraction, a.random) == ("randwrite", 4096, 8, 256, 0.0, True)
+    assert (b.rw, b.bs, b.numjobs, b.read_fraction, b.time_based) == ("randrw", 65536, 2, 0.7, True)
+    assert b.runtime_ns == 3 * 10 ** 9
+    assert b.total_ios == (1 << 20) // 65536
+    assert f.global_options["rw"] == "randwrite"
+    assert "time_based" not in b.options      # valueless booleans are not echoed (fio quirk)
+    assert b.options["rwmixread"] == "70"
+
+
+def test_env_expansion(monkeypatch):
+    monkeypatch.setenv("DEPTH", "32")
+    assert parse_fio("[j]\niodepth=${DEPTH}\nsize=4k\n").jobs[0].iodepth == 32
+    with pytest.raises(FioError, match=r"\$\{NOPE\} is not set"):
+        parse_fio("[j]\niodepth=${NOPE}\nsize=4k\n")
+
+
+@pytest.mark.parametrize("text,msg", [
+    ("[j]\nfrobnicate=1\nsize=1m\n", "unknown or unsupported fio option 'frobnicate'"),
+    ("[j]\nrw=sideways\nsize=1m\n", "rw=sideways is not one of"),
+    ("[j]\nbs=4q\nsize=1m\n", "cannot read '4q' as a size"),
+    ("[j]\niodepth=0\nsize=1m\n", "iodepth must be between 1 and 65536"),
+    ("[j]\niodepth=x\nsize=1m\n", "iodepth needs a whole number"),
+    ("[j]\nsize=50%\n", "needs a real file"),
+    ("[j]\nrw=read\n", "neither size nor runtime"),
+    ("[j]\nsize=1m\ntime_based\n", "time_based but has no runtime"),
+    ("[global]\nbs=4k\n", "no job sections"),
+    ("bs=4k\n[j]\n", "outside any [section]"),
+    ("[j\nbs=4k\n", "malformed section header"),
+    ("[j]\nbs=4k,8k\nsize=1m\n", "different read/write block sizes"),
+    ("[j]\nsize=1m\nrwmixread=101\n", "rwmixread must be between 0 and 100"),
+    ("[j]\nsize=1m\nbs\n", "option 'bs' needs a value"),
+    ("[j]\nsize=1m\nruntime=abc\n", "cannot read 'abc' as a duration"),
+])
+def test_fio_errors_name_the_problem(text, msg):
+    with pytest.raises(FioError) as ei:
+        parse_fio(text, "job.fio")
+    assert msg in str(ei.value)
+    assert "job.fio" in str(ei.value)
+
+
+def test_shipped_topologies_load():
+    for name in ("hst-2020.toml", "hst-ktime-bio-10disk.toml"):
+        t = load_topology(os.path.join(HERE, name))
+        assert t.paths and t.table.startswith("0 1048576 multipath")
+    t = load_topology(os.path.join(HERE, "hst-2020.toml"))
+    assert t.sched_clock_offset_ns == 2 * 10 ** 9
+    assert [p.parallelism for p in t.paths] == [12] * 4
+    assert t.paths[3].service.mean_ns == 400_000
+
+
+def _doc(**mp):
+    d = {"multipath": {"table": "0 100 multipath 0 0 1 1 round-robin 0 1 0 sda"},
+         "paths": {"sda": {"devt": "8:0", "service": "100us"}}}
+    d["multipath"].update(mp)
+    return d
+
+
+@pytest.mark.parametrize("mutate,msg", [
+    (lambda d: d.pop("multipath"), "needs a [multipath] section"),
+    (lambda d: d.pop("paths"), "needs [paths.NAME] sections"),
+    (lambda d: d["paths"]["sda"].update(parallelism=0), "parallelism must be a whole number >= 1"),
+    (lambda d: d["paths"]["sda"].update(service={"dist": "weibull", "mean": "1ms"}), "dist must be"),
+    (lambda d: d["paths"]["sda"].update(service={"dist": "exponential"}), "missing mean"),
+    (lambda d: d["paths"]["sda"].update(colour="red"), "unknown key(s) colour"),
+    (lambda d: d["paths"]["sda"].update(delay="soon"), "cannot read 'soon' as a duration"),
+    (lambda d: d["paths"]["sda"].update(devt="sda"), "devt must be"),
+    (lambda d: d["multipath"].update(table="0 100 multipath 0 0 1 1 round-robin 0 1 0 sdz"), "table rejected"),
+    (lambda d: d["multipath"].update(table="0 100 multipath 0 0 1 1 nope 0 1 0 sda"), "unknown path selector type"),
+    (lambda d: d["multipath"].update(hz=123), "hz must be one of"),
+    (lambda d: d["multipath"].update(hst_select_clock="tsc"), "hst_select_clock must be"),
+    (lambda d: d["paths"]["sda"].update(faults=[{"at": "1s"}]), "needs at and action"),
+    (lambda d: d["paths"]["sda"].update(faults=[{"at": "1s", "action": "explode"}]), "fault action must be"),
+    (lambda d: d.update(extra={}), "unknown section(s) extra"),
+])
+def test_topology_errors(mutate, msg):
+    d = _doc()
+    mutate(d)
+    with pytest.raises(TopologyError) as ei:
+        topology_from_dict(d, "t.toml")
+    assert msg in str(ei.value)
+
+
+def test_empirical_service_from_file(tmp_path):
+    lat = tmp_path / "lat.txt"
+    lat.write_text("# latencies in us\n100\n200\n300us\n1ms\n")
+    d = _doc()
+    d["paths"]["sda"]["service"] = {"dist": "empirical", "file": "lat.txt"}
+    t = topology_from_dict(d, "t.toml", str(tmp_path))
+    assert t.paths[0].service.mean_ns == (100e3 + 200e3 + 300e3 + 1e6) / 4
+
+
+def test_rewrite_selector_keeps_features_and_paths():
+    line = "0 100 multipath 1 queue_if_no_path 0 2 1 round-robin 0 1 1 8:0 1 round-robin 0 1 1 8:16 1"
+    assert rewrite_selector(line, "historical-service-time", ["972", "2"]) == (
+        "0 100 multipath 1 queue_if_no_path 0 2 1 historical-service-time 2 972 2 1 0 8:0 "
+        "historical-service-time 2 972 2 1 0 8:16")
+    assert rewrite_selector(line, "dm-ps-io-affinity") == (
+        "0 100 multipath 1 queue_if_no_path 0 2 1 io-affinity 0 1 1 8:0 1 io-affinity 0 1 1 8:16 2")
