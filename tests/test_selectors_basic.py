@@ -43,6 +43,7 @@ def test_st_relative_throughput_range(bad):
 
 @pytest.mark.parametrize("name", ["round-robin", "queue-length", "service-time"])
 def test_repeat_count_clamped_to_one_zero_kept(name, caplog):
+    caplog.set_level("INFO")
     ps = mk(name, ["a", "b", "c"], {"a": ["100"], "b": ["0"]})
     table = [ps.status(p, "table").split()[0] for p in "abc"]
     assert table == ["1", "0", "1"]

@@ -2,6 +2,7 @@
 
     mpathlab run TOPOLOGY.toml JOB.fio [--selector NAME[:ARG,...]] [--json]
     mpathlab reproduce [NAME] [--json] | --list
+    mpathlab faults [NAME|all] [--selector NAME] [--json]
     mpathlab selectors
     mpathlab table 'TABLE LINE' [--status info|table|ima]
 
@@ -123,6 +124,33 @@ def cmd_reproduce(args) -> int:
     return 0 if outcome.within(TOLERANCE) else EXIT_MISMATCH
 
 
+def cmd_faults(args) -> int:
+    from .sim.faults import SELECTORS, STUDIES, format_row, summarize
+
+    if args.list or not args.name:
+        for name, st in STUDIES.items():
+            print("%-22s %s" % (name, st.title))
+        return 0
+    names = list(STUDIES) if args.name == "all" else [args.name]
+    out = []
+    for name in names:
+        st = STUDIES.get(name)
+        if st is None:
+            raise InputError("unknown fault study %r; known: %s, all" % (name, ", ".join(STUDIES)))
+        sels = [args.selector] if args.selector else list(SELECTORS)
+        if not args.json:
+            print("%s: %s\n  expected: %s" % (st.name, st.title, st.expect))
+        for sel in sels:
+            d = summarize(st, sel, st.run(sel, seed=args.seed))
+            out.append(d)
+            if not args.json:
+                print("  " + format_row(d))
+    if args.json:
+        json.dump(out, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    return 0
+
+
 def cmd_selectors(args) -> int:
     from . import selectors
     for name in selectors.names():
@@ -182,6 +210,14 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--progress", action="store_true", help="always show the progress bar")
     rp.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     rp.set_defaults(func=cmd_reproduce)
+
+    f = sub.add_parser("faults", help="run the fault studies (path failure, all paths down, slow path)")
+    f.add_argument("name", nargs="?", help="study name, or 'all'; without one, the list")
+    f.add_argument("--list", action="store_true", help="list the studies")
+    f.add_argument("--selector", help="run only this selector")
+    f.add_argument("--json", action="store_true")
+    f.add_argument("--seed", type=int, default=1)
+    f.set_defaults(func=cmd_faults)
 
     s = sub.add_parser("selectors", help="list the registered path selectors")
     s.set_defaults(func=cmd_selectors)

@@ -77,10 +77,10 @@ class IOAffinity(PathSelector):
         while m:
             if m & 1:
                 if cpu >= n:
-                    log.warning("Ignoring mapping for CPU %u. Max CPU is %u", cpu, n)
+                    log.info("Ignoring mapping for CPU %u. Max CPU is %u", cpu, n)
                     break
                 if self.path_map[cpu] is not None:
-                    log.warning("CPU mapping for %u exists. Ignoring.", cpu)
+                    log.info("CPU mapping for %u exists. Ignoring.", cpu)
                 else:
                     self.path_map[cpu] = pi
                     self.path_mask |= 1 << cpu

@@ -37,7 +37,7 @@ class QueueLength(PathSelector):
         self._info = {}
 
     def add_path(self, path, args=()):
-        rc = parse_repeat_count("queue-length ps", args, 1, clamp=True, warn=log.warning)
+        rc = parse_repeat_count("queue-length ps", args, 1, clamp=True, warn=log.info)
         self._track(path, _QLPath(path, rc))
 
     def fail_path(self, path):

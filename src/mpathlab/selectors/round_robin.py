@@ -36,7 +36,7 @@ class RoundRobin(PathSelector):
         self._info = {}
 
     def add_path(self, path, args=()):
-        rc = parse_repeat_count("round-robin ps", args, 1, clamp=True, warn=log.warning)
+        rc = parse_repeat_count("round-robin ps", args, 1, clamp=True, warn=log.info)
         self._track(path, _RRPath(path, rc))
 
     def fail_path(self, path):

@@ -72,7 +72,7 @@ class ServiceTime(PathSelector):
 
     def add_path(self, path, args=()):
         args = list(args)
-        rc = parse_repeat_count("service-time ps", args, 2, clamp=True, warn=log.warning)
+        rc = parse_repeat_count("service-time ps", args, 2, clamp=True, warn=log.info)
         rt = 1
         if len(args) == 2:
             v = parse_u32(args[1])

@@ -36,6 +36,10 @@ EV_DONE, EV_ARRIVE, EV_SUBMIT, EV_RETRY, EV_KICK, EV_FAULT, EV_MESSAGE, EV_ERRDO
 
 DEFAULT_UPTIME_NS = 3600 * 10 ** 9
 REQUEUE_DELAY_NS = REQUEUE_DELAY_MS * 1_000_000
+# A job with continue_on_error resubmits after an immediately failed I/O no
+# sooner than this: the syscall round trip of a failed I/O.  It also keeps
+# simulated time moving when every I/O fails at once.
+RESUBMIT_AFTER_ERROR_NS = 10_000
 
 
 class SimIO(MpathIO):
@@ -69,6 +73,9 @@ class JobState:
         self.write_lat = LatencyStats()
         self.start_ns = spec.startdelay_ns
         self.end_ns = spec.startdelay_ns
+        self.stopped = False      # fio ended the job at an I/O error
+        self.first_error: Optional[str] = None
+        self.last_error_ns = -1
 
     @property
     def name(self) -> str:
@@ -95,7 +102,32 @@ class SimResult:
         self.status_table = ""
         self.messages: List[Tuple[int, str, str]] = []
         self.timeline: List[Tuple[int, Dict[str, int]]] = []
+        self.windows: List[Tuple[int, Dict[str, int]]] = []
+        self.window_ns = 0
         self.events = 0
+
+    def share_in_window(self, path: str, t0: int, t1: int) -> float:
+        """Share of dispatches to ``path`` between t0 and t1 (needs window_ns)."""
+        tot = mine = 0
+        for t, counts in self.windows:
+            if t0 <= t < t1:
+                tot += sum(counts.values())
+                mine += counts.get(path, 0)
+        return mine / tot if tot else 0.0
+
+    def reaction_ns(self, path: str, since: int, below: float, span: int = 5) -> Optional[int]:
+        """Time after ``since`` until the share of dispatches to ``path``,
+        over ``span`` consecutive windows, first drops below ``below``
+        (None if it never does).  Needs window_ns."""
+        ws = [(t, c) for t, c in self.windows if t >= since]
+        for i in range(len(ws) - span + 1):
+            tot = mine = 0
+            for _, c in ws[i:i + span]:
+                tot += sum(c.values())
+                mine += c.get(path, 0)
+            if tot and mine / tot < below:
+                return ws[i + span - 1][0] + self.window_ns - since
+        return None
 
     def check_accounting(self) -> None:
         """Raise AssertionError if any I/O was lost or counted twice."""
@@ -118,7 +150,7 @@ class Simulation:
                  seed: int = 1,
                  messages: Sequence[Tuple[int, str]] = (), activation_ns: int = 0,
                  progress: Optional[Callable[[float], None]] = None, drain_ns: int = 60 * 10 ** 9,
-                 timeline_points: int = 200):
+                 timeline_points: int = 200, window_ns: int = 0):
         self.now = 0
         self._base = uptime_ns
         self.timebase = TimeBase(self._ktime, hz=hz)
@@ -128,6 +160,9 @@ class Simulation:
         self.activation_ns = activation_ns
         self.drain_ns = drain_ns
         self.timeline_points = timeline_points
+        # Per-window dispatch counts (what the selector decided, when).
+        self.window_ns = window_ns
+        self._windows: Dict[int, List[int]] = {}
         by_name = {}
         for pm in self.paths:
             by_name[pm.name] = pm.devt
@@ -153,6 +188,7 @@ class Simulation:
             d = PathDevice(pm, random.Random(master.getrandbits(64)))
             devs_by_devt[pm.devt] = d
             self.devices.append(d)
+        self._dev_index = {d: i for i, d in enumerate(self.devices)}
         self.dev_of_pgpath = {}
         for pgpath in self.mp.pgpaths:
             d = devs_by_devt.get(pgpath.dev.devt)
@@ -197,9 +233,11 @@ class Simulation:
     def _submit_more(self, job: JobState) -> None:
         spec = job.spec
         now = self.now
-        if job.stop_ns is not None and now >= job.stop_ns:
+        if job.stopped or (job.stop_ns is not None and now >= job.stop_ns):
             return
         while job.inflight < spec.iodepth:
+            if job.last_error_ns == now:
+                return  # resubmitted by the EV_SUBMIT queued at the error
             if job.remaining is not None:
                 if job.remaining <= 0:
                     return
@@ -222,6 +260,11 @@ class Simulation:
             dev = self.dev_of_pgpath[io.pgpath]
             io.dev = dev
             dev.dispatched += 1
+            if self.window_ns:
+                w = self._windows.get(self.now // self.window_ns)
+                if w is None:
+                    w = self._windows[self.now // self.window_ns] = [0] * len(self.devices)
+                w[self._dev_index[dev]] += 1
             dev.in_flight += 1
             if dev.in_flight > dev.peak_in_flight:
                 dev.peak_in_flight = dev.in_flight
@@ -277,16 +320,26 @@ class Simulation:
         if error:
             job.errored += 1
             res.errored += 1
-        else:
-            job.completed += 1
-            res.completed += 1
-            lat = now - io.submit_ns
-            if io.is_read:
-                job.read_lat.add(lat)
-                job.bytes_read += io.nr_bytes
+            if job.first_error is None:
+                job.first_error = error
+            job.end_ns = now
+            if job.last_error_ns == now:
+                return          # a resubmission is already queued
+            job.last_error_ns = now
+            if not job.spec.continue_on_error:
+                job.stopped = True
             else:
-                job.write_lat.add(lat)
-                job.bytes_written += io.nr_bytes
+                self._push(now + RESUBMIT_AFTER_ERROR_NS, EV_SUBMIT, job)
+            return
+        job.completed += 1
+        res.completed += 1
+        lat = now - io.submit_ns
+        if io.is_read:
+            job.read_lat.add(lat)
+            job.bytes_read += io.nr_bytes
+        else:
+            job.write_lat.add(lat)
+            job.bytes_written += io.nr_bytes
         job.end_ns = now
         self._submit_more(job)
 
@@ -429,6 +482,9 @@ class Simulation:
                 "delay_ns": m.delay_ns,
             })
         res.mean_deviation = mean_abs_deviation(res.shares, res.best)
+        names = [d.model.name for d in self.devices]
+        res.windows = [(k * self.window_ns, dict(zip(names, v))) for k, v in sorted(self._windows.items())]
+        res.window_ns = self.window_ns
         res.status_info = mp.status("info")
         res.status_table = mp.status("table")
         return res

@@ -183,8 +183,10 @@ class Multipath:
     # ------------------------------------------------------------------
     # logging and events
     def _warn(self, text: str) -> None:
+        # The kernel's DMWARN/DMERR lines: kept in .dmesg, logged at INFO so a
+        # library user is not flooded on stderr by routine failovers.
         self.dmesg.append("device-mapper: multipath: " + text)
-        log.warning(text)
+        log.info(text)
 
     def _table_event(self) -> None:
         self.event_nr += 1

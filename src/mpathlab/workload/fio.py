@@ -28,7 +28,7 @@ RW_MODES = {"read": (1.0, False), "write": (0.0, False), "randread": (1.0, True)
 MODELLED = {"rw", "readwrite", "bs", "blocksize", "iodepth", "size", "numjobs", "runtime", "time_based",
             "rwmixread", "rwmixwrite", "name", "percentile_list", "lat_percentiles", "clat_percentiles",
             "group_reporting", "stonewall", "new_group", "startdelay", "io_size", "io_limit", "number_ios",
-            "ramp_time", "cpus_allowed", "description"}
+            "ramp_time", "cpus_allowed", "description", "continue_on_error"}
 # Accepted for compatibility with real job files; no effect on a simulation.
 NO_EFFECT = {"ioengine", "direct", "buffered", "filename", "filename_format", "directory", "randrepeat",
              "allrandrepeat", "norandommap", "random_generator", "iodepth_batch", "iodepth_batch_submit",
@@ -36,7 +36,7 @@ NO_EFFECT = {"ioengine", "direct", "buffered", "filename", "filename_format", "d
              "iodepth_low", "refill_buffers", "end_fsync", "fsync_on_close", "gtod_reduce", "thread",
              "invalidate", "overwrite", "verify", "do_verify", "group_reporting", "unified_rw_reporting",
              "disable_lat", "disable_clat", "disable_slat", "randseed", "offset", "file_service_type",
-             "nrfiles", "kb_base", "unit_base", "exitall", "exitall_on_error", "continue_on_error",
+             "nrfiles", "kb_base", "unit_base", "exitall", "exitall_on_error",
              "log_avg_msec", "write_lat_log", "write_bw_log", "write_iops_log", "per_job_logs",
              "cpus_allowed_policy", "hipri", "fixedbufs", "registerfiles", "sqthread_poll", "userspace_reap",
              "allow_file_create", "lockmem", "zero_buffers", "scramble_buffers", "buffer_compress_percentage",
@@ -71,6 +71,8 @@ class JobSpec:
         self.clat_percentiles = True
         self.group_reporting = False
         self.stonewall = False
+        # fio stops a job at its first I/O error unless continue_on_error says otherwise.
+        self.continue_on_error = False
         self.options: Dict[str, str] = {}   # what the file said, for the JSON "job options"
 
     @property
@@ -233,6 +235,12 @@ def _apply(job: JobSpec, key: str, value: Optional[str], where: str) -> None:
             job.clat_percentiles = _bool(value, key, where)
         elif key == "group_reporting":
             job.group_reporting = _bool(value, key, where)
+        elif key == "continue_on_error":
+            v = (value or "").lower()
+            if v not in ("", "none", "0", "read", "write", "io", "verify", "all", "1"):
+                raise FioError("%s: continue_on_error takes none, read, write, io, verify or all, not %r"
+                               % (where, value))
+            job.continue_on_error = v not in ("none", "0")
         elif key == "stonewall":
             job.stonewall = _bool(value, key, where)
     except UnitError as e:

@@ -1,0 +1,243 @@
+"""Property tests: parsers never fail with anything but their own clear error,
+and selectors keep their invariants under random operation sequences."""
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mpathlab import selectors
+from mpathlab.cli import main
+from mpathlab.selectors import CpuTopology, SelectorError
+from mpathlab.target import TargetError, construct, parse_status_info
+from mpathlab.workload.fio import FioError, parse_fio
+from mpathlab.workload.topology import TopologyError, topology_from_dict
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+VOCAB = ["0", "1", "2", "3", "4", "1024", "1025", "-1", "x", "8:0", "8:16", "253:7", "4096:1",
+         "queue_if_no_path", "QUEUE_IF_NO_PATH", "pg_init_retries", "pg_init_delay_msecs", "queue_mode", "bio",
+         "rq", "mq", "retain_attached_hw_handler", "alua", "round-robin", "queue-length", "service-time",
+         "historical-service-time", "io-affinity", "0f", "ff", "972", "100", "101", "", "\\", " "]
+
+VALID = [
+    "0 0 1 1 round-robin 0 2 0 8:16 8:32",
+    "1 queue_if_no_path 0 2 1 service-time 0 2 2 8:16 1 1 8:32 1 1 service-time 0 2 2 8:48 1 1 8:64 1 1",
+    "2 queue_mode bio 0 1 1 historical-service-time 2 972 1 2 1 8:16 0 8:32 0",
+    "4 pg_init_retries 3 pg_init_delay_msecs 50 1 alua 1 1 queue-length 0 1 1 8:0 1",
+    "0 0 1 1 io-affinity 0 2 1 8:16 0f 8:32 f0",
+]
+
+
+def mutate(tokens, rnd):
+    tokens = list(tokens)
+    for _ in range(rnd.randint(1, 3)):
+        op = rnd.randrange(4)
+        i = rnd.randrange(len(tokens) + 1)
+        if op == 0 and tokens:
+            del tokens[min(i, len(tokens) - 1)]
+        elif op == 1:
+            tokens.insert(i, rnd.choice(VOCAB))
+        elif op == 2 and tokens:
+            tokens[min(i, len(tokens) - 1)] = rnd.choice(VOCAB)
+        else:
+            tokens = tokens[:i]
+    return tokens
+
+
+def check_table(params):
+    try:
+        m = construct(params)
+    except TargetError as e:
+        assert e.message and isinstance(e.message, str)
+        return None
+    table = m.table()
+    assert table.endswith(" ")
+    again = construct(table)
+    assert again.table() == table                    # canonical form is a fixed point
+    info = parse_status_info(m.status("info"))       # status parses back
+    assert info["nr_groups"] == m.nr_priority_groups
+    assert [len(g["paths"]) for g in info["groups"]] == [pg.nr_pgpaths for pg in m.priority_groups]
+    ima = m.status("ima")
+    assert ima.startswith("target_name=multipath,target_version=1.15.0,") and ima.endswith(";")
+    return m
+
+
+@SETTINGS
+@given(st.sampled_from(VALID), st.integers(0, 2 ** 32))
+def test_mutated_tables_give_kernel_errors_or_valid_devices(base, seed):
+    check_table(" ".join(mutate(base.split(), random.Random(seed))))
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(VOCAB), max_size=30))
+def test_random_token_tables(tokens):
+    check_table(" ".join(tokens))
+
+
+@SETTINGS
+@given(st.text(max_size=80))
+def test_arbitrary_text_tables(text):
+    check_table(text)
+
+
+FIO_KEYS = ["rw", "bs", "iodepth", "size", "numjobs", "runtime", "time_based", "rwmixread", "ioengine",
+            "percentile_list", "bogus", "number_ios", "continue_on_error", "startdelay", "io_size"]
+FIO_VALS = ["", "4k", "1m", "randwrite", "randrw", "read", "7", "0", "-3", "abc", "50%", "1:99.9", "2s",
+            "io", "libaio", "${HOME}", "${NOPE_NOT_SET}", "4k,8k"]
+
+
+@st.composite
+def fio_text(draw):
+    lines = []
+    for _ in range(draw(st.integers(0, 4))):
+        lines.append("[%s]" % draw(st.sampled_from(["global", "a", "b", "", "job one"])))
+        for _ in range(draw(st.integers(0, 5))):
+            k = draw(st.sampled_from(FIO_KEYS))
+            if draw(st.booleans()):
+                lines.append("%s=%s" % (k, draw(st.sampled_from(FIO_VALS))))
+            else:
+                lines.append(k)
+        if draw(st.booleans()):
+            lines.append(draw(st.text(max_size=15)))
+    return "\n".join(lines)
+
+
+@SETTINGS
+@given(fio_text())
+def test_fio_parser_only_raises_fio_errors(text):
+    try:
+        f = parse_fio(text, "fuzz.fio")
+    except FioError as e:
+        assert "fuzz.fio" in str(e)
+        return
+    for job in f.jobs:
+        assert job.bs > 0 and job.iodepth >= 1 and (job.total_ios or job.runtime_ns)
+
+
+_scalar = st.one_of(st.integers(-5, 10 ** 6), st.booleans(), st.text(max_size=8),
+                    st.sampled_from(["100us", "8:0", "exponential", "lognormal", "1s", "fail", "slow"]))
+_value = st.recursive(_scalar, lambda c: st.one_of(st.lists(c, max_size=3),
+                                                   st.dictionaries(st.sampled_from(
+                                                       ["dist", "mean", "sigma", "at", "action", "factor", "x"]),
+                                                       c, max_size=3)), max_leaves=6)
+
+
+@st.composite
+def topo_doc(draw):
+    doc = {"multipath": {"table": draw(st.sampled_from([
+        "0 100 multipath 0 0 1 1 round-robin 0 1 0 sda", "0 100 multipath 0 0 1 1 queue-length 0 2 0 sda sdb",
+        "0 0 multipath 0 0 0 0", "garbage"]))},
+        "paths": {"sda": {"devt": "8:0", "service": "100us"}}}
+    for _ in range(draw(st.integers(0, 4))):
+        section = draw(st.sampled_from(["multipath", "sda", "sdb", "top"]))
+        key = draw(st.sampled_from(["hz", "rq_stats", "seed", "uptime", "devt", "service", "parallelism",
+                                    "delay", "faults", "per_kib", "hst_select_clock", "bogus"]))
+        val = draw(_value)
+        if section == "multipath":
+            doc["multipath"][key] = val
+        elif section == "top":
+            doc[key] = val
+        else:
+            doc["paths"].setdefault(section, {"devt": "8:16", "service": "1ms"})[key] = val
+    return doc
+
+
+@SETTINGS
+@given(topo_doc())
+def test_topology_parser_only_raises_topology_errors(doc):
+    try:
+        topology_from_dict(doc, "fuzz.toml")
+    except TopologyError as e:
+        assert str(e)
+
+
+ARG = st.sampled_from(["0", "1", "2", "100", "101", "1023", "1024", "4294967295", "4294967296", "-1", "x",
+                       "", "0f", "ff", "1,0", " 7", "12345678901234567890"])
+
+
+@SETTINGS
+@given(st.sampled_from(selectors.names()), st.lists(ARG, max_size=3), st.lists(ARG, max_size=3))
+def test_selector_arguments_only_raise_selector_errors(name, create_args, path_args):
+    try:
+        ps = selectors.create(name, create_args, topology=CpuTopology(8))
+        ps.add_path("p", path_args)
+    except SelectorError as e:
+        assert e.errno > 0
+        return
+    assert isinstance(ps.status("p", "table"), str)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(VOCAB), max_size=12))
+def test_cli_table_exits_cleanly(tokens):
+    import contextlib
+    import io
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(["table", "--status", "info"] + [t for t in tokens if t.strip()] + ["0"])
+    err = err.getvalue()
+    assert rc in (0, 3)
+    if rc:
+        assert err.startswith("mpathlab: error: ") and len(err.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------ selector invariants
+OPS = st.lists(st.tuples(st.sampled_from(["select", "end", "fail", "reinstate", "tick"]),
+                         st.integers(0, 5), st.integers(1, 3_000_000)), max_size=150)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(["round-robin", "queue-length", "service-time", "historical-service-time",
+                        "io-affinity"]), st.integers(1, 6), OPS)
+def test_selector_invariants_under_random_operations(name, npaths, ops):
+    clock = [10 ** 9]
+    cpu = [0]
+    ps = selectors.create(name, [], clock=lambda: clock[0], cpu=lambda: cpu[0], topology=CpuTopology(8))
+    paths = ["p%d" % i for i in range(npaths)]
+    for i, p in enumerate(paths):
+        ps.add_path(p, ["%x" % (1 << i)] if name == "io-affinity" else [])
+    failed = set()
+    inflight = []                      # (path, bytes, start)
+    per_path = {p: 0 for p in paths}
+    for op, idx, amount in ops:
+        p = paths[idx % npaths]
+        if op == "select":
+            cpu[0] = idx % 8
+            chosen = ps.select_path(4096)
+            if len(failed) == npaths:
+                assert chosen is None
+                continue
+            assert chosen is not None and chosen not in failed
+            ps.start_io(chosen, 4096)
+            inflight.append((chosen, 4096, clock[0]))
+            per_path[chosen] += 1
+        elif op == "end" and inflight:
+            q, nb, start = inflight.pop(idx % len(inflight))
+            ps.end_io(q, nb, start)
+            per_path[q] -= 1
+        # the core only fails active paths and reinstates failed ones (the
+        # selectors, like the kernel's, trust it: HST's valid_count would drift)
+        elif op == "fail" and p not in failed:
+            ps.fail_path(p)
+            failed.add(p)
+        elif op == "reinstate" and p in failed:
+            ps.reinstate_path(p)
+            failed.discard(p)
+        elif op == "tick":
+            clock[0] += amount
+        # in-flight accounting matches what was started and not ended
+        for q in paths:
+            if name == "queue-length":
+                assert ps.in_flight(q) == per_path[q] >= 0
+            elif name == "service-time":
+                assert ps.in_flight(q) == 4096 * per_path[q] >= 0
+            elif name == "historical-service-time":
+                assert ps.path_state(q)[1] == per_path[q] >= 0
+        # status strings have the advertised number of fields
+        for q in paths:
+            assert len(ps.status(q, "info").split()) == type(ps).info_args
+            assert len(ps.status(q, "table").split()) == type(ps).table_args
+            assert ps.status(q, "ima") == ""
+    if name == "historical-service-time":
+        assert ps.valid_count == npaths - len(failed)
