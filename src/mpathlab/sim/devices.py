@@ -173,7 +173,7 @@ class PathDevice:
     """Runtime state of one device in a simulation."""
 
     __slots__ = ("model", "busy", "queue", "offline", "slow_factor", "sample", "dispatched", "completed",
-                 "errors", "busy_ns", "_busy_since", "in_flight", "peak_in_flight")
+                 "errors", "in_flight", "peak_in_flight", "seed")
 
     def __init__(self, model: PathModel, rng: random.Random):
         from collections import deque
@@ -186,10 +186,9 @@ class PathDevice:
         self.dispatched = 0
         self.completed = 0
         self.errors = 0
-        self.busy_ns = 0       # integral of busy servers over time
-        self._busy_since = 0
         self.in_flight = 0     # dispatched to this path and not yet completed
         self.peak_in_flight = 0
+        self.seed = None
 
     def service_ns(self, nr_bytes: int) -> int:
         m = self.model

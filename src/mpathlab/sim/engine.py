@@ -105,6 +105,7 @@ class SimResult:
         self.windows: List[Tuple[int, Dict[str, int]]] = []
         self.window_ns = 0
         self.events = 0
+        self.engine = "python"
 
     def share_in_window(self, path: str, t0: int, t1: int) -> float:
         """Share of dispatches to ``path`` between t0 and t1 (needs window_ns)."""
@@ -150,7 +151,11 @@ class Simulation:
                  seed: int = 1,
                  messages: Sequence[Tuple[int, str]] = (), activation_ns: int = 0,
                  progress: Optional[Callable[[float], None]] = None, drain_ns: int = 60 * 10 ** 9,
-                 timeline_points: int = 200, window_ns: int = 0):
+                 timeline_points: int = 200, window_ns: int = 0, engine: str = "auto"):
+        if engine not in ("auto", "python", "compiled"):
+            raise ValueError("engine must be auto, python or compiled, not %r" % engine)
+        self.engine = engine
+        self.sched_clock_offset_ns = sched_clock_offset_ns
         self.now = 0
         self._base = uptime_ns
         self.timebase = TimeBase(self._ktime, hz=hz)
@@ -185,7 +190,9 @@ class Simulation:
         master = random.Random(seed)
         self.devices: List[PathDevice] = []
         for pm in self.paths:
-            d = PathDevice(pm, random.Random(master.getrandbits(64)))
+            dseed = master.getrandbits(64)
+            d = PathDevice(pm, random.Random(dseed))
+            d.seed = dseed
             devs_by_devt[pm.devt] = d
             self.devices.append(d)
         self._dev_index = {d: i for i, d in enumerate(self.devices)}
@@ -199,7 +206,9 @@ class Simulation:
         cpu = 0
         for spec in specs:
             for clone in range(spec.numjobs):
-                self.jobs.append(JobState(spec, clone, cpu % nr_cpus, random.Random(master.getrandbits(64))))
+                jseed = master.getrandbits(64)
+                self.jobs.append(JobState(spec, clone, cpu % nr_cpus, random.Random(jseed)))
+                self.jobs[-1].seed = jseed
                 cpu += 1
         self._heap: list = []
         self._seq = itertools.count()
@@ -369,6 +378,13 @@ class Simulation:
 
     # -- main loop ----------------------------------------------------------
     def run(self) -> SimResult:
+        if self.engine != "python":
+            from . import fast
+            if fast.try_run_fast(self):
+                return self._finish()
+            if self.engine == "compiled":
+                raise ValueError("the compiled core cannot run this simulation: %s" % fast.eligible(self))
+        self.result.engine = "python"
         for job in self.jobs:
             if job.spec.startdelay_ns:
                 self._push(job.spec.startdelay_ns, EV_SUBMIT, job)
@@ -449,6 +465,7 @@ class Simulation:
                 n += 1
         heap.clear()
         for d in self.devices:
+            n += len(d.queue)
             d.queue.clear()
             d.in_flight = 0
         return n

@@ -1,0 +1,163 @@
+"""Bridge to the optional compiled core (mpathlab._fastcore).
+
+:func:`try_run_fast` runs a :class:`~mpathlab.sim.engine.Simulation` in C when
+the configuration is one the core models (one priority group, a built-in
+selector other than io-affinity, no faults, messages or dispatch windows)
+and writes the final state back into the same Python objects, so results,
+status strings and JSON are produced by the same code either way.  The C
+core reproduces the Python engine exactly (same random streams, same event
+order); tests compare the two.  Set MPATHLAB_ENGINE=python to force the
+pure-Python engine.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+from ..selectors import HistoricalServiceTime, QueueLength, RoundRobin, ServiceTime as STSelector
+from ..timing import initial_jiffies
+from .devices import Empirical, Exponential, LogNormal, ServiceTime
+
+try:
+    from .. import _fastcore
+except ImportError:  # not built: pure Python only
+    _fastcore = None
+
+_SELECTORS = {RoundRobin: 0, QueueLength: 1, STSelector: 2, HistoricalServiceTime: 3}
+
+
+def available() -> bool:
+    return _fastcore is not None
+
+
+def _dist(svc):
+    t = type(svc)
+    if t is ServiceTime:
+        return 0, svc.mean_ns, 0.0, 0.0, []
+    if t is Exponential:
+        return 1, svc.mean_ns, 0.0, 0.0, []
+    if t is LogNormal:
+        mu = math.log(svc.mean_ns) - svc.sigma ** 2 / 2 if svc.mean_ns else 0.0
+        return 2, svc.mean_ns, mu, svc.sigma, []
+    if t is Empirical:
+        return 3, svc.mean_ns, 0.0, 0.0, list(svc.samples)
+    return None
+
+
+def eligible(sim) -> str:
+    """'' when the compiled core can run this simulation, else the reason."""
+    if _fastcore is None:
+        return "compiled core not built"
+    if os.environ.get("MPATHLAB_ENGINE", "").lower() == "python":
+        return "MPATHLAB_ENGINE=python"
+    mp = sim.mp
+    if len(mp.priority_groups) != 1 or mp.hw_handler_name:
+        return "needs exactly one priority group and no hardware handler"
+    pg = mp.priority_groups[0]
+    if type(pg.ps) not in _SELECTORS:
+        return "selector %s is not in the compiled core" % pg.ps.name
+    if mp.nr_valid_paths != len(pg.pgpaths) or len(pg.pgpaths) != len(sim.devices):
+        return "every device must be one active path of the table"
+    if len({sim.dev_of_pgpath[p] for p in pg.pgpaths}) != len(pg.pgpaths):
+        return "a device appears twice in the table"
+    if sim._heap or sim._state_changes or sim.window_ns:
+        return "faults, messages and dispatch windows need the Python engine"
+    if any(_dist(d.model.service) is None for d in sim.devices):
+        return "custom service-time distribution"
+    if mp.queued_bios or any(j.submitted for j in sim.jobs):
+        return "simulation already started"
+    return ""
+
+
+def try_run_fast(sim) -> bool:
+    """Run ``sim`` in the compiled core if possible; True if it did."""
+    if eligible(sim):
+        return False
+    mp = sim.mp
+    pg = mp.priority_groups[0]
+    ps = pg.ps
+    devices = sim.devices
+    index = {d: i for i, d in enumerate(devices)}
+    info_of_dev = {}
+    paths_cfg = [None] * len(devices)
+    for pgpath in pg.pgpaths:
+        d = sim.dev_of_pgpath[pgpath]
+        info = ps._info[pgpath]
+        info_of_dev[index[d]] = (pgpath, info)
+    for i, d in enumerate(devices):
+        pgpath, info = info_of_dev[i]
+        kind, mean, mu, sigma, samples = _dist(d.model.service)
+        paths_cfg[i] = {
+            "parallelism": d.model.parallelism, "delay_ns": d.model.delay_ns, "ns_per_kib": d.model.ns_per_kib,
+            "dist": kind, "mean": float(mean), "mu": float(mu), "sigma": float(sigma), "samples": samples,
+            "seed": d.seed, "rt": getattr(info, "relative_throughput", 1),
+            "hst": getattr(info, "hst", 0), "outstanding": getattr(info, "outstanding", 0),
+            "stale_after": getattr(info, "stale_after", 0), "last_finish": getattr(info, "last_finish", 0),
+        }
+    order = [index[sim.dev_of_pgpath[pi.path]] for pi in ps._valid]
+    if len(order) != len(devices):
+        return False
+    is_hst = type(ps) is HistoricalServiceTime
+    jobs_cfg = [{"bs": j.spec.bs, "iodepth": j.spec.iodepth,
+                 "remaining": -1 if j.remaining is None else j.remaining,
+                 "stop_ns": -1 if j.stop_ns is None else j.stop_ns, "startdelay_ns": j.spec.startdelay_ns,
+                 "read_fraction": float(j.spec.read_fraction), "seed": j.seed} for j in sim.jobs]
+    expected = sum((j.remaining or 0) + j.submitted for j in sim.jobs)
+    horizon = max((j.stop_ns or 0) for j in sim.jobs) if sim.jobs else 0
+    bio = mp.queue_mode == "bio"
+    cfg = {
+        "selector": _SELECTORS[type(ps)], "paths": paths_cfg, "jobs": jobs_cfg, "order": order,
+        "base_ns": sim._base, "bio": int(bio), "rq_stats": int(mp.rq_stats),
+        "use_hr": int(bio and ps.uses_hr_timer() and not mp.force_jiffies_start),
+        "hz": sim.timebase.hz, "initial_jiffies": initial_jiffies(sim.timebase.hz),
+        "weights": list(ps.weights) if is_hst else [0] * 64,
+        "threshold": ps.threshold_multiplier if is_hst else 0,
+        "valid_count": ps.valid_count if is_hst else 0,
+        "has_select_offset": int(sim.sched_clock_offset_ns is not None),
+        "select_offset": sim.sched_clock_offset_ns or 0,
+        "timeline_step": (max(1, horizon // sim.timeline_points) if horizon else 0),
+        "expected": expected, "horizon": horizon,
+        "hard_stop": (horizon + sim.drain_ns) if horizon else -1,
+        "progress": sim.progress,
+    }
+    out = _fastcore.simulate(cfg)
+    _write_back(sim, out, info_of_dev)
+    return True
+
+
+def _write_back(sim, out, info_of_dev) -> None:
+    mp = sim.mp
+    pg = mp.priority_groups[0]
+    ps = pg.ps
+    names = [d.model.name for d in sim.devices]
+    for i, (d, p) in enumerate(zip(sim.devices, out["paths"])):
+        d.dispatched, d.completed = p["dispatched"], p["completed"]
+        d.in_flight, d.peak_in_flight = p["in_flight"], p["peak_in_flight"]
+        _, info = info_of_dev[i]
+        if hasattr(info, "qlen"):
+            info.qlen = p["qlen"]
+        if hasattr(info, "in_flight_size"):
+            info.in_flight_size = p["in_flight_size"]
+        if hasattr(info, "hst"):
+            info.hst, info.outstanding = p["hst"], p["outstanding"]
+            info.stale_after, info.last_finish = p["stale_after"], p["last_finish"]
+    ps._valid[:] = [info_of_dev[i][1] for i in out["order"]]
+    if out["first_choice"] >= 0:
+        mp.current_pgpath = info_of_dev[out["first_choice"]][0]
+        mp.current_pg = pg
+        mp.next_pg = None
+        mp.queue_io = False
+        mp.pg_init_required = False
+        mp.pg_init_count = 0
+    for j, o in zip(sim.jobs, out["jobs"]):
+        j.submitted, j.completed, j.end_ns = o["submitted"], o["completed"], o["end_ns"]
+        j.remaining = None if o["remaining"] < 0 else o["remaining"]
+        j.inflight = 0
+        j.bytes_read, j.bytes_written = o["bytes_read"], o["bytes_written"]
+        for st, (n, lo, hi, mean, m2, hist) in ((j.read_lat, o["read_lat"]), (j.write_lat, o["write_lat"])):
+            st.n, st.min, st.max, st.mean, st._m2, st.hist = n, lo, hi, mean, m2, hist
+    res = sim.result
+    res.submitted, res.completed, res.events = out["submitted"], out["completed"], out["events"]
+    res.pending, res.stalled = out["pending"], bool(out["stalled"])
+    res.timeline = [(t, dict(zip(names, counts))) for t, counts in out["timeline"]]
+    res.engine = "compiled"
