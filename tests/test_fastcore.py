@@ -88,3 +88,49 @@ def test_ineligible_configurations_fall_back_or_refuse():
     assert sim.run().engine == "python"
     with pytest.raises(ValueError, match="compiled core cannot run"):
         Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs, window_ns=1000, engine="compiled").run()
+
+
+# ------------------------------------------------ the accelerated HST selector
+def test_accelerated_hst_matches_reference_operation_by_operation():
+    import random
+    from mpathlab import selectors
+    from mpathlab.selectors.accelerated import AcceleratedHistoricalServiceTime
+    for seed in range(40):
+        rnd = random.Random(seed)
+        clock = [rnd.randint(0, 10 ** 12)]
+        args = rnd.choice([[], ["972", "0"], ["500", "2"], ["0"], ["1023", "1"]])
+        ref = selectors.create("historical-service-time", args, clock=lambda: clock[0])
+        acc = selectors.create("historical-service-time", args, clock=lambda: clock[0], accelerated=True)
+        assert isinstance(acc, AcceleratedHistoricalServiceTime)
+        n = rnd.randint(1, 9)
+        paths = ["p%d" % i for i in range(n)]
+        for p in paths:
+            ref.add_path(p, ["7"]); acc.add_path(p, ["7"])
+        failed, inflight = set(), []
+        for _ in range(400):
+            op = rnd.random()
+            if op < 0.45:
+                a, b = ref.select_path(4096), acc.select_path(4096)
+                assert a == b
+                if a is not None:
+                    start = clock[0] - rnd.choice([0, 0, rnd.randint(0, 10 ** 7), 300 * 10 ** 9])
+                    ref.start_io(a, 4096); acc.start_io(a, 4096)
+                    inflight.append((a, start))
+            elif op < 0.8 and inflight:
+                p, start = inflight.pop(rnd.randrange(len(inflight)))
+                ref.end_io(p, 4096, start); acc.end_io(p, 4096, start)
+            elif op < 0.85:
+                p = rnd.choice(paths)
+                if p not in failed:
+                    ref.fail_path(p); acc.fail_path(p); failed.add(p)
+            elif op < 0.9 and failed:
+                p = rnd.choice(sorted(failed))
+                ref.reinstate_path(p); acc.reinstate_path(p); failed.discard(p)
+            else:
+                clock[0] += rnd.choice([1, 1000, 10 ** 6, 2 ** 24, 10 ** 10])
+            assert ref.valid_order() == acc.valid_order()
+            assert ref.valid_count == acc.valid_count
+        for p in paths:
+            for kind in ("info", "table", "ima"):
+                assert ref.status(p, kind) == acc.status(p, kind)
+        assert ref.status(None, "table") == acc.status(None, "table")

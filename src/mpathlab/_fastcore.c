@@ -351,47 +351,52 @@ static int32_t st_cmp(path_t *a, path_t *b, uint64_t incoming)
     return (int32_t)(rt2 - rt1);
 }
 
-/* sign of the HST comparison: < 0 when candidate p1 beats best p2 */
-static int hst_cmp(sim_t *s, path_t *p1, path_t *p2, uint64_t now)
+static int sign64(int64_t d) { return d < 0 ? -1 : (d > 0); }
+
+/* Sign of the HST comparison: < 0 when candidate 1 beats best-so-far 2. */
+static int hst_compare_vals(uint32_t thr, uint64_t hst1, uint64_t out1, uint64_t st1,
+                            uint64_t hst2, uint64_t out2, uint64_t st2, uint64_t now)
 {
-    uint64_t hst1 = p1->hst, hst2 = p2->hst;
-    uint64_t out1 = p1->outstanding, out2 = p2->outstanding;
-    uint64_t st1 = p1->stale_after, st2 = p2->stale_after;
     int over;
     if (hst1 > hst2)
-        over = hst1 > (uint64_t)s->threshold * hst2;
+        over = hst1 > (uint64_t)thr * hst2;
     else
-        over = hst2 > (uint64_t)s->threshold * hst1;
-    if (!over) {
-        int64_t d = (int64_t)(out1 - out2);
-        return d < 0 ? -1 : (d > 0);
-    }
-    if ((!out1 && st1 < now) || (!out2 && st2 < now) || (!out1 && !out2)) {
-        int64_t d = (int64_t)((out2 ? 0 : st1) - (out1 ? 0 : st2));
-        return d < 0 ? -1 : (d > 0);
-    }
+        over = hst2 > (uint64_t)thr * hst1;
+    if (!over)
+        return sign64((int64_t)(out1 - out2));
+    /* an idle stale path is probed; of two idle paths the staler wins */
+    if ((!out1 && st1 < now) || (!out2 && st2 < now) || (!out1 && !out2))
+        return sign64((int64_t)((out2 ? 0 : st1) - (out1 ? 0 : st2)));
     int p2_better;
     if (out1 == out2) {
         p2_better = hst1 > hst2;
     } else {
-        if (out1 >= 1024 || out2 >= 1024) {
+        if (out1 >= 1024 || out2 >= 1024) {   /* overflow guard */
             hst1 >>= 10;
             hst2 >>= 10;
         }
         p2_better = (1 + out1) * hst1 > (1 + out2) * hst2;
     }
-    if (p2_better) {
-        if (st2 < now) {
-            int64_t d = (int64_t)(out1 - out2);
-            return d < 0 ? -1 : (d > 0);
-        }
-        return 1;
-    }
-    if (st1 < now) {
-        int64_t d = (int64_t)(out1 - out2);
-        return d < 0 ? -1 : (d > 0);
-    }
-    return -1;
+    /* a stale winner is limited to equal usage */
+    if (p2_better)
+        return st2 < now ? sign64((int64_t)(out1 - out2)) : 1;
+    return st1 < now ? sign64((int64_t)(out1 - out2)) : -1;
+}
+
+static uint64_t hst_updated(const uint32_t *weights, uint64_t hst, uint64_t st)
+{
+    uint64_t sample = st << 10;
+    const uint64_t fmax = UINT64_MAX >> 10;
+    if (sample > fmax) sample = fmax;
+    uint64_t bucket = st >> 24;
+    uint64_t w = weights[bucket < 64 ? bucket : 63];
+    return (hst * w + sample * (1024 - w) + 512) >> 10;
+}
+
+static int hst_cmp(sim_t *s, path_t *p1, path_t *p2, uint64_t now)
+{
+    return hst_compare_vals(s->threshold, p1->hst, p1->outstanding, p1->stale_after,
+                            p2->hst, p2->outstanding, p2->stale_after, now);
 }
 
 static int select_path(sim_t *s, int64_t nr_bytes)
@@ -465,13 +470,7 @@ static void sel_end(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
         p->last_finish = now;
         uint64_t st = ((int64_t)(now - start) < 0) ? 0 : now - start;
         p->outstanding -= 1;
-        uint64_t sample = st << 10;
-        const uint64_t fmax = UINT64_MAX >> 10;
-        if (sample > fmax) sample = fmax;
-        uint64_t bucket = st >> 24;
-        uint64_t w = s->weights[bucket < 64 ? bucket : 63];
-        uint64_t acc = p->hst * w + sample * (1024 - w) + 512;
-        p->hst = acc >> 10;
+        p->hst = hst_updated(s->weights, p->hst, st);
         p->stale_after = now + (uint64_t)(int64_t)s->valid_count * (p->hst >> 10);
         break;
     }
@@ -900,6 +899,190 @@ fail:
     return NULL;
 }
 
+
+/* ------------------------------------------------- HSTCore: a selector type */
+typedef struct {
+    PyObject_HEAD
+    int n, cap, nvalid;
+    uint64_t *hst, *out, *stale, *last;
+    int *valid;          /* valid list, indices */
+    char *failed;
+    int valid_count;
+    uint32_t threshold;
+    uint32_t weights[64];
+} HSTCore;
+
+static void HSTCore_dealloc(HSTCore *self)
+{
+    PyMem_Free(self->hst); PyMem_Free(self->out); PyMem_Free(self->stale); PyMem_Free(self->last);
+    PyMem_Free(self->valid); PyMem_Free(self->failed);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int HSTCore_init(HSTCore *self, PyObject *args, PyObject *kw)
+{
+    PyObject *w;
+    unsigned long thr;
+    if (!PyArg_ParseTuple(args, "O!k", &PyList_Type, &w, &thr)) return -1;
+    if (PyList_GET_SIZE(w) != 64) { PyErr_SetString(PyExc_ValueError, "64 weights"); return -1; }
+    for (int i = 0; i < 64; i++)
+        self->weights[i] = (uint32_t)PyLong_AsUnsignedLong(PyList_GET_ITEM(w, i));
+    self->threshold = (uint32_t)thr;
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *HSTCore_add(HSTCore *self, PyObject *noargs)
+{
+    if (self->n == self->cap) {
+        int nc = self->cap ? self->cap * 2 : 8;
+        uint64_t *a = PyMem_Realloc(self->hst, nc * sizeof(uint64_t)); if (!a) return PyErr_NoMemory(); self->hst = a;
+        a = PyMem_Realloc(self->out, nc * sizeof(uint64_t)); if (!a) return PyErr_NoMemory(); self->out = a;
+        a = PyMem_Realloc(self->stale, nc * sizeof(uint64_t)); if (!a) return PyErr_NoMemory(); self->stale = a;
+        a = PyMem_Realloc(self->last, nc * sizeof(uint64_t)); if (!a) return PyErr_NoMemory(); self->last = a;
+        int *v = PyMem_Realloc(self->valid, nc * sizeof(int)); if (!v) return PyErr_NoMemory(); self->valid = v;
+        char *f = PyMem_Realloc(self->failed, nc); if (!f) return PyErr_NoMemory(); self->failed = f;
+        self->cap = nc;
+    }
+    int i = self->n++;
+    self->hst[i] = 1024; self->out[i] = 0; self->stale[i] = 0; self->last[i] = 0; self->failed[i] = 0;
+    self->valid[self->nvalid++] = i;
+    self->valid_count++;
+    return PyLong_FromLong(i);
+}
+
+static int core_index(HSTCore *self, PyObject *arg)
+{
+    long i = PyLong_AsLong(arg);
+    if (i == -1 && PyErr_Occurred()) return -1;
+    if (i < 0 || i >= self->n) { PyErr_SetString(PyExc_IndexError, "no such path"); return -1; }
+    return (int)i;
+}
+
+static PyObject *HSTCore_select(HSTCore *self, PyObject *arg)
+{
+    uint64_t now = PyLong_AsUnsignedLongLongMask(arg);
+    if (PyErr_Occurred()) return NULL;
+    int n = self->nvalid;
+    if (!n) Py_RETURN_NONE;
+    int *v = self->valid, bi = 0, b = v[0];
+    for (int k = 1; k < n; k++) {
+        int i = v[k];
+        if (hst_compare_vals(self->threshold, self->hst[i], self->out[i], self->stale[i],
+                             self->hst[b], self->out[b], self->stale[b], now) < 0) {
+            b = i;
+            bi = k;
+        }
+    }
+    if (bi != n - 1) {
+        memmove(&v[bi], &v[bi + 1], (size_t)(n - 1 - bi) * sizeof(int));
+        v[n - 1] = b;
+    }
+    return PyLong_FromLong(b);
+}
+
+static PyObject *HSTCore_start(HSTCore *self, PyObject *arg)
+{
+    int i = core_index(self, arg);
+    if (i < 0) return NULL;
+    self->out[i] += 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *HSTCore_end(HSTCore *self, PyObject *args)
+{
+    int i;
+    unsigned long long now, start;
+    if (!PyArg_ParseTuple(args, "iKK", &i, &now, &start)) return NULL;
+    if (i < 0 || i >= self->n) { PyErr_SetString(PyExc_IndexError, "no such path"); return NULL; }
+    if ((int64_t)(start - self->last[i]) < 0) start = self->last[i];
+    self->last[i] = now;
+    uint64_t st = ((int64_t)(now - start) < 0) ? 0 : now - start;
+    self->out[i] -= 1;
+    self->hst[i] = hst_updated(self->weights, self->hst[i], st);
+    self->stale[i] = now + (uint64_t)(int64_t)self->valid_count * (self->hst[i] >> 10);
+    Py_RETURN_NONE;
+}
+
+static void remove_valid(HSTCore *self, int i)
+{
+    for (int k = 0; k < self->nvalid; k++)
+        if (self->valid[k] == i) {
+            memmove(&self->valid[k], &self->valid[k + 1], (size_t)(self->nvalid - 1 - k) * sizeof(int));
+            self->nvalid--;
+            return;
+        }
+}
+
+static PyObject *HSTCore_fail(HSTCore *self, PyObject *arg)
+{
+    int i = core_index(self, arg);
+    if (i < 0) return NULL;
+    remove_valid(self, i);
+    self->failed[i] = 1;
+    self->valid_count--;
+    Py_RETURN_NONE;
+}
+
+static PyObject *HSTCore_reinstate(HSTCore *self, PyObject *arg)
+{
+    int i = core_index(self, arg);
+    if (i < 0) return NULL;
+    remove_valid(self, i);   /* list_move_tail: from wherever it is */
+    self->valid[self->nvalid++] = i;
+    self->failed[i] = 0;
+    self->valid_count++;
+    Py_RETURN_NONE;
+}
+
+static PyObject *HSTCore_state(HSTCore *self, PyObject *arg)
+{
+    int i = core_index(self, arg);
+    if (i < 0) return NULL;
+    return Py_BuildValue("(KKKK)", (unsigned long long)self->hst[i], (unsigned long long)self->out[i],
+                         (unsigned long long)self->stale[i], (unsigned long long)self->last[i]);
+}
+
+static PyObject *HSTCore_order(HSTCore *self, PyObject *noargs)
+{
+    PyObject *l = PyList_New(self->nvalid);
+    if (!l) return NULL;
+    for (int k = 0; k < self->nvalid; k++)
+        PyList_SET_ITEM(l, k, PyLong_FromLong(self->valid[k]));
+    return l;
+}
+
+static PyObject *HSTCore_get_valid_count(HSTCore *self, void *c) { return PyLong_FromLong(self->valid_count); }
+
+static PyMethodDef HSTCore_methods[] = {
+    {"add", (PyCFunction)HSTCore_add, METH_NOARGS, "add a path; returns its index"},
+    {"select", (PyCFunction)HSTCore_select, METH_O, "select(now) -> index or None"},
+    {"start", (PyCFunction)HSTCore_start, METH_O, "start_io(index)"},
+    {"end", (PyCFunction)HSTCore_end, METH_VARARGS, "end_io(index, now, start_time)"},
+    {"fail", (PyCFunction)HSTCore_fail, METH_O, "fail_path(index)"},
+    {"reinstate", (PyCFunction)HSTCore_reinstate, METH_O, "reinstate_path(index)"},
+    {"state", (PyCFunction)HSTCore_state, METH_O, "(hst, outstanding, stale_after, last_finish)"},
+    {"order", (PyCFunction)HSTCore_order, METH_NOARGS, "the valid list, as indices"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef HSTCore_getset[] = {
+    {"valid_count", (getter)HSTCore_get_valid_count, NULL, "selector-wide valid path count", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject HSTCoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "mpathlab._fastcore.HSTCore",
+    .tp_basicsize = sizeof(HSTCore),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)HSTCore_init,
+    .tp_dealloc = (destructor)HSTCore_dealloc,
+    .tp_methods = HSTCore_methods,
+    .tp_getset = HSTCore_getset,
+    .tp_doc = "Historical-service-time selector state and decisions, in C.",
+};
+
 /* A bare event loop with the same heap, for the benchmark's floor. */
 static PyObject *bare_loop(PyObject *self, PyObject *args)
 {
@@ -931,5 +1114,14 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_fastcore", NULL, -1
 PyMODINIT_FUNC PyInit__fastcore(void)
 {
     nv_magic = 4 * exp(-0.5) / sqrt(2.0);
-    return PyModule_Create(&moddef);
+    if (PyType_Ready(&HSTCoreType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&moddef);
+    if (!m) return NULL;
+    Py_INCREF(&HSTCoreType);
+    if (PyModule_AddObject(m, "HSTCore", (PyObject *)&HSTCoreType) < 0) {
+        Py_DECREF(&HSTCoreType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -29,16 +29,22 @@ class UnknownSelectorError(LookupError):
     pass
 
 
-def create(name: str, args: Sequence[str] = (), **env) -> PathSelector:
+def create(name: str, args: Sequence[str] = (), *, accelerated: bool = False, **env) -> PathSelector:
     """Create a selector instance by NAME, dm-NAME or dm-ps-NAME.
 
     ``env`` may hold ``clock`` (callable -> ns, the selector's ktime), and for
     io-affinity ``cpu`` (callable -> current CPU id) and ``topology``.
+    ``accelerated=True`` gives the compiled historical-service-time when it
+    is built (same behaviour, checked against this reference by the tests).
     Raises UnknownSelectorError or SelectorError.
     """
     cls = lookup(name)
     if cls is None:
         raise UnknownSelectorError("unknown path selector type %r (known: %s)" % (name, ", ".join(names())))
+    if accelerated and cls is HistoricalServiceTime:
+        from .accelerated import AcceleratedHistoricalServiceTime, available
+        if available():
+            return AcceleratedHistoricalServiceTime(list(args), **env)
     return cls(list(args), **env)
 
 

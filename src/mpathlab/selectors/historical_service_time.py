@@ -64,6 +64,30 @@ def weights_table(base: int):
     return w
 
 
+def parse_create_args(args):
+    """create(): ``[<base_weight> [<threshold_multiplier>]]`` -> (base, threshold).
+
+    The kernel returns a bare -EINVAL on any problem; the core's message is
+    "path selector constructor failed".  The detail is ours.
+    """
+    args = list(args)
+    base_weight = HST_FIXED_95
+    threshold = 0
+    if len(args) > 2:
+        raise SelectorError(None, detail="historical-service-time takes at most 2 arguments, got %d" % len(args))
+    if args:
+        v = parse_u32(args[0])
+        if v is None or v >= HST_FIXED_1:
+            raise SelectorError(None, detail="base_weight must be an integer in [0, 1024), got %r" % args[0])
+        base_weight = v
+    if len(args) > 1:
+        v = parse_u32(args[1])
+        if v is None:
+            raise SelectorError(None, detail="threshold_multiplier must be an unsigned integer, got %r" % args[1])
+        threshold = v
+    return base_weight, threshold
+
+
 class _HSTPath:
     __slots__ = ("path", "repeat_count", "hst", "outstanding", "stale_after", "last_finish")
 
@@ -98,26 +122,7 @@ class HistoricalServiceTime(PathSelector):
         # while end_io used ktime_get_ns() (fixed by ce40426fdc3c, 2022).
         # Passing a different select_clock models those kernels.
         self.select_clock = select_clock or self.clock
-        args = list(args)
-        base_weight = HST_FIXED_95
-        threshold = 0
-        # The kernel returns a bare -EINVAL here; the core's message is
-        # "path selector constructor failed".  The detail is ours.
-        if len(args) > 2:
-            raise SelectorError(None, detail="historical-service-time takes at most 2 arguments, got %d"
-                                % len(args))
-        if args:
-            v = parse_u32(args[0])
-            if v is None or v >= HST_FIXED_1:
-                raise SelectorError(None, detail="base_weight must be an integer in [0, 1024), got %r"
-                                    % args[0])
-            base_weight = v
-        if len(args) > 1:
-            v = parse_u32(args[1])
-            if v is None:
-                raise SelectorError(None, detail="threshold_multiplier must be an unsigned integer, got %r"
-                                    % args[1])
-            threshold = v
+        base_weight, threshold = parse_create_args(args)
         self.weights = weights_table(base_weight)
         self.threshold_multiplier = threshold
         self.valid_count = 0  # C int, selector-wide

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""mpathlab benchmark: run by hand, prints ratios measured in one run on one machine.
+
+    python bench/bench.py            # full run (a few minutes)
+    python bench/bench.py --quick    # smaller counts
+
+Measures
+  1. simulated I/Os per second for the 4-path iodepth-64 HST scenario (hst-2020
+     topology), with the compiled core and with the pure-Python engine;
+  2. the same model written for SimPy (bench/simpy_model.py; `pip install simpy`);
+  3. a bare heapq event loop popping and pushing the same number of events (the floor);
+  4. select_path + start_io + end_io per I/O for each selector at 2, 8 and 32 paths;
+  5. peak memory (max RSS of a fresh process) for 1M and 10M I/O runs.
+Targets (issue 4): >= 20x SimPy, within 2x of the bare heapq loop, HST < 2 us per I/O
+at 8 paths, memory flat in the number of I/Os.
+"""
+from __future__ import annotations
+
+import argparse
+import heapq
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "src"))
+sys.path.insert(0, HERE)
+
+from mpathlab import selectors  # noqa: E402
+from mpathlab.scenarios import HERE as SCEN  # noqa: E402
+from mpathlab.sim import fast  # noqa: E402
+from mpathlab.sim.engine import Simulation  # noqa: E402
+from mpathlab.workload.fio import parse_fio  # noqa: E402
+from mpathlab.workload.topology import load_topology  # noqa: E402
+
+
+def scenario(n_ios: int):
+    topo = load_topology(os.path.join(SCEN, "hst-2020.toml")).with_selector("historical-service-time")
+    jobs = parse_fio("[j]\nrw=randwrite\nbs=4k\niodepth=64\nnumber_ios=%d\n" % n_ios).jobs
+    kw = topo.sim_kwargs()
+    kw.pop("sched_clock_offset_ns")      # the fixed (ktime) HST
+    return topo, jobs, kw
+
+
+def sim_rate(n_ios: int, engine: str):
+    topo, jobs, kw = scenario(n_ios)
+    sim = Simulation(topo.table, topo.paths, jobs, engine=engine, **kw)
+    t = time.perf_counter()
+    res = sim.run()
+    el = time.perf_counter() - t
+    res.check_accounting()
+    return n_ios / el, res.events, res
+
+
+def heapq_rate(n_events: int) -> float:
+    """Pop and push n_events tuples shaped like the engine's, nothing else."""
+    heap = []
+    seq = itertools.count()
+    for i in range(64):
+        heapq.heappush(heap, (i, next(seq), 0, i))
+    pop, push = heapq.heappop, heapq.heappush
+    t = time.perf_counter()
+    for _ in range(n_events):
+        tm, _, kind, obj = pop(heap)
+        push(heap, (tm + 100 + (obj & 7), next(seq), kind, obj))
+    return n_events / (time.perf_counter() - t)
+
+
+def selector_cost(name: str, npaths: int, n: int = 100_000, accelerated: bool = False) -> float:
+    clock = [10 ** 9]
+    ps = selectors.create(name, [], clock=lambda: clock[0], accelerated=accelerated,
+                          topology=selectors.CpuTopology(max(8, npaths)))
+    paths = ["p%d" % i for i in range(npaths)]
+    for i, p in enumerate(paths):
+        ps.add_path(p, ["%x" % (1 << i)] if name == "io-affinity" else [])
+    depth = 2 * npaths
+    ring = [None] * depth
+    sel, start, end = ps.select_path, ps.start_io, ps.end_io
+    t = time.perf_counter()
+    for i in range(n):
+        clock[0] += 1000
+        k = i % depth
+        old = ring[k]
+        if old is not None:
+            end(old[0], 4096, old[1])
+        p = sel(4096)
+        start(p, 4096)
+        ring[k] = (p, clock[0])
+    return (time.perf_counter() - t) / n * 1e6
+
+
+def rss_of_run(n_ios: int, engine: str) -> int:
+    code = ("import sys,resource; sys.path.insert(0,%r); sys.path.insert(0,%r); import bench; "
+            "bench.sim_rate(%d, %r); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+            % (os.path.join(HERE, "..", "src"), HERE, n_ios, engine))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    n_fast = 200_000 if a.quick else 1_000_000
+    n_py = 50_000 if a.quick else 200_000
+    n_simpy = 20_000 if a.quick else 100_000
+    out = {}
+
+    print("== simulator: 4 paths, iodepth 64, historical-service-time, 4k randwrite")
+    if fast.available():
+        r_fast, ev_fast, _ = sim_rate(n_fast, "compiled")
+        out["compiled_ios_per_s"] = r_fast
+        print("compiled core     %12.0f IOs/s  (%d IOs, %.2f events/IO)" % (r_fast, n_fast, ev_fast / n_fast))
+    else:
+        r_fast = None
+        print("compiled core     not built (python setup.py build_ext --inplace)")
+    r_py, ev_py, _ = sim_rate(n_py, "python")
+    out["python_ios_per_s"] = r_py
+    print("pure Python       %12.0f IOs/s  (%d IOs)" % (r_py, n_py))
+    events_per_io = ev_py / n_py
+
+    try:
+        import simpy_model
+        r_simpy = simpy_model.rate(n_simpy)
+        out["simpy_ios_per_s"] = r_simpy
+        print("SimPy model       %12.0f IOs/s  (%d IOs)" % (r_simpy, n_simpy))
+    except ImportError:
+        r_simpy = None
+        print("SimPy model       skipped (pip install simpy)")
+
+    n_ev = int(n_py * events_per_io)
+    r_heap = heapq_rate(n_ev) / events_per_io
+    out["heapq_floor_ios_per_s"] = r_heap
+    print("bare heapq loop   %12.0f IOs/s  (%d events = the engine's events for %d IOs)" % (r_heap, n_ev, n_py))
+    best = r_fast or r_py
+    if r_simpy:
+        print("ratio vs SimPy:        compiled %.1fx, pure Python %.1fx   (target >= 20x)"
+              % ((r_fast or 0) / r_simpy, r_py / r_simpy))
+    print("ratio vs heapq floor:  compiled %.2fx, pure Python %.2fx   (target >= 0.5x, i.e. within 2x)"
+          % ((r_fast or 0) / r_heap, r_py / r_heap))
+    out["ratio_vs_simpy"] = best / r_simpy if r_simpy else None
+    out["ratio_vs_heapq"] = best / r_heap
+
+    print("\n== select_path + start_io + end_io, us per I/O (pure Python reference)")
+    out["selector_us"] = {}
+    names = ["round-robin", "queue-length", "service-time", "historical-service-time", "io-affinity"]
+    print("%-28s %8s %8s %8s" % ("selector", "2", "8", "32"))
+    for name in names:
+        row = [selector_cost(name, n) for n in (2, 8, 32)]
+        out["selector_us"][name] = row
+        print("%-28s %8.2f %8.2f %8.2f" % ((name,) + tuple(row)))
+    from mpathlab.selectors import accelerated
+    if accelerated.available():
+        row = [selector_cost("historical-service-time", n, accelerated=True) for n in (2, 8, 32)]
+        out["selector_us"]["historical-service-time (accelerated)"] = row
+        print("%-28s %8.2f %8.2f %8.2f   (target < 2 us at 8)" % (("hst, accelerated",) + tuple(row)))
+
+    print("\n== peak memory (max RSS of a fresh process)")
+    eng = "compiled" if fast.available() else "python"
+    small, large = (100_000, 1_000_000) if a.quick else (1_000_000, 10_000_000)
+    rs, rl = rss_of_run(small, eng), rss_of_run(large, eng)
+    out["rss_kib"] = {str(small): rs, str(large): rl}
+    print("%s engine: %d IOs -> %d KiB, %d IOs -> %d KiB (x%.2f for 10x the I/Os)"
+          % (eng, small, rs, large, rl, rl / rs))
+    if eng != "python":
+        ps_, pl_ = (20_000, 200_000) if a.quick else (100_000, 1_000_000)
+        rps, rpl = rss_of_run(ps_, "python"), rss_of_run(pl_, "python")
+        out["rss_kib_python"] = {str(ps_): rps, str(pl_): rpl}
+        print("python engine: %d IOs -> %d KiB, %d IOs -> %d KiB (x%.2f for 10x the I/Os)"
+              % (ps_, rps, pl_, rpl, rpl / rps))
+    if a.json:
+        print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
