@@ -2,6 +2,7 @@
 
     mpathlab run TOPOLOGY.toml JOB.fio [--selector NAME[:ARG,...]] [--json]
     mpathlab reproduce [NAME] [--json] | --list
+    mpathlab live JOB.fio --path FILE --path FILE [--selector NAME] [--delay FILE=2ms]
     mpathlab faults [NAME|all] [--selector NAME] [--json]
     mpathlab selectors
     mpathlab table 'TABLE LINE' [--status info|table|ima]
@@ -151,6 +152,32 @@ def cmd_faults(args) -> int:
     return 0
 
 
+def cmd_live(args) -> int:
+    from .live import LiveRun, parse_delays
+    from .report import fio_json, run_summary
+    from .runner import parse_selector_spec
+    from .workload.fio import load_fio
+
+    jobs = load_fio(args.job)
+    name, sel_args = parse_selector_spec(args.selector)
+    prog = Progress(_progress_enabled(args))
+    run = LiveRun(args.path, name, jobs.jobs, selector_args=sel_args, delays=parse_delays(args.delay or []),
+                  hz=args.hz, queue_mode=args.queue_mode, allow_device_writes=args.allow_device_writes,
+                  seed=args.seed, progress=lambda f: prog("live", f))
+    try:
+        result = run.run()
+    finally:
+        prog.done()
+    if args.json:
+        json.dump(fio_json(result, jobs.global_options), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(run_summary(result))
+        print("O_DIRECT: %s" % ", ".join("%s %s" % (p["file"], "yes" if p["direct"] else "no (buffered)")
+                                         for p in result.paths))
+    return 0
+
+
 def cmd_selectors(args) -> int:
     from . import selectors
     for name in selectors.names():
@@ -211,6 +238,25 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     rp.set_defaults(func=cmd_reproduce)
 
+    lv = sub.add_parser("live", help="drive real I/O to files or block devices through a selector",
+                        description="Real I/O (threads doing pread/pwrite, O_DIRECT where allowed) to "
+                                    "files or block devices, one per path, through the multipath target "
+                                    "and selector code, with real clocks.")
+    lv.add_argument("job", help="fio job file")
+    lv.add_argument("--path", action="append", required=True, help="a file or block device; repeat per path")
+    lv.add_argument("--selector", default="historical-service-time", help="selector[:arg,...]")
+    lv.add_argument("--delay", action="append", metavar="PATH=DURATION",
+                    help="added delay before each I/O on that path (asymmetric paths on one disk)")
+    lv.add_argument("--hz", type=int, default=250, choices=(100, 250, 300, 1000))
+    lv.add_argument("--queue-mode", choices=("rq", "bio"), default="rq")
+    lv.add_argument("--allow-device-writes", action="store_true",
+                    help="allow a job with writes on a block device (destroys its data)")
+    lv.add_argument("--seed", type=int, default=1)
+    lv.add_argument("--json", action="store_true")
+    lv.add_argument("--progress", action="store_true")
+    lv.add_argument("--no-progress", action="store_true")
+    lv.set_defaults(func=cmd_live)
+
     f = sub.add_parser("faults", help="run the fault studies (path failure, all paths down, slow path)")
     f.add_argument("name", nargs="?", help="study name, or 'all'; without one, the list")
     f.add_argument("--list", action="store_true", help="list the studies")
@@ -237,7 +283,8 @@ def _known_errors():
     from .target import MessageError, TargetError
     from .workload.fio import FioError
     from .workload.topology import TopologyError
-    return (FioError, TopologyError, TargetError, MessageError, SelectorError, RegistryError,
+    from .live import LiveError
+    return (LiveError, FioError, TopologyError, TargetError, MessageError, SelectorError, RegistryError,
             UnknownSelectorError, UnitError, InputError, OSError)
 
 

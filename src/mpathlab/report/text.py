@@ -34,9 +34,9 @@ def share_table(columns: Dict[str, Dict[str, float]], rows: Sequence[str],
 def run_summary(result) -> str:
     """Per-path table plus latency and accounting lines for one run."""
     lines = []
-    lines.append("selector: %s   simulated time: %s   IOs: %d completed, %d errored, %d pending"
-                 % (result.selector, format_ns(result.runtime_ns), result.completed, result.errored,
-                    result.pending))
+    lines.append("selector: %s   %s: %s   IOs: %d completed, %d errored, %d pending"
+                 % (result.selector, "elapsed" if result.engine == "live" else "simulated time",
+                    format_ns(result.runtime_ns), result.completed, result.errored, result.pending))
     hdr = ("path", "dev", "share", "best", "IOs", "errors", "peak in-flight")
     rows = [(p["name"], p["dev"], "%.3f" % p["share"], "%.3f" % p["best"], str(p["completed"]),
              str(p["errors"]), str(p["peak_in_flight"])) for p in result.paths]

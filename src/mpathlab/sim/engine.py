@@ -61,7 +61,8 @@ class JobState:
         self.clone = clone
         self.cpu = cpu
         self.rng = rng
-        self.remaining = spec.total_ios          # None: bounded by runtime only
+        # None: bounded by runtime only (fio's time_based loops over the size)
+        self.remaining = None if spec.time_based else spec.total_ios
         self.stop_ns = (spec.startdelay_ns + spec.runtime_ns) if spec.runtime_ns else None
         self.inflight = 0
         self.submitted = 0
