@@ -253,7 +253,7 @@ typedef struct {
     /* results */
     int64_t submitted, completed, events;
     int first_choice;       /* index of the first path chosen (current_pgpath) */
-    int64_t tl_step, next_tl;
+    int64_t tl_step, next_tl, tl_count, next_tl_count;
     PyObject *timeline;
     PyObject *progress;
     int64_t next_progress, expected, horizon;
@@ -649,6 +649,9 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
             if (s->tl_step && e.t >= s->next_tl) {
                 s->next_tl = e.t + s->tl_step;
                 if (record_timeline(s) < 0) return -1;
+            } else if (s->tl_count && s->completed >= s->next_tl_count) {
+                s->next_tl_count += s->tl_count;
+                if (record_timeline(s) < 0) return -1;
             }
         } else if (e.kind == EV_ARRIVE) {
             if (arrive(s, e.obj) < 0) return -1;
@@ -753,6 +756,8 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.has_select_offset = (int)get_i64(cfg, "has_select_offset", &err);
     s.select_offset = get_i64(cfg, "select_offset", &err);
     s.tl_step = get_i64(cfg, "timeline_step", &err);
+    s.tl_count = get_i64(cfg, "timeline_count", &err);
+    s.next_tl_count = s.tl_count;
     s.expected = get_i64(cfg, "expected", &err);
     s.horizon = get_i64(cfg, "horizon", &err);
     int64_t hard_stop = get_i64(cfg, "hard_stop", &err);

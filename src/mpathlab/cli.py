@@ -3,6 +3,8 @@
     mpathlab run TOPOLOGY.toml JOB.fio [--selector NAME[:ARG,...]] [--json]
     mpathlab reproduce [NAME] [--json] | --list
     mpathlab live JOB.fio --path FILE --path FILE [--selector NAME] [--delay FILE=2ms]
+    mpathlab sweep TOPOLOGY JOB --selectors A,B --iodepths 1,8,64 [--set KEY=V1,V2] --out t.csv
+    mpathlab report TOPOLOGY JOB [--selectors A,B] -o report.html | --sweep t.csv
     mpathlab faults [NAME|all] [--selector NAME] [--json]
     mpathlab selectors
     mpathlab table 'TABLE LINE' [--status info|table|ima]
@@ -178,6 +180,73 @@ def cmd_live(args) -> int:
     return 0
 
 
+def _csv_list(text: str, what: str, conv=str):
+    try:
+        vals = [conv(v.strip()) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise InputError("%s: cannot read %r as a comma-separated list" % (what, text)) from None
+    if not vals:
+        raise InputError("%s: empty list" % what)
+    return vals
+
+
+def cmd_sweep(args) -> int:
+    from .sweep import parse_set, run_sweep, write_rows
+
+    sels = _csv_list(args.selectors, "--selectors")
+    from . import selectors as _s
+    for name in sels:
+        if _s.lookup(name.partition(":")[0]) is None:
+            raise InputError("unknown path selector %r" % name)
+    prog = Progress(_progress_enabled(args))
+    try:
+        rows = run_sweep(args.topology, args.job, selectors=sels,
+                         iodepths=_csv_list(args.iodepths, "--iodepths", int),
+                         seeds=_csv_list(args.seeds, "--seeds", int), sets=parse_set(args.set or []),
+                         scheduler=args.scheduler, workers=args.workers,
+                         progress=lambda f: prog("sweep", f))
+    finally:
+        prog.done()
+    write_rows(rows, args.out)
+    print("%d runs written to %s" % (len(rows), args.out))
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .report.html import run_report, sweep_report
+    from .runner import run_simulation
+    from .workload.fio import load_fio
+    from .workload.topology import load_topology
+
+    if args.sweep:
+        from .sweep import read_rows
+        try:
+            rows = read_rows(args.sweep)
+        except OSError as e:
+            raise InputError("cannot read sweep table %s: %s" % (args.sweep, e.strerror or e)) from None
+        page = sweep_report(rows, args.title or "mpathlab sweep: %s" % os.path.basename(args.sweep))
+    else:
+        if not (args.topology and args.job):
+            raise InputError("report needs TOPOLOGY and JOB (or --sweep TABLE)")
+        topo = load_topology(args.topology)
+        jobs = load_fio(args.job)
+        prog = Progress(_progress_enabled(args))
+        results = {}
+        try:
+            for sel in _csv_list(args.selectors, "--selectors"):
+                results[sel] = run_simulation(topo, jobs, selector=sel, seed=args.seed,
+                                              progress=lambda f, _s=sel: prog(_s, f))
+        finally:
+            prog.done()
+        page = run_report(results, args.title or "mpathlab: %s with %s" % (
+            os.path.basename(args.topology), os.path.basename(args.job)),
+            context=["table: %s" % topo.table] + [j.describe() for j in jobs.jobs])
+    with open(args.out, "w") as f:
+        f.write(page)
+    print("report written to %s" % args.out)
+    return 0
+
+
 def cmd_selectors(args) -> int:
     from . import selectors
     for name in selectors.names():
@@ -257,6 +326,35 @@ def build_parser() -> argparse.ArgumentParser:
     lv.add_argument("--no-progress", action="store_true")
     lv.set_defaults(func=cmd_live)
 
+    sw = sub.add_parser("sweep", help="run a grid of simulations on Dask and write a CSV/Parquet table",
+                        description="Selectors x iodepths x topology parameters x seeds, one simulation per "
+                                    "point, run on Dask (a local cluster unless --scheduler is given).")
+    sw.add_argument("topology")
+    sw.add_argument("job")
+    sw.add_argument("--selectors", default="service-time,historical-service-time")
+    sw.add_argument("--iodepths", default="1,8,64")
+    sw.add_argument("--seeds", default="1")
+    sw.add_argument("--set", action="append", metavar="KEY=V1,V2",
+                    help="topology parameter to vary, a dotted key: paths.sdd.service.mean=100us,400us")
+    sw.add_argument("--scheduler", help="address of a Dask scheduler (default: start a local cluster)")
+    sw.add_argument("--workers", type=int, default=2, help="local cluster worker processes")
+    sw.add_argument("--out", default="sweep.csv", help="output table (.csv, or .parquet with pyarrow)")
+    sw.add_argument("--progress", action="store_true")
+    sw.add_argument("--no-progress", action="store_true")
+    sw.set_defaults(func=cmd_sweep)
+
+    rep = sub.add_parser("report", help="write an HTML report with plots for selectors on a topology, or a sweep")
+    rep.add_argument("topology", nargs="?")
+    rep.add_argument("job", nargs="?")
+    rep.add_argument("--selectors", default="round-robin,queue-length,service-time,historical-service-time")
+    rep.add_argument("--sweep", metavar="TABLE", help="report on a sweep table instead")
+    rep.add_argument("--seed", type=int)
+    rep.add_argument("--title")
+    rep.add_argument("-o", "--out", default="report.html")
+    rep.add_argument("--progress", action="store_true")
+    rep.add_argument("--no-progress", action="store_true")
+    rep.set_defaults(func=cmd_report)
+
     f = sub.add_parser("faults", help="run the fault studies (path failure, all paths down, slow path)")
     f.add_argument("name", nargs="?", help="study name, or 'all'; without one, the list")
     f.add_argument("--list", action="store_true", help="list the studies")
@@ -284,7 +382,9 @@ def _known_errors():
     from .workload.fio import FioError
     from .workload.topology import TopologyError
     from .live import LiveError
-    return (LiveError, FioError, TopologyError, TargetError, MessageError, SelectorError, RegistryError,
+    from .report.html import ReportError
+    from .sweep import SweepError
+    return (LiveError, ReportError, SweepError, FioError, TopologyError, TargetError, MessageError, SelectorError, RegistryError,
             UnknownSelectorError, UnitError, InputError, OSError)
 
 

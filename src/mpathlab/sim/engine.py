@@ -402,8 +402,11 @@ class Simulation:
         mp = self.mp
         progress = self.progress
         next_progress = 4096
+        # in-flight timeline: by time when the run has a horizon, else by count
         tl_step = max(1, (horizon or 0) // self.timeline_points) if horizon else 0
+        tl_count = 0 if horizon else max(1, expected // self.timeline_points)
         next_tl = 0
+        next_tl_count = tl_count
         events = 0
         while heap:
             t, _, kind, obj = pop(heap)
@@ -426,6 +429,9 @@ class Simulation:
                     progress(self._fraction(expected, horizon))
                 if tl_step and t >= next_tl:
                     next_tl = t + tl_step
+                    res.timeline.append((t, {d.model.name: d.in_flight for d in self.devices}))
+                elif tl_count and res.completed >= next_tl_count:
+                    next_tl_count += tl_count
                     res.timeline.append((t, {d.model.name: d.in_flight for d in self.devices}))
             elif kind == EV_ARRIVE:
                 self._arrive(obj)

@@ -116,6 +116,7 @@ def try_run_fast(sim) -> bool:
         "has_select_offset": int(sim.sched_clock_offset_ns is not None),
         "select_offset": sim.sched_clock_offset_ns or 0,
         "timeline_step": (max(1, horizon // sim.timeline_points) if horizon else 0),
+        "timeline_count": 0 if horizon else max(1, expected // sim.timeline_points),
         "expected": expected, "horizon": horizon,
         "hard_stop": (horizon + sim.drain_ns) if horizon else -1,
         "progress": sim.progress,

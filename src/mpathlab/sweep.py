@@ -1,0 +1,193 @@
+"""Parameter sweeps on Dask: selectors x iodepths x topology parameters x seeds.
+
+Every combination is one simulation, run as a Dask task (a local cluster by
+default, or the scheduler at ``--scheduler ADDRESS``); the rows are written to
+a CSV file (or Parquet, if pyarrow is installed and the name ends in
+``.parquet``).
+
+Topology parameters are set by dotted keys into the TOML document, e.g.
+``--set paths.sdd.service.mean=100us,400us --set multipath.hz=250,1000``.
+"""
+from __future__ import annotations
+
+import copy
+import csv
+import itertools
+import os
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11
+    import tomli as tomllib  # type: ignore
+
+
+class SweepError(ValueError):
+    pass
+
+
+def parse_value(text: str):
+    t = text.strip()
+    if t.lower() in ("true", "false"):
+        return t.lower() == "true"
+    try:
+        return int(t)
+    except ValueError:
+        pass
+    try:
+        return float(t)
+    except ValueError:
+        return t
+
+
+def parse_set(items: Sequence[str]) -> List[Tuple[str, list]]:
+    """['paths.sdd.parallelism=1,4'] -> [('paths.sdd.parallelism', [1, 4])]."""
+    out = []
+    for item in items:
+        key, sep, vals = item.partition("=")
+        if not sep or not key.strip() or not vals.strip():
+            raise SweepError("--set takes KEY=V1,V2,... (e.g. paths.sdd.parallelism=1,4), not %r" % item)
+        out.append((key.strip(), [parse_value(v) for v in vals.split(",") if v.strip()]))
+    return out
+
+
+def set_dotted(doc: dict, key: str, value) -> None:
+    parts = key.split(".")
+    cur = doc
+    for p in parts[:-1]:
+        nxt = cur.get(p)
+        if nxt is None:
+            nxt = cur[p] = {}
+        if not isinstance(nxt, dict):
+            raise SweepError("--set %s: %s is not a table in the topology" % (key, p))
+        cur = nxt
+    cur[parts[-1]] = value
+
+
+def run_point(doc: dict, source: str, base_dir: str, job_text: str, point: dict) -> dict:
+    """One sweep point (runs on a Dask worker): returns a flat result row."""
+    from .runner import run_simulation
+    from .workload.fio import parse_fio
+    from .workload.topology import topology_from_dict
+
+    d = copy.deepcopy(doc)
+    for key, value in point.get("set", {}).items():
+        set_dotted(d, key, value)
+    topo = topology_from_dict(d, source, base_dir)
+    jobs = parse_fio(job_text, source="job")
+    for j in jobs.jobs:
+        j.iodepth = point["iodepth"]
+    res = run_simulation(topo, jobs, selector=point["selector"], seed=point["seed"])
+    from .sim.stats import LatencyStats
+    lat = LatencyStats()
+    for j in res.jobs:
+        lat.merge(j.read_lat)
+        lat.merge(j.write_lat)
+    pct = lat.percentiles((50.0, 99.0))
+    row = {"selector": point["selector"], "iodepth": point["iodepth"], "seed": point["seed"]}
+    for key, value in point.get("set", {}).items():
+        row[key] = value
+    row.update({"mean_deviation": res.mean_deviation, "completed": res.completed, "errored": res.errored,
+                "iops": res.completed / (res.runtime_ns / 1e9) if res.runtime_ns else 0.0,
+                "lat_mean_ns": lat.mean, "lat_p50_ns": pct["50.000000"], "lat_p99_ns": pct["99.000000"],
+                "engine": res.engine})
+    for name, share in res.shares.items():
+        row["share_" + name] = share
+        row["best_" + name] = res.best[name]
+    return row
+
+
+def points(selectors: Sequence[str], iodepths: Sequence[int], seeds: Sequence[int],
+           sets: Sequence[Tuple[str, list]]) -> List[dict]:
+    keys = [k for k, _ in sets]
+    out = []
+    for combo in itertools.product(*[v for _, v in sets]) if sets else [()]:
+        for sel, depth, seed in itertools.product(selectors, iodepths, seeds):
+            out.append({"selector": sel, "iodepth": depth, "seed": seed, "set": dict(zip(keys, combo))})
+    return out
+
+
+def _ensure_importable_by_workers() -> None:
+    """Local worker processes must import mpathlab even from a plain checkout."""
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    pp = os.environ.get("PYTHONPATH", "")
+    if pkg_parent not in pp.split(os.pathsep):
+        os.environ["PYTHONPATH"] = pkg_parent + (os.pathsep + pp if pp else "")
+
+
+def run_sweep(topology_path: str, job_path: str, *, selectors: Sequence[str], iodepths: Sequence[int],
+              seeds: Sequence[int], sets: Sequence[Tuple[str, list]] = (), scheduler: Optional[str] = None,
+              workers: int = 2, processes: bool = True,
+              progress: Optional[Callable[[float], None]] = None) -> List[dict]:
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise SweepError("sweeps need Dask: pip install 'dask[distributed]' (or pip install -e .[sweep])") from None
+    from .workload.fio import load_fio
+    from .workload.topology import load_topology
+
+    load_topology(topology_path)   # validate before starting anything
+    load_fio(job_path)
+    with open(topology_path, "rb") as f:
+        doc = tomllib.load(f)
+    with open(job_path) as f:
+        job_text = f.read()
+    pts = points(selectors, iodepths, seeds, sets)
+    if not pts:
+        raise SweepError("the sweep has no points")
+    source = os.path.basename(topology_path)
+    base_dir = os.path.dirname(os.path.abspath(topology_path))
+    cluster = None
+    if scheduler:
+        client = Client(scheduler)
+    else:
+        _ensure_importable_by_workers()
+        import logging
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
+                               dashboard_address=":0", silence_logs=logging.ERROR)
+        client = Client(cluster)
+    try:
+        futures = [client.submit(run_point, doc, source, base_dir, job_text, p, pure=False) for p in pts]
+        rows = []
+        for i, fut in enumerate(as_completed(futures), 1):
+            rows.append(fut.result())
+            if progress:
+                progress(i / len(futures))
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    key = lambda r: (list(selectors).index(r["selector"]), r["iodepth"], r["seed"],  # noqa: E731
+                     tuple(str(r.get(k)) for k, _ in sets))
+    rows.sort(key=key)
+    return rows
+
+
+def write_rows(rows: List[dict], path: str) -> None:
+    cols: List[str] = []
+    for r in rows:
+        for k in r:
+            if k not in cols:
+                cols.append(k)
+    if path.endswith(".parquet"):
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise SweepError("writing Parquet needs pyarrow (pip install pyarrow); or give a .csv name") from None
+        table = pa.table({c: [r.get(c) for r in rows] for c in cols})
+        pq.write_table(table, path)
+        return
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+
+
+def read_rows(path: str) -> List[Dict[str, object]]:
+    if path.endswith(".parquet"):
+        import pyarrow.parquet as pq
+        return pq.read_table(path).to_pylist()
+    with open(path, newline="") as f:
+        return [{k: parse_value(v) if v != "" else None for k, v in r.items()} for r in csv.DictReader(f)]
