@@ -68,7 +68,6 @@ def _progress_enabled(args) -> bool:
 
 
 def cmd_run(args) -> int:
-    from .report import fio_json, run_summary
     from .runner import run_simulation
     from .workload.fio import load_fio
     from .workload.topology import load_topology
@@ -87,12 +86,18 @@ def cmd_run(args) -> int:
                                 progress=lambda f: prog(label, f), **overrides)
     finally:
         prog.done()
+    _print_result(args, result, jobs)
+    return 0
+
+
+def _print_result(args, result, jobs) -> None:
+    """fio-style JSON with --json, else the per-path table."""
+    from .report import fio_json, run_summary
     if args.json:
         json.dump(fio_json(result, jobs.global_options), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         print(run_summary(result))
-    return 0
 
 
 def cmd_reproduce(args) -> int:
@@ -156,7 +161,6 @@ def cmd_faults(args) -> int:
 
 def cmd_live(args) -> int:
     from .live import LiveRun, parse_delays
-    from .report import fio_json, run_summary
     from .runner import parse_selector_spec
     from .workload.fio import load_fio
 
@@ -170,11 +174,8 @@ def cmd_live(args) -> int:
         result = run.run()
     finally:
         prog.done()
-    if args.json:
-        json.dump(fio_json(result, jobs.global_options), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        print(run_summary(result))
+    _print_result(args, result, jobs)
+    if not args.json:
         print("O_DIRECT: %s" % ", ".join("%s %s" % (p["file"], "yes" if p["direct"] else "no (buffered)")
                                          for p in result.paths))
     return 0

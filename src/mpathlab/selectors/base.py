@@ -135,6 +135,28 @@ class PathSelector:
             raise KeyError("path %r was never added to this %s selector" % (path, self.name)) from None
 
 
+class ListSelector(PathSelector):
+    """A selector that keeps its paths on a valid list and a failed list.
+
+    Failing moves a path to the head of the failed list; reinstating moves
+    it to the tail of the valid list (queue-length, service-time, HST;
+    round-robin overrides this: its reinstated path goes to the head).
+    """
+
+    def __init__(self, args=(), **env):
+        super().__init__(args, **env)
+        self._valid = []
+        self._failed = []
+        self._info = {}
+
+    def fail_path(self, path):
+        self._move(self._path_info(path), self._failed, to_head=True)
+
+    def reinstate_path(self, path):
+        self._move(self._path_info(path), self._valid, to_head=False)
+        return 0
+
+
 def parse_repeat_count(prefix: str, args: Sequence[str], max_args: int, clamp: bool, warn=None) -> int:
     """The repeat_count argument shared by RR, QL, ST and HST.
 

@@ -19,7 +19,7 @@ the compare, st * 1024 computed before the clamp, the shift-by-10 guard at
 from __future__ import annotations
 
 from ..kernel import U64, parse_u32
-from .base import (DM_PS_USE_HR_TIMER, STATUS_INFO, STATUS_TABLE, PathSelector, SelectorError,
+from .base import (DM_PS_USE_HR_TIMER, STATUS_INFO, STATUS_TABLE, ListSelector, SelectorError,
                    check_status_kind, parse_repeat_count)
 
 HST_FIXED_SHIFT = 10
@@ -108,7 +108,7 @@ def _sgn64(x: int) -> int:
     return -1 if x & _S64_SIGN else 1
 
 
-class HistoricalServiceTime(PathSelector):
+class HistoricalServiceTime(ListSelector):
     name = "historical-service-time"
     version = "0.1.1"
     table_args = 1
@@ -126,9 +126,6 @@ class HistoricalServiceTime(PathSelector):
         self.weights = weights_table(base_weight)
         self.threshold_multiplier = threshold
         self.valid_count = 0  # C int, selector-wide
-        self._valid = []
-        self._failed = []
-        self._info = {}
 
     # -- paths -----------------------------------------------------------
     def add_path(self, path, args=()):
@@ -138,11 +135,11 @@ class HistoricalServiceTime(PathSelector):
         self.valid_count += 1
 
     def fail_path(self, path):
-        self._move(self._path_info(path), self._failed, to_head=True)
+        super().fail_path(path)
         self.valid_count -= 1
 
     def reinstate_path(self, path):
-        self._move(self._path_info(path), self._valid, to_head=False)
+        super().reinstate_path(path)
         self.valid_count += 1
         return 0
 
@@ -191,53 +188,14 @@ class HistoricalServiceTime(PathSelector):
         now = self.select_clock() & U64
         best = valid[0]
         best_i = 0
-        n = len(valid)
-        if n > 1:
-            # The compare is inlined for speed; `compare` above is the same
-            # logic spelled out and is what the tests exercise directly.
-            thr = self.threshold_multiplier
-            for i in range(1, n):
-                pi = valid[i]
-                hst1 = pi.hst
-                hst2 = best.hst
-                out1 = pi.outstanding
-                out2 = best.outstanding
-                if hst1 > hst2:
-                    over = hst1 > ((thr * hst2) & U64)
-                else:
-                    over = hst2 > ((thr * hst1) & U64)
-                if not over:
-                    d = (out1 - out2) & U64
-                    if d & _S64_SIGN:
-                        best = pi
-                        best_i = i
-                    continue
-                stale1 = pi.stale_after
-                stale2 = best.stale_after
-                if (not out1 and stale1 < now) or (not out2 and stale2 < now) or (not out1 and not out2):
-                    d = ((stale1 if not out2 else 0) - (stale2 if not out1 else 0)) & U64
-                    if d & _S64_SIGN:
-                        best = pi
-                        best_i = i
-                    continue
-                if out1 == out2:
-                    pi2_better = hst1 > hst2
-                else:
-                    if out1 >= HST_MAX_INFLIGHT or out2 >= HST_MAX_INFLIGHT:
-                        hst1 >>= HST_FIXED_SHIFT
-                        hst2 >>= HST_FIXED_SHIFT
-                    pi2_better = (((1 + out1) * hst1) & U64) > (((1 + out2) * hst2) & U64)
-                if pi2_better:
-                    if stale2 < now and ((out1 - out2) & U64) & _S64_SIGN:
-                        best = pi
-                        best_i = i
-                elif stale1 >= now or ((out1 - out2) & U64) & _S64_SIGN:
-                    best = pi
-                    best_i = i
+        compare = self.compare
+        for i in range(1, len(valid)):
+            if compare(valid[i], best, now) < 0:
+                best = valid[i]
+                best_i = i
         # Move the last used path to the end (least preferred on ties).
-        if best_i != n - 1:
-            del valid[best_i]
-            valid.append(best)
+        del valid[best_i]
+        valid.append(best)
         return best.path
 
     # -- accounting -------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 from ..kernel import s32
-from .base import STATUS_INFO, STATUS_TABLE, PathSelector, check_status_kind, parse_repeat_count
+from .base import STATUS_INFO, STATUS_TABLE, ListSelector, check_status_kind, parse_repeat_count
 
 log = logging.getLogger("mpathlab.selectors.queue-length")
 
@@ -23,29 +23,16 @@ class _QLPath:
         self.qlen = 0  # atomic_t: a 32-bit signed counter
 
 
-class QueueLength(PathSelector):
+class QueueLength(ListSelector):
     name = "queue-length"
     version = "0.2.0"
     table_args = 1
     info_args = 1
     has_io_hooks = True
 
-    def __init__(self, args=(), **env):
-        super().__init__(args, **env)
-        self._valid = []
-        self._failed = []
-        self._info = {}
-
     def add_path(self, path, args=()):
         rc = parse_repeat_count("queue-length ps", args, 1, clamp=True, warn=log.info)
         self._track(path, _QLPath(path, rc))
-
-    def fail_path(self, path):
-        self._move(self._path_info(path), self._failed, to_head=True)
-
-    def reinstate_path(self, path):
-        self._move(self._path_info(path), self._valid, to_head=False)
-        return 0
 
     def select_path(self, nr_bytes=0):
         valid = self._valid

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from .base import STATUS_TABLE, PathSelector, check_status_kind, parse_repeat_count
+from .base import STATUS_TABLE, ListSelector, check_status_kind, parse_repeat_count
 
 log = logging.getLogger("mpathlab.selectors.round-robin")
 
@@ -22,25 +22,17 @@ class _RRPath:
         self.repeat_count = repeat_count
 
 
-class RoundRobin(PathSelector):
+class RoundRobin(ListSelector):
     name = "round-robin"
     version = "1.2.0"
     table_args = 1
     info_args = 0
 
-    def __init__(self, args=(), **env):
-        # create() accepts and ignores any arguments.
-        super().__init__(args, **env)
-        self._valid = []
-        self._failed = []  # the kernel's invalid_paths
-        self._info = {}
+    # create() accepts and ignores any arguments; _failed is the kernel's invalid_paths.
 
     def add_path(self, path, args=()):
         rc = parse_repeat_count("round-robin ps", args, 1, clamp=True, warn=log.info)
         self._track(path, _RRPath(path, rc))
-
-    def fail_path(self, path):
-        self._move(self._path_info(path), self._failed, to_head=True)
 
     def reinstate_path(self, path):
         # list_move: the head of the valid list, unlike QL/ST/HST.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 
 from ..kernel import U32, U64, parse_u32, s32
-from .base import (STATUS_INFO, STATUS_TABLE, PathSelector, SelectorError, check_status_kind,
+from .base import (STATUS_INFO, STATUS_TABLE, ListSelector, SelectorError, check_status_kind,
                    parse_repeat_count)
 
 log = logging.getLogger("mpathlab.selectors.service-time")
@@ -57,18 +57,12 @@ def st_compare_load(pi1, pi2, incoming: int) -> int:
     return s32((rt2 - rt1) & U32)
 
 
-class ServiceTime(PathSelector):
+class ServiceTime(ListSelector):
     name = "service-time"
     version = "0.3.0"
     table_args = 2
     info_args = 2
     has_io_hooks = True
-
-    def __init__(self, args=(), **env):
-        super().__init__(args, **env)
-        self._valid = []
-        self._failed = []
-        self._info = {}
 
     def add_path(self, path, args=()):
         args = list(args)
@@ -80,13 +74,6 @@ class ServiceTime(PathSelector):
                 raise SelectorError("service-time ps: invalid relative_throughput value")
             rt = v
         self._track(path, _STPath(path, rc, rt))
-
-    def fail_path(self, path):
-        self._move(self._path_info(path), self._failed, to_head=True)
-
-    def reinstate_path(self, path):
-        self._move(self._path_info(path), self._valid, to_head=False)
-        return 0
 
     def select_path(self, nr_bytes=0):
         valid = self._valid
