@@ -615,16 +615,25 @@ class Multipath:
             return "A"
         return "E"
 
-    def status(self, kind: str = "info") -> str:
-        """The target's params as ``dmsetup status`` / ``table`` / IMA print them."""
+    def status(self, kind: str = "info", maxlen: Optional[int] = None) -> str:
+        """The target's params as ``dmsetup status`` / ``table`` / IMA print them.
+
+        With ``maxlen`` the text is cut as the kernel's emitter cuts it into a
+        buffer of that size (at most maxlen - 1 characters): dm-ima gives the
+        target 2048 bytes, so a longer IMA string loses its end, ";" included.
+        """
         kind = str(kind).lower()
         if kind == "info":
-            return self._status_info()
-        if kind == "table":
-            return self._status_table()
-        if kind == "ima":
-            return self._status_ima()
-        raise ValueError("status kind must be info, table or ima, not %r" % kind)
+            text = self._status_info()
+        elif kind == "table":
+            text = self._status_table()
+        elif kind == "ima":
+            text = self._status_ima()
+        else:
+            raise ValueError("status kind must be info, table or ima, not %r" % kind)
+        if maxlen is not None:
+            text = text[:max(0, maxlen - 1)]
+        return text
 
     def table(self) -> str:
         return self._status_table()
