@@ -97,3 +97,33 @@ def test_message_faults_and_bad_messages_are_recorded():
     assert res.messages[0][2] == "ok"
     assert "invalid PG number supplied to switch_pg_num" in res.messages[1][2]
     assert dispatches(res, "a", 11 * MS, 30 * MS) == 0 and dispatches(res, "b", 11 * MS, 30 * MS) > 0
+
+
+@pytest.mark.parametrize("mode", ["1 queue_if_no_path", "3 queue_if_no_path queue_mode bio"])
+def test_queue_if_no_path_timeout_fails_queued_io(mode):
+    paths = [PathModel("sda", (8, 0), Exponential(100_000), parallelism=4, faults=[Fault(5 * MS, "fail")])]
+    res = simulate("0 10 multipath %s 0 1 1 queue-length 0 1 0 sda" % mode, paths,
+                   parse_fio("[j]\nbs=4k\niodepth=16\nruntime=3s\ntime_based\n").jobs,
+                   queue_if_no_path_timeout_secs=1)
+    res.check_accounting()
+    assert res.pending == 0 and res.errored > 0 and not res.stalled
+    # the queued I/O waited about a second before it failed
+    assert 0.9e9 < res.jobs[0].end_ns - 5 * MS < 1.2e9
+
+
+def test_nopath_timer_semantics():
+    from mpathlab.target import construct
+    armed = []
+    m = construct("1 queue_if_no_path 0 1 1 round-robin 0 1 0 8:0", queue_if_no_path_timeout_secs=5,
+                  set_timer=lambda mp, d: armed.append(d))
+    assert armed == []                       # paths available: not armed
+    m.message("fail_path", "8:0")
+    assert armed == [5 * 10 ** 9] and m.nopath_timer_armed
+    m.message("reinstate_path", "8:0")
+    assert armed[-1] is None and not m.nopath_timer_armed
+    m.message("fail_path", "8:0")
+    m.nopath_timeout()
+    assert not m.queue_if_no_path_flag
+    assert "queue_if_no_path timeout on mpath, failing queued IO" in m.dmesg[-1]
+    z = construct("1 queue_if_no_path 0 0 0", queue_if_no_path_timeout_secs=2, set_timer=lambda mp, d: armed.append(d))
+    assert armed[-1] == 2 * 10 ** 9          # armed at the end of the constructor

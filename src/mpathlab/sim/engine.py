@@ -32,7 +32,8 @@ from ..workload.fio import JobSpec
 from .devices import PathDevice, PathModel, best_distribution
 from .stats import LatencyStats, mean_abs_deviation
 
-EV_DONE, EV_ARRIVE, EV_SUBMIT, EV_RETRY, EV_KICK, EV_FAULT, EV_MESSAGE, EV_ERRDONE, EV_ACTIVATED = range(9)
+(EV_DONE, EV_ARRIVE, EV_SUBMIT, EV_RETRY, EV_KICK, EV_FAULT, EV_MESSAGE, EV_ERRDONE, EV_ACTIVATED,
+ EV_NOPATH_TIMEOUT) = range(10)
 
 DEFAULT_UPTIME_NS = 3600 * 10 ** 9
 REQUEUE_DELAY_NS = REQUEUE_DELAY_MS * 1_000_000
@@ -152,7 +153,8 @@ class Simulation:
                  seed: int = 1,
                  messages: Sequence[Tuple[int, str]] = (), activation_ns: int = 0,
                  progress: Optional[Callable[[float], None]] = None, drain_ns: int = 60 * 10 ** 9,
-                 timeline_points: int = 200, window_ns: int = 0, engine: str = "auto"):
+                 timeline_points: int = 200, window_ns: int = 0, engine: str = "auto",
+                 queue_if_no_path_timeout_secs: int = 0):
         if engine not in ("auto", "python", "compiled"):
             raise ValueError("engine must be auto, python or compiled, not %r" % engine)
         self.engine = engine
@@ -176,6 +178,12 @@ class Simulation:
         specs = list(jobs)
         nr_cpus = max(8, sum(j.numjobs for j in specs))
         self.topology = CpuTopology(nr_cpus)
+        self._heap: list = []
+        self._seq = itertools.count()
+        self._kick_pending = False
+        self._state_changes = 0      # pending events that can bring a path back
+        self._timer_gen = 0          # a re-armed timer supersedes the pending one
+        self._timer_pending = False
         tl = split_table_line(table_line)
         env = {"clock": self._ktime, "cpu": lambda: self._cur_cpu, "topology": self.topology}
         if sched_clock_offset_ns is not None:
@@ -185,7 +193,8 @@ class Simulation:
         self.mp: Multipath = construct(
             tl.params, resolve_device=mapping_resolver(by_name), selector_env=env,
             timebase=self.timebase, rq_stats=rq_stats, force_jiffies_start=force_jiffies_start,
-            activate=self._activate, on_kick=self._on_kick)
+            activate=self._activate, on_kick=self._on_kick,
+            queue_if_no_path_timeout_secs=queue_if_no_path_timeout_secs, set_timer=self._set_timer)
         self.mp.table_start, self.mp.table_length = tl.start, tl.length
         devs_by_devt = {}
         master = random.Random(seed)
@@ -211,10 +220,6 @@ class Simulation:
                 self.jobs.append(JobState(spec, clone, cpu % nr_cpus, random.Random(jseed)))
                 self.jobs[-1].seed = jseed
                 cpu += 1
-        self._heap: list = []
-        self._seq = itertools.count()
-        self._kick_pending = False
-        self._state_changes = 0
         self.result = SimResult()
         for pm, d in zip(self.paths, self.devices):
             for f in pm.faults:
@@ -235,6 +240,17 @@ class Simulation:
         if not self._kick_pending:
             self._kick_pending = True
             self._push(self.now, EV_KICK, None)
+
+    def _set_timer(self, mp, delay_ns) -> None:
+        """mod_timer / del_timer for the queue_if_no_path timeout."""
+        if self._timer_pending:
+            self._state_changes -= 1
+            self._timer_pending = False
+        self._timer_gen += 1
+        if delay_ns is not None:
+            self._push(self.now + delay_ns, EV_NOPATH_TIMEOUT, self._timer_gen)
+            self._state_changes += 1
+            self._timer_pending = True
 
     def _activate(self, mp, pgpath, delay_ms: int) -> None:
         self._push(self.now + delay_ms * 1_000_000 + self.activation_ns, EV_ACTIVATED, pgpath)
@@ -458,6 +474,11 @@ class Simulation:
                 self._message(obj)
             elif kind == EV_ACTIVATED:
                 mp.pg_init_done(obj, DH_OK)
+            elif kind == EV_NOPATH_TIMEOUT:
+                if obj == self._timer_gen and self._timer_pending:
+                    self._timer_pending = False
+                    self._state_changes -= 1
+                    mp.nopath_timeout()
         res.events = events
         res.pending += len(mp.queued_bios)
         if res.stalled:

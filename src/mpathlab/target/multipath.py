@@ -135,7 +135,9 @@ class Multipath:
     def __init__(self, timebase: Optional[TimeBase] = None, *, rq_stats: bool = True,
                  force_jiffies_start: bool = False,
                  activate: Optional[Callable[["Multipath", PGPath, int], None]] = None,
-                 on_kick: Optional[Callable[["Multipath"], None]] = None):
+                 on_kick: Optional[Callable[["Multipath"], None]] = None,
+                 queue_if_no_path_timeout_secs: int = 0,
+                 set_timer: Optional[Callable[["Multipath", Optional[int]], None]] = None):
         self.timebase = timebase or TimeBase()
         # QUEUE_FLAG_STATS on the path queues: without it blk-mq leaves the
         # clone's io_start_time_ns at 0 and request-based HST sees start 0.
@@ -172,7 +174,12 @@ class Multipath:
         self.suspended = False
         self.is_suspending = False
         self._noflush = False
-        self.queue_if_no_path_timeout_secs = 0
+        # The dm_multipath module parameter (default 0 = never time out).
+        # set_timer(mp, delay_ns) arms the no-path timer, set_timer(mp, None)
+        # disarms it; when it fires the owner calls nopath_timeout().
+        self.queue_if_no_path_timeout_secs = queue_if_no_path_timeout_secs
+        self.set_timer = set_timer
+        self.nopath_timer_armed = False
         self.event_nr = 0
         self.uevents: Deque[dict] = collections.deque(maxlen=1000)
         self.dmesg: Deque[str] = collections.deque(maxlen=1000)
@@ -388,6 +395,30 @@ class Multipath:
 
     # ------------------------------------------------------------------
     # failure and reinstatement
+    # ------------------------------------------------------------------
+    # queue_if_no_path timeout
+    def enable_nopath_timeout(self) -> None:
+        """Arm (or re-arm) the timer iff timeout > 0, no valid path, QIFNP set."""
+        if (self.queue_if_no_path_timeout_secs > 0 and not self.nr_valid_paths
+                and self.queue_if_no_path_flag):
+            self.nopath_timer_armed = True
+            if self.set_timer is not None:
+                self.set_timer(self, self.queue_if_no_path_timeout_secs * 1_000_000_000)
+
+    def disable_nopath_timeout(self) -> None:
+        if self.nopath_timer_armed:
+            self.nopath_timer_armed = False
+            if self.set_timer is not None:
+                self.set_timer(self, None)
+
+    def nopath_timeout(self) -> None:
+        """The timer fired: stop queueing, so queued I/O is failed."""
+        if not self.nopath_timer_armed:
+            return
+        self.nopath_timer_armed = False
+        self._warn("queue_if_no_path timeout on %s, failing queued IO" % self.device_name)
+        self.set_queue_if_no_path(False, False)
+
     def fail_path(self, pgpath: PGPath) -> int:
         if not pgpath.is_active:
             return 0
@@ -401,6 +432,7 @@ class Multipath:
         self.uevents.append({"DM_ACTION": "PATH_FAILED", "DM_PATH": pgpath.dev.name,
                              "DM_NR_VALID_PATHS": self.nr_valid_paths})
         self._table_event()
+        self.enable_nopath_timeout()
         return 0
 
     def reinstate_path(self, pgpath: PGPath) -> int:
@@ -422,6 +454,7 @@ class Multipath:
         self.uevents.append({"DM_ACTION": "PATH_REINSTATED", "DM_PATH": pgpath.dev.name,
                              "DM_NR_VALID_PATHS": self.nr_valid_paths})
         self._table_event()
+        self.disable_nopath_timeout()
         if run_queue:
             self._kick()
         return 0
@@ -533,9 +566,11 @@ class Multipath:
             word = argv[0].lower()
             if word == "queue_if_no_path":
                 self.set_queue_if_no_path(True, False)
+                self.enable_nopath_timeout()
                 return 0
             if word == "fail_if_no_path":
                 self.set_queue_if_no_path(False, False)
+                self.disable_nopath_timeout()
                 return 0
         if argc != 2:
             text = "Invalid multipath message arguments. Expected 2 arguments, got %d." % argc

@@ -217,6 +217,7 @@ def construct(params: Union[str, Sequence[str]], *, resolve_device: Optional[Dev
     if pg_count != m.nr_priority_groups:
         raise TargetError("priority group count mismatch",
                           detail="table says %d, found %d" % (m.nr_priority_groups, pg_count))
+    m.enable_nopath_timeout()
     return m
 
 

@@ -8,6 +8,7 @@
     uptime = "1h"             # ktime at the start of the run
     hst_select_clock = "ktime"    # "sched_clock": HST as in 5.8-5.17 (select_path used sched_clock)
     sched_clock_offset = "2s"     # how far sched_clock runs ahead of ktime
+    queue_if_no_path_timeout_secs = 0   # dm_multipath module parameter
     seed = 1
 
     [paths.sda]
@@ -49,7 +50,7 @@ class TopologyError(ValueError):
 class Topology:
     def __init__(self, table: str, paths: List[PathModel], *, hz: int = 250, rq_stats: bool = True,
                  force_jiffies_start: bool = False, uptime_ns: int = 3600 * 10 ** 9, seed: int = 1,
-                 sched_clock_offset_ns: Optional[int] = None,
+                 sched_clock_offset_ns: Optional[int] = None, queue_if_no_path_timeout_secs: int = 0,
                  messages: Sequence[Tuple[int, str]] = (), activation_ns: int = 0, source: str = ""):
         self.table = table
         self.paths = paths
@@ -61,12 +62,14 @@ class Topology:
         self.messages = list(messages)
         self.activation_ns = activation_ns
         self.sched_clock_offset_ns = sched_clock_offset_ns
+        self.queue_if_no_path_timeout_secs = queue_if_no_path_timeout_secs
         self.source = source
 
     def sim_kwargs(self) -> dict:
         return {"hz": self.hz, "rq_stats": self.rq_stats, "force_jiffies_start": self.force_jiffies_start,
                 "uptime_ns": self.uptime_ns, "seed": self.seed, "messages": self.messages,
-                "activation_ns": self.activation_ns, "sched_clock_offset_ns": self.sched_clock_offset_ns}
+                "activation_ns": self.activation_ns, "sched_clock_offset_ns": self.sched_clock_offset_ns,
+                "queue_if_no_path_timeout_secs": self.queue_if_no_path_timeout_secs}
 
     def resolver(self):
         return mapping_resolver({p.name: p.devt for p in self.paths})
@@ -129,7 +132,7 @@ def _faults(items, where: str) -> List[Fault]:
 
 _PATH_KEYS = {"devt", "service", "parallelism", "delay", "per_kib", "faults", "fail_latency"}
 _MP_KEYS = {"table", "hz", "rq_stats", "force_jiffies_start", "uptime", "seed", "activation",
-            "hst_select_clock", "sched_clock_offset"}
+            "hst_select_clock", "sched_clock_offset", "queue_if_no_path_timeout_secs"}
 
 
 def topology_from_dict(doc: dict, source: str = "", base_dir: str = ".") -> Topology:
@@ -204,7 +207,11 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
         offset = parse_duration_ns(mp.get("sched_clock_offset", "2s"), "sched_clock_offset")
     elif "sched_clock_offset" in mp:
         raise TopologyError("%s: sched_clock_offset only applies with hst_select_clock = \"sched_clock\"" % src)
-    topo = Topology(str(mp["table"]), paths, sched_clock_offset_ns=offset, hz=hz, rq_stats=mp.get("rq_stats", True),
+    qto = mp.get("queue_if_no_path_timeout_secs", 0)
+    if not isinstance(qto, int) or isinstance(qto, bool) or qto < 0:
+        raise TopologyError("%s: [multipath] queue_if_no_path_timeout_secs must be a whole number of "
+                            "seconds >= 0" % src)
+    topo = Topology(str(mp["table"]), paths, sched_clock_offset_ns=offset, queue_if_no_path_timeout_secs=qto, hz=hz, rq_stats=mp.get("rq_stats", True),
                     force_jiffies_start=mp.get("force_jiffies_start", False),
                     uptime_ns=parse_duration_ns(mp.get("uptime", "1h"), "uptime"), seed=seed,
                     messages=messages, activation_ns=parse_duration_ns(mp.get("activation", 0), "activation"),
