@@ -276,7 +276,6 @@ class Simulation:
             self.result.submitted += 1
             if self.mp.queue_mode == "bio":
                 io.dm_start_jiffies = self.timebase.jiffies()
-            self._cur_cpu = job.cpu
             self._dispatch(io)
 
     def _dispatch(self, io: SimIO) -> None:
@@ -303,6 +302,8 @@ class Simulation:
         elif r == MAP_DELAY_REQUEUE:
             self._push(self.now + REQUEUE_DELAY_NS, EV_RETRY, io)
         elif r == MAP_REQUEUE:
+            # back to dm core at once; 1 us keeps a persistent requeue (noflush
+            # suspend) from spinning at one instant
             self._push(self.now + 1000, EV_RETRY, io)
         elif r == MAP_KILL:
             self._complete(io, "ioerr")
