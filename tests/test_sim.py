@@ -163,3 +163,23 @@ def test_jiffies_starve_slow_paths_ktime_does_not(outcomes):
     ktime = sum(o.columns["HST (ktime)"][p] for p in slow)
     assert orig < 0.005
     assert ktime > 0.05 and o.columns["HST (ktime)"]["sdg"] > 0.03
+
+
+@pytest.mark.parametrize("offset,stale_limited", [(None, False), (0, False), (-10 ** 9, False),
+                                                  (100_000, True), (2 * 10 ** 9, True), (60 * 10 ** 9, True)])
+def test_2020_depth64_depends_on_sched_clock_leading_ktime(offset, stale_limited):
+    """HST 5.8-5.17 compared ktime stale_after with sched_clock: a lead makes every
+    path stale, so busy winners are limited to equal usage (ST-like shares)."""
+    import os
+    from mpathlab.runner import run_simulation
+    from mpathlab.scenarios import HERE
+    from mpathlab.workload.fio import load_fio
+    from mpathlab.workload.topology import load_topology
+    topo = load_topology(os.path.join(HERE, "hst-2020.toml"))
+    topo.sched_clock_offset_ns = offset
+    jobs = parse_fio("[j]\nrw=randwrite\nbs=4k\niodepth=64\nnumber_ios=40000\n")
+    sdd = run_simulation(topo, jobs, selector="historical-service-time").shares["sdd"]
+    if stale_limited:
+        assert 0.09 < sdd < 0.13
+    else:
+        assert sdd < 0.02
