@@ -183,3 +183,14 @@ def test_2020_depth64_depends_on_sched_clock_leading_ktime(offset, stale_limited
         assert 0.09 < sdd < 0.13
     else:
         assert sdd < 0.02
+
+
+def test_io_affinity_follows_the_submitting_cpu():
+    paths = four_paths(2, svc=Exponential)
+    tbl = "0 1000 multipath 0 0 1 1 io-affinity 0 4 1 sda 3 sdb c sdc 30 sdd c0"
+    jf = parse_fio("[a]\nbs=4k\niodepth=2\nnumber_ios=300\ncpus_allowed=0-1\n"
+                   "[b]\nbs=4k\niodepth=2\nnumber_ios=100\ncpus_allowed=6\n")
+    r = simulate(tbl, paths, jf.jobs)
+    r.check_accounting()
+    assert {p["name"]: p["completed"] for p in r.paths} == {"sda": 300, "sdb": 0, "sdc": 0, "sdd": 100}
+    assert r.status_table.endswith("io-affinity 0 4 1 8:0 03 8:16 0c 8:32 30 8:48 c0 ")

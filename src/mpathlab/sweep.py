@@ -137,6 +137,20 @@ def run_sweep(topology_path: str, job_path: str, *, selectors: Sequence[str], io
         raise SweepError("the sweep has no points")
     source = os.path.basename(topology_path)
     base_dir = os.path.dirname(os.path.abspath(topology_path))
+    # Every parameter combination must make a valid topology: find out here,
+    # with a clear message, not in a worker.
+    from .workload.topology import topology_from_dict
+    seen = set()
+    for p in pts:
+        key = tuple(sorted((k, str(v)) for k, v in p["set"].items()))
+        if key in seen:
+            continue
+        seen.add(key)
+        d = copy.deepcopy(doc)
+        for k, v in p["set"].items():
+            set_dotted(d, k, v)
+        topology_from_dict(d, "%s with %s" % (source, ", ".join("%s=%s" % kv for kv in key) or "no --set"),
+                           base_dir)
     cluster = None
     if scheduler:
         client = Client(scheduler)

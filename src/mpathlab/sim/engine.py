@@ -154,7 +154,7 @@ class Simulation:
                  messages: Sequence[Tuple[int, str]] = (), activation_ns: int = 0,
                  progress: Optional[Callable[[float], None]] = None, drain_ns: int = 60 * 10 ** 9,
                  timeline_points: int = 200, window_ns: int = 0, engine: str = "auto",
-                 queue_if_no_path_timeout_secs: int = 0):
+                 queue_if_no_path_timeout_secs: int = 0, nr_cpus: Optional[int] = None):
         if engine not in ("auto", "python", "compiled"):
             raise ValueError("engine must be auto, python or compiled, not %r" % engine)
         self.engine = engine
@@ -176,7 +176,13 @@ class Simulation:
             by_name[pm.name] = pm.devt
         self._cur_cpu = 0
         specs = list(jobs)
-        nr_cpus = max(8, sum(j.numjobs for j in specs))
+        # CPUs for io-affinity: clones run on their job's cpus_allowed (in
+        # turn), else on CPUs 0, 1, 2, ... in job order.
+        wanted = max([8, sum(j.numjobs for j in specs)]
+                     + [max(j.cpus_allowed) + 1 for j in specs if j.cpus_allowed])
+        nr_cpus = nr_cpus or wanted
+        if nr_cpus < wanted:
+            raise ValueError("nr_cpus=%d is fewer than the jobs' CPUs need (%d)" % (nr_cpus, wanted))
         self.topology = CpuTopology(nr_cpus)
         self._heap: list = []
         self._seq = itertools.count()
@@ -217,7 +223,8 @@ class Simulation:
         for spec in specs:
             for clone in range(spec.numjobs):
                 jseed = master.getrandbits(64)
-                self.jobs.append(JobState(spec, clone, cpu % nr_cpus, random.Random(jseed)))
+                on = spec.cpus_allowed[clone % len(spec.cpus_allowed)] if spec.cpus_allowed else cpu % nr_cpus
+                self.jobs.append(JobState(spec, clone, on, random.Random(jseed)))
                 self.jobs[-1].seed = jseed
                 cpu += 1
         self.result = SimResult()

@@ -73,6 +73,7 @@ class JobSpec:
         self.stonewall = False
         # fio stops a job at its first I/O error unless continue_on_error says otherwise.
         self.continue_on_error = False
+        self.cpus_allowed: Optional[List[int]] = None   # the CPUs the job's clones run on
         self.options: Dict[str, str] = {}   # what the file said, for the JSON "job options"
 
     @property
@@ -235,6 +236,19 @@ def _apply(job: JobSpec, key: str, value: Optional[str], where: str) -> None:
             job.clat_percentiles = _bool(value, key, where)
         elif key == "group_reporting":
             job.group_reporting = _bool(value, key, where)
+        elif key == "cpus_allowed":
+            cpus = []
+            for part in value.split(","):
+                part = part.strip()
+                lo, sep, hi = part.partition("-")
+                if not lo.isdigit() or (sep and not hi.isdigit()):
+                    raise FioError("%s: cpus_allowed takes CPU numbers and ranges like 0-3,8, not %r"
+                                   % (where, value))
+                a, b = int(lo), int(hi) if sep else int(lo)
+                if b < a or b > 4095:
+                    raise FioError("%s: bad CPU range %r in cpus_allowed" % (where, part))
+                cpus.extend(range(a, b + 1))
+            job.cpus_allowed = sorted(set(cpus))
         elif key == "continue_on_error":
             v = (value or "").lower()
             if v not in ("", "none", "0", "read", "write", "io", "verify", "all", "1"):

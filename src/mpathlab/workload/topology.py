@@ -9,6 +9,7 @@
     hst_select_clock = "ktime"    # "sched_clock": HST as in 5.8-5.17 (select_path used sched_clock)
     sched_clock_offset = "2s"     # how far sched_clock runs ahead of ktime
     queue_if_no_path_timeout_secs = 0   # dm_multipath module parameter
+    nr_cpus = 8               # nr_cpu_ids, for io-affinity masks (default: enough for the jobs)
     seed = 1
 
     [paths.sda]
@@ -51,6 +52,7 @@ class Topology:
     def __init__(self, table: str, paths: List[PathModel], *, hz: int = 250, rq_stats: bool = True,
                  force_jiffies_start: bool = False, uptime_ns: int = 3600 * 10 ** 9, seed: int = 1,
                  sched_clock_offset_ns: Optional[int] = None, queue_if_no_path_timeout_secs: int = 0,
+                 nr_cpus: Optional[int] = None,
                  messages: Sequence[Tuple[int, str]] = (), activation_ns: int = 0, source: str = ""):
         self.table = table
         self.paths = paths
@@ -63,13 +65,14 @@ class Topology:
         self.activation_ns = activation_ns
         self.sched_clock_offset_ns = sched_clock_offset_ns
         self.queue_if_no_path_timeout_secs = queue_if_no_path_timeout_secs
+        self.nr_cpus = nr_cpus
         self.source = source
 
     def sim_kwargs(self) -> dict:
         return {"hz": self.hz, "rq_stats": self.rq_stats, "force_jiffies_start": self.force_jiffies_start,
                 "uptime_ns": self.uptime_ns, "seed": self.seed, "messages": self.messages,
                 "activation_ns": self.activation_ns, "sched_clock_offset_ns": self.sched_clock_offset_ns,
-                "queue_if_no_path_timeout_secs": self.queue_if_no_path_timeout_secs}
+                "queue_if_no_path_timeout_secs": self.queue_if_no_path_timeout_secs, "nr_cpus": self.nr_cpus}
 
     def resolver(self):
         return mapping_resolver({p.name: p.devt for p in self.paths})
@@ -132,7 +135,7 @@ def _faults(items, where: str) -> List[Fault]:
 
 _PATH_KEYS = {"devt", "service", "parallelism", "delay", "per_kib", "faults", "fail_latency"}
 _MP_KEYS = {"table", "hz", "rq_stats", "force_jiffies_start", "uptime", "seed", "activation",
-            "hst_select_clock", "sched_clock_offset", "queue_if_no_path_timeout_secs"}
+            "hst_select_clock", "sched_clock_offset", "queue_if_no_path_timeout_secs", "nr_cpus"}
 
 
 def topology_from_dict(doc: dict, source: str = "", base_dir: str = ".") -> Topology:
@@ -211,7 +214,11 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
     if not isinstance(qto, int) or isinstance(qto, bool) or qto < 0:
         raise TopologyError("%s: [multipath] queue_if_no_path_timeout_secs must be a whole number of "
                             "seconds >= 0" % src)
-    topo = Topology(str(mp["table"]), paths, sched_clock_offset_ns=offset, queue_if_no_path_timeout_secs=qto, hz=hz, rq_stats=mp.get("rq_stats", True),
+    ncpu = mp.get("nr_cpus")
+    if ncpu is not None and (not isinstance(ncpu, int) or isinstance(ncpu, bool) or not 1 <= ncpu <= 4096):
+        raise TopologyError("%s: [multipath] nr_cpus must be a whole number from 1 to 4096" % src)
+    topo = Topology(str(mp["table"]), paths, sched_clock_offset_ns=offset, queue_if_no_path_timeout_secs=qto,
+                    nr_cpus=ncpu, hz=hz, rq_stats=mp.get("rq_stats", True),
                     force_jiffies_start=mp.get("force_jiffies_start", False),
                     uptime_ns=parse_duration_ns(mp.get("uptime", "1h"), "uptime"), seed=seed,
                     messages=messages, activation_ns=parse_duration_ns(mp.get("activation", 0), "activation"),
@@ -224,7 +231,9 @@ def validate_table(topo: Topology) -> None:
     """Construct the table once so a bad line is reported before a run."""
     try:
         tl = split_table_line(topo.table)
-        m = construct(tl.params, resolve_device=topo.resolver())
+        from ..selectors import CpuTopology
+        m = construct(tl.params, resolve_device=topo.resolver(),
+                      selector_env={"topology": CpuTopology(topo.nr_cpus or 4096)})
     except TargetError as e:
         raise TopologyError("%s: table rejected: %s" % (topo.source or "topology", e)) from None
     models = {p.devt for p in topo.paths}
