@@ -194,3 +194,21 @@ def test_io_affinity_follows_the_submitting_cpu():
     r.check_accounting()
     assert {p["name"]: p["completed"] for p in r.paths} == {"sda": 300, "sdb": 0, "sdc": 0, "sdd": 100}
     assert r.status_table.endswith("io-affinity 0 4 1 8:0 03 8:16 0c 8:32 30 8:48 c0 ")
+
+
+def test_stonewall_runs_groups_one_after_another():
+    jf = parse_fio("[a]\nrw=read\nbs=4k\niodepth=4\nnumber_ios=400\n"
+                   "[b]\nstonewall\nrw=write\nbs=4k\niodepth=2\nruntime=5ms\ntime_based\n"
+                   "[c]\nrw=write\nbs=4k\niodepth=1\nnumber_ios=10\n")
+    r = simulate(table("queue-length"), four_paths(2, svc=Exponential), jf.jobs)
+    r.check_accounting()
+    a, b, c = r.jobs
+    assert b.start_ns == c.start_ns >= a.end_ns       # b and c wait for a; c runs beside b
+    assert b.end_ns - b.start_ns >= 5 * 10 ** 6
+    assert (a.completed, c.completed) == (400, 10) and b.completed > 0
+    assert r.engine == "python"
+
+
+def test_ramp_time_is_noted():
+    assert parse_fio("[j]\nsize=4k\nramp_time=2\n").notes == [
+        "ramp_time is not modelled: every I/O counts from the start"]

@@ -74,6 +74,7 @@ def cmd_run(args) -> int:
 
     topo = load_topology(args.topology)
     jobs = load_fio(args.job)
+    _print_notes(jobs)
     prog = Progress(_progress_enabled(args))
     label = (args.selector or "run").split(":")[0]
     overrides = {}
@@ -88,6 +89,11 @@ def cmd_run(args) -> int:
         prog.done()
     _print_result(args, result, jobs)
     return 0
+
+
+def _print_notes(jobs) -> None:
+    for note in jobs.notes:
+        print("mpathlab: note: %s" % note, file=sys.stderr)
 
 
 def _print_result(args, result, jobs) -> None:
@@ -165,6 +171,7 @@ def cmd_live(args) -> int:
     from .workload.fio import load_fio
 
     jobs = load_fio(args.job)
+    _print_notes(jobs)
     name, sel_args = parse_selector_spec(args.selector)
     prog = Progress(_progress_enabled(args))
     run = LiveRun(args.path, name, jobs.jobs, selector_args=sel_args, delays=parse_delays(args.delay or []),

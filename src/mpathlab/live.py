@@ -122,6 +122,8 @@ class LiveRun:
         self.jobs_spec = list(jobs)
         if any(j.bs <= 0 for j in self.jobs_spec):
             raise LiveError("bs must be positive")
+        if any(j.stonewall for j in self.jobs_spec[1:]):
+            raise LiveError("stonewall is not supported in live mode: all jobs run at once")
         delays = delays or {}
         unknown = set(delays) - set(paths)
         if unknown:

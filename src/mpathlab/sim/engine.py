@@ -75,6 +75,7 @@ class JobState:
         self.write_lat = LatencyStats()
         self.start_ns = spec.startdelay_ns
         self.end_ns = spec.startdelay_ns
+        self.finished = False
         self.stopped = False      # fio ended the job at an I/O error
         self.first_error: Optional[str] = None
         self.last_error_ns = -1
@@ -184,6 +185,9 @@ class Simulation:
         if nr_cpus < wanted:
             raise ValueError("nr_cpus=%d is fewer than the jobs' CPUs need (%d)" % (nr_cpus, wanted))
         self.topology = CpuTopology(nr_cpus)
+        # stonewall: a job waits for every job before it to finish; the
+        # jobs from one stonewall to the next form a group.
+        self._groups: List[List[JobState]] = []
         self._heap: list = []
         self._seq = itertools.count()
         self._kick_pending = False
@@ -226,7 +230,11 @@ class Simulation:
                 on = spec.cpus_allowed[clone % len(spec.cpus_allowed)] if spec.cpus_allowed else cpu % nr_cpus
                 self.jobs.append(JobState(spec, clone, on, random.Random(jseed)))
                 self.jobs[-1].seed = jseed
+                if not self._groups or (spec.stonewall and clone == 0):
+                    self._groups.append([])
+                self._groups[-1].append(self.jobs[-1])
                 cpu += 1
+        self._group_index = 0
         self.result = SimResult()
         for pm, d in zip(self.paths, self.devices):
             for f in pm.faults:
@@ -362,6 +370,8 @@ class Simulation:
             job.last_error_ns = now
             if not job.spec.continue_on_error:
                 job.stopped = True
+                if job.inflight == 0 and len(self._groups) > 1:
+                    self._check_finished(job)
             else:
                 self._push(now + RESUBMIT_AFTER_ERROR_NS, EV_SUBMIT, job)
             return
@@ -376,6 +386,31 @@ class Simulation:
             job.bytes_written += io.nr_bytes
         job.end_ns = now
         self._submit_more(job)
+        if job.inflight == 0 and len(self._groups) > 1:
+            self._check_finished(job)
+
+    def _start_job(self, job: JobState) -> None:
+        delay = job.spec.startdelay_ns
+        job.start_ns = job.end_ns = self.now + delay
+        if job.spec.runtime_ns:
+            job.stop_ns = self.now + delay + job.spec.runtime_ns
+        if delay:
+            self._push(self.now + delay, EV_SUBMIT, job)
+        else:
+            self._submit_more(job)
+
+    def _check_finished(self, job: JobState) -> None:
+        """Start the next stonewall group once every job of this one is done."""
+        if job.finished or job.inflight:
+            return
+        if not (job.stopped or job.remaining == 0 or (job.stop_ns is not None and self.now >= job.stop_ns)):
+            return
+        job.finished = True
+        group = self._groups[self._group_index]
+        if job in group and all(j.finished for j in group) and self._group_index + 1 < len(self._groups):
+            self._group_index += 1
+            for j in self._groups[self._group_index]:
+                self._start_job(j)
 
     # -- faults -------------------------------------------------------------
     def _fault(self, dev: PathDevice, fault) -> None:
@@ -410,14 +445,16 @@ class Simulation:
             if self.engine == "compiled":
                 raise ValueError("the compiled core cannot run this simulation: %s" % fast.eligible(self))
         self.result.engine = "python"
-        for job in self.jobs:
+        for job in self._groups[0] if self._groups else []:
             if job.spec.startdelay_ns:
                 self._push(job.spec.startdelay_ns, EV_SUBMIT, job)
             else:
                 self._submit_more(job)
         expected = sum((j.remaining or 0) + j.submitted for j in self.jobs)
         horizon = max((j.stop_ns or 0) for j in self.jobs)
-        hard_stop = (horizon + self.drain_ns) if horizon else None
+        # later stonewall groups start at run time, so only a single group
+        # has a known horizon to stop at
+        hard_stop = (horizon + self.drain_ns) if horizon and len(self._groups) == 1 else None
         heap = self._heap
         pop = heapq.heappop
         push = heapq.heappush

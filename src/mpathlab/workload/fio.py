@@ -74,6 +74,7 @@ class JobSpec:
         # fio stops a job at its first I/O error unless continue_on_error says otherwise.
         self.continue_on_error = False
         self.cpus_allowed: Optional[List[int]] = None   # the CPUs the job's clones run on
+        self.notes: List[str] = []
         self.options: Dict[str, str] = {}   # what the file said, for the JSON "job options"
 
     @property
@@ -102,6 +103,16 @@ class FioJobFile:
         self.jobs = jobs
         self.global_options = global_options
         self.source = source
+
+    @property
+    def notes(self) -> List[str]:
+        """Things the simulation does differently from fio, once each."""
+        out: List[str] = []
+        for j in self.jobs:
+            for n in j.notes:
+                if n not in out:
+                    out.append(n)
+        return out
 
 
 _ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -220,6 +231,7 @@ def _apply(job: JobSpec, key: str, value: Optional[str], where: str) -> None:
             job.startdelay_ns = parse_duration_ns(value, "startdelay", default_unit="s")
         elif key == "ramp_time":
             parse_duration_ns(value, "ramp_time", default_unit="s")
+            job.notes.append("ramp_time is not modelled: every I/O counts from the start")
         elif key == "time_based":
             job.time_based = _bool(value, key, where)
         elif key in ("rwmixread", "rwmixwrite"):
