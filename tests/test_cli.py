@@ -75,3 +75,27 @@ def test_table_command(capsys):
 def test_no_command_prints_help(capsys):
     assert main([]) == 2
     assert "reproduce" in capsys.readouterr().out
+
+
+def test_run_straight_from_a_dmsetup_table(tmp_path, capsys):
+    job = write_job(tmp_path, "[j]\nrw=randwrite\nbs=4k\niodepth=16\nnumber_ios=4000\n")
+    line = "0 2097152 multipath 0 0 1 1 service-time 0 3 2 sdb 1 1 8:32 1 1 /dev/sdq 1 1"
+    assert main(["run", "--table", line, job, "--model", "8:32,service=exponential:400us,parallelism=2",
+                 "--json", "--no-progress"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    paths = {p["name"]: p for p in doc["mpath"]["paths"]}
+    assert paths["sdb"]["dev"] == "8:16" and paths["/dev/sdq"]["dev"] == "65:0"
+    assert paths["8:32"]["parallelism"] == 2 and paths["8:32"]["mean_service_ns"] == 400_000
+    assert doc["mpath"]["best"]["8:32"] == pytest.approx(2 / 400 / (2 / 400 + 2 / 100))
+    assert main(["run", "--table", line, job, "--model", "sdz,service=1ms"]) == 3
+    assert "not a path of the table" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("topo", ["asymmetric.toml", "failover.toml"])
+def test_examples_run(capsys, topo):
+    ex = os.path.join(os.path.dirname(__file__), "..", "examples")
+    assert main(["run", os.path.join(ex, topo), os.path.join(ex, "randwrite.fio"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "errored" in out and "dmsetup status: 2 " in out
+    if topo == "failover.toml":
+        assert "switch_group 2 (ok)" in out

@@ -1,6 +1,7 @@
 """The ``mpathlab`` command line.
 
     mpathlab run TOPOLOGY.toml JOB.fio [--selector NAME[:ARG,...]] [--json]
+    mpathlab run --table "0 LEN multipath ..." JOB.fio [--service ...] [--model DEV,service=...]
     mpathlab reproduce [NAME] [--json] | --list
     mpathlab live JOB.fio --path FILE --path FILE [--selector NAME] [--delay FILE=2ms]
     mpathlab sweep TOPOLOGY JOB --selectors A,B --iodepths 1,8,64 [--set KEY=V1,V2] --out t.csv
@@ -72,8 +73,19 @@ def cmd_run(args) -> int:
     from .workload.fio import load_fio
     from .workload.topology import load_topology
 
-    topo = load_topology(args.topology)
-    jobs = load_fio(args.job)
+    if args.table:
+        if len(args.files) != 1:
+            raise InputError("with --table give only the job file")
+        from .workload.topology import topology_from_table
+        topo = topology_from_table(args.table, service=args.service, parallelism=args.parallelism,
+                                   delay=args.delay, models=args.model or [])
+        job_path = args.files[0]
+    else:
+        if len(args.files) != 2:
+            raise InputError("run needs TOPOLOGY.toml and JOB.fio (or --table LINE and JOB.fio)")
+        topo = load_topology(args.files[0])
+        job_path = args.files[1]
+    jobs = load_fio(job_path)
     _print_notes(jobs)
     prog = Progress(_progress_enabled(args))
     label = (args.selector or "run").split(":")[0]
@@ -293,8 +305,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="simulate a fio job over a topology",
                        description="Simulate a fio job file over the multipath topology of a TOML file.")
-    r.add_argument("topology", help="topology file (TOML): the dm table line and a model per path")
-    r.add_argument("job", help="fio job file")
+    r.add_argument("files", nargs="+", metavar="TOPOLOGY.toml JOB.fio",
+                   help="a topology file (the dm table line and a model per path) and a fio job file; "
+                        "with --table only the job file")
+    r.add_argument("--table", help="a `dmsetup table` line to use instead of a topology file")
+    r.add_argument("--service", default="exponential:100us",
+                   help="with --table: every path's service time (400us, exponential:400us, lognormal:400us:0.5)")
+    r.add_argument("--parallelism", type=int, default=1, help="with --table: servers per device")
+    r.add_argument("--delay", default="0", help="with --table: fixed added delay per path")
+    r.add_argument("--model", action="append", metavar="DEV,service=...,parallelism=N,delay=...",
+                   help="with --table: a different model for one path (repeatable)")
     r.add_argument("--selector", help="use this selector in every priority group, e.g. "
                                       "historical-service-time or historical-service-time:972,2")
     r.add_argument("--json", action="store_true", help="print fio-style JSON instead of a table")

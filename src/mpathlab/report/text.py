@@ -47,6 +47,8 @@ def run_summary(result) -> str:
     lines.append("mean deviation from Best: %.4f" % result.mean_deviation)
     for j in _latency_lines(result):
         lines.append(j)
+    for t, msg, outcome in result.messages:
+        lines.append("at %s: %s (%s)" % (format_ns(t), msg, outcome))
     if result.stalled:
         lines.append("note: the run stopped with I/O still queued (no usable path and nothing left to "
                      "reinstate one)")

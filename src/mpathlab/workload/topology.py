@@ -282,3 +282,101 @@ def rewrite_selector(table: str, name: str, args: Sequence[str] = (), resolver=N
             for p in pg.pgpaths:
                 parts.append("%s " % p.dev.name)
     return "%d %d multipath %s" % (tl.start, tl.length, "".join(parts).strip())
+
+
+def parse_service_spec(text: str, where: str = "--service") -> ServiceTime:
+    """'400us' (constant), 'exponential:400us', 'lognormal:400us:0.5', 'empirical:FILE'."""
+    parts = text.split(":")
+    if len(parts) == 1:
+        return ServiceTime(parse_duration_ns(parts[0], where))
+    dist = parts[0].lower()
+    if dist == "empirical":
+        return Empirical.from_file(":".join(parts[1:]))
+    spec = {"dist": dist, "mean": parts[1]}
+    if dist == "lognormal" and len(parts) > 2:
+        try:
+            spec["sigma"] = float(parts[2])
+        except ValueError:
+            raise TopologyError("%s: lognormal sigma must be a number, not %r" % (where, parts[2])) from None
+    elif len(parts) > 2:
+        raise TopologyError("%s: cannot read %r (use 400us, exponential:400us or lognormal:400us:0.5)"
+                            % (where, text))
+    return _service(spec, where)
+
+
+def _sd_devt(name: str) -> Optional[Tuple[int, int]]:
+    """The kernel's numbering of SCSI disks: sda = 8:0, sdb = 8:16, ..., sdq = 65:0."""
+    base = name[5:] if name.startswith("/dev/") else name
+    if not (base.startswith("sd") and base[2:].isalpha() and base[2:].islower()):
+        return None
+    n = 0
+    for c in base[2:]:
+        n = n * 26 + (ord(c) - ord("a") + 1)
+    n -= 1
+    group = n // 16
+    majors = [8, 65, 66, 67, 68, 69, 70, 71]
+    if group >= len(majors):
+        return None
+    return majors[group], (n % 16) * 16
+
+
+def topology_from_table(line: str, *, service: str = "exponential:100us", parallelism: int = 1,
+                        delay: str = "0", models: Sequence[str] = (), hz: int = 250) -> Topology:
+    """A topology straight from a ``dmsetup table`` line, every path with the same
+    device model unless ``models`` overrides it: "DEV,service=...,parallelism=N,delay=..."."""
+    try:
+        tl = split_table_line(line)
+    except TargetError as e:
+        raise TopologyError("--table: %s" % e) from None
+    names: Dict[str, Tuple[int, int]] = {}
+    explicit = {d for d in (parse_devt(t) for t in tl.params.split()) if d is not None}
+
+    def resolve(tok: str):
+        devt = parse_devt(tok)
+        if devt is not None:
+            return devt
+        if tok not in names:
+            devt = _sd_devt(tok) or (259, len(names))
+            while devt in explicit or devt in names.values():
+                devt = (259, devt[1] + 1 if devt[0] == 259 else len(names))
+            names[tok] = devt
+        return names[tok]
+
+    try:
+        m = construct(tl.params, resolve_device=resolve)
+    except TargetError as e:
+        raise TopologyError("--table rejected: %s" % e) from None
+    overrides: Dict[str, dict] = {}
+    for item in models:
+        dev, _, rest = item.partition(",")
+        kv = {}
+        for part in filter(None, rest.split(",")):
+            k, sep, v = part.partition("=")
+            if not sep or k not in ("service", "parallelism", "delay"):
+                raise TopologyError("--model %s: use DEV,service=...,parallelism=N,delay=... (got %r)" % (item, part))
+            kv[k] = v
+        overrides[dev.strip()] = kv
+    paths: List[PathModel] = []
+    seen = set()
+    for p in m.pgpaths:
+        if p.dev.devt in seen:
+            continue
+        seen.add(p.dev.devt)
+        label = p.dev.label
+        ov = overrides.pop(label, None) or overrides.pop(p.dev.name, None) or {}
+        try:
+            par = int(ov.get("parallelism", parallelism))
+        except ValueError:
+            raise TopologyError("--model %s: parallelism must be a whole number" % label) from None
+        try:
+            paths.append(PathModel(label, p.dev.devt, parse_service_spec(ov.get("service", service), label),
+                                   parallelism=par, delay_ns=parse_duration_ns(ov.get("delay", delay), label)))
+        except UnitError as e:
+            raise TopologyError(str(e)) from None
+    if overrides:
+        raise TopologyError("--model names %s, which is not a path of the table" % ", ".join(sorted(overrides)))
+    resolved = {p.name: p.devt for p in paths}
+    table = "%d %d multipath %s" % (tl.start, tl.length, tl.params)
+    topo = Topology(table, paths, hz=hz, source="--table")
+    topo.resolver = lambda: mapping_resolver(resolved)
+    return topo
