@@ -241,3 +241,64 @@ def test_selector_invariants_under_random_operations(name, npaths, ops):
             assert ps.status(q, "ima") == ""
     if name == "historical-service-time":
         assert ps.valid_count == npaths - len(failed)
+
+
+# ------------------------------------------------------------ target invariants
+TARGET_TABLES = [
+    "1 queue_if_no_path 0 2 1 service-time 0 2 2 8:16 1 1 8:32 1 1 service-time 0 2 2 8:48 1 1 8:64 1 1",
+    "3 queue_if_no_path queue_mode bio 0 2 2 historical-service-time 0 2 1 8:16 0 8:32 0 "
+    "round-robin 0 1 1 8:48 1",
+    "0 0 3 1 queue-length 0 1 1 8:16 1 queue-length 0 1 1 8:32 1 queue-length 0 1 1 8:16 1",
+    "0 0 1 1 round-robin 0 3 0 8:16 8:32 8:48",
+]
+TARGET_OPS = st.lists(st.tuples(st.sampled_from(["map", "end", "err", "fail", "reinstate", "switch", "disable",
+                                                 "enable", "fail_if_no_path", "queue_if_no_path"]),
+                                st.integers(0, 7)), max_size=120)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(TARGET_TABLES), TARGET_OPS)
+def test_target_invariants_under_random_operations(params, ops):
+    from mpathlab.target import MAP_REMAPPED, MessageError, MpathIO
+    m = construct(params)
+    devs = sorted({p.dev.name for p in m.pgpaths})
+    inflight = []
+    for op, k in ops:
+        if op == "map":
+            io = MpathIO(4096)
+            if m.map(io) == MAP_REMAPPED:
+                assert io.pgpath.is_active                     # never a failed path
+                inflight.append(io)
+        elif op in ("end", "err"):
+            if inflight:
+                io = inflight.pop(k % len(inflight))
+                m.end_io(io, "transport" if op == "err" else None)
+        else:
+            words = {"fail": ["fail_path", devs[k % len(devs)]], "reinstate": ["reinstate_path", devs[k % len(devs)]],
+                     "switch": ["switch_group", str(k % 4)], "disable": ["disable_group", str(k % 4)],
+                     "enable": ["enable_group", str(k % 4)], "fail_if_no_path": ["fail_if_no_path"],
+                     "queue_if_no_path": ["queue_if_no_path"]}[op]
+            try:
+                m.message(*words)
+            except MessageError as e:
+                assert e.errno == 22
+        # the core's count matches the paths' states
+        assert m.nr_valid_paths == sum(p.is_active for p in m.pgpaths)
+        info = parse_status_info(m.status("info"))
+        flat = [p for g in info["groups"] for p in g["paths"]]
+        assert [(p["dev"], p["active"], p["fail_count"]) for p in flat] == [
+            (p.dev.name, p.is_active, p.fail_count) for p in m.pgpaths]
+        assert sum(g["state"] == "A" for g in info["groups"]) <= 1
+        assert construct(m.table()).table().split()[:2] == m.table().split()[:2]
+    # completing everything leaves every selector's accounting at zero
+    for io in inflight:
+        m.end_io(io)
+    m.take_queued()
+    for pg in m.priority_groups:
+        for p in pg.pgpaths:
+            if pg.ps.name == "queue-length":
+                assert pg.ps.in_flight(p) == 0
+            elif pg.ps.name == "service-time":
+                assert pg.ps.in_flight(p) == 0
+            elif pg.ps.name == "historical-service-time":
+                assert pg.ps.path_state(p)[1] == 0
