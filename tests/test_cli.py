@@ -99,3 +99,27 @@ def test_examples_run(capsys, topo):
     assert "errored" in out and "dmsetup status: 2 " in out
     if topo == "failover.toml":
         assert "switch_group 2 (ok)" in out
+
+
+def test_progress_bar_draws_and_clears():
+    import io
+    from mpathlab.cli import Progress
+    buf = io.StringIO()
+    bar = Progress(True, stream=buf)
+    bar("hst", 0.5)
+    bar("hst", 1.0)
+    out = buf.getvalue()
+    assert "[###############...............]  50%" in out and "100%" in out
+    bar.done()
+    assert buf.getvalue().endswith("\r")
+    quiet = io.StringIO()
+    Progress(False, stream=quiet)("x", 0.5)
+    assert quiet.getvalue() == ""
+
+
+def test_target_error_log_line():
+    from mpathlab.target import TargetError, construct
+    with pytest.raises(TargetError) as ei:
+        construct("1 bogus 0 0 0")
+    assert ei.value.dmesg("mpatha") == ("device-mapper: table: mpatha: multipath: "
+                                        "Unrecognised multipath feature request (-EINVAL)")
