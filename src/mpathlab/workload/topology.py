@@ -375,8 +375,6 @@ def topology_from_table(line: str, *, service: str = "exponential:100us", parall
             raise TopologyError(str(e)) from None
     if overrides:
         raise TopologyError("--model names %s, which is not a path of the table" % ", ".join(sorted(overrides)))
-    resolved = {p.name: p.devt for p in paths}
     table = "%d %d multipath %s" % (tl.start, tl.length, tl.params)
-    topo = Topology(table, paths, hz=hz, source="--table")
-    topo.resolver = lambda: mapping_resolver(resolved)
-    return topo
+    # path names are the table's tokens, so the default resolver maps them back
+    return Topology(table, paths, hz=hz, source="--table")
