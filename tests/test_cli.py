@@ -123,3 +123,26 @@ def test_target_error_log_line():
         construct("1 bogus 0 0 0")
     assert ei.value.dmesg("mpatha") == ("device-mapper: table: mpatha: multipath: "
                                         "Unrecognised multipath feature request (-EINVAL)")
+
+
+def test_a_selector_written_in_python_runs_in_tables_and_the_simulator():
+    import importlib.util
+    from mpathlab import selectors
+    from mpathlab.sim import Exponential, PathModel, simulate
+    from mpathlab.workload.fio import parse_fio
+    path = os.path.join(os.path.dirname(__file__), "..", "examples", "my_selector.py")
+    spec = importlib.util.spec_from_file_location("my_selector", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    selectors.register(mod.ShortestQueueTail)
+    try:
+        paths = [PathModel(n, (8, 16 * i), Exponential(100_000 * (1 + 3 * i)), parallelism=2)
+                 for i, n in enumerate(["sda", "sdb"])]
+        r = simulate("0 10 multipath 0 0 1 1 shortest-queue-tail 0 2 1 sda 1 sdb 1", paths,
+                     parse_fio("[j]\nbs=4k\niodepth=8\nnumber_ios=3000\n").jobs)
+        r.check_accounting()
+        assert r.engine == "python"
+        assert r.shares["sda"] > r.shares["sdb"] > 0
+        assert r.status_table == "0 0 1 1 shortest-queue-tail 0 2 1 8:0 1 8:16 1 "
+    finally:
+        selectors.unregister("shortest-queue-tail")
