@@ -212,3 +212,15 @@ def test_stonewall_runs_groups_one_after_another():
 def test_ramp_time_is_noted():
     assert parse_fio("[j]\nsize=4k\nramp_time=2\n").notes == [
         "ramp_time is not modelled: every I/O counts from the start"]
+
+
+def test_request_based_without_blk_stats_starts_at_zero():
+    """No QUEUE_FLAG_STATS on the path queue: io_start_time_ns stays 0, so HST's
+    first sample on a path is the whole uptime (bucket 63: it replaces history)."""
+    from mpathlab.sim.engine import Simulation
+    sim = Simulation(table("historical-service-time"), four_paths(1), jobs("[j]\nbs=4k\nnumber_ios=1\n"),
+                     rq_stats=False, uptime_ns=3600 * 10 ** 9)
+    r = sim.run()
+    assert int(r.status_info.split()[15]) == (3600 * 10 ** 9 + 100_000) * 1024
+    sim = Simulation(table("historical-service-time"), four_paths(1), jobs("[j]\nbs=4k\nnumber_ios=1\n"))
+    assert int(sim.run().status_info.split()[15]) == (972 * 1024 + 100_000 * 1024 * 52 + 512) >> 10
