@@ -146,3 +146,12 @@ def test_a_selector_written_in_python_runs_in_tables_and_the_simulator():
         assert r.status_table == "0 0 1 1 shortest-queue-tail 0 2 1 8:0 1 8:16 1 "
     finally:
         selectors.unregister("shortest-queue-tail")
+
+
+def test_json_plus_bins_add_up(tmp_path, capsys):
+    job = write_job(tmp_path, "[j]\nrw=randwrite\nbs=4k\niodepth=8\nnumber_ios=2000\n")
+    assert main(["run", TOPO, job, "--json-plus", "--no-progress"]) == 0
+    w = json.loads(capsys.readouterr().out)["jobs"][0]["write"]
+    bins = w["clat_ns"]["bins"]
+    assert sum(bins.values()) == 2000
+    assert min(int(k) for k in bins) <= w["clat_ns"]["min"] * 1.02

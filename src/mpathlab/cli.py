@@ -111,8 +111,9 @@ def _print_notes(jobs) -> None:
 def _print_result(args, result, jobs) -> None:
     """fio-style JSON with --json, else the per-path table."""
     from .report import fio_json, run_summary
-    if args.json:
-        json.dump(fio_json(result, jobs.global_options), sys.stdout, indent=2)
+    if args.json or getattr(args, "json_plus", False):
+        json.dump(fio_json(result, jobs.global_options, plus=getattr(args, "json_plus", False)), sys.stdout,
+                  indent=2)
         sys.stdout.write("\n")
     else:
         print(run_summary(result))
@@ -318,6 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--selector", help="use this selector in every priority group, e.g. "
                                       "historical-service-time or historical-service-time:972,2")
     r.add_argument("--json", action="store_true", help="print fio-style JSON instead of a table")
+    r.add_argument("--json-plus", action="store_true", help="fio json+: JSON with clat_ns latency bins")
     r.add_argument("--seed", type=int, help="random seed (default: the topology's)")
     r.add_argument("--hz", type=int, choices=(100, 250, 300, 1000), help="kernel HZ for jiffies")
     r.add_argument("--jiffies-start", action="store_true",

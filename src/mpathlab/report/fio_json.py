@@ -17,18 +17,21 @@ _EMPTY_DIR = ("trim", "sync")
 
 
 def _direction(lat: LatencyStats, nbytes: int, runtime_ns: int, plist, lat_percentiles: bool,
-               clat_percentiles: bool) -> dict:
+               clat_percentiles: bool, plus: bool = False) -> dict:
     runtime_ms = int(round(runtime_ns / 1e6))
     secs = runtime_ns / 1e9 if runtime_ns else 0.0
     bw_bytes = int(nbytes / secs) if secs else 0
     iops = lat.n / secs if secs else 0.0
     zero = {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}
+    clat = lat.as_fio(plist, with_percentiles=clat_percentiles)
+    if plus:
+        clat["bins"] = lat.bins()     # json+: {bucket value in ns: count}
     return {
         "io_bytes": nbytes, "io_kbytes": nbytes // 1024, "bw_bytes": bw_bytes, "bw": bw_bytes // 1024,
         "iops": iops, "runtime": runtime_ms if lat.n else 0, "total_ios": lat.n, "short_ios": 0,
         "drop_ios": 0,
         "slat_ns": dict(zero),
-        "clat_ns": lat.as_fio(plist, with_percentiles=clat_percentiles),
+        "clat_ns": clat,
         "lat_ns": lat.as_fio(plist, with_percentiles=lat_percentiles),
         "bw_min": bw_bytes // 1024, "bw_max": bw_bytes // 1024, "bw_agg": 100.0 if lat.n else 0.0,
         "bw_mean": float(bw_bytes // 1024), "bw_dev": 0.0, "bw_samples": 1 if lat.n else 0,
@@ -37,7 +40,7 @@ def _direction(lat: LatencyStats, nbytes: int, runtime_ns: int, plist, lat_perce
     }
 
 
-def _job_entry(name: str, jobs, plist) -> dict:
+def _job_entry(name: str, jobs, plist, plus: bool = False) -> dict:
     spec = jobs[0].spec
     read, write = LatencyStats(), LatencyStats()
     rb = wb = 0
@@ -52,8 +55,8 @@ def _job_entry(name: str, jobs, plist) -> dict:
     entry = {
         "jobname": name, "groupid": 0, "error": 5 if errors else 0, "eta": 0,
         "elapsed": max(1, int(round(runtime / 1e9))), "job options": dict(spec.options),
-        "read": _direction(read, rb, runtime, plist, spec.lat_percentiles, spec.clat_percentiles),
-        "write": _direction(write, wb, runtime, plist, spec.lat_percentiles, spec.clat_percentiles),
+        "read": _direction(read, rb, runtime, plist, spec.lat_percentiles, spec.clat_percentiles, plus),
+        "write": _direction(write, wb, runtime, plist, spec.lat_percentiles, spec.clat_percentiles, plus),
         "trim": _direction(LatencyStats(), 0, 0, plist, False, True),
         "sync": {"total_ios": 0, "lat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}},
         "job_runtime": int(round(runtime / 1e6)), "usr_cpu": 0.0, "sys_cpu": 0.0, "ctx": 0, "majf": 0,
@@ -64,8 +67,8 @@ def _job_entry(name: str, jobs, plist) -> dict:
     return entry
 
 
-def fio_json(result, global_options: Dict[str, str] = None, timestamp: float = None) -> dict:
-    """Build fio's JSON document from a :class:`~mpathlab.sim.SimResult`."""
+def fio_json(result, global_options: Dict[str, str] = None, timestamp: float = None, plus: bool = False) -> dict:
+    """Build fio's JSON document from a :class:`~mpathlab.sim.SimResult` (``plus``: json+ bins)."""
     ts = time.time() if timestamp is None else timestamp
     groups: Dict[str, List] = {}
     order: List[str] = []
@@ -79,7 +82,7 @@ def fio_json(result, global_options: Dict[str, str] = None, timestamp: float = N
     for key in order:
         js = groups[key]
         plist = js[0].spec.percentile_list or FIO_DEFAULT_PERCENTILES
-        jobs_out.append(_job_entry(js[0].spec.name, js, plist))
+        jobs_out.append(_job_entry(js[0].spec.name, js, plist, plus))
     doc = {
         "fio version": "mpathlab-%s" % __version__,
         "timestamp": int(ts), "timestamp_ms": int(ts * 1000),
