@@ -224,3 +224,9 @@ def test_request_based_without_blk_stats_starts_at_zero():
     assert int(r.status_info.split()[15]) == (3600 * 10 ** 9 + 100_000) * 1024
     sim = Simulation(table("historical-service-time"), four_paths(1), jobs("[j]\nbs=4k\nnumber_ios=1\n"))
     assert int(sim.run().status_info.split()[15]) == (972 * 1024 + 100_000 * 1024 * 52 + 512) >> 10
+
+
+@pytest.mark.parametrize("seed", [2, 3])
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_scenarios_hold_for_other_seeds(name, seed):
+    assert SCENARIOS[name].run(seed=seed).within(TOLERANCE)
