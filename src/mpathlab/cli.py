@@ -120,35 +120,49 @@ def _print_result(args, result, jobs) -> None:
 
 
 def cmd_reproduce(args) -> int:
-    from .report import share_table
-    from .scenarios import DEFAULT_SCENARIO, SCENARIOS, TOLERANCE
+    from .scenarios import DEFAULT_SCENARIO, SCENARIOS
 
     if args.list:
         for name, sc in SCENARIOS.items():
             print("%-22s %s" % (name, sc.title))
         return 0
     name = args.name or DEFAULT_SCENARIO
-    sc = SCENARIOS.get(name)
-    if sc is None:
-        raise InputError("unknown scenario %r; known: %s" % (name, ", ".join(SCENARIOS)))
-    prog = Progress(_progress_enabled(args))
-    try:
-        outcome = sc.run(progress=prog, seed=args.seed)
-    finally:
-        prog.done()
+    if name == "all":
+        names = list(SCENARIOS)
+    elif name in SCENARIOS:
+        names = [name]
+    else:
+        raise InputError("unknown scenario %r; known: %s, all" % (name, ", ".join(SCENARIOS)))
+    outcomes = []
+    for n in names:
+        prog = Progress(_progress_enabled(args))
+        try:
+            outcomes.append(SCENARIOS[n].run(progress=prog, seed=args.seed))
+        finally:
+            prog.done()
     if args.json:
-        json.dump(outcome.as_json(), sys.stdout, indent=2)
+        docs = [o.as_json() for o in outcomes]
+        json.dump(docs[0] if len(docs) == 1 else docs, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        print("%s: %s" % (sc.name, sc.title))
-        print("share of I/O per path; in brackets the published value (%s)" % sc.source)
-        print(share_table(outcome.columns, sc.rows, sc.published))
-        for label, res in outcome.results.items():
-            print("%-12s mean deviation from Best %.4f" % (label, res.mean_deviation))
-        ok = outcome.within(TOLERANCE)
-        print("largest difference from the published table: %.3f (%s, tolerance %.2f)"
-              % (outcome.max_deviation(), "within" if ok else "OUTSIDE", TOLERANCE))
-    return 0 if outcome.within(TOLERANCE) else EXIT_MISMATCH
+        for i, o in enumerate(outcomes):
+            if i:
+                print()
+            _print_outcome(o)
+    return 0 if all(o.within() for o in outcomes) else EXIT_MISMATCH
+
+
+def _print_outcome(outcome) -> None:
+    from .report import share_table
+    from .scenarios import TOLERANCE
+    sc = outcome.scenario
+    print("%s: %s" % (sc.name, sc.title))
+    print("share of I/O per path; in brackets the published value (%s)" % sc.source)
+    print(share_table(outcome.columns, sc.rows, sc.published))
+    for label, res in outcome.results.items():
+        print("%-12s mean deviation from Best %.4f" % (label, res.mean_deviation))
+    print("largest difference from the published table: %.3f (%s, tolerance %.2f)"
+          % (outcome.max_deviation(), "within" if outcome.within(TOLERANCE) else "OUTSIDE", TOLERANCE))
 
 
 def cmd_faults(args) -> int:
@@ -329,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_run)
 
     rp = sub.add_parser("reproduce", help="run a shipped scenario and compare it with the seed's table")
-    rp.add_argument("name", nargs="?", help="scenario name (default: hst-2020-depth1); see --list")
+    rp.add_argument("name", nargs="?", help="scenario name or 'all' (default: hst-2020-depth1); see --list")
     rp.add_argument("--list", action="store_true", help="list the shipped scenarios")
     rp.add_argument("--json", action="store_true", help="print the columns as JSON")
     rp.add_argument("--seed", type=int, help="override the scenario's random seed")
