@@ -78,11 +78,8 @@ def run_point(doc: dict, source: str, base_dir: str, job_text: str, point: dict)
     for j in jobs.jobs:
         j.iodepth = point["iodepth"]
     res = run_simulation(topo, jobs, selector=point["selector"], seed=point["seed"])
-    from .sim.stats import LatencyStats
-    lat = LatencyStats()
-    for j in res.jobs:
-        lat.merge(j.read_lat)
-        lat.merge(j.write_lat)
+    from .sim.stats import merged_latency
+    lat = merged_latency(res.jobs)
     pct = lat.percentiles((50.0, 99.0))
     row = {"selector": point["selector"], "iodepth": point["iodepth"], "seed": point["seed"]}
     for key, value in point.get("set", {}).items():

@@ -11,7 +11,7 @@ import time
 from typing import Dict, List
 
 from .. import __version__
-from ..sim.stats import FIO_DEFAULT_PERCENTILES, LatencyStats
+from ..sim.stats import FIO_DEFAULT_PERCENTILES, LatencyStats, merged_latency
 
 _EMPTY_DIR = ("trim", "sync")
 
@@ -42,15 +42,10 @@ def _direction(lat: LatencyStats, nbytes: int, runtime_ns: int, plist, lat_perce
 
 def _job_entry(name: str, jobs, plist, plus: bool = False) -> dict:
     spec = jobs[0].spec
-    read, write = LatencyStats(), LatencyStats()
-    rb = wb = 0
-    errors = 0
-    for j in jobs:
-        read.merge(j.read_lat)
-        write.merge(j.write_lat)
-        rb += j.bytes_read
-        wb += j.bytes_written
-        errors += j.errored
+    read, write = merged_latency(jobs, ("read",)), merged_latency(jobs, ("write",))
+    rb = sum(j.bytes_read for j in jobs)
+    wb = sum(j.bytes_written for j in jobs)
+    errors = sum(j.errored for j in jobs)
     runtime = max(j.end_ns for j in jobs) - min(j.start_ns for j in jobs)
     entry = {
         "jobname": name, "groupid": 0, "error": 5 if errors else 0, "eta": 0,

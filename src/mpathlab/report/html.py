@@ -12,7 +12,7 @@ import html
 import io
 from typing import Dict, List, Sequence
 
-from ..sim.stats import LatencyStats, _bucket_value
+from ..sim.stats import _bucket_value, merged_latency
 from ..units import format_ns
 
 
@@ -35,14 +35,6 @@ def _png(fig) -> str:
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
     _plt().close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _merged_latency(res) -> LatencyStats:
-    st = LatencyStats()
-    for j in res.jobs:
-        st.merge(j.read_lat)
-        st.merge(j.write_lat)
-    return st
 
 
 def utilisation_plot(results: Dict[str, object]) -> str:
@@ -70,7 +62,7 @@ def latency_cdf_plot(results: Dict[str, object]) -> str:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4))
     for lab, res in results.items():
-        st = _merged_latency(res)
+        st = merged_latency(res.jobs)
         if not st.n:
             continue
         xs, ys, cum = [], [], 0
@@ -125,7 +117,7 @@ def run_report(results: Dict[str, object], title: str, context: Sequence[str] = 
     rows = ["<tr><th>selector</th>%s<th>mean dev.</th><th>IOPS</th><th>p99</th></tr>"
             % "".join("<th>%s</th>" % html.escape(p) for p in paths)]
     for lab, res in results.items():
-        st = _merged_latency(res)
+        st = merged_latency(res.jobs)
         secs = res.runtime_ns / 1e9 if res.runtime_ns else 0
         rows.append("<tr><td>%s</td>%s<td>%.4f</td><td>%.0f</td><td>%s</td></tr>" % (
             html.escape(lab), "".join("<td>%.3f</td>" % res.shares.get(p, 0.0) for p in paths),

@@ -57,11 +57,9 @@ def run_summary(result) -> str:
 
 
 def _latency_lines(result):
-    from ..sim.stats import LatencyStats
+    from ..sim.stats import merged_latency
     for name in ("read", "write"):
-        st = LatencyStats()
-        for j in result.jobs:
-            st.merge(j.read_lat if name == "read" else j.write_lat)
+        st = merged_latency(result.jobs, (name,))
         if not st.n:
             continue
         secs = result.runtime_ns / 1e9 if result.runtime_ns else 0

@@ -118,6 +118,15 @@ class LatencyStats:
         return d
 
 
+def merged_latency(jobs, directions=("read", "write")) -> LatencyStats:
+    """One LatencyStats over the given directions of several job clones."""
+    st = LatencyStats()
+    for j in jobs:
+        for d in directions:
+            st.merge(getattr(j, d + "_lat"))
+    return st
+
+
 def mean_abs_deviation(shares: Dict[str, float], best: Dict[str, float]) -> float:
     """Mean over paths of |share - best| (the cover letter's "mean deviation")."""
     keys: List[str] = list(best)
