@@ -13,7 +13,7 @@ import time
 import simpy
 
 from mpathlab.scenarios import HERE as SCEN
-from mpathlab.target import MAP_REMAPPED, MpathIO, construct, mapping_resolver, split_table_line
+from mpathlab.target import MAP_REMAPPED, MpathIO, construct, split_table_line
 from mpathlab.timing import TimeBase
 from mpathlab.workload.topology import load_topology
 

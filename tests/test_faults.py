@@ -125,5 +125,5 @@ def test_nopath_timer_semantics():
     m.nopath_timeout()
     assert not m.queue_if_no_path_flag
     assert "queue_if_no_path timeout on mpath, failing queued IO" in m.dmesg[-1]
-    z = construct("1 queue_if_no_path 0 0 0", queue_if_no_path_timeout_secs=2, set_timer=lambda mp, d: armed.append(d))
+    construct("1 queue_if_no_path 0 0 0", queue_if_no_path_timeout_secs=2, set_timer=lambda mp, d: armed.append(d))
     assert armed[-1] == 2 * 10 ** 9          # armed at the end of the constructor

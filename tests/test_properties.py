@@ -2,7 +2,6 @@
 and selectors keep their invariants under random operation sequences."""
 import random
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -173,7 +173,6 @@ def test_2020_depth64_depends_on_sched_clock_leading_ktime(offset, stale_limited
     import os
     from mpathlab.runner import run_simulation
     from mpathlab.scenarios import HERE
-    from mpathlab.workload.fio import load_fio
     from mpathlab.workload.topology import load_topology
     topo = load_topology(os.path.join(HERE, "hst-2020.toml"))
     topo.sched_clock_offset_ns = offset

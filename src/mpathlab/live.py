@@ -141,15 +141,11 @@ class LiveRun:
             raise
         self.timebase = TimeBase(time.monotonic_ns, hz=hz,
                                  coarse_ns=lambda: time.clock_gettime_ns(_COARSE))
-        per = {"round-robin": "1", "queue-length": "1", "service-time": "2",
-               "historical-service-time": "1"}.get(cls.name, "0")
-        per_args = {"1": " 1", "2": " 1 1", "0": ""}[per]
-        if cls.name == "historical-service-time":
-            per_args = " 0"
+        # No per-path selector args: every selector then uses its defaults.
         feats = "2 queue_mode bio" if queue_mode == "bio" else "0"
-        body = " ".join("%u:%u%s" % (lp.devt + (per_args,)) for lp in self.paths)
-        params = "%s 0 1 1 %s %d %s %d %s %s" % (feats, cls.name, len(selector_args),
-                                                 " ".join(selector_args), len(self.paths), per, body)
+        body = " ".join("%u:%u" % lp.devt for lp in self.paths)
+        params = "%s 0 1 1 %s %d %s %d 0 %s" % (feats, cls.name, len(selector_args),
+                                                " ".join(selector_args), len(self.paths), body)
         self.table = " ".join(params.split())
         self.mp = construct(self.table, resolve_device=mapping_resolver({}),
                             selector_env={"clock": self.timebase.ktime_ns, "topology": CpuTopology(8)},
@@ -173,7 +169,7 @@ class LiveRun:
         states: List[JobState] = []
         for spec in self.jobs_spec:
             for clone in range(spec.numjobs):
-                states.append(JobState(spec, clone, 0, random.Random(self.rng_master.getrandbits(64))))
+                states.append(JobState(spec, clone, 0, self.rng_master.getrandbits(64)))
         t0 = time.monotonic_ns()
         for js in states:
             js.start_ns = 0

@@ -1,7 +1,7 @@
 """Glue between files on disk and a simulation run (what the CLI calls)."""
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional
 
 from .sim.engine import SimResult, Simulation
 from .workload.fio import FioJobFile, load_fio

@@ -42,19 +42,18 @@ class AcceleratedHistoricalServiceTime(PathSelector):
         self._core = HSTCore(list(self.weights), self.threshold_multiplier)
         self._index = {}
         self._paths = []
-        self._repeat = []
 
     @property
     def valid_count(self) -> int:
         return self._core.valid_count
 
     def add_path(self, path, args=()):
-        rc = parse_repeat_count("historical-service-time ps", args, 1, clamp=False)
+        # validated as the kernel does; like the reference, never used
+        parse_repeat_count("historical-service-time ps", args, 1, clamp=False)
         if path in self._index:
             raise ValueError("path %r is already in this %s selector" % (path, self.name))
         self._index[path] = self._core.add()
         self._paths.append(path)
-        self._repeat.append(rc)
 
     def _i(self, path) -> int:
         try:

@@ -12,11 +12,10 @@ multipathd reinstates the path), ``slow`` (service times multiplied).
 """
 from __future__ import annotations
 
-import bisect
 import math
 import os
 import random
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Sequence
 
 from ..units import UnitError, parse_duration_ns
 
@@ -175,20 +174,20 @@ class PathDevice:
     __slots__ = ("model", "busy", "queue", "offline", "slow_factor", "sample", "dispatched", "completed",
                  "errors", "in_flight", "peak_in_flight", "seed")
 
-    def __init__(self, model: PathModel, rng: random.Random):
+    def __init__(self, model: PathModel, seed: int):
         from collections import deque
         self.model = model
+        self.seed = seed              # the compiled core seeds its own stream from it
         self.busy = 0
         self.queue = deque()
         self.offline = False
         self.slow_factor = 1.0
-        self.sample = model.service.sampler(rng)
+        self.sample = model.service.sampler(random.Random(seed))
         self.dispatched = 0
         self.completed = 0
         self.errors = 0
         self.in_flight = 0     # dispatched to this path and not yet completed
         self.peak_in_flight = 0
-        self.seed = None
 
     def service_ns(self, nr_bytes: int) -> int:
         m = self.model

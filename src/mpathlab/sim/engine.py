@@ -23,9 +23,9 @@ import random
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..selectors import CpuTopology
-from ..target import (END_DELAY_REQUEUE, END_DONE, END_INCOMPLETE, END_REQUEUE, MAP_DELAY_REQUEUE,
-                      MAP_KILL, MAP_REMAPPED, MAP_REQUEUE, MAP_SUBMITTED, MessageError, MpathIO, Multipath,
-                      construct, mapping_resolver, split_table_line)
+from ..target import (END_DELAY_REQUEUE, END_DONE, END_REQUEUE, MAP_DELAY_REQUEUE, MAP_KILL, MAP_REMAPPED,
+                      MAP_REQUEUE, MessageError, MpathIO, Multipath, construct, mapping_resolver,
+                      split_table_line)
 from ..target.multipath import DH_OK, REQUEUE_DELAY_MS
 from ..timing import TimeBase
 from ..workload.fio import JobSpec
@@ -57,11 +57,12 @@ class SimIO(MpathIO):
 class JobState:
     """One fio job clone at run time."""
 
-    def __init__(self, spec: JobSpec, clone: int, cpu: int, rng: random.Random):
+    def __init__(self, spec: JobSpec, clone: int, cpu: int, seed: int):
         self.spec = spec
         self.clone = clone
         self.cpu = cpu
-        self.rng = rng
+        self.seed = seed              # the compiled core seeds its own stream from it
+        self.rng = random.Random(seed)
         # None: bounded by runtime only (fio's time_based loops over the size)
         self.remaining = None if spec.time_based else spec.total_ios
         self.stop_ns = (spec.startdelay_ns + spec.runtime_ns) if spec.runtime_ns else None
@@ -172,9 +173,7 @@ class Simulation:
         # Per-window dispatch counts (what the selector decided, when).
         self.window_ns = window_ns
         self._windows: Dict[int, List[int]] = {}
-        by_name = {}
-        for pm in self.paths:
-            by_name[pm.name] = pm.devt
+        by_name = {pm.name: pm.devt for pm in self.paths}
         self._cur_cpu = 0
         specs = list(jobs)
         # CPUs for io-affinity: clones run on their job's cpus_allowed (in
@@ -210,9 +209,7 @@ class Simulation:
         master = random.Random(seed)
         self.devices: List[PathDevice] = []
         for pm in self.paths:
-            dseed = master.getrandbits(64)
-            d = PathDevice(pm, random.Random(dseed))
-            d.seed = dseed
+            d = PathDevice(pm, master.getrandbits(64))
             devs_by_devt[pm.devt] = d
             self.devices.append(d)
         self._dev_index = {d: i for i, d in enumerate(self.devices)}
@@ -226,10 +223,8 @@ class Simulation:
         cpu = 0
         for spec in specs:
             for clone in range(spec.numjobs):
-                jseed = master.getrandbits(64)
                 on = spec.cpus_allowed[clone % len(spec.cpus_allowed)] if spec.cpus_allowed else cpu % nr_cpus
-                self.jobs.append(JobState(spec, clone, on, random.Random(jseed)))
-                self.jobs[-1].seed = jseed
+                self.jobs.append(JobState(spec, clone, on, master.getrandbits(64)))
                 if not self._groups or (spec.stonewall and clone == 0):
                     self._groups.append([])
                 self._groups[-1].append(self.jobs[-1])
@@ -450,11 +445,7 @@ class Simulation:
                 self._push(job.spec.startdelay_ns, EV_SUBMIT, job)
             else:
                 self._submit_more(job)
-        expected = sum((j.remaining or 0) + j.submitted for j in self.jobs)
-        horizon = max((j.stop_ns or 0) for j in self.jobs)
-        # later stonewall groups start at run time, so only a single group
-        # has a known horizon to stop at
-        hard_stop = (horizon + self.drain_ns) if horizon and len(self._groups) == 1 else None
+        expected, horizon, hard_stop, tl_step, tl_count = self.run_plan()
         heap = self._heap
         pop = heapq.heappop
         push = heapq.heappush
@@ -463,9 +454,6 @@ class Simulation:
         mp = self.mp
         progress = self.progress
         next_progress = 4096
-        # in-flight timeline: by time when the run has a horizon, else by count
-        tl_step = max(1, (horizon or 0) // self.timeline_points) if horizon else 0
-        tl_count = 0 if horizon else max(1, expected // self.timeline_points)
         next_tl = 0
         next_tl_count = tl_count
         events = 0
@@ -490,10 +478,10 @@ class Simulation:
                     progress(self._fraction(expected, horizon))
                 if tl_step and t >= next_tl:
                     next_tl = t + tl_step
-                    res.timeline.append((t, {d.model.name: d.in_flight for d in self.devices}))
+                    self._snapshot_in_flight()
                 elif tl_count and res.completed >= next_tl_count:
                     next_tl_count += tl_count
-                    res.timeline.append((t, {d.model.name: d.in_flight for d in self.devices}))
+                    self._snapshot_in_flight()
             elif kind == EV_ARRIVE:
                 self._arrive(obj)
             elif kind == EV_RETRY:
@@ -501,8 +489,8 @@ class Simulation:
                     # No path and nothing left that could bring one back: the
                     # kernel would queue (or retry) forever.  Stop here.
                     if mp.queue_if_no_path_flag:
+                        push(heap, (t, 0, kind, obj))   # counted as pending below
                         res.stalled = True
-                        res.pending += 1 + self._drain_pending(heap)
                         break
                 self._dispatch(obj)
             elif kind == EV_ERRDONE:
@@ -529,6 +517,22 @@ class Simulation:
         if res.stalled:
             res.pending += self._drain_pending(heap)
         return self._finish()
+
+    def run_plan(self):
+        """(expected I/Os, horizon, hard stop, timeline step in ns, timeline step in
+        I/Os): one definition for the Python engine and the compiled core."""
+        expected = sum((j.remaining or 0) + j.submitted for j in self.jobs)
+        horizon = max(((j.stop_ns or 0) for j in self.jobs), default=0)
+        # later stonewall groups start at run time, so only a single group
+        # has a known horizon to stop at
+        hard_stop = (horizon + self.drain_ns) if horizon and len(self._groups) == 1 else None
+        # in-flight timeline: by time when the run has a horizon, else by count
+        tl_step = max(1, horizon // self.timeline_points) if horizon else 0
+        tl_count = 0 if horizon else max(1, expected // self.timeline_points)
+        return expected, horizon, hard_stop, tl_step, tl_count
+
+    def _snapshot_in_flight(self) -> None:
+        self.result.timeline.append((self.now, {d.model.name: d.in_flight for d in self.devices}))
 
     def _drain_pending(self, heap) -> int:
         """Count the I/O still under way when the run is cut short, and drop it."""
@@ -563,7 +567,6 @@ class Simulation:
             m = d.model
             share = d.completed / total if total else 0.0
             res.shares[m.name] = share
-            span = res.runtime_ns or 1
             res.paths.append({
                 "name": m.name, "dev": m.devname, "dispatched": d.dispatched, "completed": d.completed,
                 "errors": d.errors, "share": share, "best": res.best[m.name], "in_flight": d.in_flight,

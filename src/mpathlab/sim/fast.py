@@ -97,15 +97,12 @@ def try_run_fast(sim) -> bool:
             "stale_after": getattr(info, "stale_after", 0), "last_finish": getattr(info, "last_finish", 0),
         }
     order = [index[sim.dev_of_pgpath[pi.path]] for pi in ps._valid]
-    if len(order) != len(devices):
-        return False
     is_hst = type(ps) is HistoricalServiceTime
     jobs_cfg = [{"bs": j.spec.bs, "iodepth": j.spec.iodepth,
                  "remaining": -1 if j.remaining is None else j.remaining,
                  "stop_ns": -1 if j.stop_ns is None else j.stop_ns, "startdelay_ns": j.spec.startdelay_ns,
                  "read_fraction": float(j.spec.read_fraction), "seed": j.seed} for j in sim.jobs]
-    expected = sum((j.remaining or 0) + j.submitted for j in sim.jobs)
-    horizon = max((j.stop_ns or 0) for j in sim.jobs) if sim.jobs else 0
+    expected, horizon, hard_stop, tl_step, tl_count = sim.run_plan()
     bio = mp.queue_mode == "bio"
     cfg = {
         "selector": _SELECTORS[type(ps)], "paths": paths_cfg, "jobs": jobs_cfg, "order": order,
@@ -117,10 +114,9 @@ def try_run_fast(sim) -> bool:
         "valid_count": ps.valid_count if is_hst else 0,
         "has_select_offset": int(sim.sched_clock_offset_ns is not None),
         "select_offset": sim.sched_clock_offset_ns or 0,
-        "timeline_step": (max(1, horizon // sim.timeline_points) if horizon else 0),
-        "timeline_count": 0 if horizon else max(1, expected // sim.timeline_points),
+        "timeline_step": tl_step, "timeline_count": tl_count,
         "expected": expected, "horizon": horizon,
-        "hard_stop": (horizon + sim.drain_ns) if horizon else -1,
+        "hard_stop": -1 if hard_stop is None else hard_stop,
         "progress": sim.progress,
     }
     out = _fastcore.simulate(cfg)

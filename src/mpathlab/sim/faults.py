@@ -6,7 +6,7 @@ counts adding up) is checked after every run.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from ..units import format_ns
 from ..workload.fio import parse_fio

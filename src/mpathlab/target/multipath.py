@@ -394,8 +394,6 @@ class Multipath:
         io.pgpath = None
 
     # ------------------------------------------------------------------
-    # failure and reinstatement
-    # ------------------------------------------------------------------
     # queue_if_no_path timeout
     def enable_nopath_timeout(self) -> None:
         """Arm (or re-arm) the timer iff timeout > 0, no valid path, QIFNP set."""
@@ -419,6 +417,8 @@ class Multipath:
         self._warn("queue_if_no_path timeout on %s, failing queued IO" % self.device_name)
         self.set_queue_if_no_path(False, False)
 
+    # ------------------------------------------------------------------
+    # failure and reinstatement
     def fail_path(self, pgpath: PGPath) -> int:
         if not pgpath.is_active:
             return 0

@@ -16,7 +16,7 @@ import os
 import stat
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from ..kernel import EINVAL, ENXIO, parse_devt, parse_u32, split_args
+from ..kernel import ENXIO, parse_devt, parse_u32, split_args
 from ..selectors import SelectorError, get_exact
 from .errors import TargetError
 from .multipath import QUEUE_MODE_BIO, QUEUE_MODE_RQ, Device, Multipath, PGPath, PriorityGroup
