@@ -13,4 +13,5 @@ if ! .venv/bin/python -c "import pytest, hypothesis, mpathlab" 2>/dev/null \
    || [ -z "$so" ] || [ src/mpathlab/_fastcore.c -nt "$so" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]"
 fi
+bash scripts/test-deps.sh
 exec .venv/bin/python -m pytest "$@"
