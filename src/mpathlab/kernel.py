@@ -142,7 +142,9 @@ def bitmap_parse(text: str, nbits: int) -> int:
     eight hex digits, and a newline ends the string.  Errors, in the order
     the reverse scan meets them: a non-hex character is EINVAL; a ninth digit,
     more chunks than ``nbits`` needs, or a set bit at or above ``nbits`` is
-    EOVERFLOW.  Returns the mask as an int.
+    EOVERFLOW.  The character just before a full eight-digit group is skipped
+    unread (lib/bitmap.c bitmap_get_x32_reverse), so "x00000001" is CPU 0.
+    Returns the mask as an int.
     """
     nl = text.find("\n")
     if nl >= 0:
@@ -168,8 +170,15 @@ def bitmap_parse(text: str, nbits: int) -> int:
             if end < 0 or text[end] in KERNEL_SPACE or text[end] == ",":
                 break
         else:
-            if end >= 0 and text[end] in _HEX:
-                raise BitmapParseError(EOVERFLOW, "cpumask chunk wider than 32 bits")
+            # After a full group of eight digits the kernel reads one more
+            # character and steps past it whatever it is: a hex digit means
+            # the group was too wide, anything else (even "x" in
+            # "x00000001") is skipped without complaint.
+            if end >= 0:
+                c = text[end]
+                end -= 1
+                if c in _HEX:
+                    raise BitmapParseError(EOVERFLOW, "cpumask chunk wider than 32 bits")
         value |= word << (32 * chunk)
         chunk += 1
     if chunk * 32 >= nbits and value >> nbits:

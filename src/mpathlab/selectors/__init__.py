@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from . import base
 from .base import (DM_PS_USE_HR_TIMER, STATUS_IMA, STATUS_INFO, STATUS_TABLE, PathSelector,
                    SelectorError)
 from .historical_service_time import HistoricalServiceTime
@@ -29,11 +30,15 @@ class UnknownSelectorError(LookupError):
     pass
 
 
-def create(name: str, args: Sequence[str] = (), *, accelerated: bool = False, **env) -> PathSelector:
+def create(name: str, args: Sequence[str] = (), *, accelerated: bool = False, kernel=None,
+           **env) -> PathSelector:
     """Create a selector instance by NAME, dm-NAME or dm-ps-NAME.
 
     ``env`` may hold ``clock`` (callable -> ns, the selector's ktime), and for
     io-affinity ``cpu`` (callable -> current CPU id) and ``topology``.
+    ``kernel`` names a profile (mpathlab.profiles, default "current"): a
+    selector that release does not have is refused, and HST reads the
+    profile's select_path clock.
     ``accelerated=True`` gives the compiled historical-service-time when it
     is built (same behaviour, checked against this reference by the tests).
     Raises UnknownSelectorError or SelectorError.
@@ -41,6 +46,15 @@ def create(name: str, args: Sequence[str] = (), *, accelerated: bool = False, **
     cls = lookup(name)
     if cls is None:
         raise UnknownSelectorError("unknown path selector type %r (known: %s)" % (name, ", ".join(names())))
+    from ..profiles import DEFAULT_SCHED_CLOCK_LEAD_NS, get_profile
+    profile = get_profile(kernel)
+    if not profile.has_selector(cls.name):
+        raise UnknownSelectorError("unknown path selector type %r (kernel %s does not have it)"
+                                   % (name, profile.name))
+    if profile.hst_select_clock == "sched_clock" and "select_clock" not in env:
+        # HST before the 2022 fix: select_path read sched_clock(), ahead of ktime.
+        clock = env.get("clock") or base.default_clock
+        env["select_clock"] = lambda: clock() + DEFAULT_SCHED_CLOCK_LEAD_NS
     if accelerated and cls is HistoricalServiceTime:
         from .accelerated import AcceleratedHistoricalServiceTime, available
         if available():

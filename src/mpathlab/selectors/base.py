@@ -9,6 +9,7 @@ passes its pgpath objects; a standalone user may pass strings).
 """
 from __future__ import annotations
 
+import logging
 import time
 from typing import Callable, Hashable, Optional, Sequence
 
@@ -70,8 +71,18 @@ class PathSelector:
     has_io_hooks: bool = False
 
     def __init__(self, args: Sequence[str] = (), *, clock: Optional[Clock] = None,
-                 cpu: Optional[Callable[[], int]] = None, topology=None, **_ignored):
+                 cpu: Optional[Callable[[], int]] = None, topology=None,
+                 dmwarn: Optional[Callable[[str], None]] = None, **_ignored):
         self.clock: Clock = clock or default_clock
+        # Where the module's DMWARN lines go (the target's dmesg); they are
+        # logged at INFO in any case.
+        self._dmwarn = dmwarn
+
+    def dm_warn(self, text: str) -> None:
+        """DMWARN() with the module's prefix, "device-mapper: multipath <name>: <text>"."""
+        logging.getLogger("mpathlab.selectors." + self.name).info(text)
+        if self._dmwarn is not None:
+            self._dmwarn("device-mapper: multipath %s: %s" % (self.name, text))
 
     # -- per-path lifecycle -------------------------------------------------
     def add_path(self, path: Hashable, args: Sequence[str] = ()) -> None:

@@ -10,13 +10,11 @@ returning the current CPU id, ``topology`` a :class:`CpuTopology`.
 """
 from __future__ import annotations
 
-import logging
 from typing import Callable, Optional, Sequence
 
-from ..kernel import BitmapParseError, bitmap_parse, bitmap_string
+from ..kernel import EINVAL, BitmapParseError, bitmap_parse, bitmap_string
 from .base import STATUS_INFO, STATUS_TABLE, PathSelector, SelectorError, check_status_kind
 
-log = logging.getLogger("mpathlab.selectors.io-affinity")
 
 
 class CpuTopology:
@@ -67,7 +65,8 @@ class IOAffinity(PathSelector):
         try:
             mask = bitmap_parse(args[0], n)
         except BitmapParseError as e:
-            raise SelectorError("io-affinity ps: invalid cpumask", errno=e.errno, detail=str(e)) from None
+            # ioa_add_path turns every cpumask_parse failure into -EINVAL.
+            raise SelectorError("io-affinity ps: invalid cpumask", errno=EINVAL, detail=str(e)) from None
         if path in self._info:
             raise ValueError("path %r is already in this io-affinity selector" % (path,))
         pi = _IOAPath(path, mask)
@@ -77,10 +76,10 @@ class IOAffinity(PathSelector):
         while m:
             if m & 1:
                 if cpu >= n:
-                    log.info("Ignoring mapping for CPU %u. Max CPU is %u", cpu, n)
+                    self.dm_warn("Ignoring mapping for CPU %u. Max CPU is %u" % (cpu, n))
                     break
                 if self.path_map[cpu] is not None:
-                    log.info("CPU mapping for %u exists. Ignoring.", cpu)
+                    self.dm_warn("CPU mapping for %u exists. Ignoring." % cpu)
                 else:
                     self.path_map[cpu] = pi
                     self.path_mask |= 1 << cpu

@@ -6,12 +6,10 @@ ties spread evenly.
 """
 from __future__ import annotations
 
-import logging
 
 from ..kernel import s32
 from .base import STATUS_INFO, STATUS_TABLE, ListSelector, check_status_kind, parse_repeat_count
 
-log = logging.getLogger("mpathlab.selectors.queue-length")
 
 
 class _QLPath:
@@ -31,7 +29,7 @@ class QueueLength(ListSelector):
     has_io_hooks = True
 
     def add_path(self, path, args=()):
-        rc = parse_repeat_count("queue-length ps", args, 1, clamp=True, warn=log.info)
+        rc = parse_repeat_count("queue-length ps", args, 1, clamp=True, warn=self.dm_warn)
         self._track(path, _QLPath(path, rc))
 
     def select_path(self, nr_bytes=0):

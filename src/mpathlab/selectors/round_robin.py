@@ -7,11 +7,9 @@ chosen next (queue-length/service-time/HST put it at the tail instead).
 """
 from __future__ import annotations
 
-import logging
 
 from .base import STATUS_TABLE, ListSelector, check_status_kind, parse_repeat_count
 
-log = logging.getLogger("mpathlab.selectors.round-robin")
 
 
 class _RRPath:
@@ -31,7 +29,7 @@ class RoundRobin(ListSelector):
     # create() accepts and ignores any arguments; _failed is the kernel's invalid_paths.
 
     def add_path(self, path, args=()):
-        rc = parse_repeat_count("round-robin ps", args, 1, clamp=True, warn=log.info)
+        rc = parse_repeat_count("round-robin ps", args, 1, clamp=True, warn=self.dm_warn)
         self._track(path, _RRPath(path, rc))
 
     def reinstate_path(self, path):

@@ -11,13 +11,11 @@ shifted right by 7 when either reaches ST_MAX_INFLIGHT_SIZE.
 """
 from __future__ import annotations
 
-import logging
 
 from ..kernel import U32, U64, parse_u32, s32
 from .base import (STATUS_INFO, STATUS_TABLE, ListSelector, SelectorError, check_status_kind,
                    parse_repeat_count)
 
-log = logging.getLogger("mpathlab.selectors.service-time")
 
 ST_MAX_RELATIVE_THROUGHPUT = 100
 ST_MAX_RELATIVE_THROUGHPUT_SHIFT = 7
@@ -66,7 +64,7 @@ class ServiceTime(ListSelector):
 
     def add_path(self, path, args=()):
         args = list(args)
-        rc = parse_repeat_count("service-time ps", args, 2, clamp=True, warn=log.info)
+        rc = parse_repeat_count("service-time ps", args, 2, clamp=True, warn=self.dm_warn)
         rt = 1
         if len(args) == 2:
             v = parse_u32(args[1])

@@ -12,7 +12,7 @@ import hashlib
 import struct
 from typing import Dict
 
-DM_VERSION = "4.50.0"
+DM_VERSION = "4.50.0"   # the "current" profile's; buffers of a Multipath use its profile's dm_version
 DM_IMA_TARGET_DATA_BUF_LEN = 2048
 DEFAULT_PCR = 10
 
@@ -32,8 +32,10 @@ def device_metadata(name: str, uuid: str, major: int, minor: int, num_targets: i
         escape(name), escape(uuid), major, minor, num_targets)
 
 
-def table_load_buffer(mp, name: str, uuid: str, major: int, minor: int, *, dm_version: str = DM_VERSION) -> str:
-    """The dm_table_load buffer for a one-target multipath table."""
+def table_load_buffer(mp, name: str, uuid: str, major: int, minor: int, *, dm_version: str = None) -> str:
+    """The dm_table_load buffer for a one-target multipath table (dm_version: the target's profile's)."""
+    if dm_version is None:
+        dm_version = mp.profile.dm_version
     return ("dm_version=%s;" % dm_version + device_metadata(name, uuid, major, minor, 1)
             + "target_index=0,target_begin=%d,target_len=%d," % (mp.table_start, mp.table_length)
             + mp.status("ima", maxlen=DM_IMA_TARGET_DATA_BUF_LEN))
@@ -52,6 +54,35 @@ def device_resume_buffer(name: str, uuid: str, major: int, minor: int, active_ta
     return ("dm_version=%s;" % dm_version + device_metadata(name, uuid, major, minor, 1)
             + "active_table_hash=%s;" % active_table_hash
             + "current_device_capacity=%d;" % capacity_sectors)
+
+
+def device_remove_buffer(name: str, uuid: str, major: int, minor: int, active_table_hash: str,
+                         capacity_sectors: int, *, dm_version: str = DM_VERSION, remove_all: bool = False) -> str:
+    """dm_device_remove: the active table's metadata and hash (no inactive table)."""
+    return ("dm_version=%s;" % dm_version + "device_active_metadata="
+            + device_metadata(name, uuid, major, minor, 1)
+            + "active_table_hash=%s,remove_all=%s;" % (active_table_hash, "y" if remove_all else "n")
+            + "current_device_capacity=%d;" % capacity_sectors)
+
+
+class MeasurementLog:
+    """ascii_runtime_measurements of one boot: IMA does not add a record whose
+    template hash is already in the log, so an identical buffer is measured once."""
+
+    def __init__(self, hash_algo: str = "sha256", pcr: int = DEFAULT_PCR):
+        self.hash_algo = hash_algo
+        self.pcr = pcr
+        self.records = []
+        self._seen = set()
+
+    def measure(self, event_name: str, buffer: str):
+        """The new record, or None when an identical one was measured before."""
+        rec = measurement(event_name, buffer, self.hash_algo, self.pcr)
+        if rec["template_hash"] in self._seen:
+            return None
+        self._seen.add(rec["template_hash"])
+        self.records.append(rec)
+        return rec
 
 
 def measurement(event_name: str, buffer: str, hash_algo: str = "sha256", pcr: int = DEFAULT_PCR) -> Dict[str, str]:

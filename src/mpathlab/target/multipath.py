@@ -14,14 +14,14 @@ import collections
 import logging
 from typing import Callable, Deque, List, Optional
 
-from ..kernel import EBUSY, EINVAL, ENXIO, parse_devt, parse_u32
+from ..kernel import EBUSY, EINVAL, parse_devt, parse_u32
 from ..timing import TimeBase
 from .errors import MessageError
 
 log = logging.getLogger("mpathlab.target")
 
 TARGET_NAME = "multipath"
-TARGET_VERSION = (1, 15, 0)
+TARGET_VERSION = (1, 15, 0)   # the "current" profile's; a Multipath prints its profile's target_version
 DM_PG_INIT_DELAY_MSECS = 2000
 DM_PG_INIT_DELAY_DEFAULT = 0xFFFFFFFF   # "unset"
 REQUEUE_DELAY_MS = 100                   # DM_MAPIO_DELAY_REQUEUE
@@ -133,7 +133,7 @@ class Multipath:
     """State of one multipath target.  Build it with :func:`mpathlab.target.parse`."""
 
     def __init__(self, timebase: Optional[TimeBase] = None, *, rq_stats: bool = True,
-                 force_jiffies_start: bool = False,
+                 force_jiffies_start: Optional[bool] = None, kernel=None, host=None,
                  activate: Optional[Callable[["Multipath", PGPath, int], None]] = None,
                  on_kick: Optional[Callable[["Multipath"], None]] = None,
                  queue_if_no_path_timeout_secs: int = 0,
@@ -142,8 +142,16 @@ class Multipath:
         # QUEUE_FLAG_STATS on the path queues: without it blk-mq leaves the
         # clone's io_start_time_ns at 0 and request-based HST sees start 0.
         self.rq_stats = rq_stats
-        # Behave like kernels before 5.19 (no DM_PS_USE_HR_TIMER support).
-        self.force_jiffies_start = force_jiffies_start
+        # The kernel release modelled (mpathlab.profiles) and the host facts
+        # the kernel checks (which devices exist, what they are); None = no
+        # facts given, every device exists.
+        from ..profiles import get_profile
+        self.profile = get_profile(kernel)
+        self.host = host
+        # Kernels before 5.19 ignore DM_PS_USE_HR_TIMER; an explicit
+        # True/False overrides the profile.
+        self.force_jiffies_start = (not self.profile.hr_timer_bio if force_jiffies_start is None
+                                    else bool(force_jiffies_start))
         self.activate = activate or _immediate_activation
         self.on_kick = on_kick
 
@@ -593,10 +601,17 @@ class Multipath:
             self._warn(text)
             raise MessageError(EINVAL, text)
         devt = self._devt_from_name(argv[1])
-        if devt is None:
+        # 6.1 opens the device (dm_get_device); 6.11 and later only parse
+        # it (dm_devt_from_path), so an unknown major:minor is plain EINVAL.
+        from ..profiles.environment import get_device_errno
+        err = get_device_errno(argv[1], devt, self.host, self.profile.missing_path_errno,
+                               open_device=self.profile.message_opens_device)
+        if err:
             text = "message: error getting device %s" % argv[1]
             self._warn(text)
-            raise MessageError(ENXIO, text)
+            raise MessageError(err, text)
+        if devt is None:
+            devt = self.host.lookup_name(argv[1])
         r = self._action_dev(devt, action)
         if r < 0:
             raise MessageError(-r)
@@ -719,7 +734,9 @@ class Multipath:
         return "".join(out)
 
     def _status_ima(self) -> str:
-        out = ["target_name=%s,target_version=%u.%u.%u" % ((TARGET_NAME,) + TARGET_VERSION),
+        if not self.profile.ima:
+            raise ValueError("kernel %s has no IMA status (dm-ima arrived in 5.15)" % self.profile.name)
+        out = ["target_name=%s,target_version=%u.%u.%u" % ((TARGET_NAME,) + tuple(self.profile.target_version)),
                ",nr_priority_groups=%u" % self.nr_priority_groups]
         for i, pg in enumerate(self.priority_groups):
             out.append(",pg_state_%d=%s" % (i, self._pg_state(pg)))

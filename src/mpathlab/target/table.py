@@ -16,8 +16,9 @@ import os
 import stat
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from ..kernel import ENXIO, parse_devt, parse_u32, split_args
+from ..kernel import parse_devt, parse_u32, split_args
 from ..selectors import SelectorError, get_exact
+from ..profiles.environment import attach_hw_handler_errno, get_device_errno
 from .errors import TargetError
 from .multipath import QUEUE_MODE_BIO, QUEUE_MODE_RQ, Device, Multipath, PGPath, PriorityGroup
 
@@ -138,8 +139,9 @@ def _parse_priority_group(m: Multipath, a: ArgSet, resolve: DeviceResolver, env:
         raise TargetError("not enough priority group arguments")
     name = a.shift()
     cls = get_exact(name)
-    if cls is None:
-        raise TargetError("unknown path selector type", detail="got %r" % name)
+    if cls is None or not m.profile.has_selector(cls.name):
+        detail = "got %r" % name if cls is None else "%s is not in kernel %s" % (name, m.profile.name)
+        raise TargetError("unknown path selector type", detail=detail)
     ps_argc = a.read(0, 1024, "invalid number of path selector args", grouped=True)
     try:
         ps = cls(a.peek(ps_argc), **env)
@@ -159,8 +161,17 @@ def _parse_priority_group(m: Multipath, a: ArgSet, resolve: DeviceResolver, env:
         if dev_name is None:
             raise TargetError("no device given")
         devt = resolve(dev_name)
+        err = get_device_errno(dev_name, devt, m.host, m.profile.missing_path_errno)
+        if err:
+            raise TargetError("error getting device", err, detail="cannot open %r" % dev_name)
         if devt is None:
-            raise TargetError("error getting device", ENXIO, detail="cannot resolve %r" % dev_name)
+            devt = m.host.lookup_name(dev_name)
+        if m.hw_handler_name and m.host is not None:
+            # scsi_dh_attach(): only a SCSI device takes a hardware handler.
+            err = attach_hw_handler_errno(m.host, devt, m.hw_handler_name)
+            if err:
+                raise TargetError("error attaching hardware handler", err,
+                                  detail="%s is a %s device" % (dev_name, m.host.kind(devt)))
         dev = devices.get(devt)
         if dev is None:
             dev = devices[devt] = Device(devt[0], devt[1], dev_name)
@@ -189,8 +200,26 @@ def construct(params: Union[str, Sequence[str]], *, resolve_device: Optional[Dev
     m = Multipath(**multipath_kwargs)
     env = dict(selector_env or {})
     env.setdefault("clock", m.timebase.ktime_ns)
-    a = ArgSet(tokens)
+    env.setdefault("dmwarn", m.dmesg.append)
+    if m.host is not None and m.host.nr_cpu_ids and "topology" not in env:
+        from ..selectors import CpuTopology
+        env["topology"] = CpuTopology(m.host.nr_cpu_ids)
+    if m.profile.hst_select_clock == "sched_clock" and "select_clock" not in env:
+        # HST before the 2022 fix read sched_clock() in select_path, which
+        # runs ahead of ktime (see DEFAULT_SCHED_CLOCK_LEAD_NS).
+        from ..profiles import DEFAULT_SCHED_CLOCK_LEAD_NS
+        clock = env["clock"]
+        env["select_clock"] = lambda: clock() + DEFAULT_SCHED_CLOCK_LEAD_NS
+    try:
+        _construct(m, ArgSet(tokens), resolve, env)
+    except TargetError as e:
+        # What the constructor logged before it gave up (selector warnings).
+        e.dmesg_lines = list(m.dmesg)
+        raise
+    return m
 
+
+def _construct(m: Multipath, a: ArgSet, resolve: DeviceResolver, env: dict) -> None:
     _parse_features(m, a)
     # alloc_multipath_stage2
     if m.queue_mode == QUEUE_MODE_BIO:
@@ -218,7 +247,6 @@ def construct(params: Union[str, Sequence[str]], *, resolve_device: Optional[Dev
         raise TargetError("priority group count mismatch",
                           detail="table says %d, found %d" % (m.nr_priority_groups, pg_count))
     m.enable_nopath_timeout()
-    return m
 
 
 class TableLine:
