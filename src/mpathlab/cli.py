@@ -85,6 +85,7 @@ def cmd_run(args) -> int:
             raise InputError("run needs TOPOLOGY.toml and JOB.fio (or --table LINE and JOB.fio)")
         topo = load_topology(args.files[0])
         job_path = args.files[1]
+    topo = _with_kernel(topo, args.kernel)
     jobs = load_fio(job_path)
     _print_notes(jobs)
     prog = Progress(_progress_enabled(args))
@@ -101,6 +102,20 @@ def cmd_run(args) -> int:
         prog.done()
     _print_result(args, result, jobs)
     return 0
+
+
+def _with_kernel(topo, kernel):
+    """The topology with --kernel's profile instead of its own (the table is checked again)."""
+    if not kernel:
+        return topo
+    import copy
+    from .profiles import get_profile
+    from .workload.topology import validate_table
+    get_profile(kernel)
+    t = copy.copy(topo)
+    t.kernel = kernel
+    validate_table(t)
+    return t
 
 
 def _print_notes(jobs) -> None:
@@ -263,7 +278,7 @@ def cmd_report(args) -> int:
     else:
         if not (args.topology and args.job):
             raise InputError("report needs TOPOLOGY and JOB (or --sweep TABLE)")
-        topo = load_topology(args.topology)
+        topo = _with_kernel(load_topology(args.topology), args.kernel)
         jobs = load_fio(args.job)
         prog = Progress(_progress_enabled(args))
         results = {}
@@ -296,15 +311,34 @@ def cmd_table(args) -> int:
     from .target import construct, parse, table_line
     line = " ".join(args.line)
     first = line.split()
+    kw = {"kernel": args.kernel, "host": _host_from_args(args)}
     if len(first) >= 3 and first[2] == "multipath":
-        m = parse(line)
+        m = parse(line, **kw)
         if args.status == "table":
             print(table_line(m))
             return 0
     else:
-        m = construct(line)
+        m = construct(line, **kw)
     print(m.status(args.status))
     return 0
+
+
+def _host_from_args(args):
+    """--device DEVT=KIND (repeatable) and --nr-cpus: the host facts the kernel checks, or None."""
+    from .kernel import parse_devt
+    from .profiles import DeviceFact, Host
+    if not args.device and not args.nr_cpus:
+        return None
+    facts = []
+    for item in args.device or []:
+        devt_s, _, kind = item.partition("=")
+        devt = parse_devt(devt_s)
+        if devt is None:
+            raise InputError("--device %s: use MAJOR:MINOR=KIND, e.g. 8:16=scsi" % item)
+        facts.append(DeviceFact(devt, kind))
+    if not args.device:
+        raise InputError("--nr-cpus needs the host's devices too (--device MAJOR:MINOR=KIND, repeated)")
+    return Host(facts, args.nr_cpus)
 
 
 class InputError(Exception):
@@ -336,6 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json-plus", action="store_true", help="fio json+: JSON with clat_ns latency bins")
     r.add_argument("--seed", type=int, help="random seed (default: the topology's)")
     r.add_argument("--hz", type=int, choices=(100, 250, 300, 1000), help="kernel HZ for jiffies")
+    r.add_argument("--kernel", help="kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y "
+                   "(default: the topology's kernel, else current)")
     r.add_argument("--jiffies-start", action="store_true",
                    help="bio-based: ignore DM_PS_USE_HR_TIMER, as kernels before 5.19 did")
     r.add_argument("--progress", action="store_true", help="always show the progress bar")
@@ -393,6 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--selectors", default="round-robin,queue-length,service-time,historical-service-time")
     rep.add_argument("--sweep", metavar="TABLE", help="report on a sweep table instead")
     rep.add_argument("--seed", type=int)
+    rep.add_argument("--kernel", help="kernel profile (default: the topology's kernel, else current)")
     rep.add_argument("--title")
     rep.add_argument("-o", "--out", default="report.html")
     rep.add_argument("--progress", action="store_true")
@@ -415,6 +452,13 @@ def build_parser() -> argparse.ArgumentParser:
                                    "the target's parameters) as the kernel would.")
     t.add_argument("line", nargs="+", help="the table line")
     t.add_argument("--status", choices=("table", "info", "ima"), default="table")
+    t.add_argument("--kernel", help="kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y (default: current)")
+    t.add_argument("--device", action="append", metavar="MAJOR:MINOR=KIND",
+                   help="a block device that exists on the host and what it is (scsi, nvme, null_blk, ...); "
+                        "repeat per device; when given, any other device is refused as the kernel does "
+                        "(default: every device exists and takes a hardware handler)")
+    t.add_argument("--nr-cpus", type=int, help="the host's nr_cpu_ids, for io-affinity masks "
+                   "(default: 8; needs --device)")
     t.set_defaults(func=cmd_table)
     return p
 
@@ -428,7 +472,9 @@ def _known_errors():
     from .live import LiveError
     from .report.html import ReportError
     from .sweep import SweepError
-    return (LiveError, ReportError, SweepError, FioError, TopologyError, TargetError, MessageError, SelectorError, RegistryError,
+    from .profiles import HostError, ProfileError
+    return (HostError, ProfileError, LiveError, ReportError, SweepError, FioError, TopologyError, TargetError,
+            MessageError, SelectorError, RegistryError,
             UnknownSelectorError, UnitError, InputError, OSError)
 
 

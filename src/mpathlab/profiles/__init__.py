@@ -82,7 +82,15 @@ def get_profile(kernel: Union[None, str, KernelProfile] = None) -> KernelProfile
             name = name[len(prefix):]
     if name in PROFILES:
         return PROFILES[name]
-    raise ProfileError("unknown kernel profile %r (known: %s)" % (kernel, ", ".join(PROFILES)))
+    # Any other release "X.Y" gets the same history evaluated at it (the
+    # named profiles are the ones checked against captures or sources).
+    parts = name.split(".")
+    if len(parts) >= 2 and all(p.isdigit() for p in parts[:2]) and 2 <= int(parts[0]) <= 9:
+        version = (int(parts[0]), int(parts[1]))
+        if version <= PROFILES[DEFAULT_PROFILE].version:
+            return KernelProfile("%d.%d" % version, version, "release %d.%d" % version)
+    raise ProfileError("unknown kernel profile %r (known: %s, or a release X.Y up to %d.%d)"
+                       % ((kernel, ", ".join(PROFILES)) + PROFILES[DEFAULT_PROFILE].version))
 
 
 def profile_table_rows():

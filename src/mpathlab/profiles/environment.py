@@ -30,7 +30,7 @@ class HostError(ValueError):
 
 class DeviceFact(NamedTuple):
     devt: Tuple[int, int]
-    kind: str = "scsi"
+    kind: str = ""          # one of DEVICE_KINDS; "" = not said (no handler check)
     name: str = ""          # e.g. "sdb", "nullb0"; "/dev/NAME" resolves to it too
 
 
@@ -57,7 +57,7 @@ class Host:
         self.devices: Dict[Tuple[int, int], DeviceFact] = {}
         self.names: Dict[str, Tuple[int, int]] = {}
         for d in devices:
-            if d.kind not in DEVICE_KINDS:
+            if d.kind and d.kind not in DEVICE_KINDS:
                 raise HostError("device %u:%u: kind must be one of %s, not %r"
                                 % (d.devt[0], d.devt[1], ", ".join(DEVICE_KINDS), d.kind))
             if d.devt in self.devices:
@@ -108,7 +108,7 @@ def attach_hw_handler_errno(host: Optional[Host], devt: Tuple[int, int], handler
     if host is None:
         return 0
     kind = host.kind(devt)
-    if kind is None:
+    if not kind:
         return 0
     if kind != "scsi":
         return errno.ENODEV

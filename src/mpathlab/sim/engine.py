@@ -151,15 +151,23 @@ class Simulation:
 
     def __init__(self, table_line: str, paths: Sequence[PathModel], jobs: Sequence[JobSpec], *,
                  hz: int = 250, uptime_ns: int = DEFAULT_UPTIME_NS, rq_stats: bool = True,
-                 force_jiffies_start: bool = False, sched_clock_offset_ns: Optional[int] = None,
+                 force_jiffies_start: Optional[bool] = None, sched_clock_offset_ns: Optional[int] = None,
                  seed: int = 1,
                  messages: Sequence[Tuple[int, str]] = (), activation_ns: int = 0,
                  progress: Optional[Callable[[float], None]] = None, drain_ns: int = 60 * 10 ** 9,
                  timeline_points: int = 200, window_ns: int = 0, engine: str = "auto",
-                 queue_if_no_path_timeout_secs: int = 0, nr_cpus: Optional[int] = None):
+                 queue_if_no_path_timeout_secs: int = 0, nr_cpus: Optional[int] = None,
+                 kernel=None, host=None):
         if engine not in ("auto", "python", "compiled"):
             raise ValueError("engine must be auto, python or compiled, not %r" % engine)
         self.engine = engine
+        # kernel: a profile name (mpathlab.profiles); host: the facts the
+        # kernel checks.  Both go to the target; a profile whose HST reads
+        # sched_clock gets the default lead unless an offset is given.
+        from ..profiles import DEFAULT_SCHED_CLOCK_LEAD_NS, get_profile
+        self.kernel = get_profile(kernel)
+        if sched_clock_offset_ns is None and self.kernel.hst_select_clock == "sched_clock":
+            sched_clock_offset_ns = DEFAULT_SCHED_CLOCK_LEAD_NS
         self.sched_clock_offset_ns = sched_clock_offset_ns
         self.now = 0
         self._base = uptime_ns
@@ -203,7 +211,8 @@ class Simulation:
             tl.params, resolve_device=mapping_resolver(by_name), selector_env=env,
             timebase=self.timebase, rq_stats=rq_stats, force_jiffies_start=force_jiffies_start,
             activate=self._activate, on_kick=self._on_kick,
-            queue_if_no_path_timeout_secs=queue_if_no_path_timeout_secs, set_timer=self._set_timer)
+            queue_if_no_path_timeout_secs=queue_if_no_path_timeout_secs, set_timer=self._set_timer,
+            kernel=self.kernel, host=host)
         self.mp.table_start, self.mp.table_length = tl.start, tl.length
         devs_by_devt = {}
         master = random.Random(seed)

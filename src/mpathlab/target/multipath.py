@@ -185,6 +185,9 @@ class Multipath:
         # The dm_multipath module parameter (default 0 = never time out).
         # set_timer(mp, delay_ns) arms the no-path timer, set_timer(mp, None)
         # disarms it; when it fires the owner calls nopath_timeout().
+        if queue_if_no_path_timeout_secs and not self.profile.queue_if_no_path_timeout:
+            from ..profiles import ProfileError
+            raise ProfileError("kernel %s has no queue_if_no_path_timeout_secs (added in 5.7)" % self.profile.name)
         self.queue_if_no_path_timeout_secs = queue_if_no_path_timeout_secs
         self.set_timer = set_timer
         self.nopath_timer_armed = False
@@ -735,7 +738,8 @@ class Multipath:
 
     def _status_ima(self) -> str:
         if not self.profile.ima:
-            raise ValueError("kernel %s has no IMA status (dm-ima arrived in 5.15)" % self.profile.name)
+            from ..profiles import ProfileError
+            raise ProfileError("kernel %s has no IMA status (dm-ima arrived in 5.15)" % self.profile.name)
         out = ["target_name=%s,target_version=%u.%u.%u" % ((TARGET_NAME,) + tuple(self.profile.target_version)),
                ",nr_priority_groups=%u" % self.nr_priority_groups]
         for i, pg in enumerate(self.priority_groups):

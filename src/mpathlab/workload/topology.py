@@ -10,10 +10,12 @@
     sched_clock_offset = "2s"     # how far sched_clock runs ahead of ktime
     queue_if_no_path_timeout_secs = 0   # dm_multipath module parameter
     nr_cpus = 8               # nr_cpu_ids, for io-affinity masks (default: enough for the jobs)
+    kernel = "current"        # kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y (mpathlab.profiles)
     seed = 1
 
     [paths.sda]
     devt = "8:0"
+    kind = "scsi"             # what the device is (scsi, nvme, null_blk, ...): only SCSI takes "1 alua"
     service = { dist = "exponential", mean = "100us" }   # constant|exponential|lognormal|empirical
     parallelism = 8           # device-internal concurrency
     delay = "0us"             # fixed added delay (dm-delay, transport)
@@ -50,9 +52,10 @@ class TopologyError(ValueError):
 
 class Topology:
     def __init__(self, table: str, paths: List[PathModel], *, hz: int = 250, rq_stats: bool = True,
-                 force_jiffies_start: bool = False, uptime_ns: int = 3600 * 10 ** 9, seed: int = 1,
+                 force_jiffies_start: Optional[bool] = None, uptime_ns: int = 3600 * 10 ** 9, seed: int = 1,
                  sched_clock_offset_ns: Optional[int] = None, queue_if_no_path_timeout_secs: int = 0,
-                 nr_cpus: Optional[int] = None,
+                 nr_cpus: Optional[int] = None, kernel: Optional[str] = None,
+                 kinds: Optional[Dict[Tuple[int, int], str]] = None,
                  messages: Sequence[Tuple[int, str]] = (), activation_ns: int = 0, source: str = ""):
         self.table = table
         self.paths = paths
@@ -66,13 +69,21 @@ class Topology:
         self.sched_clock_offset_ns = sched_clock_offset_ns
         self.queue_if_no_path_timeout_secs = queue_if_no_path_timeout_secs
         self.nr_cpus = nr_cpus
+        self.kernel = kernel
+        self.kinds = dict(kinds or {})   # devt -> device kind, where the file says
         self.source = source
+
+    def host(self):
+        """The host facts the kernel checks: the topology's devices (and their kinds) exist, nothing else."""
+        from ..profiles import DeviceFact, Host
+        return Host([DeviceFact(p.devt, self.kinds.get(p.devt, ""), p.name) for p in self.paths], self.nr_cpus)
 
     def sim_kwargs(self) -> dict:
         return {"hz": self.hz, "rq_stats": self.rq_stats, "force_jiffies_start": self.force_jiffies_start,
                 "uptime_ns": self.uptime_ns, "seed": self.seed, "messages": self.messages,
                 "activation_ns": self.activation_ns, "sched_clock_offset_ns": self.sched_clock_offset_ns,
-                "queue_if_no_path_timeout_secs": self.queue_if_no_path_timeout_secs, "nr_cpus": self.nr_cpus}
+                "queue_if_no_path_timeout_secs": self.queue_if_no_path_timeout_secs, "nr_cpus": self.nr_cpus,
+                "kernel": self.kernel, "host": self.host()}
 
     def resolver(self):
         return mapping_resolver({p.name: p.devt for p in self.paths})
@@ -133,9 +144,9 @@ def _faults(items, where: str) -> List[Fault]:
     return out
 
 
-_PATH_KEYS = {"devt", "service", "parallelism", "delay", "per_kib", "faults", "fail_latency"}
+_PATH_KEYS = {"devt", "kind", "service", "parallelism", "delay", "per_kib", "faults", "fail_latency"}
 _MP_KEYS = {"table", "hz", "rq_stats", "force_jiffies_start", "uptime", "seed", "activation",
-            "hst_select_clock", "sched_clock_offset", "queue_if_no_path_timeout_secs", "nr_cpus"}
+            "hst_select_clock", "sched_clock_offset", "queue_if_no_path_timeout_secs", "nr_cpus", "kernel"}
 
 
 def topology_from_dict(doc: dict, source: str = "", base_dir: str = ".") -> Topology:
@@ -161,6 +172,7 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
         raise TopologyError("%s: needs [paths.NAME] sections, one per path device" % src)
     paths: List[PathModel] = []
     seen = {}
+    kinds = {}
     for i, (name, p) in enumerate(paths_doc.items()):
         where = "paths.%s" % name
         if not isinstance(p, dict):
@@ -174,6 +186,11 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
         if devt in seen:
             raise TopologyError("%s: %s and %s have the same devt" % (src, seen[devt], name))
         seen[devt] = name
+        if "kind" in p:
+            from ..profiles.environment import DEVICE_KINDS
+            if p["kind"] not in DEVICE_KINDS:
+                raise TopologyError("%s: %s.kind must be one of %s" % (src, where, ", ".join(DEVICE_KINDS)))
+            kinds[devt] = p["kind"]
         if "service" not in p:
             raise TopologyError("%s: %s needs a service time" % (src, where))
         svc = p["service"]
@@ -202,7 +219,18 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
     seed = mp.get("seed", 1)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise TopologyError("%s: [multipath] seed must be an integer" % src)
-    clock = str(mp.get("hst_select_clock", "ktime")).lower()
+    kernel = mp.get("kernel")
+    if kernel is not None:
+        from ..profiles import ProfileError, get_profile
+        try:
+            profile = get_profile(str(kernel))
+        except ProfileError as e:
+            raise TopologyError("%s: [multipath] kernel: %s" % (src, e)) from None
+    else:
+        from ..profiles import get_profile
+        profile = get_profile(None)
+    # hst_select_clock overrides the profile's clock; without it the profile decides.
+    clock = str(mp.get("hst_select_clock", profile.hst_select_clock)).lower()
     if clock not in ("ktime", "sched_clock"):
         raise TopologyError("%s: [multipath] hst_select_clock must be \"ktime\" or \"sched_clock\"" % src)
     offset = None
@@ -210,16 +238,21 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
         offset = parse_duration_ns(mp.get("sched_clock_offset", "2s"), "sched_clock_offset")
     elif "sched_clock_offset" in mp:
         raise TopologyError("%s: sched_clock_offset only applies with hst_select_clock = \"sched_clock\"" % src)
+    elif profile.hst_select_clock == "sched_clock":
+        offset = 0   # ktime asked for on a kernel whose HST reads sched_clock: no lead
     qto = mp.get("queue_if_no_path_timeout_secs", 0)
     if not isinstance(qto, int) or isinstance(qto, bool) or qto < 0:
         raise TopologyError("%s: [multipath] queue_if_no_path_timeout_secs must be a whole number of "
                             "seconds >= 0" % src)
+    if qto and not profile.queue_if_no_path_timeout:
+        raise TopologyError("%s: [multipath] queue_if_no_path_timeout_secs: kernel %s has no such module "
+                            "parameter (added in 5.7)" % (src, profile.name))
     ncpu = mp.get("nr_cpus")
     if ncpu is not None and (not isinstance(ncpu, int) or isinstance(ncpu, bool) or not 1 <= ncpu <= 4096):
         raise TopologyError("%s: [multipath] nr_cpus must be a whole number from 1 to 4096" % src)
     topo = Topology(str(mp["table"]), paths, sched_clock_offset_ns=offset, queue_if_no_path_timeout_secs=qto,
-                    nr_cpus=ncpu, hz=hz, rq_stats=mp.get("rq_stats", True),
-                    force_jiffies_start=mp.get("force_jiffies_start", False),
+                    nr_cpus=ncpu, kernel=None if kernel is None else str(kernel), kinds=kinds, hz=hz, rq_stats=mp.get("rq_stats", True),
+                    force_jiffies_start=mp.get("force_jiffies_start"),
                     uptime_ns=parse_duration_ns(mp.get("uptime", "1h"), "uptime"), seed=seed,
                     messages=messages, activation_ns=parse_duration_ns(mp.get("activation", 0), "activation"),
                     source=src)
@@ -233,7 +266,8 @@ def validate_table(topo: Topology) -> None:
         tl = split_table_line(topo.table)
         from ..selectors import CpuTopology
         m = construct(tl.params, resolve_device=topo.resolver(),
-                      selector_env={"topology": CpuTopology(topo.nr_cpus or 4096)})
+                      selector_env={"topology": CpuTopology(topo.nr_cpus or 4096)},
+                      kernel=topo.kernel, host=topo.host())
     except TargetError as e:
         raise TopologyError("%s: table rejected: %s" % (topo.source or "topology", e)) from None
     models = {p.devt for p in topo.paths}
