@@ -68,6 +68,7 @@ PROFILES: Dict[str, KernelProfile] = {p.name: p for p in (
     KernelProfile("current", (6, 16), "the newest sources read (6.16 and later)"),
 )}
 DEFAULT_PROFILE = "current"
+EARLIEST = (4, 6)
 
 
 def get_profile(kernel: Union[None, str, KernelProfile] = None) -> KernelProfile:
@@ -85,12 +86,13 @@ def get_profile(kernel: Union[None, str, KernelProfile] = None) -> KernelProfile
     # Any other release "X.Y" gets the same history evaluated at it (the
     # named profiles are the ones checked against captures or sources).
     parts = name.split(".")
-    if len(parts) >= 2 and all(p.isdigit() for p in parts[:2]) and 2 <= int(parts[0]) <= 9:
+    if len(parts) >= 2 and all(p.isdigit() for p in parts[:2]):
         version = (int(parts[0]), int(parts[1]))
-        if version <= PROFILES[DEFAULT_PROFILE].version:
+        # Before 4.6 the history here says nothing (repeat_count still counted).
+        if EARLIEST <= version <= PROFILES[DEFAULT_PROFILE].version:
             return KernelProfile("%d.%d" % version, version, "release %d.%d" % version)
-    raise ProfileError("unknown kernel profile %r (known: %s, or a release X.Y up to %d.%d)"
-                       % ((kernel, ", ".join(PROFILES)) + PROFILES[DEFAULT_PROFILE].version))
+    raise ProfileError("unknown kernel profile %r (known: %s, or a release X.Y from %d.%d to %d.%d)"
+                       % ((kernel, ", ".join(PROFILES)) + EARLIEST + PROFILES[DEFAULT_PROFILE].version))
 
 
 def profile_table_rows():
