@@ -247,3 +247,10 @@ def test_cli_kernel_and_host(capsys):
     assert main(["table", "--device", "252:0=null_blk", "--device", "252:1=null_blk", "--nr-cpus", "2",
                  "0 2097152 multipath 0 0 1 1 io-affinity 0 2 1 252:0 x00000001 252:1 2"]) == 0
     assert capsys.readouterr().out == "0 2097152 multipath 0 0 1 1 io-affinity 0 2 1 252:0 1 252:1 2 \n"
+
+
+def test_readme_table_is_the_generated_one():
+    import os
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
+    body = readme.split("<!-- kernel-profiles-table -->\n", 1)[1].split("\n<!-- /kernel-profiles-table -->", 1)[0]
+    assert body == markdown_table()

@@ -8,6 +8,7 @@
     mpathlab report TOPOLOGY JOB [--selectors A,B] -o report.html | --sweep t.csv
     mpathlab faults [NAME|all] [--selector NAME] [--json]
     mpathlab selectors
+    mpathlab kernels [PROFILE]
     mpathlab table 'TABLE LINE' [--status info|table|ima]
 
 Every failure is reported as one line on stderr with a non-zero exit code;
@@ -307,6 +308,22 @@ def cmd_selectors(args) -> int:
     return 0
 
 
+def cmd_kernels(args) -> int:
+    from .profiles import PROFILES, get_profile, markdown_table
+    if args.name:
+        p = get_profile(args.name)
+        print("kernel %s%s" % (p.name, " (%s)" % p.description if p.description else ""))
+        from .profiles import HISTORY, format_value
+        for b in HISTORY:
+            where = p.where(b.key) or "(before %d.%d: %s)" % (b.changes[0].release + (b.changes[0].where,))
+            print("  %-26s %-12s %s" % (b.key, format_value(p.values[b.key]), where))
+        return 0
+    print(markdown_table())
+    print("\nprofiles: %s (default current); any release X.Y from 4.6 evaluates the same history"
+          % ", ".join(PROFILES))
+    return 0
+
+
 def cmd_table(args) -> int:
     from .target import construct, parse, table_line
     line = " ".join(args.line)
@@ -443,6 +460,11 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--json", action="store_true")
     f.add_argument("--seed", type=int, default=1)
     f.set_defaults(func=cmd_faults)
+
+    k = sub.add_parser("kernels", help="the kernel profiles and where each behaviour changed upstream")
+    k.add_argument("name", nargs="?", help="one profile (5.8, 5.15, 6.1, 6.12, current or X.Y); "
+                   "default: the table of all")
+    k.set_defaults(func=cmd_kernels)
 
     s = sub.add_parser("selectors", help="list the registered path selectors")
     s.set_defaults(func=cmd_selectors)

@@ -83,9 +83,9 @@ HISTORY: List[Behaviour] = [
               errno.ENODEV, (
         Change((6, 5), errno.ENOENT, "\"dm: remove dm_get_dev_t\" (Christoph Hellwig): the error of "
                                      "lookup_bdev() is passed on"),)),
-    Behaviour("message_opens_device", "fail_path/reinstate_path messages open the device (dm_get_device): "
-              "an unknown major:minor is ENXIO with \"message: error getting device\"; after the change "
-              "it is only parsed and an unknown one is EINVAL with no log line", True, (
+    Behaviour("message_opens_device", "fail_path/reinstate_path open the named device (no: only parse it; "
+              "an unknown major:minor is then -EINVAL with no log line instead of -ENXIO and "
+              "\"message: error getting device\")", True, (
         Change((6, 11), False, "\"dm mpath: don't call dm_get_device in multipath_message\" and \"dm: factor "
                                "out helper function from dm_get_device\" (dm_devt_from_path)"),)),
 ]

@@ -107,7 +107,7 @@ SCENARIOS: Dict[str, Scenario] = {s.name: s for s in [
     Scenario("hst-ktime-bio-10disk",
              "HST high-resolution timer patch 2022: 10 asymmetric paths, bio-based, randwrite iodepth=64",
              "hst-ktime-bio-10disk.toml", "hst-ktime-bio-10disk.fio",
-             [Column("ST", ST), Column("HST (orig)", HST, force_jiffies_start=True), Column("HST (ktime)", HST)],
+             [Column("ST", ST), Column("HST (orig)", HST, kernel="5.18"), Column("HST (ktime)", HST, kernel="5.19")],
              {"ST": _col(_2022, 0), "HST (orig)": _col(_2022, 1), "HST (ktime)": _col(_2022, 2),
               "Best": _col(_2022, 3)},
              "shared/seeds/hst-history.txt"),
