@@ -254,3 +254,22 @@ def test_readme_table_is_the_generated_one():
     readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
     body = readme.split("<!-- kernel-profiles-table -->\n", 1)[1].split("\n<!-- /kernel-profiles-table -->", 1)[0]
     assert body == markdown_table()
+
+
+def test_a_sweep_point_runs_under_its_kernel():
+    # run_point is what a Dask worker runs; --kernels adds ("multipath.kernel", [...]) to the --set list.
+    from mpathlab.sweep import run_point
+    doc = _doc()
+    job = "[j]\nrw=randwrite\nbs=4k\niodepth=8\nnumber_ios=3000\n"
+    rows = {k: run_point(doc, "t", ".", job, {"selector": "historical-service-time", "iodepth": 8, "seed": 1,
+                                              "set": {"multipath.kernel": k}}) for k in ("5.15", "6.1")}
+    assert rows["5.15"]["multipath.kernel"] == "5.15"
+    assert rows["5.15"] != rows["6.1"]
+    with pytest.raises(TopologyError, match="must be a string"):
+        topology_from_dict(_doc(kernel=6.1))
+
+
+def test_live_refuses_a_selector_the_kernel_lacks(tmp_path):
+    from mpathlab.live import LiveError, LiveRun
+    with pytest.raises(LiveError, match="unknown path selector type"):
+        LiveRun([str(tmp_path / "a")], "historical-service-time", JOB, kernel="5.7")

@@ -218,6 +218,7 @@ def cmd_live(args) -> int:
     name, sel_args = parse_selector_spec(args.selector)
     prog = Progress(_progress_enabled(args))
     run = LiveRun(args.path, name, jobs.jobs, selector_args=sel_args, delays=parse_delays(args.delay or []),
+                  kernel=args.kernel,
                   hz=args.hz, queue_mode=args.queue_mode, allow_device_writes=args.allow_device_writes,
                   seed=args.seed, progress=lambda f: prog("live", f))
     try:
@@ -249,11 +250,19 @@ def cmd_sweep(args) -> int:
     for name in sels:
         if _s.lookup(name.partition(":")[0]) is None:
             raise InputError("unknown path selector %r" % name)
+    sets = parse_set(args.set or [])
+    if args.kernels:
+        # profile names stay strings ("5.10" is not the number 5.1)
+        from .profiles import get_profile
+        kernels = _csv_list(args.kernels, "--kernels")
+        for k in kernels:
+            get_profile(k)
+        sets.append(("multipath.kernel", kernels))
     prog = Progress(_progress_enabled(args))
     try:
         rows = run_sweep(args.topology, args.job, selectors=sels,
                          iodepths=_csv_list(args.iodepths, "--iodepths", int),
-                         seeds=_csv_list(args.seeds, "--seeds", int), sets=parse_set(args.set or []),
+                         seeds=_csv_list(args.seeds, "--seeds", int), sets=sets,
                          scheduler=args.scheduler, workers=args.workers,
                          progress=lambda f: prog("sweep", f))
     finally:
@@ -415,6 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="added delay before each I/O on that path (asymmetric paths on one disk)")
     lv.add_argument("--hz", type=int, default=250, choices=(100, 250, 300, 1000))
     lv.add_argument("--queue-mode", choices=("rq", "bio"), default="rq")
+    lv.add_argument("--kernel", help="kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y (default: current)")
     lv.add_argument("--allow-device-writes", action="store_true",
                     help="allow a job with writes on a block device (destroys its data)")
     lv.add_argument("--seed", type=int, default=1)
@@ -433,6 +443,8 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--seeds", default="1")
     sw.add_argument("--set", action="append", metavar="KEY=V1,V2",
                     help="topology parameter to vary, a dotted key: paths.sdd.service.mean=100us,400us")
+    sw.add_argument("--kernels", metavar="A,B", help="kernel profiles to sweep over, e.g. 5.15,6.1 "
+                    "(default: the topology's kernel, else current)")
     sw.add_argument("--scheduler", help="address of a Dask scheduler (default: start a local cluster)")
     sw.add_argument("--workers", type=int, default=2, help="local cluster worker processes")
     sw.add_argument("--out", default="sweep.csv", help="output table (.csv, or .parquet with pyarrow)")

@@ -111,7 +111,7 @@ class LiveRun:
     def __init__(self, paths: Sequence[str], selector: str, jobs: Sequence[JobSpec], *,
                  selector_args: Sequence[str] = (), delays: Optional[Dict[str, int]] = None, hz: int = 250,
                  queue_mode: str = "rq", allow_device_writes: bool = False, seed: int = 1,
-                 progress: Optional[Callable[[float], None]] = None):
+                 progress: Optional[Callable[[float], None]] = None, kernel=None):
         if not paths:
             raise LiveError("give at least one --path")
         cls = lookup(selector)
@@ -119,6 +119,10 @@ class LiveRun:
             raise LiveError("unknown path selector %r" % selector)
         if cls.name == "io-affinity":
             raise LiveError("io-affinity needs CPU masks; use it through a table in simulation")
+        from .profiles import get_profile
+        self.kernel = get_profile(kernel)
+        if not self.kernel.has_selector(cls.name):
+            raise LiveError("unknown path selector type %r in kernel %s" % (selector, self.kernel.name))
         self.jobs_spec = list(jobs)
         if any(j.bs <= 0 for j in self.jobs_spec):
             raise LiveError("bs must be positive")
@@ -149,7 +153,7 @@ class LiveRun:
         self.table = " ".join(params.split())
         self.mp = construct(self.table, resolve_device=mapping_resolver({}),
                             selector_env={"clock": self.timebase.ktime_ns, "topology": CpuTopology(8)},
-                            timebase=self.timebase)
+                            timebase=self.timebase, kernel=self.kernel)
         self._dev = {p: lp for p, lp in zip(self.mp.pgpaths, self.paths)}
         self._lock = threading.Lock()
 

@@ -220,6 +220,9 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise TopologyError("%s: [multipath] seed must be an integer" % src)
     kernel = mp.get("kernel")
+    if kernel is not None and not isinstance(kernel, str):
+        # kernel = 5.10 in TOML is the number 5.1: refuse rather than guess.
+        raise TopologyError("%s: [multipath] kernel must be a string, e.g. kernel = \"6.1\"" % src)
     if kernel is not None:
         from ..profiles import ProfileError, get_profile
         try:
