@@ -273,3 +273,16 @@ def test_live_refuses_a_selector_the_kernel_lacks(tmp_path):
     from mpathlab.live import LiveError, LiveRun
     with pytest.raises(LiveError, match="unknown path selector type"):
         LiveRun([str(tmp_path / "a")], "historical-service-time", JOB, kernel="5.7")
+
+
+@pytest.mark.parametrize("kernel", ["5.8", "5.15", "6.1", "current"])
+def test_compiled_core_follows_the_profile_too(kernel):
+    from mpathlab.sim import fast
+    if not fast.available():
+        pytest.skip("compiled core not built")
+    topo = topology_from_dict(_doc(kernel=kernel))
+    a = Simulation(topo.table, topo.paths, JOB, engine="python", **topo.sim_kwargs()).run()
+    b = Simulation(topo.table, topo.paths, JOB, engine="compiled", **topo.sim_kwargs()).run()
+    assert (a.engine, b.engine) == ("python", "compiled")
+    assert [p["completed"] for p in a.paths] == [p["completed"] for p in b.paths]
+    assert a.status_info == b.status_info and a.status_table == b.status_table
