@@ -286,3 +286,27 @@ def test_compiled_core_follows_the_profile_too(kernel):
     assert (a.engine, b.engine) == ("python", "compiled")
     assert [p["completed"] for p in a.paths] == [p["completed"] for p in b.paths]
     assert a.status_info == b.status_info and a.status_table == b.status_table
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=12), st.from_regex(r"v?[0-9]{1,2}\.[0-9]{1,3}(\.[0-9]+)?", fullmatch=True)))
+def test_profile_names_parse_or_fail_with_profile_error(name):
+    try:
+        p = get_profile(name)
+    except ProfileError:
+        return
+    assert (4, 6) <= p.version <= PROFILES["current"].version
+    assert set(p.values) == {b.key for b in HISTORY}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.text(max_size=10), st.integers(), st.floats(allow_nan=False), st.booleans(),
+                 st.sampled_from(["6.1", "5.8", "current", "5.7", "4.5"])),
+       st.one_of(st.text(max_size=8), st.integers(), st.sampled_from(["scsi", "nvme", "null_blk", ""])))
+def test_topology_kernel_and_kind_values_fail_only_as_topology_errors(kernel, kind):
+    d = _doc(kernel=kernel)
+    d["paths"]["sda"]["kind"] = kind
+    try:
+        topology_from_dict(d)
+    except TopologyError as e:
+        assert str(e).startswith("topology: ")
