@@ -47,7 +47,8 @@ HISTORY: List[Behaviour] = [
     Behaviour("historical_service_time", "historical-service-time selector exists", False, (
         Change((5, 8), True, "2613eab11996 \"dm mpath: add Historical Service Time Path Selector\""),)),
     Behaviour("io_affinity", "io-affinity selector exists", False, (
-        Change((5, 11), True, "e4d2e82b2300 \"dm: add IO affinity path selector\""),)),
+        Change((5, 11), True, "\"dm mpath: add IO affinity path selector\" (Mike Christie; id not pinned "
+                              "down, linux-next had several)"),)),
     Behaviour("hst_select_clock", "HST select_path's clock", "sched_clock", (
         Change((5, 18), "ktime", "ce40426fdc3c \"dm mpath: only use ktime_get_ns() in historical selector\" "
                                  "(also in 5.10.y/5.15.y stable from April 2022)"),)),
@@ -81,8 +82,8 @@ HISTORY: List[Behaviour] = [
                                   "(\"-ioctl (2025-04-28)\")"),)),
     Behaviour("missing_path_errno", "errno when a table or message names a path that does not exist",
               errno.ENODEV, (
-        Change((6, 5), errno.ENOENT, "\"dm: remove dm_get_dev_t\" (Christoph Hellwig): the error of "
-                                     "lookup_bdev() is passed on"),)),
+        Change((6, 5), errno.ENOENT, "d4a28d7defe7 \"dm: remove dm_get_dev_t\" (Christoph Hellwig): the "
+                                     "error of lookup_bdev() is passed on"),)),
     Behaviour("message_opens_device", "fail_path/reinstate_path open the named device (no: only parse it; "
               "an unknown major:minor is then -EINVAL with no log line instead of -ENXIO and "
               "\"message: error getting device\")", True, (
