@@ -310,3 +310,15 @@ def test_topology_kernel_and_kind_values_fail_only_as_topology_errors(kernel, ki
         topology_from_dict(d)
     except TopologyError as e:
         assert str(e).startswith("topology: ")
+
+
+def test_cli_faults_under_a_kernel(capsys):
+    import json
+    out = {}
+    for k in ("5.8", "6.1"):
+        assert main(["faults", "slow-path-20x", "--selector", "historical-service-time", "--kernel", k,
+                     "--json"]) == 0
+        out[k] = json.loads(capsys.readouterr().out)[0]
+    # HST as merged (sched_clock in select_path) limits the stale winner: more I/O stays on the slow path.
+    assert out["5.8"] != out["6.1"]
+    assert main(["faults", "slow-path-20x", "--kernel", "1.0"]) == 3

@@ -198,7 +198,7 @@ def cmd_faults(args) -> int:
         if not args.json:
             print("%s: %s\n  expected: %s" % (st.name, st.title, st.expect))
         for sel in sels:
-            d = summarize(st, sel, st.run(sel, seed=args.seed))
+            d = summarize(st, sel, st.run(sel, seed=args.seed, kernel=args.kernel))
             out.append(d)
             if not args.json:
                 print("  " + format_row(d))
@@ -471,6 +471,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--selector", help="run only this selector")
     f.add_argument("--json", action="store_true")
     f.add_argument("--seed", type=int, default=1)
+    f.add_argument("--kernel", help="kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y (default: current)")
     f.set_defaults(func=cmd_faults)
 
     k = sub.add_parser("kernels", help="the kernel profiles and where each behaviour changed upstream")

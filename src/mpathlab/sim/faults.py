@@ -37,9 +37,9 @@ class FaultStudy:
         self.build = build   # selector -> (table, paths, job text, sim kwargs)
         self.expect = expect
 
-    def run(self, selector: str, seed: int = 1):
+    def run(self, selector: str, seed: int = 1, kernel=None):
         table, paths, job, kw = self.build(selector)
-        sim = Simulation(table, paths, parse_fio(job).jobs, seed=seed, **kw)
+        sim = Simulation(table, paths, parse_fio(job).jobs, seed=seed, kernel=kernel, **kw)
         res = sim.run()
         res.check_accounting()
         return res
