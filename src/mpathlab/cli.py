@@ -9,6 +9,7 @@
     mpathlab faults [NAME|all] [--selector NAME] [--json]
     mpathlab selectors
     mpathlab table 'TABLE LINE' [--status info|table|ima]
+    mpathlab kernel-selector build|diff|extract ...   (the kernel's C selectors, --selector c:PATH)
 
 Every failure is reported as one line on stderr with a non-zero exit code;
 no traceback unless MPATHLAB_DEBUG=1 is set.
@@ -230,8 +231,9 @@ def cmd_sweep(args) -> int:
 
     sels = _csv_list(args.selectors, "--selectors")
     from . import selectors as _s
+    from .runner import parse_selector_spec
     for name in sels:
-        if _s.lookup(name.partition(":")[0]) is None:
+        if _s.lookup(parse_selector_spec(name)[0]) is None:
             raise InputError("unknown path selector %r" % name)
     prog = Progress(_progress_enabled(args))
     try:
@@ -416,6 +418,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("line", nargs="+", help="the table line")
     t.add_argument("--status", choices=("table", "info", "ima"), default="table")
     t.set_defaults(func=cmd_table)
+
+    from .kernelc.cli import add_parser as add_kernel_selector_parser
+    add_kernel_selector_parser(sub)
     return p
 
 
