@@ -182,10 +182,24 @@ class Divergence:
         self.lines = lines          # the replay, one line per operation up to the divergence
 
     def format(self, c_label: str = "C", py_label: str = "Python") -> str:
-        out = list(self.lines)
-        out.append("    -> %s: %r" % (c_label, self.c_result))
-        out.append("    -> %s: %r" % (py_label, self.py_result))
+        out = ["  " + ln for ln in self.lines]
+        out.append("    -> %-7s %s" % (c_label + ":", _describe(self.c_result)))
+        out.append("    -> %-7s %s" % (py_label + ":", _describe(self.py_result)))
         return "\n".join(out)
+
+
+def _describe(result) -> str:
+    """One operation's outcome for a reader: value or error, then the log lines it produced."""
+    outcome, logged = result
+    if outcome[0] == "ok":
+        text = "returned %r" % (outcome[1],) if len(outcome) > 1 else "ok"
+    elif outcome[0] == "SelectorError":
+        text = "error %r, errno %d" % (outcome[1], outcome[2])
+    else:
+        text = "raised %s" % outcome[1]
+    if logged:
+        text += "; logged %s" % "; ".join(repr(x) for x in logged)
+    return text
 
 
 def _call(fn, *a):
