@@ -226,3 +226,62 @@ def test_cli_build_run_and_diff(md, capsys, tmp_path):
     assert main(["kernel-selector", "build", str(broken)]) == 3
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "dm-ps-broken.c:2" in err and "error" in err
+
+
+def test_a_selector_file_outside_a_kernel_tree_uses_the_fallback_headers(md, tmp_path):
+    """A developer's copy kept elsewhere (here a temporary copy, never in the repository)."""
+    from mpathlab import kernelc
+    from mpathlab.kernelc.diff import run_diff
+    src = tmp_path / "dm-ps-queue-length.c"
+    with open(os.path.join(md, "dm-ps-queue-length.c"), "rb") as f:
+        src.write_bytes(f.read())
+    assert not (tmp_path / "dm-path-selector.h").exists()
+    res = run_diff(kernelc.load(str(src)), "queue-length", 300, seed=5)
+    assert res.divergence is None, res.divergence.format()
+
+
+def test_c_name_round_trip():
+    from hypothesis import given, strategies as st
+    from mpathlab import kernelc
+    from mpathlab.kernelc import BuildError
+
+    @given(st.text(st.characters(blacklist_characters="@:\0", blacklist_categories=("Z", "Cc", "Cs")),
+                   min_size=1, max_size=30),
+           st.one_of(st.none(), st.integers(0, 2 ** 32 - 1)),
+           st.lists(st.sampled_from(sorted(kernelc.SHIM_FAULTS)), max_size=2))
+    def check(stem, features, faults):
+        path = os.path.join("/tmp", stem + ".c")
+        name = kernelc.canonical_name(path, features, faults)
+        assert kernelc.parse_name(name) == (os.path.abspath(path), features, tuple(faults))
+
+    check()
+    for bad in ("c:", "c:x.c@features=z", "c:x.c@colour=red", "x.c"):
+        with pytest.raises(BuildError):
+            kernelc.parse_name(bad)
+    with pytest.raises(BuildError):
+        kernelc.canonical_name("/tmp/a b.c")
+
+
+def test_shim_sscanf_agrees_with_the_kernel_u32_parser(md):
+    """The shim's sscanf("%u%c") against mpathlab.kernel.parse_u32 (both the kernel's rules), through
+    service-time's relative_throughput (accepted iff a u32 <= 100, printed back by status)."""
+    from hypothesis import given, settings, strategies as st
+    from mpathlab.kernel import parse_u32
+    cls = lookup(c_name(md, "service-time"))
+    alphabet = st.sampled_from(list("0123456789+- \t\xa0x") + ["\n", "a"])
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.one_of(st.text(alphabet, max_size=24), st.integers(0, 2 ** 70).map(str)))
+    def check(tok):
+        ps = cls([], clock=FakeClock())
+        v = parse_u32(tok)
+        try:
+            ps.add_path("p", ["1", tok])
+        except SelectorError as e:
+            assert v is None or v > 100, tok
+            assert e.message == "service-time ps: invalid relative_throughput value"
+            return
+        assert v is not None and v <= 100, tok
+        assert ps.status("p", "table") == "1 %d " % v
+
+    check()
