@@ -285,3 +285,38 @@ def test_shim_sscanf_agrees_with_the_kernel_u32_parser(md):
         assert ps.status("p", "table") == "1 %d " % v
 
     check()
+
+
+def test_a_patched_hst_reading_sched_clock_reproduces_the_2020_depth64_run(md, tmp_path):
+    """A developer's patched file works the same: a temporary copy of the 6.1 HST whose select_path
+    reads sched_clock(), as 5.8-5.17 did.  The shim's sched_clock() is the topology's select clock
+    (hst_select_clock = "sched_clock", 2 s ahead), so at depth 64, where "now" matters, the patched C
+    file and the Python HST (which models that clock) make the same run, and match the 2020 table."""
+    with open(os.path.join(md, "dm-ps-historical-service-time.c")) as f:
+        text = f.read()
+    assert text.count("u64 time_now = ktime_get_ns();") == 1
+    patched = tmp_path / "dm-ps-historical-service-time.c"
+    patched.write_text(text.replace("u64 time_now = ktime_get_ns();", "u64 time_now = sched_clock();"))
+    sc = SCENARIOS["hst-2020-depth64"]
+    cols = [Column("HST", "c:%s" % patched), Column("stock 6.1 HST", c_name(md, "historical-service-time")),
+            Column("Python HST", "historical-service-time")]
+    o = Scenario(sc.name, sc.title, sc.topology, sc.job, cols, {"HST": sc.published["HST"]}, sc.source).run()
+    assert o.columns["HST"] == o.columns["Python HST"]
+    assert o.within(TOLERANCE), o.deviations()
+    # the stock file (ktime in select_path) runs differently on the same workload
+    assert o.columns["stock 6.1 HST"] != o.columns["HST"]
+
+
+def test_sweep_on_dask_with_a_c_selector(md, tmp_path, capsys):
+    from mpathlab.scenarios import HERE
+    from mpathlab.sweep import read_rows
+    job = tmp_path / "j.fio"
+    job.write_text("[j]\nrw=randwrite\nbs=4k\nnumber_ios=1000\n")
+    out = tmp_path / "s.csv"
+    name = c_name(md, "round-robin")
+    assert main(["sweep", os.path.join(HERE, "hst-2020.toml"), str(job), "--selectors", name + ",round-robin",
+                 "--iodepths", "4", "--workers", "1", "--out", str(out), "--no-progress"]) == 0
+    rows = read_rows(str(out))
+    by = {r["selector"]: r for r in rows}
+    assert set(by) == {name, "round-robin"}
+    assert float(by[name]["share_sdd"]) == float(by["round-robin"]["share_sdd"]) == 0.25
