@@ -1,8 +1,8 @@
 """`mpathlab kernel-selector ...`: build a kernel selector C file, diff it against a Python selector."""
 from __future__ import annotations
 
+import argparse
 import os
-import sys
 
 from .build import SHIM_FAULTS
 
@@ -13,7 +13,7 @@ def _features(text):
     try:
         return int(text, 0)
     except ValueError:
-        raise SystemExit("mpathlab: error: --features must be a number such as 0 or 0x1, not %r" % text)
+        raise argparse.ArgumentTypeError("must be a number such as 0 or 0x1, not %r" % text) from None
 
 
 def cmd_build(args) -> int:
