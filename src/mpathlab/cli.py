@@ -10,6 +10,7 @@
     mpathlab selectors
     mpathlab kernels [PROFILE]
     mpathlab table 'TABLE LINE' [--status info|table|ima]
+    mpathlab kernel-selector build|diff|extract ...   (the kernel's C selectors, --selector c:PATH)
 
 Every failure is reported as one line on stderr with a non-zero exit code;
 no traceback unless MPATHLAB_DEBUG=1 is set.
@@ -247,8 +248,9 @@ def cmd_sweep(args) -> int:
 
     sels = _csv_list(args.selectors, "--selectors")
     from . import selectors as _s
+    from .runner import parse_selector_spec
     for name in sels:
-        if _s.lookup(name.partition(":")[0]) is None:
+        if _s.lookup(parse_selector_spec(name)[0]) is None:
             raise InputError("unknown path selector %r" % name)
     sets = parse_set(args.set or [])
     if args.kernels:
@@ -495,6 +497,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--nr-cpus", type=int, help="the host's nr_cpu_ids, for io-affinity masks "
                    "(default: 8; needs --device)")
     t.set_defaults(func=cmd_table)
+
+    from .kernelc.cli import add_parser as add_kernel_selector_parser
+    add_kernel_selector_parser(sub)
     return p
 
 

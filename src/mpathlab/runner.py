@@ -9,7 +9,13 @@ from .workload.topology import Topology, load_topology
 
 
 def parse_selector_spec(spec: str):
-    """'historical-service-time:972,2' -> ('historical-service-time', ['972', '2'])."""
+    """'historical-service-time:972,2' -> ('historical-service-time', ['972', '2']).
+
+    A C selector is 'c:PATH[@opt...][:ARGS]' (the name keeps its 'c:').
+    """
+    if spec.startswith("c:"):
+        path, _, args = spec[2:].partition(":")
+        return "c:" + path.strip(), [a for a in args.split(",") if a] if args else []
     name, _, args = spec.partition(":")
     return name.strip(), [a for a in args.split(",") if a] if args else []
 

@@ -91,6 +91,10 @@ def get_exact(name: Optional[str]) -> Optional[Type[PathSelector]]:
     if name is None:
         return None
     cls = _types.get(name)
+    if cls is None and name.startswith("c:"):
+        # A selector built from kernel C source (mpathlab.kernelc), compiled on first use.
+        from ..kernelc import resolve
+        return resolve(name)
     if cls is None:
         _autoload("dm-" + name)
         cls = _types.get(name)

@@ -309,7 +309,7 @@ def rewrite_selector(table: str, name: str, args: Sequence[str] = (), resolver=N
     cpu = 0
     for pg in m.priority_groups:
         parts.append("%s %d %s" % (cls.name, len(args), "".join("%s " % a for a in args)))
-        if cls.name == "io-affinity":
+        if getattr(cls, "kernel_name", cls.name) == "io-affinity":  # also a C io-affinity (kernelc)
             parts.append("%d 1 " % pg.nr_pgpaths)
             for p in pg.pgpaths:
                 parts.append("%s %x " % (p.dev.name, 1 << cpu))
