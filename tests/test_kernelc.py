@@ -47,8 +47,7 @@ def test_c_type_matches_the_python_type(md, kind):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_no_divergence_over_thousands_of_random_traces(md, kind):
-    """io-affinity traces use plain-hex masks only (see kernelc.diff: the Python parser's two known
-    cpumask quirks, errno and the 'x00000001' form, are being fixed separately)."""
+    """io-affinity traces include lib/bitmap.c's odd mask forms (see kernelc.diff._mask_text)."""
     from mpathlab import kernelc
     from mpathlab.kernelc.diff import run_diff
     res = run_diff(kernelc.load(os.path.join(md, "dm-ps-%s.c" % kind)), kind, TRACES, seed=11)

@@ -11,10 +11,9 @@ are removed while the divergence persists) and reported.
 Traces follow the rules the multipath core keeps: a path is failed only
 while valid and reinstated only while failed, start_io goes to the path
 just selected, end_io only to an I/O in flight, the CPU is below
-nr_cpu_ids.  io-affinity masks are restricted to plain hex forms (no
-chunk wider than eight digits, no bit or chunk beyond nr_cpu_ids): the
-Python parser differs from lib/bitmap.c on those (errno EOVERFLOW instead
-of EINVAL, and "x00000001" refused), which is being fixed separately.
+nr_cpu_ids.  io-affinity masks include the forms where lib/bitmap.c has
+quirks (a chunk wider than eight digits, bits beyond nr_cpu_ids, one
+stray character before a full eight-digit group as in "x00000001").
 """
 from __future__ import annotations
 
@@ -53,10 +52,15 @@ def _token(rng: random.Random) -> str:
 
 
 def _mask_text(rng: random.Random, n: int) -> str:
-    """A CPU mask in a plain form both parsers read the same way."""
+    """A CPU mask as a table would give it, plain or in one of lib/bitmap.c's odd forms."""
     r = rng.random()
     if r < 0.05:
         return rng.choice(["g", "1g", "zz", "-1", "1-2"])          # invalid characters: EINVAL both ways
+    if r < 0.10:
+        # bitmap_get_x32_reverse steps past one stray character before a full
+        # eight-digit group; wider chunks and bits beyond nr_cpu_ids overflow
+        return rng.choice(["x00000001", "g00000002", "x0000001", "100000000", "000000001",
+                           "%x" % (1 << n), "1,00000000", "ffffffff,ffffffff,ffffffff", "1,", ",1"])
     if r < 0.12:
         return "0"                                                  # parses; maps nothing
     if r < 0.35:
