@@ -274,6 +274,7 @@ class NvmeHead:
         for h in self.nsheads:
             if h.anagrpid == grp:
                 self._set_live(h.path_via(ctrl))
+                self.policy.paths_changed(h)
         self.kick()
 
     def set_ctrl_state(self, ctrl: Controller, state: str) -> None:
@@ -284,6 +285,7 @@ class NvmeHead:
                 self._set_live(ns)
             else:
                 self.clear_current_path(ns)
+            self.policy.paths_changed(h)
         self.kick()
 
     def set_iopolicy(self, name: str) -> None:
@@ -322,10 +324,8 @@ class NvmeHead:
             self.set_ana(grp, self._ctrl(argv[2]), argv[3])
         elif cmd == "marginal" and len(argv) == 3 and argv[2] in ("0", "1"):
             c = self._ctrl(argv[1])
+            # no cached path is cleared: numa re-checks the flag on every I/O, round-robin on every walk
             c.marginal = argv[2] == "1"
-            for h in self.nsheads:
-                if c.marginal:
-                    self.clear_current_path(h.path_via(c))
             self.kick()
         elif cmd == "iopolicy" and len(argv) == 2:
             if registry.lookup(argv[1]) is None:

@@ -10,7 +10,8 @@ registered by name (:mod:`mpathlab.nvme.registry`).  The head
   accounting when the I/O is issued on the path and when it completes
   (``cpu`` is the submitting CPU);
 - ``clear_current_path(ns)``: forget any cached choice of ``ns`` (failover,
-  ANA change, policy switch);
+  lost controller);
+- ``paths_changed(nshead)``: an ANA change or controller state change happened;
 - ``counts_active``: the head counts per-controller in-flight I/O
   (``ctrl->nr_active``) only while a policy that sets this is active.
 
@@ -121,6 +122,10 @@ class IOPolicy:
 
     def clear_current_path(self, ns) -> None:
         pass
+
+    def paths_changed(self, nshead) -> None:
+        """An ANA change or a controller state change touched ``nshead`` (the kernel's
+        policies need nothing here: nvme_mpath_set_live and the per-I/O checks cover it)."""
 
     def status(self) -> str:
         return ""

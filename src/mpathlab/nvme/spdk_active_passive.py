@@ -6,7 +6,7 @@ cached path for every I/O.  Without one (at the start, or after a failure or
 an ANA change cleared it) the search starts at the path after the cached one
 (the first path when nothing is cached), walks the list once in a circle,
 takes the first optimized path it meets, else the first non-optimized one,
-and caches it.  Paths whose qpair is not connected or whose namespace is not
+and caches it.  An ANA change or a controller reset clears every cache.  Paths whose qpair is not connected or whose namespace is not
 accessible are skipped.  Source: spdk module/bdev/nvme/bdev_nvme.c
 (bdev_nvme_find_io_path, _bdev_nvme_find_io_path).
 """
@@ -42,6 +42,11 @@ class SpdkPolicy(IOPolicy):
 
     def clear_current_path(self, ns):
         for key in [k for k, v in self.current.items() if v is ns]:
+            del self.current[key]
+
+    def paths_changed(self, nshead):
+        # SPDK clears every channel's cached path on an ANA change and after a reset
+        for key in [k for k in self.current if k[0] is nshead]:
             del self.current[key]
 
 

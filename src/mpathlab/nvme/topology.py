@@ -73,6 +73,13 @@ class NvmeConfig:
         self.marginal_aware = marginal_aware
         self.policy_params = dict(policy_params or {})
 
+    def describe(self) -> str:
+        return "%d controller(s) %s, %d namespace(s), iopolicy %s, ANA groups %s" % (
+            len(self.controllers), ", ".join("%s(path %s%s)" % (n, p, ", node %d" % nn if nn >= 0 else "")
+                                             for n, p, nn, _ in self.controllers),
+            self.namespaces, self.iopolicy, "; ".join("%d: %s" % (g, st or "all optimized")
+                                                      for g, (_, st) in self.ana_groups.items()))
+
     def target(self, env: dict, iopolicy: Optional[str] = None) -> NvmeHead:
         ctrls = [Controller(name, i, pm.devt, numa, marg)
                  for i, ((name, _, numa, marg), pm) in enumerate(zip(self.controllers, self.paths))]
