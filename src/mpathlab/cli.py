@@ -236,9 +236,13 @@ def cmd_sweep(args) -> int:
     from .sweep import parse_set, run_sweep, write_rows
 
     sels = _csv_list(args.selectors, "--selectors")
+    from . import nvme as _n
     from . import selectors as _s
     for name in sels:
-        if _s.lookup(name.partition(":")[0]) is None:
+        if name.startswith("nvme:"):
+            if _n.lookup(name[5:]) is None:
+                raise InputError("unknown NVMe I/O policy %r" % name)
+        elif _s.lookup(name.partition(":")[0]) is None:
             raise InputError("unknown path selector %r" % name)
     prog = Progress(_progress_enabled(args))
     try:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..units import parse_duration_ns
+from ..units import UnitError, parse_duration_ns
 from ..workload.topology import TopologyError
 from . import registry
 from .head import Controller, Host, NvmeHead
@@ -94,7 +94,7 @@ class NvmeConfig:
 def parse_nvme(doc: dict, paths, src: str) -> NvmeConfig:
     try:
         return _parse(doc, paths, src)
-    except NvmeTopologyError as e:
+    except (NvmeTopologyError, UnitError) as e:
         raise NvmeTopologyError("%s: [nvme] %s" % (src, e)) from None
 
 
@@ -151,12 +151,12 @@ def _parse(doc: dict, paths, src: str) -> NvmeConfig:
                 _int(v, "node_distance[%d][%d]" % (i, j), 1, 255)
     else:
         dist = [[10 if i == j else 20 for j in range(nr_nodes)] for i in range(nr_nodes)]
-    host = Host(cpu_nodes, dist, parse_duration_ns(doc.get("cross_node_cost", 0), "[nvme] cross_node_cost"))
+    host = Host(cpu_nodes, dist, parse_duration_ns(doc.get("cross_node_cost", 0), "cross_node_cost"))
     ma = doc.get("marginal_aware", True)
     if not isinstance(ma, bool):
         raise NvmeTopologyError("marginal_aware must be true or false")
     params = {"weight_timeout_ns": parse_duration_ns(doc.get("adaptive_weight_timeout", "15s"),
-                                                     "[nvme] adaptive_weight_timeout"),
+                                                     "adaptive_weight_timeout"),
               "ewma_shift": _int(doc.get("adaptive_ewma_shift", 3), "adaptive_ewma_shift", 0, 16),
               "rr_min_io": _int(doc.get("spdk_rr_min_io", 1), "spdk_rr_min_io", 1, 1 << 20)}
     groups: Dict[int, Tuple[List[int], Dict[str, str]]] = {}
@@ -185,6 +185,8 @@ def _parse(doc: dict, paths, src: str) -> NvmeConfig:
                 seen_ns[n] = gid
             groups[gid] = (list(nss), _ana_states(g.get("state", {}), cnames, w + ".state"))
     events = []
+    if not isinstance(doc.get("events", []), list):
+        raise NvmeTopologyError("events must be [[nvme.events]] tables")
     for i, e in enumerate(doc.get("events", [])):
         w = "events[%d]" % i
         if not isinstance(e, dict) or "at" not in e:
@@ -193,10 +195,11 @@ def _parse(doc: dict, paths, src: str) -> NvmeConfig:
         kinds = set(e) - {"at"}
         if bad or len(kinds) != 1:
             raise NvmeTopologyError("%s needs exactly one of ana, marginal, iopolicy beside at" % w)
-        at = parse_duration_ns(e["at"], "[nvme] %s.at" % w)
+        at = parse_duration_ns(e["at"], "%s.at" % w)
         if "ana" in e:
             a = e["ana"]
-            if not isinstance(a, dict) or set(a) != {"group", "controller", "state"}:
+            if (not isinstance(a, dict) or set(a) != {"group", "controller", "state"}
+                    or not isinstance(a["controller"], str)):
                 raise NvmeTopologyError("%s.ana must be {group=N, controller=NAME, state=...}" % w)
             gid = _int(a["group"], w + ".ana.group", 1)
             if gid not in groups and not (gdoc is None and gid == 1):
@@ -205,7 +208,8 @@ def _parse(doc: dict, paths, src: str) -> NvmeConfig:
             events.append((at, "ana %d %s %s" % (gid, a["controller"], st[a["controller"]])))
         elif "marginal" in e:
             m = e["marginal"]
-            if (not isinstance(m, dict) or set(m) != {"controller", "value"} or m["controller"] not in cnames
+            if (not isinstance(m, dict) or set(m) != {"controller", "value"} or not isinstance(m["controller"], str)
+                    or m["controller"] not in cnames
                     or not isinstance(m["value"], bool)):
                 raise NvmeTopologyError("%s.marginal must be {controller=NAME, value=true|false}" % w)
             events.append((at, "marginal %s %d" % (m["controller"], int(m["value"]))))
@@ -222,6 +226,8 @@ def _ana_states(d, cnames, where) -> Dict[str, str]:
         raise NvmeTopologyError("%s must be {CONTROLLER = \"optimized\", ...}" % where)
     out = {}
     for c, st in d.items():
+        if not isinstance(st, str):
+            raise NvmeTopologyError("%s: the state of %s must be a string" % (where, c))
         if c not in cnames:
             raise NvmeTopologyError("%s names %r, which is not a controller" % (where, c))
         if st not in ANA_STATES:
