@@ -158,9 +158,9 @@ class Simulation:
                  timeline_points: int = 200, window_ns: int = 0, engine: str = "auto",
                  queue_if_no_path_timeout_secs: int = 0, nr_cpus: Optional[int] = None,
                  target: Optional[Callable[[dict], object]] = None):
-        # target: a factory for another stack's target object (e.g. the NVMe
-        # head, mpathlab.nvme) with the same map/end_io/message/status surface;
-        # table_line is then ignored.
+        # target: a factory for another stack's target object with the same
+        # map/end_io/message/status surface (the NVMe head, mpathlab.nvme);
+        # table_line is then not used.
         if engine not in ("auto", "python", "compiled"):
             raise ValueError("engine must be auto, python or compiled, not %r" % engine)
         self.engine = engine
@@ -197,22 +197,20 @@ class Simulation:
         self._state_changes = 0      # pending events that can bring a path back
         self._timer_gen = 0          # a re-armed timer supersedes the pending one
         self._timer_pending = False
+        tl = split_table_line(table_line) if target is None else None
         env = {"clock": self._ktime, "cpu": lambda: self._cur_cpu, "topology": self.topology}
-        if target is not None:
-            self.mp = target(dict(env, on_kick=self._on_kick))
-        else:
-            tl = split_table_line(table_line)
-            if sched_clock_offset_ns is not None:
-                # HST before the 2022 fix: select_path reads sched_clock(), which
-                # runs ahead of ktime by the time from TSC start to timekeeping.
-                env["select_clock"] = lambda: self._base + self.now + sched_clock_offset_ns
-            self.mp: Multipath = construct(
-                tl.params, resolve_device=mapping_resolver(by_name), selector_env=env,
-                timebase=self.timebase, rq_stats=rq_stats, force_jiffies_start=force_jiffies_start,
-                activate=self._activate, on_kick=self._on_kick,
-                queue_if_no_path_timeout_secs=queue_if_no_path_timeout_secs, set_timer=self._set_timer)
+        if sched_clock_offset_ns is not None:
+            # HST before the 2022 fix: select_path reads sched_clock(), which
+            # runs ahead of ktime by the time from TSC start to timekeeping.
+            env["select_clock"] = lambda: self._base + self.now + sched_clock_offset_ns
+        self.mp: Multipath = target(dict(env, on_kick=self._on_kick)) if target is not None else construct(
+            tl.params, resolve_device=mapping_resolver(by_name), selector_env=env,
+            timebase=self.timebase, rq_stats=rq_stats, force_jiffies_start=force_jiffies_start,
+            activate=self._activate, on_kick=self._on_kick,
+            queue_if_no_path_timeout_secs=queue_if_no_path_timeout_secs, set_timer=self._set_timer)
+        if tl is not None:
             self.mp.table_start, self.mp.table_length = tl.start, tl.length
-        # per-I/O added transport delay the target may ask for (NVMe: cross-node cost)
+        # per-I/O added transport time the target may ask for (NVMe: the cross-node cost)
         self._extra_delay = getattr(self.mp, "extra_delay_ns", None)
         devs_by_devt = {}
         master = random.Random(seed)
