@@ -112,6 +112,12 @@ NVME_SCENARIOS: Dict[str, ThroughputScenario] = {s.name: s for s in [
         "nvme-latency-rfc.toml", "nvme-latency-rfc.fio",
         {"numa": 50.0, "round-robin": 105.0, "queue-depth": 230.0, "adaptive": 350.0},
         "linux-nvme RFC PATCHv4/v5 0/N 'nvme-multipath: introduce adaptive I/O policy', 2025-11"),
+    ThroughputScenario(
+        "nvme-latency-rfc-write",
+        "the same, WRITE row: fio random writes (adaptive = proposed, not merged)",
+        "nvme-latency-rfc.toml", "nvme-latency-rfc-write.fio",
+        {"numa": 65.9, "round-robin": 125.0, "queue-depth": 385.0, "adaptive": 446.0},
+        "linux-nvme RFC PATCHv4/v5 0/N 'nvme-multipath: introduce adaptive I/O policy', 2025-11"),
 ]}
 
 
