@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 from typing import Callable, Dict, List, Optional
 
-from ..report.text import share_table
 from ..workload.fio import load_fio, parse_fio
 from ..workload.topology import load_topology, topology_from_dict
 from .run import run_nvme
