@@ -375,3 +375,33 @@ def test_nvme_parser_only_raises_its_error(doc):
         parse_nvme(doc, paths, "t.toml")
     except NvmeTopologyError as e:
         assert str(e).startswith("t.toml: [nvme] ") and "\n" not in str(e)
+
+
+def _loss_doc(**nv):
+    faults = [{"at": "10ms", "action": "fail"}]
+    return {"paths": {"a": {"service": "100us", "faults": faults},
+                      "b": {"service": "100us", "faults": [{"at": "20ms", "action": "fail"},
+                                                          {"at": "30ms", "action": "reinstate",
+                                                           "reinstate_after": "1ms"}]}},
+            "nvme": dict({"iopolicy": "round-robin"}, **nv)}
+
+
+def test_ctrl_loss_tmo_and_fast_io_fail_tmo():
+    job = parse_fio("[j]\nrw=randread\nbs=4k\niodepth=8\nruntime=60ms\ntime_based\ncontinue_on_error=io\n")
+    # default ctrl_loss_tmo (600 s): both links down 20-31 ms, I/O waits on the head; b comes back: no error
+    r = run_simulation(topology_from_dict(_loss_doc(), "t"), job)
+    assert r.errored == 0 and r.pending == 0
+    assert r.status_info.split()[1:3] == ["a:connecting:optimized:nr_active=0", "b:live:optimized:nr_active=0"]
+    # ctrl_loss_tmo 5 ms: a is deleted at 15 ms, b at 25 ms before its link returns; the waiting I/O fails
+    r = run_simulation(topology_from_dict(_loss_doc(ctrl_loss_tmo="5ms"), "t"), job)
+    assert r.errored > 0 and r.pending == 0
+    assert [m[:2] for m in r.messages][:2] == [(15_000_000, "ctrl_loss_expired a 1"),
+                                               (25_000_000, "ctrl_loss_expired b 1")]
+    assert any(m[1] == "reinstate_path 8:16" and m[2].startswith("error") for m in r.messages)
+    # ctrl_loss_tmo 15 ms: b is back (31 ms) before its timer (35 ms) fires: the stale timer does nothing
+    r = run_simulation(topology_from_dict(_loss_doc(ctrl_loss_tmo="15ms"), "t"), job)
+    assert r.status_info.split()[1:3] == ["a:dead:optimized:nr_active=0", "b:live:optimized:nr_active=0"]
+    # fast_io_fail_tmo 2 ms: from 22 ms no controller is worth waiting for: I/O fails until b returns
+    r = run_simulation(topology_from_dict(_loss_doc(fast_io_fail_tmo="2ms", ctrl_loss_tmo=-1), "t"), job)
+    assert r.errored > 0 and r.status_info.split()[2] == "b:live:optimized:nr_active=0"
+    assert r.windows == [] and r.completed > 300

@@ -35,7 +35,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 from ..target import END_DONE, END_REQUEUE, MAP_KILL, MAP_REMAPPED, MAP_SUBMITTED, MessageError
 from ..target.multipath import blk_path_error
 from . import registry
-from .policy import (ANA_STATES, CTRL_CONNECTING, CTRL_LIVE, CTRL_RESETTING, LOCAL_DISTANCE, OPTIMIZED,
+from .policy import (ANA_STATES, CTRL_CONNECTING, CTRL_DEAD, CTRL_LIVE, CTRL_RESETTING, LOCAL_DISTANCE, OPTIMIZED,
                      find_nearest, path_is_optimized, state_is_live)
 
 EINVAL = 22
@@ -73,6 +73,8 @@ class Controller:
         self.marginal = marginal
         self.state = CTRL_LIVE
         self.nr_active = 0
+        self.failfast = False     # NVME_CTRL_FAILFAST_EXPIRED
+        self.loss_gen = 0         # bumped when the controller changes state: stale timers do nothing
 
     @property
     def dev(self):       # the engine finds a path's device model through pgpath.dev.devt
@@ -154,13 +156,18 @@ class NvmeHead:
                  ana_group_of_ns: Optional[Dict[int, int]] = None,
                  ana: Optional[Dict[int, Dict[str, str]]] = None, host: Optional[Host] = None,
                  marginal_aware: bool = True, clock: Callable[[], int] = lambda: 0,
-                 cpu: Callable[[], int] = lambda: 0, on_kick: Optional[Callable] = None):
+                 cpu: Callable[[], int] = lambda: 0, on_kick: Optional[Callable] = None,
+                 schedule: Optional[Callable[[int, str], None]] = None, ctrl_loss_tmo_ns: int = -1,
+                 fast_io_fail_tmo_ns: int = -1):
         self.controllers = list(controllers)
         self.by_name = {c.name: c for c in self.controllers}
         self.host = host or Host()
         self.clock = clock
         self._cpu = cpu
         self._on_kick = on_kick
+        self._schedule = schedule
+        self.ctrl_loss_tmo_ns = ctrl_loss_tmo_ns      # < 0: reconnect forever
+        self.fast_io_fail_tmo_ns = fast_io_fail_tmo_ns
         self.marginal_aware = marginal_aware
         self.policy_params = dict(policy_params or {})
         groups = ana_group_of_ns or {}
@@ -217,7 +224,8 @@ class NvmeHead:
         return MAP_KILL
 
     def available_path(self, nshead: NsHead) -> bool:
-        return any(ns.ctrl.state in (CTRL_LIVE, CTRL_RESETTING, CTRL_CONNECTING) for ns in nshead.paths)
+        return any(ns.ctrl.state in (CTRL_LIVE, CTRL_RESETTING, CTRL_CONNECTING) and not ns.ctrl.failfast
+                   for ns in nshead.paths)
 
     def extra_delay_ns(self, io) -> int:
         """The cross-node cost: the submitting CPU's node is not the controller's."""
@@ -238,7 +246,7 @@ class NvmeHead:
         if error and blk_path_error(error):
             self.clear_current_path(ns)
             if ctrl.state == CTRL_LIVE:
-                ctrl.state = CTRL_CONNECTING      # the transport's error recovery
+                self._lose(ctrl)                  # the transport's error recovery
             io.pgpath = None
             return END_REQUEUE
         if error:
@@ -277,7 +285,21 @@ class NvmeHead:
                 self.policy.paths_changed(h)
         self.kick()
 
+    def _lose(self, ctrl: Controller) -> None:
+        """Link lost: reconnecting; arm ctrl_loss_tmo and fast_io_fail_tmo."""
+        ctrl.state = CTRL_CONNECTING
+        ctrl.loss_gen += 1
+        if self._schedule is not None:
+            if self.fast_io_fail_tmo_ns >= 0:
+                self._schedule(self.fast_io_fail_tmo_ns, "fast_io_fail_expired %s %d" % (ctrl.name, ctrl.loss_gen))
+            if self.ctrl_loss_tmo_ns >= 0:
+                self._schedule(self.ctrl_loss_tmo_ns, "ctrl_loss_expired %s %d" % (ctrl.name, ctrl.loss_gen))
+
     def set_ctrl_state(self, ctrl: Controller, state: str) -> None:
+        if state == CTRL_CONNECTING and ctrl.state == CTRL_LIVE:
+            self._lose(ctrl)
+        ctrl.loss_gen += state == CTRL_LIVE
+        ctrl.failfast = ctrl.failfast and state != CTRL_LIVE
         ctrl.state = state
         for h in self.nsheads:
             ns = h.path_via(ctrl)
@@ -334,7 +356,18 @@ class NvmeHead:
         elif cmd == "fail_path" and len(argv) == 2:
             self.set_ctrl_state(self._ctrl(argv[1]), CTRL_CONNECTING)
         elif cmd == "reinstate_path" and len(argv) == 2:
-            self.set_ctrl_state(self._ctrl(argv[1]), CTRL_LIVE)
+            c = self._ctrl(argv[1])
+            if c.state == CTRL_DEAD:
+                raise MessageError(EINVAL, "nvme: controller %s was deleted (ctrl_loss_tmo)" % c.name)
+            self.set_ctrl_state(c, CTRL_LIVE)
+        elif cmd in ("ctrl_loss_expired", "fast_io_fail_expired") and len(argv) == 3:
+            c = self._ctrl(argv[1])
+            if c.state == CTRL_CONNECTING and str(c.loss_gen) == argv[2]:
+                if cmd == "fast_io_fail_expired":
+                    c.failfast = True          # queued I/O no longer waits for this controller
+                    self.kick()
+                else:
+                    self.set_ctrl_state(c, CTRL_DEAD)   # deleted: its paths leave the heads
         else:
             raise MessageError(EINVAL, "nvme: unrecognised message %s" % " ".join(argv))
 

@@ -11,6 +11,8 @@
     adaptive_weight_timeout = "15s"   # adaptive: time between weight updates
     adaptive_ewma_shift = 3
     spdk_rr_min_io = 1
+    ctrl_loss_tmo = "600s"       # a lost controller is deleted after this (-1: reconnect forever)
+    fast_io_fail_tmo = -1        # queued I/O stops waiting for a lost controller after this (-1: off)
 
     [nvme.controllers.nvme0]     # one per path, in list order; default: one per [paths.*] entry
     path = "sda"                 # its [paths.*] device model (default: the controller's name)
@@ -38,7 +40,7 @@ from .head import Controller, Host, NvmeHead
 from .policy import ANA_STATES
 
 _KEYS = {"iopolicy", "namespaces", "cpu_nodes", "node_distance", "cross_node_cost", "marginal_aware",
-         "adaptive_weight_timeout", "adaptive_ewma_shift", "spdk_rr_min_io", "controllers", "ana_groups",
+         "adaptive_weight_timeout", "adaptive_ewma_shift", "spdk_rr_min_io", "ctrl_loss_tmo", "fast_io_fail_tmo", "controllers", "ana_groups",
          "events"}
 _CTRL_KEYS = {"path", "numa_node", "marginal"}
 
@@ -60,7 +62,10 @@ class NvmeConfig:
     def __init__(self, paths, controllers: List[Tuple[str, str, int, bool]], *, iopolicy="numa", namespaces=1,
                  ana_groups: Optional[Dict[int, Tuple[List[int], Dict[str, str]]]] = None,
                  events: Sequence[Tuple[int, str]] = (), host: Optional[Host] = None, marginal_aware=True,
-                 policy_params: Optional[dict] = None):
+                 policy_params: Optional[dict] = None, ctrl_loss_tmo_ns: int = 600 * 10 ** 9,
+                 fast_io_fail_tmo_ns: int = -1):
+        self.ctrl_loss_tmo_ns = ctrl_loss_tmo_ns
+        self.fast_io_fail_tmo_ns = fast_io_fail_tmo_ns
         self.all_paths = list(paths)
         by_name = {p.name: p for p in paths}
         self.controllers = controllers
@@ -88,7 +93,8 @@ class NvmeConfig:
                         namespaces=self.namespaces, ana_group_of_ns=group_of,
                         ana={g: st for g, (_, st) in self.ana_groups.items()}, host=self.host,
                         marginal_aware=self.marginal_aware, clock=env.get("clock", lambda: 0),
-                        cpu=env.get("cpu", lambda: 0), on_kick=env.get("on_kick"))
+                        cpu=env.get("cpu", lambda: 0), on_kick=env.get("on_kick"), schedule=env.get("schedule"),
+                        ctrl_loss_tmo_ns=self.ctrl_loss_tmo_ns, fast_io_fail_tmo_ns=self.fast_io_fail_tmo_ns)
 
 
 def parse_nvme(doc: dict, paths, src: str) -> NvmeConfig:
@@ -159,6 +165,10 @@ def _parse(doc: dict, paths, src: str) -> NvmeConfig:
                                                      "adaptive_weight_timeout"),
               "ewma_shift": _int(doc.get("adaptive_ewma_shift", 3), "adaptive_ewma_shift", 0, 16),
               "rr_min_io": _int(doc.get("spdk_rr_min_io", 1), "spdk_rr_min_io", 1, 1 << 20)}
+    tmo = {}
+    for key, default in (("ctrl_loss_tmo", "600s"), ("fast_io_fail_tmo", -1)):
+        v = doc.get(key, default)
+        tmo[key] = -1 if v == -1 and not isinstance(v, bool) else parse_duration_ns(v, key)
     groups: Dict[int, Tuple[List[int], Dict[str, str]]] = {}
     gdoc = doc.get("ana_groups")
     if gdoc is not None:
@@ -218,7 +228,8 @@ def _parse(doc: dict, paths, src: str) -> NvmeConfig:
                 raise NvmeTopologyError("%s.iopolicy %r is not an NVMe I/O policy" % (w, e["iopolicy"]))
             events.append((at, "iopolicy %s" % e["iopolicy"]))
     return NvmeConfig(paths, controllers, iopolicy=pol, namespaces=nns, ana_groups=groups or None,
-                      events=events, host=host, marginal_aware=ma, policy_params=params)
+                      events=events, host=host, marginal_aware=ma, policy_params=params,
+                      ctrl_loss_tmo_ns=tmo["ctrl_loss_tmo"], fast_io_fail_tmo_ns=tmo["fast_io_fail_tmo"])
 
 
 def _ana_states(d, cnames, where) -> Dict[str, str]:

@@ -203,7 +203,8 @@ class Simulation:
             # HST before the 2022 fix: select_path reads sched_clock(), which
             # runs ahead of ktime by the time from TSC start to timekeeping.
             env["select_clock"] = lambda: self._base + self.now + sched_clock_offset_ns
-        self.mp: Multipath = target(dict(env, on_kick=self._on_kick)) if target is not None else construct(
+        self.mp: Multipath = target(dict(env, on_kick=self._on_kick, schedule=self._schedule_message)) \
+            if target is not None else construct(
             tl.params, resolve_device=mapping_resolver(by_name), selector_env=env,
             timebase=self.timebase, rq_stats=rq_stats, force_jiffies_start=force_jiffies_start,
             activate=self._activate, on_kick=self._on_kick,
@@ -432,6 +433,11 @@ class Simulation:
             self._state_changes += 1
         elif fault.action == "slow":
             dev.slow_factor = fault.factor
+
+    def _schedule_message(self, delay_ns: int, text: str) -> None:
+        """A target's own timer (NVMe ctrl_loss_tmo): a message to itself later."""
+        self._push(self.now + delay_ns, EV_MESSAGE, text)
+        self._state_changes += 1
 
     def _message(self, text: str) -> None:
         self._state_changes -= 1
