@@ -3,8 +3,11 @@
 Modelled after Nilay Shroff's "nvme-multipath: introduce adaptive I/O policy"
 RFC series on linux-nvme (RFC PATCHv4 2025-11-04 and v5 2025-11-05,
 lore 20251105103347.86059-1-nilay@linux.ibm.com; renamed the "latency"
-policy in PATCHv6, 2026-05-20), as read in a multipath.c with the series
-applied.  What is modelled:
+policy in PATCHv6, 2026-05-20).  The code read was a multipath.c carrying the
+series under its "adaptive" names (found in the search tool's code index;
+its repository is not named there), which aggregates latency per NUMA node
+and keeps credits per CPU; the defaults (15 s, shift 3) are the ones the
+v4/v5 commit messages give.  What is modelled:
 
 - Sampling: every completion on a path adds its latency (issue on the path
   to completion) to a batch kept per path, per NUMA node of the completing
