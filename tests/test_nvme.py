@@ -167,6 +167,11 @@ def test_marginal_controller_is_only_a_fallback():
     e2 = Env(3, policy="round-robin")
     e2.head.message("marginal", "c1", "1")
     assert e2.names(4) == ["c0", "c2", "c0", "c2"]
+    e4 = Env(2, policy="queue-depth")
+    e4.head.message("marginal", "c0", "1")
+    assert [e4.pick().pgpath.name for _ in range(3)] == ["c1"] * 3     # skipped however idle c0 is
+    e4.head.message("marginal", "c1", "1")
+    assert e4.pick().pgpath.name == "c0"          # all marginal: the full search picks the first
     e3 = Env(2, policy="numa", marginal_aware=False)
     e3.head.message("marginal", "c0", "1")
     assert e3.names(1) == ["c0"]
@@ -325,7 +330,9 @@ def test_marginal_and_controller_loss_studies():
     d = st.summarize(st, "round-robin", st.run("round-robin"))
     assert d["shares"]["after"]["c1"] == 0.0 and d["shares"]["before"]["c1"] > 0.3
     d = st.summarize(st, "queue-depth", st.run("queue-depth"))
-    assert d["shares"]["after"]["c1"] > 0.3          # the proposed patch leaves queue-depth alone
+    assert d["shares"]["after"]["c1"] == 0.0
+    d = st.summarize(st, "spdk-queue-depth", st.run("spdk-queue-depth"))
+    assert d["shares"]["after"]["c1"] > 0.3          # SPDK does not know the flag
     st = NVME_STUDIES["nvme-controller-loss"]
     d = st.summarize(st, "round-robin", st.run("round-robin"))
     assert d["errored"] == 0 and d["pending"] == 0 and d["path_errors"]["c0"] > 0

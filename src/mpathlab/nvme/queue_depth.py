@@ -8,10 +8,15 @@ namespace reached through that controller counts, and it is kept only for
 requests started while this policy is active (a request is marked when it is
 counted, and only marked requests are uncounted at completion, never below
 zero).  No cached state: the choice is made afresh for every I/O.
+
+With the proposed marginal handling (the same v8 series, 2025-07, a patch
+Hannes Reinecke questioned on the list), paths on marginal controllers are
+left out of the scan; when that leaves nothing, the full search
+(``find_nearest``, at local distance) picks a path, marginal or not.
 """
 from __future__ import annotations
 
-from .policy import NON_OPTIMIZED, OPTIMIZED, IOPolicy, path_is_disabled
+from .policy import NON_OPTIMIZED, OPTIMIZED, IOPolicy, find_nearest, path_is_disabled
 from .registry import register
 
 
@@ -24,8 +29,9 @@ class QueueDepth(IOPolicy):
     def find_path(self, nshead, cpu, node, io):
         best_opt = best_nonopt = None
         min_opt = min_nonopt = 2 ** 32 - 1
+        marginal = self.head.marginal_aware
         for ns in nshead.paths:
-            if path_is_disabled(ns):
+            if path_is_disabled(ns) or (marginal and ns.ctrl.marginal):
                 continue
             depth = ns.ctrl.nr_active
             if ns.ana_state == OPTIMIZED:
@@ -36,4 +42,7 @@ class QueueDepth(IOPolicy):
                     min_nonopt, best_nonopt = depth, ns
             if min_opt == 0:
                 return best_opt
-        return best_opt if best_opt is not None else best_nonopt
+        found = best_opt if best_opt is not None else best_nonopt
+        if found is None and marginal:
+            return find_nearest(nshead, node, False, True)
+        return found

@@ -187,8 +187,8 @@ NVME_STUDIES: Dict[str, NvmeStudy] = {s.name: s for s in [
               "3 controllers, all optimized; c1 is flagged marginal (FPIN link integrity) at 50 ms",
               {"iopolicy": "numa", "events": [{"at": "50ms", "marginal": {"controller": "c1", "value": True}}]},
               ["c0", "c1", "c2"],
-              "with the proposed marginal handling, numa and round-robin stop using c1 while healthy optimized "
-              "paths exist; queue-depth, adaptive and SPDK do not look at the flag",
+              "with the proposed marginal handling, numa, round-robin and queue-depth stop using c1 while "
+              "healthy paths exist; adaptive and SPDK do not look at the flag",
               [("before", 10, 50), ("after", 60, 150)]),
     NvmeStudy("nvme-controller-loss",
               "2 controllers; c0's link fails at 30 ms (I/O errors, controller reconnecting), back at 80 ms",
