@@ -412,3 +412,59 @@ def test_ctrl_loss_tmo_and_fast_io_fail_tmo():
     r = run_simulation(topology_from_dict(_loss_doc(fast_io_fail_tmo="2ms", ctrl_loss_tmo=-1), "t"), job)
     assert r.errored > 0 and r.status_info.split()[2] == "b:live:optimized:nr_active=0"
     assert r.windows == [] and r.completed > 300
+
+
+_ops = st.lists(st.one_of(
+    st.tuples(st.just("map"), st.integers(1, 2), st.integers(0, 3), st.booleans()),
+    st.tuples(st.just("end"), st.integers(0, 40), st.sampled_from([None, None, None, "transport", "medium"])),
+    st.tuples(st.just("ana"), st.integers(0, 2), st.sampled_from(["optimized", "non-optimized", "inaccessible",
+                                                                   "change"])),
+    st.tuples(st.just("ctrl"), st.integers(0, 2), st.sampled_from(["fail_path", "reinstate_path"])),
+    st.tuples(st.just("marginal"), st.integers(0, 2), st.sampled_from(["0", "1"])),
+    st.tuples(st.just("policy"), st.sampled_from(sorted(nvme.names()))),
+    st.tuples(st.just("tick"), st.integers(1, 20_000_000))), max_size=60)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(sorted(nvme.names())), _ops)
+def test_head_invariants_under_random_events(policy, ops):
+    e = Env(3, policy=policy, numa_nodes=[0, 1, -1], namespaces=2,
+            params={"weight_timeout_ns": 1_000_000, "rr_min_io": 2})
+    head = e.head
+    inflight = []
+    for op in ops:
+        if op[0] == "map":
+            e.cpu = op[2]
+            io = IO(op[1], op[3])
+            r = head.map(io)
+            if r == MAP_REMAPPED:
+                ns = io.tag.ns
+                # only a usable path in a live ANA state is ever chosen
+                assert ns.ctrl.state == "live" and ns.ana_state in ("optimized", "non-optimized")
+                assert ns.nshead.nsid == op[1]
+                inflight.append(io)
+            else:
+                assert r in (MAP_SUBMITTED, MAP_KILL)
+                if r == MAP_SUBMITTED:
+                    assert head.available_path(head.nsheads[op[1] - 1])
+                    head.take_queued()
+        elif op[0] == "end" and inflight:
+            io = inflight.pop(op[1] % len(inflight))
+            r = head.end_io(io, op[2])
+            assert r == (END_REQUEUE if op[2] == "transport" else END_DONE)
+        elif op[0] == "ana":
+            head.message("ana", "1", "c%d" % op[1], op[2])
+        elif op[0] == "ctrl":
+            head.message(op[2], "c%d" % op[1])
+        elif op[0] == "marginal":
+            head.message("marginal", "c%d" % op[1], op[2])
+        elif op[0] == "policy":
+            head.message("iopolicy", op[1])
+        else:
+            e.t += op[1]
+        for c in head.controllers:
+            assert c.nr_active >= 0
+            assert c.nr_active <= sum(1 for io in inflight if io.tag.ns.ctrl is c)
+    for io in inflight:
+        head.end_io(io)
+    assert all(c.nr_active == 0 for c in head.controllers)
