@@ -468,3 +468,15 @@ def test_head_invariants_under_random_events(policy, ops):
     for io in inflight:
         head.end_io(io)
     assert all(c.nr_active == 0 for c in head.controllers)
+
+
+def test_policy_switch_with_requests_in_flight():
+    # found by the property test: a request started under one policy ends under another
+    e = Env(2, policy="numa")
+    old = e.pick()
+    e.head.message("iopolicy", "spdk-queue-depth")
+    new = e.pick()
+    e.head.end_io(old)                      # numa's request: SPDK's per-qpair counts are untouched
+    assert e.head.policy.outstanding[(0, new.pgpath)] == 1
+    e.head.end_io(new)
+    assert e.head.policy.outstanding[(0, new.pgpath)] == 0

@@ -121,10 +121,10 @@ class NsHead:
 
 
 class _Req:
-    __slots__ = ("ns", "cpu", "start_ns", "counted")
+    __slots__ = ("ns", "cpu", "start_ns", "counted", "policy")
 
-    def __init__(self, ns, cpu, start_ns, counted):
-        self.ns, self.cpu, self.start_ns, self.counted = ns, cpu, start_ns, counted
+    def __init__(self, ns, cpu, start_ns, counted, policy):
+        self.ns, self.cpu, self.start_ns, self.counted, self.policy = ns, cpu, start_ns, counted, policy
 
 
 class _PG:
@@ -216,7 +216,7 @@ class NvmeHead:
             now = self.clock()
             io.pgpath = ns.ctrl
             io.start_time_ns = now
-            io.tag = _Req(ns, cpu, now, counted)
+            io.tag = _Req(ns, cpu, now, counted, self.policy)
             return MAP_REMAPPED
         if self.available_path(nshead):
             self.queued_bios.append(io)
@@ -242,7 +242,9 @@ class NvmeHead:
         ctrl = ns.ctrl
         if req.counted and ctrl.nr_active > 0:
             ctrl.nr_active -= 1
-        self.policy.end_request(ns, io, self.clock() - req.start_ns, req.cpu)
+        # the policy that started the request accounts for its end (after an
+        # iopolicy switch the new policy never saw it)
+        req.policy.end_request(ns, io, self.clock() - req.start_ns, req.cpu)
         if error and blk_path_error(error):
             self.clear_current_path(ns)
             if ctrl.state == CTRL_LIVE:
