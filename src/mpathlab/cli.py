@@ -137,7 +137,9 @@ def _print_result(args, result, jobs) -> None:
 
 
 def cmd_reproduce(args) -> int:
+    from .nvme.scenarios import NVME_SCENARIOS
     from .scenarios import DEFAULT_SCENARIO, SCENARIOS
+    SCENARIOS = dict(SCENARIOS, **NVME_SCENARIOS)
 
     if args.list:
         for name, sc in SCENARIOS.items():
@@ -172,6 +174,9 @@ def cmd_reproduce(args) -> int:
 def _print_outcome(outcome) -> None:
     from .report import share_table
     from .scenarios import TOLERANCE
+    if hasattr(outcome, "format"):      # NVMe throughput scenarios (mpathlab.nvme.scenarios)
+        print(outcome.format())
+        return
     sc = outcome.scenario
     print("%s: %s" % (sc.name, sc.title))
     print("share of I/O per path; in brackets the published value (%s)" % sc.source)
@@ -183,7 +188,9 @@ def _print_outcome(outcome) -> None:
 
 
 def cmd_faults(args) -> int:
+    from .nvme.scenarios import NVME_STUDIES
     from .sim.faults import SELECTORS, STUDIES, format_row, summarize
+    STUDIES = dict(STUDIES, **NVME_STUDIES)
 
     if args.list or not args.name:
         for name, st in STUDIES.items():
@@ -195,14 +202,14 @@ def cmd_faults(args) -> int:
         st = STUDIES.get(name)
         if st is None:
             raise InputError("unknown fault study %r; known: %s, all" % (name, ", ".join(STUDIES)))
-        sels = [args.selector] if args.selector else list(SELECTORS)
+        sels = [args.selector] if args.selector else list(getattr(st, "selectors", SELECTORS))
         if not args.json:
             print("%s: %s\n  expected: %s" % (st.name, st.title, st.expect))
         for sel in sels:
-            d = summarize(st, sel, st.run(sel, seed=args.seed, kernel=args.kernel))
+            d = getattr(st, "summarize", summarize)(st, sel, st.run(sel, seed=args.seed, kernel=args.kernel))
             out.append(d)
             if not args.json:
-                print("  " + format_row(d))
+                print("  " + getattr(st, "format_row", format_row)(d))
     if args.json:
         json.dump(out, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -247,10 +254,14 @@ def cmd_sweep(args) -> int:
     from .sweep import parse_set, run_sweep, write_rows
 
     sels = _csv_list(args.selectors, "--selectors")
+    from . import nvme as _n
     from . import selectors as _s
     from .runner import parse_selector_spec
     for name in sels:
-        if _s.lookup(parse_selector_spec(name)[0]) is None:
+        if name.startswith("nvme:"):
+            if _n.lookup(name[5:]) is None:
+                raise InputError("unknown NVMe I/O policy %r" % name)
+        elif _s.lookup(parse_selector_spec(name)[0]) is None:
             raise InputError("unknown path selector %r" % name)
     sets = parse_set(args.set or [])
     if args.kernels:
@@ -294,19 +305,40 @@ def cmd_report(args) -> int:
         jobs = load_fio(args.job)
         prog = Progress(_progress_enabled(args))
         results = {}
+        sels = _csv_list(args.selectors, "--selectors")
+        _check_report_selectors(sels, topo)
         try:
-            for sel in _csv_list(args.selectors, "--selectors"):
+            for sel in sels:
                 results[sel] = run_simulation(topo, jobs, selector=sel, seed=args.seed,
                                               progress=lambda f, _s=sel: prog(_s, f))
         finally:
             prog.done()
         page = run_report(results, args.title or "mpathlab: %s with %s" % (
             os.path.basename(args.topology), os.path.basename(args.job)),
-            context=["table: %s" % topo.table] + [j.describe() for j in jobs.jobs])
+            context=(["table: %s" % topo.table] if topo.table else [])
+            + (["nvme: %s" % topo.nvme.describe()] if topo.nvme is not None else [])
+            + [j.describe() for j in jobs.jobs])
     with open(args.out, "w") as f:
         f.write(page)
     print("report written to %s" % args.out)
     return 0
+
+
+def _check_report_selectors(sels, topo) -> None:
+    """dm selectors need the [multipath] table, nvme:POLICY the [nvme] section."""
+    from . import nvme, selectors
+    for sel in sels:
+        if sel.startswith("nvme:"):
+            if nvme.lookup(sel[5:]) is None:
+                raise InputError("--selectors: unknown NVMe I/O policy %r; known: %s"
+                                 % (sel[5:], ", ".join(nvme.names())))
+            if topo.nvme is None:
+                raise InputError("--selectors %s: %s has no [nvme] section" % (sel, topo.source))
+        else:
+            if selectors.lookup(sel.partition(":")[0]) is None:
+                raise InputError("--selectors: unknown path selector %r (NVMe policies are nvme:NAME)" % sel)
+            if not topo.table:
+                raise InputError("--selectors %s: %s has no [multipath] table" % (sel, topo.source))
 
 
 def cmd_selectors(args) -> int:
@@ -316,6 +348,9 @@ def cmd_selectors(args) -> int:
         print("%-24s version %-6s table_args %d info_args %d%s"
               % (name, cls.version or "-", cls.table_args, cls.info_args,
                  "  (asks for high-resolution start times)" if cls.uses_hr_timer() else ""))
+    from . import nvme
+    for name in nvme.names():
+        print("%-24s %s" % ("nvme:" + name, nvme.lookup(name).origin))
     return 0
 
 
@@ -393,7 +428,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--model", action="append", metavar="DEV,service=...,parallelism=N,delay=...",
                    help="with --table: a different model for one path (repeatable)")
     r.add_argument("--selector", help="use this selector in every priority group, e.g. "
-                                      "historical-service-time or historical-service-time:972,2")
+                                      "historical-service-time or historical-service-time:972,2; or "
+                                      "nvme:POLICY to run the topology's [nvme] subsystem with that I/O policy")
     r.add_argument("--json", action="store_true", help="print fio-style JSON instead of a table")
     r.add_argument("--json-plus", action="store_true", help="fio json+: JSON with clat_ns latency bins")
     r.add_argument("--seed", type=int, help="random seed (default: the topology's)")
@@ -457,7 +493,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="write an HTML report with plots for selectors on a topology, or a sweep")
     rep.add_argument("topology", nargs="?")
     rep.add_argument("job", nargs="?")
-    rep.add_argument("--selectors", default="round-robin,queue-length,service-time,historical-service-time")
+    rep.add_argument("--selectors", default="round-robin,queue-length,service-time,historical-service-time",
+                     help="comma-separated dm selectors and NVMe policies (nvme:numa, nvme:queue-depth, ...) to "
+                          "run on the same paths (default: %(default)s)")
     rep.add_argument("--sweep", metavar="TABLE", help="report on a sweep table instead")
     rep.add_argument("--seed", type=int)
     rep.add_argument("--kernel", help="kernel profile (default: the topology's kernel, else current)")
@@ -509,12 +547,13 @@ def _known_errors():
     from .target import MessageError, TargetError
     from .workload.fio import FioError
     from .workload.topology import TopologyError
+    from .nvme.policy import PolicyError
     from .live import LiveError
     from .report.html import ReportError
     from .sweep import SweepError
     from .profiles import HostError, ProfileError
-    return (HostError, ProfileError, LiveError, ReportError, SweepError, FioError, TopologyError, TargetError,
-            MessageError, SelectorError, RegistryError,
+    return (HostError, ProfileError, PolicyError, LiveError, ReportError, SweepError, FioError, TopologyError,
+            TargetError, MessageError, SelectorError, RegistryError,
             UnknownSelectorError, UnitError, InputError, OSError)
 
 

@@ -23,6 +23,14 @@ def parse_selector_spec(spec: str):
 def run_simulation(topo: Topology, jobs: FioJobFile, *, selector: Optional[str] = None,
                    seed: Optional[int] = None, progress: Optional[Callable[[float], None]] = None,
                    **overrides) -> SimResult:
+    if (selector or "").startswith("nvme:") or (not selector and not topo.table and topo.nvme is not None):
+        from .nvme.run import run_nvme
+        return run_nvme(topo, jobs, policy=selector[5:] if selector else None, seed=seed, progress=progress,
+                        **overrides)
+    if not topo.table:
+        from .workload.topology import TopologyError
+        raise TopologyError("%s has no [multipath] table for selector %s (NVMe policies are nvme:NAME)"
+                            % (topo.source or "topology", selector))
     if selector:
         name, args = parse_selector_spec(selector)
         topo = topo.with_selector(name, args)

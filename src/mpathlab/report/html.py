@@ -131,8 +131,9 @@ def run_report(results: Dict[str, object], title: str, context: Sequence[str] = 
     body.append(_figure("latency CDF", latency_cdf_plot(results), "Completion latency distribution."))
     body.append(_figure("in-flight", inflight_plot(results), "I/O in flight on each path over the run."))
     for lab, res in results.items():
-        body.append("<p><b>%s</b> final <code>dmsetup status</code>: <code>%s</code></p>"
-                    % (html.escape(lab), html.escape(res.status_info)))
+        what = "NVMe subsystem state" if res.selector.startswith("nvme:") else "<code>dmsetup status</code>"
+        body.append("<p><b>%s</b> final %s: <code>%s</code></p>"
+                    % (html.escape(lab), what, html.escape(res.status_info)))
     return _page(title, body)
 
 

@@ -52,7 +52,8 @@ def run_summary(result) -> str:
     if result.stalled:
         lines.append("note: the run stopped with I/O still queued (no usable path and nothing left to "
                      "reinstate one)")
-    lines.append("dmsetup status: %s" % result.status_info)
+    lines.append("%s: %s" % ("nvme subsystem" if result.selector.startswith("nvme:") else "dmsetup status",
+                             result.status_info))
     return "\n".join(lines)
 
 

@@ -157,7 +157,10 @@ class Simulation:
                  progress: Optional[Callable[[float], None]] = None, drain_ns: int = 60 * 10 ** 9,
                  timeline_points: int = 200, window_ns: int = 0, engine: str = "auto",
                  queue_if_no_path_timeout_secs: int = 0, nr_cpus: Optional[int] = None,
-                 kernel=None, host=None):
+                 kernel=None, host=None, target: Optional[Callable[[dict], object]] = None):
+        # target: a factory for another stack's target object with the same
+        # map/end_io/message/status surface (the NVMe head, mpathlab.nvme);
+        # table_line is then not used.
         if engine not in ("auto", "python", "compiled"):
             raise ValueError("engine must be auto, python or compiled, not %r" % engine)
         self.engine = engine
@@ -201,19 +204,23 @@ class Simulation:
         self._state_changes = 0      # pending events that can bring a path back
         self._timer_gen = 0          # a re-armed timer supersedes the pending one
         self._timer_pending = False
-        tl = split_table_line(table_line)
+        tl = split_table_line(table_line) if target is None else None
         env = {"clock": self._ktime, "cpu": lambda: self._cur_cpu, "topology": self.topology}
         if sched_clock_offset_ns is not None:
             # HST before the 2022 fix: select_path reads sched_clock(), which
             # runs ahead of ktime by the time from TSC start to timekeeping.
             env["select_clock"] = lambda: self._base + self.now + sched_clock_offset_ns
-        self.mp: Multipath = construct(
+        self.mp: Multipath = target(dict(env, on_kick=self._on_kick, schedule=self._schedule_message)) \
+            if target is not None else construct(
             tl.params, resolve_device=mapping_resolver(by_name), selector_env=env,
             timebase=self.timebase, rq_stats=rq_stats, force_jiffies_start=force_jiffies_start,
             activate=self._activate, on_kick=self._on_kick,
             queue_if_no_path_timeout_secs=queue_if_no_path_timeout_secs, set_timer=self._set_timer,
             kernel=self.kernel, host=host)
-        self.mp.table_start, self.mp.table_length = tl.start, tl.length
+        if tl is not None:
+            self.mp.table_start, self.mp.table_length = tl.start, tl.length
+        # per-I/O added transport time the target may ask for (NVMe: the cross-node cost)
+        self._extra_delay = getattr(self.mp, "extra_delay_ns", None)
         devs_by_devt = {}
         master = random.Random(seed)
         self.devices: List[PathDevice] = []
@@ -312,10 +319,13 @@ class Simulation:
             dev.in_flight += 1
             if dev.in_flight > dev.peak_in_flight:
                 dev.peak_in_flight = dev.in_flight
+            delay = dev.model.delay_ns
+            if self._extra_delay is not None:
+                delay += self._extra_delay(io)
             if dev.offline:
                 self._push(self.now + dev.model.fail_latency_ns, EV_ERRDONE, io)
-            elif dev.model.delay_ns:
-                self._push(self.now + dev.model.delay_ns, EV_ARRIVE, io)
+            elif delay:
+                self._push(self.now + delay, EV_ARRIVE, io)
             else:
                 self._arrive(io)
         elif r == MAP_DELAY_REQUEUE:
@@ -431,6 +441,11 @@ class Simulation:
             self._state_changes += 1
         elif fault.action == "slow":
             dev.slow_factor = fault.factor
+
+    def _schedule_message(self, delay_ns: int, text: str) -> None:
+        """A target's own timer (NVMe ctrl_loss_tmo): a message to itself later."""
+        self._push(self.now + delay_ns, EV_MESSAGE, text)
+        self._state_changes += 1
 
     def _message(self, text: str) -> None:
         self._state_changes -= 1

@@ -51,6 +51,8 @@ def eligible(sim) -> str:
     if os.environ.get("MPATHLAB_ENGINE", "").lower() == "python":
         return "MPATHLAB_ENGINE=python"
     mp = sim.mp
+    if getattr(mp, "stack", "dm") != "dm":
+        return "the %s stack is not in the compiled core" % mp.stack
     if len(mp.priority_groups) != 1 or mp.hw_handler_name:
         return "needs exactly one priority group and no hardware handler"
     pg = mp.priority_groups[0]

@@ -72,6 +72,7 @@ class Topology:
         self.kernel = kernel
         self.kinds = dict(kinds or {})   # devt -> device kind, where the file says
         self.source = source
+        self.nvme = None      # mpathlab.nvme.topology.NvmeConfig when the file has an [nvme] section
 
     def host(self):
         """The host facts the kernel checks: the topology's devices (and their kinds) exist, nothing else."""
@@ -158,10 +159,12 @@ def topology_from_dict(doc: dict, source: str = "", base_dir: str = ".") -> Topo
 
 def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
     src = source or "topology"
-    unknown = set(doc) - {"multipath", "paths", "messages", "description"}
+    unknown = set(doc) - {"multipath", "paths", "messages", "description", "nvme"}
     if unknown:
         raise TopologyError("%s: unknown section(s) %s" % (src, ", ".join(sorted(unknown))))
     mp = doc.get("multipath")
+    if mp is None and "nvme" in doc:
+        mp = {"table": ""}    # an NVMe subsystem only (mpathlab.nvme)
     if not isinstance(mp, dict) or "table" not in mp:
         raise TopologyError("%s: needs a [multipath] section with table = \"0 <len> multipath ...\"" % src)
     bad = set(mp) - _MP_KEYS
@@ -259,7 +262,11 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
                     uptime_ns=parse_duration_ns(mp.get("uptime", "1h"), "uptime"), seed=seed,
                     messages=messages, activation_ns=parse_duration_ns(mp.get("activation", 0), "activation"),
                     source=src)
-    validate_table(topo)
+    if topo.table:
+        validate_table(topo)
+    if "nvme" in doc:
+        from ..nvme.topology import parse_nvme
+        topo.nvme = parse_nvme(doc["nvme"], paths, src)
     return topo
 
 

@@ -1,0 +1,247 @@
+"""The ``[nvme]`` section of a topology file: an NVMe subsystem over the file's path models.
+
+    [nvme]
+    iopolicy = "numa"            # numa | round-robin | queue-depth | adaptive (proposed) |
+                                 # spdk-active-passive | spdk-round-robin | spdk-queue-depth
+    namespaces = 1               # namespaces, each reachable through every controller
+    cpu_nodes = [0, 0, 1, 1]     # NUMA node of CPU 0, 1, ... (default: all on node 0)
+    node_distance = [[10, 20], [20, 10]]   # default: 10 local, 20 remote
+    cross_node_cost = "0us"      # added to an I/O whose CPU is on another node than its controller
+    marginal_aware = true        # proposed FPIN marginal handling (PATCH v8, 2025): marginal = non-optimized
+    adaptive_weight_timeout = "15s"   # adaptive: time between weight updates
+    adaptive_ewma_shift = 3
+    spdk_rr_min_io = 1
+    ctrl_loss_tmo = "600s"       # a lost controller is deleted after this (-1: reconnect forever)
+    fast_io_fail_tmo = -1        # queued I/O stops waiting for a lost controller after this (-1: off)
+
+    [nvme.controllers.nvme0]     # one per path, in list order; default: one per [paths.*] entry
+    path = "sda"                 # its [paths.*] device model (default: the controller's name)
+    numa_node = 0                # -1 = NUMA_NO_NODE (the default)
+    marginal = false
+
+    [[nvme.ana_groups]]          # default: one group with every namespace, all optimized
+    id = 1
+    namespaces = [1]
+    state = { nvme0 = "optimized", nvme1 = "non-optimized" }
+
+    [[nvme.events]]              # at given times, like faults
+    at = "2s"
+    ana = { group = 1, controller = "nvme0", state = "inaccessible" }
+    # or: marginal = { controller = "nvme1", value = true }   or: iopolicy = "round-robin"
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..units import UnitError, parse_duration_ns
+from ..workload.topology import TopologyError
+from . import registry
+from .head import Controller, Host, NvmeHead
+from .policy import ANA_STATES
+
+_KEYS = {"iopolicy", "namespaces", "cpu_nodes", "node_distance", "cross_node_cost", "marginal_aware",
+         "adaptive_weight_timeout", "adaptive_ewma_shift", "spdk_rr_min_io", "ctrl_loss_tmo", "fast_io_fail_tmo", "controllers", "ana_groups",
+         "events"}
+_CTRL_KEYS = {"path", "numa_node", "marginal"}
+
+
+class NvmeTopologyError(TopologyError):
+    pass
+
+
+def _int(v, what, lo=None, hi=None):
+    if not isinstance(v, int) or isinstance(v, bool) or (lo is not None and v < lo) or (hi is not None and v > hi):
+        rng = "" if lo is None else " from %d%s" % (lo, "" if hi is None else " to %d" % hi)
+        raise NvmeTopologyError("%s must be a whole number%s" % (what, rng))
+    return v
+
+
+class NvmeConfig:
+    """What the [nvme] section says; ``target(env, iopolicy)`` builds a head for one run."""
+
+    def __init__(self, paths, controllers: List[Tuple[str, str, int, bool]], *, iopolicy="numa", namespaces=1,
+                 ana_groups: Optional[Dict[int, Tuple[List[int], Dict[str, str]]]] = None,
+                 events: Sequence[Tuple[int, str]] = (), host: Optional[Host] = None, marginal_aware=True,
+                 policy_params: Optional[dict] = None, ctrl_loss_tmo_ns: int = 600 * 10 ** 9,
+                 fast_io_fail_tmo_ns: int = -1):
+        self.ctrl_loss_tmo_ns = ctrl_loss_tmo_ns
+        self.fast_io_fail_tmo_ns = fast_io_fail_tmo_ns
+        self.all_paths = list(paths)
+        by_name = {p.name: p for p in paths}
+        self.controllers = controllers
+        self.paths = [by_name[path] for _, path, _, _ in controllers]
+        self.iopolicy = iopolicy
+        self.namespaces = namespaces
+        self.ana_groups = ana_groups or {1: (list(range(1, namespaces + 1)), {})}
+        self.events = list(events)
+        self.host = host or Host()
+        self.marginal_aware = marginal_aware
+        self.policy_params = dict(policy_params or {})
+
+    def describe(self) -> str:
+        return "%d controller(s) %s, %d namespace(s), iopolicy %s, ANA groups %s" % (
+            len(self.controllers), ", ".join("%s(path %s%s)" % (n, p, ", node %d" % nn if nn >= 0 else "")
+                                             for n, p, nn, _ in self.controllers),
+            self.namespaces, self.iopolicy, "; ".join("%d: %s" % (g, st or "all optimized")
+                                                      for g, (_, st) in self.ana_groups.items()))
+
+    def target(self, env: dict, iopolicy: Optional[str] = None) -> NvmeHead:
+        ctrls = [Controller(name, i, pm.devt, numa, marg)
+                 for i, ((name, _, numa, marg), pm) in enumerate(zip(self.controllers, self.paths))]
+        group_of = {ns: g for g, (nss, _) in self.ana_groups.items() for ns in nss}
+        return NvmeHead(ctrls, iopolicy=iopolicy or self.iopolicy, policy_params=self.policy_params,
+                        namespaces=self.namespaces, ana_group_of_ns=group_of,
+                        ana={g: st for g, (_, st) in self.ana_groups.items()}, host=self.host,
+                        marginal_aware=self.marginal_aware, clock=env.get("clock", lambda: 0),
+                        cpu=env.get("cpu", lambda: 0), on_kick=env.get("on_kick"), schedule=env.get("schedule"),
+                        ctrl_loss_tmo_ns=self.ctrl_loss_tmo_ns, fast_io_fail_tmo_ns=self.fast_io_fail_tmo_ns)
+
+
+def parse_nvme(doc: dict, paths, src: str) -> NvmeConfig:
+    try:
+        return _parse(doc, paths, src)
+    except (NvmeTopologyError, UnitError) as e:
+        raise NvmeTopologyError("%s: [nvme] %s" % (src, e)) from None
+
+
+def _parse(doc: dict, paths, src: str) -> NvmeConfig:
+    if not isinstance(doc, dict):
+        raise NvmeTopologyError("must be a table")
+    bad = set(doc) - _KEYS
+    if bad:
+        raise NvmeTopologyError("has unknown key(s) %s" % ", ".join(sorted(bad)))
+    pol = str(doc.get("iopolicy", "numa"))
+    if registry.lookup(pol) is None:
+        raise NvmeTopologyError("iopolicy %r is not one of %s" % (pol, ", ".join(registry.names())))
+    nns = _int(doc.get("namespaces", 1), "namespaces", 1, 1024)
+    path_names = [p.name for p in paths]
+    cdoc = doc.get("controllers")
+    controllers = []
+    if cdoc is None:
+        controllers = [(n, n, -1, False) for n in path_names]
+    else:
+        if not isinstance(cdoc, dict) or not cdoc:
+            raise NvmeTopologyError("controllers must be [nvme.controllers.NAME] tables")
+        used = {}
+        for name, c in cdoc.items():
+            if not isinstance(c, dict):
+                raise NvmeTopologyError("controllers.%s must be a table" % name)
+            bad = set(c) - _CTRL_KEYS
+            if bad:
+                raise NvmeTopologyError("controllers.%s has unknown key(s) %s" % (name, ", ".join(sorted(bad))))
+            path = str(c.get("path", name))
+            if path not in path_names:
+                raise NvmeTopologyError("controllers.%s.path %r names no [paths.*] model" % (name, path))
+            if path in used:
+                raise NvmeTopologyError("controllers %s and %s use the same path %s" % (used[path], name, path))
+            used[path] = name
+            numa = _int(c.get("numa_node", -1), "controllers.%s.numa_node" % name, -1, 1023)
+            marg = c.get("marginal", False)
+            if not isinstance(marg, bool):
+                raise NvmeTopologyError("controllers.%s.marginal must be true or false" % name)
+            controllers.append((name, path, numa, marg))
+    cnames = [c[0] for c in controllers]
+    cpu_nodes = doc.get("cpu_nodes", [])
+    if not isinstance(cpu_nodes, list):
+        raise NvmeTopologyError("cpu_nodes must be a list of node numbers")
+    for i, n in enumerate(cpu_nodes):
+        _int(n, "cpu_nodes[%d]" % i, 0, 1023)
+    nr_nodes = max(cpu_nodes + [c[2] for c in controllers] + [0]) + 1
+    dist = doc.get("node_distance")
+    if dist is not None:
+        if (not isinstance(dist, list) or len(dist) < nr_nodes
+                or any(not isinstance(r, list) or len(r) != len(dist) for r in dist)):
+            raise NvmeTopologyError("node_distance must be a square list of lists covering %d node(s)" % nr_nodes)
+        for i, r in enumerate(dist):
+            for j, v in enumerate(r):
+                _int(v, "node_distance[%d][%d]" % (i, j), 1, 255)
+    else:
+        dist = [[10 if i == j else 20 for j in range(nr_nodes)] for i in range(nr_nodes)]
+    host = Host(cpu_nodes, dist, parse_duration_ns(doc.get("cross_node_cost", 0), "cross_node_cost"))
+    ma = doc.get("marginal_aware", True)
+    if not isinstance(ma, bool):
+        raise NvmeTopologyError("marginal_aware must be true or false")
+    params = {"weight_timeout_ns": parse_duration_ns(doc.get("adaptive_weight_timeout", "15s"),
+                                                     "adaptive_weight_timeout"),
+              "ewma_shift": _int(doc.get("adaptive_ewma_shift", 3), "adaptive_ewma_shift", 0, 16),
+              "rr_min_io": _int(doc.get("spdk_rr_min_io", 1), "spdk_rr_min_io", 1, 1 << 20)}
+    tmo = {}
+    for key, default in (("ctrl_loss_tmo", "600s"), ("fast_io_fail_tmo", -1)):
+        v = doc.get(key, default)
+        tmo[key] = -1 if v == -1 and not isinstance(v, bool) else parse_duration_ns(v, key)
+    groups: Dict[int, Tuple[List[int], Dict[str, str]]] = {}
+    gdoc = doc.get("ana_groups")
+    if gdoc is not None:
+        if not isinstance(gdoc, list):
+            raise NvmeTopologyError("ana_groups must be [[nvme.ana_groups]] tables")
+        seen_ns = {}
+        for i, g in enumerate(gdoc):
+            w = "ana_groups[%d]" % i
+            if not isinstance(g, dict) or "id" not in g:
+                raise NvmeTopologyError("%s needs an id" % w)
+            bad = set(g) - {"id", "namespaces", "state"}
+            if bad:
+                raise NvmeTopologyError("%s has unknown key(s) %s" % (w, ", ".join(sorted(bad))))
+            gid = _int(g["id"], w + ".id", 1, 2 ** 32 - 1)
+            if gid in groups:
+                raise NvmeTopologyError("%s: group %d given twice" % (w, gid))
+            nss = g.get("namespaces", list(range(1, nns + 1)))
+            if not isinstance(nss, list):
+                raise NvmeTopologyError("%s.namespaces must be a list of namespace ids" % w)
+            for n in nss:
+                _int(n, w + ".namespaces", 1, nns)
+                if n in seen_ns:
+                    raise NvmeTopologyError("namespace %d is in ANA groups %d and %d" % (n, seen_ns[n], gid))
+                seen_ns[n] = gid
+            groups[gid] = (list(nss), _ana_states(g.get("state", {}), cnames, w + ".state"))
+    events = []
+    if not isinstance(doc.get("events", []), list):
+        raise NvmeTopologyError("events must be [[nvme.events]] tables")
+    for i, e in enumerate(doc.get("events", [])):
+        w = "events[%d]" % i
+        if not isinstance(e, dict) or "at" not in e:
+            raise NvmeTopologyError("%s needs at" % w)
+        bad = set(e) - {"at", "ana", "marginal", "iopolicy"}
+        kinds = set(e) - {"at"}
+        if bad or len(kinds) != 1:
+            raise NvmeTopologyError("%s needs exactly one of ana, marginal, iopolicy beside at" % w)
+        at = parse_duration_ns(e["at"], "%s.at" % w)
+        if "ana" in e:
+            a = e["ana"]
+            if (not isinstance(a, dict) or set(a) != {"group", "controller", "state"}
+                    or not isinstance(a["controller"], str)):
+                raise NvmeTopologyError("%s.ana must be {group=N, controller=NAME, state=...}" % w)
+            gid = _int(a["group"], w + ".ana.group", 1)
+            if gid not in groups and not (gdoc is None and gid == 1):
+                raise NvmeTopologyError("%s.ana.group %d is not an ANA group" % (w, gid))
+            st = _ana_states({a["controller"]: a["state"]}, cnames, w + ".ana")
+            events.append((at, "ana %d %s %s" % (gid, a["controller"], st[a["controller"]])))
+        elif "marginal" in e:
+            m = e["marginal"]
+            if (not isinstance(m, dict) or set(m) != {"controller", "value"} or not isinstance(m["controller"], str)
+                    or m["controller"] not in cnames
+                    or not isinstance(m["value"], bool)):
+                raise NvmeTopologyError("%s.marginal must be {controller=NAME, value=true|false}" % w)
+            events.append((at, "marginal %s %d" % (m["controller"], int(m["value"]))))
+        else:
+            if registry.lookup(str(e["iopolicy"])) is None:
+                raise NvmeTopologyError("%s.iopolicy %r is not an NVMe I/O policy" % (w, e["iopolicy"]))
+            events.append((at, "iopolicy %s" % e["iopolicy"]))
+    return NvmeConfig(paths, controllers, iopolicy=pol, namespaces=nns, ana_groups=groups or None,
+                      events=events, host=host, marginal_aware=ma, policy_params=params,
+                      ctrl_loss_tmo_ns=tmo["ctrl_loss_tmo"], fast_io_fail_tmo_ns=tmo["fast_io_fail_tmo"])
+
+
+def _ana_states(d, cnames, where) -> Dict[str, str]:
+    if not isinstance(d, dict):
+        raise NvmeTopologyError("%s must be {CONTROLLER = \"optimized\", ...}" % where)
+    out = {}
+    for c, st in d.items():
+        if not isinstance(st, str):
+            raise NvmeTopologyError("%s: the state of %s must be a string" % (where, c))
+        if c not in cnames:
+            raise NvmeTopologyError("%s names %r, which is not a controller" % (where, c))
+        if st not in ANA_STATES:
+            raise NvmeTopologyError("%s: %r is not an ANA state (%s)" % (where, st, ", ".join(ANA_STATES)))
+        out[c] = st
+    return out
