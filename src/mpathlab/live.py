@@ -27,6 +27,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from .selectors import CpuTopology, lookup
 from .sim.engine import JobState, SimResult
+from .sim.stats import depth_index, lat_range_index
 from .sim.stats import mean_abs_deviation
 from .target import MAP_DELAY_REQUEUE, MAP_REMAPPED, MpathIO, construct, mapping_resolver
 from .target.multipath import END_DONE, REQUEUE_DELAY_MS
@@ -239,6 +240,8 @@ class LiveRun:
                     lp.dispatched += 1
                     lp.in_flight += 1
                     lp.peak_in_flight = max(lp.peak_in_flight, lp.in_flight)
+                    js.inflight += 1
+                    js.depth_map[depth_index(js.inflight)] += 1
                 if lp.delay_ns:
                     time.sleep(lp.delay_ns / 1e9)
                 blocks = max(1, lp.size // bs)
@@ -261,6 +264,7 @@ class LiveRun:
                 end = time.monotonic_ns()
                 with self._lock:
                     lp.in_flight -= 1
+                    js.inflight -= 1
                     lp.busy_ns += end - t_io
                     lp.lat_ns += end - t_disp
                     status = self.mp.end_io(io, "ioerr" if err else None)
@@ -278,6 +282,8 @@ class LiveRun:
                     else:
                         js.write_lat.add(lat)
                         js.bytes_written += bs
+                    js.rate_windows.add(end - t0 - js.start_ns, is_read, bs)
+                    js.lat_ranges[lat_range_index(lat)] += 1
                     js.end_ns = end - t0
                     done[0] += 1
         except LiveError as e:

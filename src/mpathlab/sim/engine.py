@@ -30,7 +30,7 @@ from ..target.multipath import DH_OK, REQUEUE_DELAY_MS
 from ..timing import TimeBase
 from ..workload.fio import JobSpec
 from .devices import PathDevice, PathModel, best_distribution
-from .stats import LatencyStats, mean_abs_deviation
+from .stats import LatencyStats, RateWindows, depth_index, lat_range_index, mean_abs_deviation
 
 (EV_DONE, EV_ARRIVE, EV_SUBMIT, EV_RETRY, EV_KICK, EV_FAULT, EV_MESSAGE, EV_ERRDONE, EV_ACTIVATED,
  EV_NOPATH_TIMEOUT) = range(10)
@@ -74,6 +74,9 @@ class JobState:
         self.bytes_written = 0
         self.read_lat = LatencyStats()
         self.write_lat = LatencyStats()
+        self.rate_windows = RateWindows()   # fio's bw/iops samples
+        self.depth_map = [0] * 7            # fio's io_u_map (iodepth_level)
+        self.lat_ranges = [0] * 32          # fio's io_u_lat_n/u/m (latency_ns/us/ms)
         self.start_ns = spec.startdelay_ns
         self.end_ns = spec.startdelay_ns
         self.finished = False
@@ -282,6 +285,7 @@ class Simulation:
             is_read = rf >= 1.0 or (rf > 0.0 and job.rng.random() < rf)
             io = SimIO(spec.bs, job, now, is_read)
             job.inflight += 1
+            job.depth_map[depth_index(job.inflight)] += 1
             job.submitted += 1
             self.result.submitted += 1
             if self.mp.queue_mode == "bio":
@@ -379,6 +383,8 @@ class Simulation:
         else:
             job.write_lat.add(lat)
             job.bytes_written += io.nr_bytes
+        job.rate_windows.add(now - job.start_ns, io.is_read, io.nr_bytes)
+        job.lat_ranges[lat_range_index(lat)] += 1
         job.end_ns = now
         self._submit_more(job)
         if job.inflight == 0 and len(self._groups) > 1:

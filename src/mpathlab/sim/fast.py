@@ -153,6 +153,9 @@ def _write_back(sim, out, info_of_dev) -> None:
         j.remaining = None if o["remaining"] < 0 else o["remaining"]
         j.inflight = 0
         j.bytes_read, j.bytes_written = o["bytes_read"], o["bytes_written"]
+        j.rate_windows.windows = [list(w) for w in o["windows"]]
+        j.depth_map = list(o["depth_map"])
+        j.lat_ranges = list(o["lat_ranges"])
         for st, (n, lo, hi, mean, m2, hist) in ((j.read_lat, o["read_lat"]), (j.write_lat, o["write_lat"])):
             st.n, st.min, st.max, st.mean, st._m2, st.hist = n, lo, hi, mean, m2, hist
     res = sim.result
