@@ -9,6 +9,7 @@
     mpathlab faults [NAME|all] [--selector NAME] [--json]
     mpathlab selectors
     mpathlab table 'TABLE LINE' [--status info|table|ima]
+    dmsetup status | mpathlab status [--table LINE]     (or: mpathlab status 'mpatha: 0 2097152 multipath ...')
 
 Every failure is reported as one line on stderr with a non-zero exit code;
 no traceback unless MPATHLAB_DEBUG=1 is set.
@@ -307,6 +308,34 @@ def cmd_table(args) -> int:
     return 0
 
 
+def cmd_status(args) -> int:
+    from .target.status_parse import explain_dmsetup
+    if args.text and args.text != ["-"]:
+        # one quoted argument per line, or an unquoted line split by the shell
+        text = "\n".join(args.text) if any(" " in t.strip() for t in args.text) else " ".join(args.text)
+        source = "argument"
+    else:
+        text, source = _read_text_stdin(), "stdin"
+    table = None
+    if args.table:
+        table = args.table
+    out = explain_dmsetup(text, source=source, kind=args.kind, table=table, as_json=args.json)
+    if args.json:
+        json.dump(out, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print("\n".join(out))
+    return 0
+
+
+def _read_text_stdin() -> str:
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError("stdin: byte %d is not UTF-8 text" % e.start) from None
+
+
 class InputError(Exception):
     """Bad user input that has no more specific exception type."""
 
@@ -316,6 +345,10 @@ def build_parser() -> argparse.ArgumentParser:
         "Linux dm-multipath path selectors in Python: simulate how each selector spreads I/O over "
         "asymmetric paths, driven by fio job files."))
     p.add_argument("--version", action="version", version="mpathlab %s" % __version__)
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="more log output: -v also the target's runtime kernel lines (failovers), -vv debug "
+                        "(default: warnings and the kernel lines printed while a table is loaded)")
+    p.add_argument("-q", "--quiet", action="store_true", help="log errors only (no kernel warnings)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     r = sub.add_parser("run", help="simulate a fio job over a topology",
@@ -416,20 +449,43 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("line", nargs="+", help="the table line")
     t.add_argument("--status", choices=("table", "info", "ima"), default="table")
     t.set_defaults(func=cmd_table)
+
+    st = sub.add_parser("status", help="explain `dmsetup status` / `dmsetup table` output in words",
+                        description="Explain multipath lines of `dmsetup status` or `dmsetup table` output "
+                                    "(one or many lines, with or without 'name: ' prefixes; other targets are "
+                                    "skipped): priority groups, the group in use, each path's state and fail "
+                                    "count, and the selector's fields by name.")
+    st.add_argument("text", nargs="*", metavar="LINE",
+                    help="status or table lines (default: read standard input; '-' also reads it)")
+    st.add_argument("--kind", choices=("auto", "status", "table"), default="auto",
+                    help="what the lines are (default: auto, a line that is not a valid status is read as a "
+                         "table)")
+    st.add_argument("--table", metavar="LINE",
+                    help="the device's table line, to name the selectors of status lines exactly (default: "
+                         "guessed from the number of fields, or from table lines in the input)")
+    st.add_argument("--json", action="store_true", help="print the parsed lines as JSON (default: words)")
+    st.set_defaults(func=cmd_status)
+
+    # -v/-q on every command too (mpathlab run -v ...), not only before it
+    for sp in sub.choices.values():
+        sp.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                        help="more log output: -v also the target's runtime kernel lines, -vv debug")
+        sp.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                        help="log errors only (no kernel warnings)")
     return p
 
 
 def _known_errors():
     from .selectors import RegistryError, SelectorError, UnknownSelectorError
     from .sim.devices import UnitError
-    from .target import MessageError, TargetError
+    from .target import MessageError, StatusParseError, TargetError
     from .workload.fio import FioError
     from .workload.topology import TopologyError
     from .live import LiveError
     from .report.html import ReportError
     from .sweep import SweepError
     return (LiveError, ReportError, SweepError, FioError, TopologyError, TargetError, MessageError, SelectorError, RegistryError,
-            UnknownSelectorError, UnitError, InputError, OSError)
+            UnknownSelectorError, UnitError, InputError, OSError, StatusParseError)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -439,6 +495,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     debug = os.environ.get("MPATHLAB_DEBUG") == "1"
+    from . import klog
+    klog.setup(-1 if getattr(args, "quiet", False) else getattr(args, "verbose", 0) or 0)
     try:
         return args.func(args)
     except KeyboardInterrupt:

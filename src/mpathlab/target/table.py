@@ -12,6 +12,7 @@ first problem found, and its message, are those ``dmsetup load`` would report.
 """
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -123,6 +124,8 @@ def _parse_hw_handler(m: Multipath, a: ArgSet) -> None:
     if m.queue_mode == QUEUE_MODE_BIO:
         a.consume(hw_argc)
         m.dmesg.append("device-mapper: multipath: bio-based multipath doesn't allow hardware handler args")
+        # logged as a table-load warning (the CLI shows these by default, see mpathlab.klog)
+        logging.getLogger("mpathlab.target.load").info("bio-based multipath doesn't allow hardware handler args")
         return
     m.hw_handler_name = a.shift()
     if hw_argc > 1:
