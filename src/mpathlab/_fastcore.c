@@ -165,7 +165,7 @@ typedef struct {
     lat_stats rlat, wlat;
     int64_t bytes_read, bytes_written;
     /* fio's bw/iops samples: per 500 ms since the job started,
-       {read bytes, write bytes, read I/Os, write I/Os} (RateWindows) */
+       {read, write, trim bytes, read, write, trim I/Os} (RateWindows) */
     int64_t *win;
     int64_t nwin, capwin;
     int64_t depth_map[7];   /* fio's io_u_map (iodepth_level) */
@@ -583,16 +583,16 @@ static int window_add(job_t *job, int64_t t_rel, int is_read, int64_t nbytes)
     if (k >= job->capwin) {
         int64_t nc = job->capwin ? job->capwin * 2 : 16;
         while (nc <= k) nc *= 2;
-        int64_t *nw = PyMem_Realloc(job->win, (size_t)nc * 4 * sizeof(int64_t));
+        int64_t *nw = PyMem_Realloc(job->win, (size_t)nc * 6 * sizeof(int64_t));
         if (!nw) return -1;
-        memset(nw + job->capwin * 4, 0, (size_t)(nc - job->capwin) * 4 * sizeof(int64_t));
+        memset(nw + job->capwin * 6, 0, (size_t)(nc - job->capwin) * 6 * sizeof(int64_t));
         job->win = nw;
         job->capwin = nc;
     }
     if (k >= job->nwin) job->nwin = k + 1;
-    int64_t *w = job->win + k * 4;
+    int64_t *w = job->win + k * 6;
     w[is_read ? 0 : 1] += nbytes;
-    w[is_read ? 2 : 3] += 1;
+    w[is_read ? 3 : 4] += 1;
     return 0;
 }
 
@@ -949,9 +949,9 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         for (int k = 0; k < 32; k++)
             PyList_SET_ITEM(lr, k, PyLong_FromLongLong(j->lat_ranges[k]));
         for (int64_t k = 0; k < j->nwin; k++) {
-            int64_t *w = j->win + k * 4;
-            PyObject *wt = Py_BuildValue("(LLLL)", (long long)w[0], (long long)w[1], (long long)w[2],
-                                         (long long)w[3]);
+            int64_t *w = j->win + k * 6;
+            PyObject *wt = Py_BuildValue("(LLLLLL)", (long long)w[0], (long long)w[1], (long long)w[2],
+                                         (long long)w[3], (long long)w[4], (long long)w[5]);
             if (!wt) { Py_DECREF(rl); Py_DECREF(wl); Py_DECREF(wins); Py_DECREF(dmap); Py_DECREF(lr); goto fail; }
             PyList_SET_ITEM(wins, k, wt);
         }

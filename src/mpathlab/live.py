@@ -282,7 +282,7 @@ class LiveRun:
                     else:
                         js.write_lat.add(lat)
                         js.bytes_written += bs
-                    js.rate_windows.add(end - t0 - js.start_ns, is_read, bs)
+                    js.rate_windows.add(end - t0 - js.start_ns, 0 if is_read else 1, bs)
                     js.lat_ranges[lat_range_index(lat)] += 1
                     js.end_ns = end - t0
                     done[0] += 1

@@ -80,8 +80,8 @@ class _SampleStat:
 
 
 def rate_samples(job, direction: int) -> tuple:
-    """(bw KiB/s, iops) sample statistics of one job clone for read (0) or
-    write (1): one sample per full 500 ms period with I/O in it."""
+    """(bw KiB/s, iops) sample statistics of one job clone for read (0),
+    write (1) or trim (2): one sample per full 500 ms period with I/O in it."""
     bw, iops = _SampleStat(), _SampleStat()
     windows = getattr(getattr(job, "rate_windows", None), "windows", [])
     span = job.end_ns - job.start_ns
@@ -89,7 +89,7 @@ def rate_samples(job, direction: int) -> tuple:
     for k, w in enumerate(windows):
         if (k + 1) * FIO_AVG_TIME_NS > span:
             break                     # fio takes no sample of the last, partial period
-        nbytes, nios = w[direction], w[2 + direction]
+        nbytes, nios = w[direction], w[3 + direction]
         if not nbytes:
             continue                  # "No entries for interval"
         bw.add(nbytes * 1000 // period_ms // 1024)
@@ -133,16 +133,6 @@ def _direction(lat: LatencyStats, nbytes: int, runtime_ms: int, plist, spec, plu
     }
 
 
-def _empty_direction() -> dict:
-    z = _SampleStat()
-    return _direction(LatencyStats(), 0, 0, (), _NoPercentiles, False, z, z, 0)
-
-
-class _NoPercentiles:
-    clat_percentiles = False
-    lat_percentiles = False
-
-
 def _dist(counts: Sequence[int], total: int) -> List[float]:
     """fio's stat_calc_dist: percent, a non-empty slot shows at least 0.1."""
     out = []
@@ -168,13 +158,18 @@ def _lat_pct(counts: Sequence[int], total: int) -> List[float]:
 def _job_entry(name: str, groupid: int, jobs, plist, plus: bool, group_agg: Sequence[int]) -> dict:
     spec = jobs[0].spec
     read, write = merged_latency(jobs, ("read",)), merged_latency(jobs, ("write",))
+    trim = LatencyStats()             # trims, where the engine models them (trim_lat, bytes_trimmed)
+    for j in jobs:
+        if getattr(j, "trim_lat", None) is not None:
+            trim.merge(j.trim_lat)
     rb = sum(j.bytes_read for j in jobs)
     wb = sum(j.bytes_written for j in jobs)
+    tb = sum(getattr(j, "bytes_trimmed", 0) for j in jobs)
     errors = sum(j.errored for j in jobs)
     runtime = max(j.end_ns for j in jobs) - min(j.start_ns for j in jobs)
     runtime_ms = int(round(runtime / 1e6))
     samples = []
-    for d in (0, 1):
+    for d in (0, 1, 2):
         bw, io = _SampleStat(), _SampleStat()
         for j in jobs:
             b, i = rate_samples(j, d)
@@ -186,7 +181,7 @@ def _job_entry(name: str, groupid: int, jobs, plist, plus: bool, group_agg: Sequ
         for k, c in enumerate(getattr(j, "depth_map", ())):
             depth[k] += c
     submitted = sum(depth)
-    total = read.n + write.n
+    total = read.n + write.n + trim.n
     ranges = [0] * 32
     for j in jobs:
         for k, c in enumerate(getattr(j, "lat_ranges", ())):
@@ -200,7 +195,7 @@ def _job_entry(name: str, groupid: int, jobs, plist, plus: bool, group_agg: Sequ
         "read": _direction(read, rb, runtime_ms, plist, spec, plus, samples[0][0], samples[0][1], group_agg[0]),
         "write": _direction(write, wb, runtime_ms, plist, spec, plus, samples[1][0], samples[1][1],
                             group_agg[1]),
-        "trim": _empty_direction(),
+        "trim": _direction(trim, tb, runtime_ms, plist, spec, plus, samples[2][0], samples[2][1], group_agg[2]),
         "sync": {"total_ios": 0, "lat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}},
         "job_runtime": runtime_ms, "usr_cpu": 0.0, "sys_cpu": 0.0, "ctx": 0, "majf": 0, "minf": 0,
         "iodepth_level": dict(zip(_DEPTH_KEYS, _dist(depth, submitted))),
@@ -256,10 +251,11 @@ def fio_json(result, global_options: Optional[Dict[str, str]] = None, timestamp:
     for key in order:
         js = groups[key]
         runtime_ms = int(round((max(j.end_ns for j in js) - min(j.start_ns for j in js)) / 1e6))
-        a = agg.setdefault(gids[id(js[0])], [0, 0])
+        a = agg.setdefault(gids[id(js[0])], [0, 0, 0])
         if runtime_ms:
             a[0] += 1000 * sum(j.bytes_read for j in js) // runtime_ms
             a[1] += 1000 * sum(j.bytes_written for j in js) // runtime_ms
+            a[2] += 1000 * sum(getattr(j, "bytes_trimmed", 0) for j in js) // runtime_ms
     jobs_out = []
     for key in order:
         js = groups[key]

@@ -383,7 +383,7 @@ class Simulation:
         else:
             job.write_lat.add(lat)
             job.bytes_written += io.nr_bytes
-        job.rate_windows.add(now - job.start_ns, io.is_read, io.nr_bytes)
+        job.rate_windows.add(now - job.start_ns, 0 if io.is_read else 1, io.nr_bytes)
         job.lat_ranges[lat_range_index(lat)] += 1
         job.end_ns = now
         self._submit_more(job)

@@ -154,28 +154,24 @@ def lat_range_index(ns: int) -> int:
 
 class RateWindows:
     """Bytes and I/Os completed per fio sampling period (FIO_AVG_TIME_NS)
-    since the job started, per direction: what fio's bw/iops samples are
-    computed from.  One small list per period, so memory grows with simulated
-    time / 500 ms, not with the number of I/Os."""
+    since the job started, per direction (0 read, 1 write, 2 trim): what
+    fio's bw/iops samples are computed from.  One small list per period, so
+    memory grows with simulated time / 500 ms, not with the number of I/Os."""
 
     __slots__ = ("windows",)
 
     def __init__(self):
-        # windows[k] = [read bytes, write bytes, read I/Os, write I/Os]
+        # windows[k] = [read, write, trim bytes, read, write, trim I/Os]
         self.windows: List[List[int]] = []
 
-    def add(self, t_rel_ns: int, is_read: bool, nbytes: int) -> None:
+    def add(self, t_rel_ns: int, ddir: int, nbytes: int) -> None:
         k = t_rel_ns // FIO_AVG_TIME_NS
         ws = self.windows
         while len(ws) <= k:
-            ws.append([0, 0, 0, 0])
+            ws.append([0, 0, 0, 0, 0, 0])
         w = ws[k]
-        if is_read:
-            w[0] += nbytes
-            w[2] += 1
-        else:
-            w[1] += nbytes
-            w[3] += 1
+        w[ddir] += nbytes
+        w[3 + ddir] += 1
 
 
 def merged_latency(jobs, directions=("read", "write")) -> LatencyStats:
