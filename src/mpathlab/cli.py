@@ -28,6 +28,7 @@ from . import __version__
 EXIT_USAGE = 2
 EXIT_INPUT = 3
 EXIT_MISMATCH = 4
+EXIT_MISSING_DEPENDENCY = 5     # an optional package (dask, matplotlib, pyarrow) is not installed
 EXIT_INTERNAL = 70
 
 
@@ -74,16 +75,27 @@ def cmd_run(args) -> int:
     from .workload.fio import load_fio
     from .workload.topology import load_topology
 
+    _check_selector_arg(args.selector, "--selector")
     if args.table:
         if len(args.files) != 1:
-            raise InputError("with --table give only the job file")
+            raise InputError("with --table give only the job file, got %d files: %s"
+                             % (len(args.files), " ".join(args.files)))
         from .workload.topology import topology_from_table
-        topo = topology_from_table(args.table, service=args.service, parallelism=args.parallelism,
-                                   delay=args.delay, models=args.model or [])
+        topo = topology_from_table(args.table, service=args.service or RUN_TABLE_DEFAULTS["service"],
+                                   parallelism=(RUN_TABLE_DEFAULTS["parallelism"] if args.parallelism is None
+                                                else args.parallelism),
+                                   delay=args.delay or RUN_TABLE_DEFAULTS["delay"], models=args.model or [])
         job_path = args.files[0]
     else:
+        given = [o for o, v in (("--service", args.service), ("--parallelism", args.parallelism),
+                                ("--delay", args.delay), ("--model", args.model)) if v is not None]
+        if given:
+            raise InputError("%s only appl%s with --table (a topology file gives each path its model)"
+                             % (", ".join(given), "ies" if len(given) == 1 else "y"))
         if len(args.files) != 2:
-            raise InputError("run needs TOPOLOGY.toml and JOB.fio (or --table LINE and JOB.fio)")
+            raise InputError("run takes one topology file and one job file (or --table LINE and a job file), "
+                             "got %d file%s: %s" % (len(args.files), "" if len(args.files) == 1 else "s",
+                                                    " ".join(args.files)))
         topo = load_topology(args.files[0])
         job_path = args.files[1]
     jobs = load_fio(job_path)
@@ -102,6 +114,23 @@ def cmd_run(args) -> int:
         prog.done()
     _print_result(args, result, jobs)
     return 0
+
+
+# `run --table`: the device model of every path unless --model changes one
+RUN_TABLE_DEFAULTS = {"service": "exponential:100us", "parallelism": 1, "delay": "0"}
+
+
+def _check_selector_arg(spec: Optional[str], option: str) -> None:
+    """A --selector that is given must name a registered selector (an empty one is not ignored)."""
+    if spec is None:
+        return
+    from . import selectors as _s
+    name = spec.partition(":")[0].strip()
+    if not name:
+        raise InputError("%s: empty selector name (give e.g. service-time or historical-service-time:972,2)"
+                         % option)
+    if _s.lookup(name) is None:
+        raise InputError("%s: unknown path selector %r; known: %s" % (option, name, ", ".join(_s.names())))
 
 
 def _print_notes(jobs) -> None:
@@ -179,7 +208,8 @@ def cmd_faults(args) -> int:
         st = STUDIES.get(name)
         if st is None:
             raise InputError("unknown fault study %r; known: %s, all" % (name, ", ".join(STUDIES)))
-        sels = [args.selector] if args.selector else list(SELECTORS)
+        _check_selector_arg(args.selector, "--selector")
+        sels = [args.selector] if args.selector is not None else list(SELECTORS)
         if not args.json:
             print("%s: %s\n  expected: %s" % (st.name, st.title, st.expect))
         for sel in sels:
@@ -198,6 +228,7 @@ def cmd_live(args) -> int:
     from .runner import parse_selector_spec
     from .workload.fio import load_fio
 
+    _check_selector_arg(args.selector, "--selector")
     jobs = load_fio(args.job)
     _print_notes(jobs)
     name, sel_args = parse_selector_spec(args.selector)
@@ -230,10 +261,10 @@ def cmd_sweep(args) -> int:
     from .sweep import parse_set, run_sweep, write_rows
 
     sels = _csv_list(args.selectors, "--selectors")
-    from . import selectors as _s
     for name in sels:
-        if _s.lookup(name.partition(":")[0]) is None:
-            raise InputError("unknown path selector %r" % name)
+        _check_selector_arg(name, "--selectors")
+    if args.workers is not None and args.workers < 1:
+        raise InputError("--workers must be at least 1, got %d" % args.workers)
     prog = Progress(_progress_enabled(args))
     try:
         rows = run_sweep(args.topology, args.job, selectors=sels,
@@ -268,8 +299,11 @@ def cmd_report(args) -> int:
         jobs = load_fio(args.job)
         prog = Progress(_progress_enabled(args))
         results = {}
+        sels = _csv_list(args.selectors, "--selectors")
+        for sel in sels:
+            _check_selector_arg(sel, "--selectors")
         try:
-            for sel in _csv_list(args.selectors, "--selectors"):
+            for sel in sels:
                 results[sel] = run_simulation(topo, jobs, selector=sel, seed=args.seed,
                                               progress=lambda f, _s=sel: prog(_s, f))
         finally:
@@ -356,19 +390,24 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("files", nargs="+", metavar="TOPOLOGY.toml JOB.fio",
                    help="a topology file (the dm table line and a model per path) and a fio job file; "
                         "with --table only the job file")
-    r.add_argument("--table", help="a `dmsetup table` line to use instead of a topology file")
-    r.add_argument("--service", default="exponential:100us",
-                   help="with --table: every path's service time (400us, exponential:400us, lognormal:400us:0.5)")
-    r.add_argument("--parallelism", type=int, default=1, help="with --table: servers per device")
-    r.add_argument("--delay", default="0", help="with --table: fixed added delay per path")
+    r.add_argument("--table", help="a `dmsetup table` line to use instead of a topology file (default: none)")
+    r.add_argument("--service", help="with --table: every path's service time (400us, exponential:400us, "
+                                     "lognormal:400us:0.5; default: %s)" % RUN_TABLE_DEFAULTS["service"])
+    r.add_argument("--parallelism", type=int, help="with --table: servers per device (default: %d)"
+                   % RUN_TABLE_DEFAULTS["parallelism"])
+    r.add_argument("--delay", help="with --table: fixed added delay per path (default: %s)"
+                   % RUN_TABLE_DEFAULTS["delay"])
     r.add_argument("--model", action="append", metavar="DEV,service=...,parallelism=N,delay=...",
-                   help="with --table: a different model for one path (repeatable)")
+                   help="with --table: a different model for one path (repeatable; default: none)")
     r.add_argument("--selector", help="use this selector in every priority group, e.g. "
-                                      "historical-service-time or historical-service-time:972,2")
-    r.add_argument("--json", action="store_true", help="print fio-style JSON instead of a table")
-    r.add_argument("--json-plus", action="store_true", help="fio json+: JSON with clat_ns latency bins")
+                                      "historical-service-time or historical-service-time:972,2 "
+                                      "(default: the table's)")
+    r.add_argument("--json", action="store_true", help="print fio-style JSON instead of a table (default: off)")
+    r.add_argument("--json-plus", action="store_true",
+                   help="fio json+: JSON with clat_ns latency bins (default: off)")
     r.add_argument("--seed", type=int, help="random seed (default: the topology's)")
-    r.add_argument("--hz", type=int, choices=(100, 250, 300, 1000), help="kernel HZ for jiffies")
+    r.add_argument("--hz", type=int, choices=(100, 250, 300, 1000),
+                   help="kernel HZ for jiffies (default: the topology's, else 250)")
     r.add_argument("--jiffies-start", action="store_true",
                    help="bio-based: ignore DM_PS_USE_HR_TIMER, as kernels before 5.19 did")
     r.add_argument("--progress", action="store_true", help="always show the progress bar")
@@ -484,8 +523,9 @@ def _known_errors():
     from .live import LiveError
     from .report.html import ReportError
     from .sweep import SweepError
+    from .inputs import InputFileError
     return (LiveError, ReportError, SweepError, FioError, TopologyError, TargetError, MessageError, SelectorError, RegistryError,
-            UnknownSelectorError, UnitError, InputError, OSError, StatusParseError)
+            UnknownSelectorError, UnitError, InputError, OSError, StatusParseError, InputFileError)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -496,6 +536,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_USAGE
     debug = os.environ.get("MPATHLAB_DEBUG") == "1"
     from . import klog
+    from .inputs import MissingDependency
     klog.setup(-1 if getattr(args, "quiet", False) else getattr(args, "verbose", 0) or 0)
     try:
         return args.func(args)
@@ -504,6 +545,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except MissingDependency as e:
+        if debug:
+            raise
+        print("mpathlab: error: %s" % e, file=sys.stderr)
+        return EXIT_MISSING_DEPENDENCY
     except _known_errors() as e:
         if debug:
             raise

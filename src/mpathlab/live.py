@@ -76,6 +76,10 @@ def _open(lp: LivePath, size: int, writes: bool, allow_device_writes: bool) -> N
                             "--allow-device-writes if that is what you want" % lp.path)
     elif exists and not stat.S_ISREG(st.st_mode):
         raise LiveError("%s is neither a regular file nor a block device" % lp.path)
+    if size is None and not lp.is_block and (not exists or st.st_size == 0):
+        # fio: without size= a job uses the file's size, and refuses a file it would have to create
+        raise LiveError("%s: the job has no size= and %s; fio refuses such a job too: give size="
+                        % (lp.path, "the file is empty" if exists else "the file does not exist"))
     flags = os.O_RDWR if writes else os.O_RDONLY
     if not exists:
         if os.path.abspath(lp.path).startswith("/dev/"):
@@ -101,6 +105,8 @@ def _open(lp: LivePath, size: int, writes: bool, allow_device_writes: bool) -> N
         lp.size = os.lseek(fd, 0, os.SEEK_END)
     else:
         cur = os.fstat(fd).st_size
+        if size is None:
+            size = cur          # checked above: an existing, non-empty file
         if cur < size:
             if not writes:
                 raise LiveError("%s has %d bytes, the job reads %d" % (lp.path, cur, size))
@@ -129,11 +135,19 @@ class LiveRun:
         unknown = set(delays) - set(paths)
         if unknown:
             raise LiveError("--delay names %s, which is not a --path" % ", ".join(sorted(unknown)))
+        seen: Dict[str, str] = {}
+        for p in paths:
+            real = os.path.realpath(p)
+            if real in seen:
+                same = "twice" if seen[real] == p else "twice (%s and %s are the same file)" % (seen[real], p)
+                raise LiveError("--path %s is given %s; each path must be a different file or device" % (p, same))
+            seen[real] = p
         self.paths = [LivePath(p, i, delays.get(p, 0)) for i, p in enumerate(paths)]
         self.progress = progress
         self.rng_master = random.Random(seed)
         writes = any(j.read_fraction < 1.0 for j in self.jobs_spec)
-        size = max((j.size or j.io_size or j.bs * (j.total_ios or 1)) for j in self.jobs_spec)
+        # fio's size= (or filesize=); None: each file's own size, as fio does
+        size = max((j.size or getattr(j, "filesize", None) or 0) for j in self.jobs_spec) or None
         try:
             for lp in self.paths:
                 _open(lp, size, writes, allow_device_writes)

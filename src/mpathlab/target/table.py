@@ -236,6 +236,12 @@ class TableLine:
 
 def split_table_line(line: str) -> TableLine:
     """Split ``<start> <len> <type> <params>`` with dm core's checks."""
+    rows = [r for r in line.strip().splitlines() if r.strip()]
+    if len(rows) > 1:
+        # A dm table of several lines is several targets; read as one, the
+        # second line's "0 <len> multipath" would be taken for selector args.
+        raise TargetError("one multipath table line expected",
+                          detail="got %d lines; a device made of several targets is not modelled" % len(rows))
     parts = line.strip().split(None, 3)
     if len(parts) < 3:
         raise TargetError("Invalid table line", detail="expected '<start> <length> multipath <params>'")
