@@ -129,11 +129,14 @@ _BARE = ("table", "hz", "uptime", "seed", "activation", "sched_clock_offset", "h
 def locate_topology_error(text: str, message: str) -> Optional[int]:
     """The line a topology error message is about, found from the option it names."""
     m = _PATH_KEY.search(message)
+    unknown = re.search(r"unknown key\(s\) ([A-Za-z0-9_\-]+)", message)
     if m:
-        return toml_key_line(text, "paths." + m.group(1), m.group(2))
+        return toml_key_line(text, "paths." + m.group(1), m.group(2) or (unknown.group(1) if unknown else None))
     m = _MSG_KEY.search(message)
     if m:
         return toml_key_line(text, "messages", m.group(2) or "at", int(m.group(1)))
+    if unknown and "[multipath]" in message:
+        return toml_key_line(text, "multipath", unknown.group(1))
     m = _MP_KEY.search(message)
     if m:
         return toml_key_line(text, "multipath", m.group(1))
@@ -152,7 +155,7 @@ def with_line(message: str, path: str, line: Optional[int]) -> str:
         return message
     for name in (path, os.path.basename(path)):
         if message.startswith(name + ": "):
-            return "%s:%d: %s" % (name, line, message[len(name) + 2:])
+            return "%s:%d: %s" % (path, line, message[len(name) + 2:])
     return "%s:%d: %s" % (path, line, message)
 
 

@@ -269,7 +269,7 @@ def load_topology(path: str) -> Topology:
         return topology_from_dict(doc, os.path.basename(path), os.path.dirname(os.path.abspath(path)))
     except TopologyError as e:
         msg = str(e)
-        raise TopologyError(with_line(msg, os.path.basename(path), locate_topology_error(text, msg))) from None
+        raise TopologyError(with_line(msg, path, locate_topology_error(text, msg))) from None
 
 
 def rewrite_selector(table: str, name: str, args: Sequence[str] = (), resolver=None) -> str:
