@@ -61,7 +61,11 @@ def test_toml_errors_name_file_and_line(tmp_path, job, capsys):
 
 @pytest.mark.parametrize("edit,needle", [
     (('service = "100us"\n[paths.sdc]', 'service = "100us"\nparallelism = 0\n[paths.sdc]'),
-     "t.toml:6: paths.sdb.parallelism must be a whole number >= 1"),
+     "t.toml:6: paths.sdb.parallelism must be a whole number >= 1 and <= 65536, got 0"),
+    (('service = "100us"\n[paths.sdc]', 'service = "100us"\nparallelism = 18446744073709551616\n[paths.sdc]'),
+     "t.toml:6: paths.sdb.parallelism must be a whole number >= 1 and <= 65536, got 18446744073709551616"),
+    (('service = "100us"\n[paths.sdc]', 'service = 1e400\n[paths.sdc]'),
+     "t.toml:5: paths.sdb.service: inf is not a duration below 2^63 ns"),
     (('[paths.sdb]', 'hz = 17\n[paths.sdb]'), "t.toml:3: hz must be one of"),
     (('[paths.sdb]', 'bogus = 1\n[paths.sdb]'), "t.toml:3: [multipath] has unknown key(s) bogus"),
     (('devt = "8:32"', 'devt = "8:32"\nspeed = 2'), "t.toml:8: paths.sdc has unknown key(s) speed"),
@@ -116,7 +120,7 @@ def test_table_only_options_without_table(job, capsys, opt):
 def test_model_with_nothing_to_set(job, capsys):
     assert _err(capsys, ["run", "--table", TABLE1, job, "--model", "sdb"]) == \
         "--model sdb: nothing to set; use DEV,service=...,parallelism=N,delay=..."
-    assert "--parallelism: parallelism must be at least 1" in _err(capsys, ["run", "--table", TABLE1, job,
+    assert "--parallelism: parallelism must be from 1 to 65536, got 0" in _err(capsys, ["run", "--table", TABLE1, job,
                                                                            "--parallelism", "0"])
 
 

@@ -95,6 +95,7 @@ def _service(spec, where: str) -> ServiceTime:
 
 
 MAX_SERVICE_NS = 3600 * 10 ** 9
+MAX_PARALLELISM = 65536     # servers inside one device model
 
 
 def _service_model(spec, where: str) -> ServiceTime:
@@ -192,8 +193,9 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
         if isinstance(svc, dict) and "file" in svc and not os.path.isabs(svc["file"]):
             svc = dict(svc, file=os.path.join(base_dir, svc["file"]))
         par = p.get("parallelism", 1)
-        if not isinstance(par, int) or isinstance(par, bool) or par < 1:
-            raise TopologyError("%s: %s.parallelism must be a whole number >= 1" % (src, where))
+        if not isinstance(par, int) or isinstance(par, bool) or not 1 <= par <= MAX_PARALLELISM:
+            raise TopologyError("%s: %s.parallelism must be a whole number >= 1 and <= %d, got %r"
+                                % (src, where, MAX_PARALLELISM, par))
         paths.append(PathModel(
             name, devt, _service(svc, where), parallelism=par,
             delay_ns=parse_duration_ns(p.get("delay", 0), where + ".delay"),
@@ -388,8 +390,8 @@ def topology_from_table(line: str, *, service: str = "exponential:100us", parall
             par = int(ov.get("parallelism", parallelism))
         except ValueError:
             raise TopologyError("--model %s: parallelism must be a whole number" % label) from None
-        if par < 1:
-            raise TopologyError("%s: parallelism must be at least 1, got %d"
+        if not 1 <= par <= MAX_PARALLELISM:
+            raise TopologyError("%s: parallelism must be from 1 to 65536, got %d"
                                 % ("--model %s" % label if "parallelism" in ov else "--parallelism", par))
         try:
             paths.append(PathModel(label, p.dev.devt,
