@@ -418,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("name", nargs="?", help="scenario name or 'all' (default: hst-2020-depth1); see --list")
     rp.add_argument("--list", action="store_true", help="list the shipped scenarios")
     rp.add_argument("--json", action="store_true", help="print the columns as JSON")
-    rp.add_argument("--seed", type=int, help="override the scenario's random seed")
+    rp.add_argument("--seed", type=int, help="override the scenario's random seed (default: the scenario's)")
     rp.add_argument("--progress", action="store_true", help="always show the progress bar")
     rp.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     rp.set_defaults(func=cmd_reproduce)
@@ -428,55 +428,68 @@ def build_parser() -> argparse.ArgumentParser:
                                     "files or block devices, one per path, through the multipath target "
                                     "and selector code, with real clocks.")
     lv.add_argument("job", help="fio job file")
-    lv.add_argument("--path", action="append", required=True, help="a file or block device; repeat per path")
-    lv.add_argument("--selector", default="historical-service-time", help="selector[:arg,...]")
+    lv.add_argument("--path", action="append", required=True,
+                    help="a file or block device; repeat per path, each a different one (required, no default)")
+    lv.add_argument("--selector", default="historical-service-time",
+                    help="selector[:arg,...] (default: %(default)s)")
     lv.add_argument("--delay", action="append", metavar="PATH=DURATION",
-                    help="added delay before each I/O on that path (asymmetric paths on one disk)")
-    lv.add_argument("--hz", type=int, default=250, choices=(100, 250, 300, 1000))
-    lv.add_argument("--queue-mode", choices=("rq", "bio"), default="rq")
+                    help="added delay before each I/O on that path (asymmetric paths on one disk; "
+                         "default: none)")
+    lv.add_argument("--hz", type=int, default=250, choices=(100, 250, 300, 1000),
+                    help="kernel HZ of the jiffies clock (default: %(default)s)")
+    lv.add_argument("--queue-mode", choices=("rq", "bio"), default="rq",
+                    help="request-based or bio-based target (default: %(default)s)")
     lv.add_argument("--allow-device-writes", action="store_true",
-                    help="allow a job with writes on a block device (destroys its data)")
-    lv.add_argument("--seed", type=int, default=1)
-    lv.add_argument("--json", action="store_true")
-    lv.add_argument("--progress", action="store_true")
-    lv.add_argument("--no-progress", action="store_true")
+                    help="allow a job with writes on a block device (destroys its data; default: off)")
+    lv.add_argument("--seed", type=int, default=1, help="random seed of the offsets (default: %(default)s)")
+    lv.add_argument("--json", action="store_true", help="print fio-style JSON (default: a table)")
+    lv.add_argument("--progress", action="store_true", help="always show the progress bar (default: on a terminal)")
+    lv.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     lv.set_defaults(func=cmd_live)
 
     sw = sub.add_parser("sweep", help="run a grid of simulations on Dask and write a CSV/Parquet table",
                         description="Selectors x iodepths x topology parameters x seeds, one simulation per "
                                     "point, run on Dask (a local cluster unless --scheduler is given).")
-    sw.add_argument("topology")
-    sw.add_argument("job")
-    sw.add_argument("--selectors", default="service-time,historical-service-time")
-    sw.add_argument("--iodepths", default="1,8,64")
-    sw.add_argument("--seeds", default="1")
+    sw.add_argument("topology", help="topology file (TOML)")
+    sw.add_argument("job", help="fio job file")
+    sw.add_argument("--selectors", default="service-time,historical-service-time",
+                    help="comma-separated selectors (default: %(default)s)")
+    sw.add_argument("--iodepths", default="1,8,64", help="comma-separated iodepths (default: %(default)s)")
+    sw.add_argument("--seeds", default="1", help="comma-separated random seeds (default: %(default)s)")
     sw.add_argument("--set", action="append", metavar="KEY=V1,V2",
-                    help="topology parameter to vary, a dotted key: paths.sdd.service.mean=100us,400us")
+                    help="topology parameter to vary, a dotted key into an existing table: "
+                         "paths.sdd.service.mean=100us,400us (repeatable; default: none)")
     sw.add_argument("--scheduler", help="address of a Dask scheduler (default: start a local cluster)")
-    sw.add_argument("--workers", type=int, default=2, help="local cluster worker processes")
-    sw.add_argument("--out", default="sweep.csv", help="output table (.csv, or .parquet with pyarrow)")
-    sw.add_argument("--progress", action="store_true")
-    sw.add_argument("--no-progress", action="store_true")
+    sw.add_argument("--workers", type=int, default=2,
+                    help="local cluster worker processes, at least 1 (default: %(default)s)")
+    sw.add_argument("--out", default="sweep.csv",
+                    help="output table (.csv, or .parquet with pyarrow; default: %(default)s)")
+    sw.add_argument("--progress", action="store_true", help="always show the progress bar (default: on a terminal)")
+    sw.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     sw.set_defaults(func=cmd_sweep)
 
     rep = sub.add_parser("report", help="write an HTML report with plots for selectors on a topology, or a sweep")
-    rep.add_argument("topology", nargs="?")
-    rep.add_argument("job", nargs="?")
-    rep.add_argument("--selectors", default="round-robin,queue-length,service-time,historical-service-time")
-    rep.add_argument("--sweep", metavar="TABLE", help="report on a sweep table instead")
-    rep.add_argument("--seed", type=int)
-    rep.add_argument("--title")
-    rep.add_argument("-o", "--out", default="report.html")
-    rep.add_argument("--progress", action="store_true")
-    rep.add_argument("--no-progress", action="store_true")
+    rep.add_argument("topology", nargs="?", help="topology file (TOML), unless --sweep")
+    rep.add_argument("job", nargs="?", help="fio job file, unless --sweep")
+    rep.add_argument("--selectors", default="round-robin,queue-length,service-time,historical-service-time",
+                     help="comma-separated selectors to compare (default: %(default)s)")
+    rep.add_argument("--sweep", metavar="TABLE",
+                     help="report on a table written by mpathlab sweep instead (.csv, or .parquet with pyarrow; "
+                          "default: none)")
+    rep.add_argument("--seed", type=int, help="random seed (default: the topology's)")
+    rep.add_argument("--title", help="page title (default: from the file names)")
+    rep.add_argument("-o", "--out", default="report.html", help="output HTML file (default: %(default)s)")
+    rep.add_argument("--progress", action="store_true", help="always show the progress bar (default: on a terminal)")
+    rep.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     rep.set_defaults(func=cmd_report)
 
     f = sub.add_parser("faults", help="run the fault studies (path failure, all paths down, slow path)")
     f.add_argument("name", nargs="?", help="study name, or 'all'; without one, the list")
     f.add_argument("--list", action="store_true", help="list the studies")
-    f.add_argument("--selector", help="run only this selector")
-    f.add_argument("--json", action="store_true")
-    f.add_argument("--seed", type=int, default=1)
+    f.add_argument("--selector", help="run only this selector (default: round-robin, queue-length, service-time "
+                                       "and historical-service-time)")
+    f.add_argument("--json", action="store_true", help="print the results as JSON (default: a table)")
+    f.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
     f.set_defaults(func=cmd_faults)
 
     s = sub.add_parser("selectors", help="list the registered path selectors")
@@ -486,7 +499,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Parse a multipath table (a full '0 LEN multipath ...' line or only "
                                    "the target's parameters) as the kernel would.")
     t.add_argument("line", nargs="+", help="the table line")
-    t.add_argument("--status", choices=("table", "info", "ima"), default="table")
+    t.add_argument("--status", choices=("table", "info", "ima"), default="table",
+                   help="what to print: the canonical table, or the INFO or IMA status (default: %(default)s)")
     t.set_defaults(func=cmd_table)
 
     st = sub.add_parser("status", help="explain `dmsetup status` / `dmsetup table` output in words",

@@ -179,7 +179,7 @@ class PathDevice:
         self.model = model
         self.seed = seed              # the compiled core seeds its own stream from it
         self.busy = 0
-        self.queue = deque()
+        self.queue: deque = deque()
         self.offline = False
         self.slow_factor = 1.0
         self.sample = model.service.sampler(random.Random(seed))

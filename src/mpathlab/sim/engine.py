@@ -218,10 +218,10 @@ class Simulation:
         self._dev_index = {d: i for i, d in enumerate(self.devices)}
         self.dev_of_pgpath = {}
         for pgpath in self.mp.pgpaths:
-            d = devs_by_devt.get(pgpath.dev.devt)
-            if d is None:
+            dev = devs_by_devt.get(pgpath.dev.devt)
+            if dev is None:
                 raise ValueError("table path %s has no device model in the topology" % pgpath.dev.name)
-            self.dev_of_pgpath[pgpath] = d
+            self.dev_of_pgpath[pgpath] = dev
         self.jobs: List[JobState] = []
         cpu = 0
         for spec in specs:
@@ -296,7 +296,7 @@ class Simulation:
         self._cur_cpu = io.job.cpu
         r = self.mp.map(io)
         if r == MAP_REMAPPED:
-            dev = self.dev_of_pgpath[io.pgpath]
+            dev = self.dev_of_pgpath[io.pgpath]  # type: ignore[index]  # map() set pgpath
             io.dev = dev
             dev.dispatched += 1
             if self.window_ns:
@@ -504,7 +504,7 @@ class Simulation:
             elif kind == EV_KICK:
                 self._kick_pending = False
                 for io in mp.take_queued():
-                    self._dispatch(io)
+                    self._dispatch(io)  # type: ignore[arg-type]  # the target queues the SimIOs it was given
             elif kind == EV_SUBMIT:
                 self._submit_more(obj)
             elif kind == EV_FAULT:

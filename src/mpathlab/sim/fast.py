@@ -21,7 +21,7 @@ from .devices import Empirical, Exponential, LogNormal, ServiceTime
 try:
     from .. import _fastcore
 except ImportError:  # not built: pure Python only
-    _fastcore = None
+    _fastcore = None  # type: ignore[assignment]
 
 _SELECTORS = {RoundRobin: 0, QueueLength: 1, STSelector: 2, HistoricalServiceTime: 3}
 
@@ -81,7 +81,7 @@ def try_run_fast(sim) -> bool:
     devices = sim.devices
     index = {d: i for i, d in enumerate(devices)}
     info_of_dev = {}
-    paths_cfg = [None] * len(devices)
+    paths_cfg: list = [None] * len(devices)
     for pgpath in pg.pgpaths:
         d = sim.dev_of_pgpath[pgpath]
         info = ps._info[pgpath]

@@ -7,7 +7,7 @@ power of two), from which fio's percentiles are read.
 from __future__ import annotations
 
 import math
-from typing import Dict, Iterable, List, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence
 
 PLAT_BITS = 6
 PLAT_VAL = 1 << PLAT_BITS  # buckets per group
@@ -26,7 +26,7 @@ def _bucket(v: int) -> int:
     return base + ((v >> error_bits) & (PLAT_VAL - 1))
 
 
-def _bucket_value(idx: int) -> int:
+def _bucket_value(idx: int) -> float:
     """Midpoint of a bucket (fio's plat_idx_to_val)."""
     if idx < 2 * PLAT_VAL:
         return idx
@@ -110,7 +110,7 @@ class LatencyStats:
         """fio json+ style bins: {bucket midpoint ns: count}."""
         return {str(int(_bucket_value(k))): c for k, c in sorted(self.hist.items())}
 
-    def as_fio(self, plist: Iterable[float] = None, with_percentiles: bool = True) -> dict:
+    def as_fio(self, plist: Optional[Iterable[float]] = None, with_percentiles: bool = True) -> dict:
         d = {"min": int(self.min), "max": int(self.max), "mean": self.mean, "stddev": self.stddev,
              "N": self.n}
         if with_percentiles:

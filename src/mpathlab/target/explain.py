@@ -147,8 +147,9 @@ def explain_table(m, name: Optional[str] = None) -> List[str]:
 
 
 def _size(nbytes: int) -> str:
+    v = float(nbytes)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if nbytes < 1024 or unit == "PiB":
-            return "%g %s" % (round(nbytes, 1), unit)
-        nbytes /= 1024
+        if v < 1024 or unit == "PiB":
+            return "%g %s" % (round(v, 1), unit)
+        v /= 1024
     return ""

@@ -11,7 +11,7 @@ by its count, so a status line can be read without knowing the selectors.
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import Any, List, Optional, Tuple
 
 _INT = re.compile(r"-?[0-9]+")
 
@@ -220,9 +220,9 @@ def explain_dmsetup(text: str, source: str = "input", kind: str = "auto", table=
     if table:
         for dl, m in parse_dmsetup_table(table, "--table"):
             selectors_of[dl.name] = [pg.ps.name for pg in m.priority_groups]
-    entries = []
+    entries: List[Tuple[str, DmsetupLine, Any]] = []
     for dl in split_dmsetup_output(text, source):
-        entry = None
+        entry: Optional[Tuple[str, DmsetupLine, Any]] = None
         status_err = None
         if kind in ("auto", "status"):
             try:

@@ -87,7 +87,7 @@ def mapping_resolver(names: Dict[str, Tuple[int, int]]) -> DeviceResolver:
 def _parse_features(m: Multipath, a: ArgSet) -> None:
     argc = a.read(0, 8, "invalid number of feature args", grouped=True)
     while argc:
-        name = a.shift()
+        name = a.shift() or ""      # the grouped read made sure the tokens are there
         argc -= 1
         low = name.lower()
         if low == "queue_if_no_path":
@@ -105,7 +105,7 @@ def _parse_features(m: Multipath, a: ArgSet) -> None:
             argc -= 1
             continue
         if low == "queue_mode" and argc >= 1:
-            mode = a.shift()
+            mode = a.shift() or ""
             argc -= 1
             if mode.lower() == "bio":
                 m.queue_mode = QUEUE_MODE_BIO
