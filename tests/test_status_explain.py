@@ -170,7 +170,7 @@ def test_verbose_shows_the_targets_runtime_lines(capsys):
         m.device_name = "253:0"
         m.message("fail_path", "8:16")
     finally:
-        klog.setup(0)
+        klog.teardown()
     assert "device-mapper: multipath: 253:0: Failing path 8:16." in capsys.readouterr().err
 
 

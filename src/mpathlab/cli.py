@@ -349,6 +349,8 @@ def cmd_status(args) -> int:
         text = "\n".join(args.text) if any(" " in t.strip() for t in args.text) else " ".join(args.text)
         source = "argument"
     else:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise InputError("status: give the lines as arguments, or pipe them in: dmsetup status | mpathlab status")
         text, source = _read_text_stdin(), "stdin"
     table = None
     if args.table:
@@ -550,8 +552,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_USAGE
     debug = os.environ.get("MPATHLAB_DEBUG") == "1"
     from . import klog
-    from .inputs import MissingDependency
     klog.setup(-1 if getattr(args, "quiet", False) else getattr(args, "verbose", 0) or 0)
+    try:
+        return _dispatch(args, debug)
+    finally:
+        klog.teardown()
+
+
+def _dispatch(args, debug: bool) -> int:
+    from .inputs import MissingDependency
     try:
         return args.func(args)
     except KeyboardInterrupt:

@@ -81,6 +81,15 @@ def setup(verbosity: int = 0, stream=None) -> logging.Handler:
     h.addFilter(_LevelFilter(verbosity))
     logger.addHandler(h)
     logger.setLevel(logging.DEBUG if verbosity >= 2 else logging.INFO)
-    logger.propagate = False
     _handler = h
     return h
+
+
+def teardown() -> None:
+    """Remove the handler :func:`setup` installed (the CLI does, when a command ends)."""
+    global _handler
+    if _handler is not None:
+        logger = logging.getLogger(ROOT)
+        logger.removeHandler(_handler)
+        logger.setLevel(logging.NOTSET)
+        _handler = None
