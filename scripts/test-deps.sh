@@ -6,6 +6,7 @@
 set -uo pipefail
 DEBIAN_PACKAGES=(
   "fio /usr/bin/fio"
+  "python3-six /usr/lib/python3/dist-packages/six.py"
 )
 missing=()
 for entry in "${DEBIAN_PACKAGES[@]}"; do

@@ -89,6 +89,9 @@ def test_json_plus_omits_what_fio_omits_and_fills_what_it_fills():
 
 def test_fio_jsonplus_clat2csv_converts_and_validates_our_json_plus(tmp_path):
     tool = require("fio_jsonplus_clat2csv", "fio's json+ to CSV converter, from Debian's fio package")
+    # the script imports six, which Debian's fio does not pull in: run it with Debian's python3 and python3-six
+    require("/usr/lib/python3/dist-packages/six.py", "python3-six, for fio_jsonplus_clat2csv")
+    tool_cmd = ["/usr/bin/python3", tool]
     src = tmp_path / "out.json"
     out = subprocess.run([sys.executable, "-m", "mpathlab", "run", "--table", TABLE,
                           os.path.join(DATA, "..", "..", "..", "examples", "randwrite.fio"), "--json-plus"],
@@ -96,15 +99,15 @@ def test_fio_jsonplus_clat2csv_converts_and_validates_our_json_plus(tmp_path):
     assert out.returncode == 0, out.stderr
     src.write_text(out.stdout)
     dest = str(tmp_path / "lat.csv")
-    conv = subprocess.run([tool, str(src), dest], capture_output=True, text=True, timeout=120)
+    conv = subprocess.run(tool_cmd + [str(src), dest], capture_output=True, text=True, timeout=120)
     assert conv.returncode == 0, conv.stderr
-    val = subprocess.run([tool, "--validate", str(src), dest], capture_output=True, text=True, timeout=120)
+    val = subprocess.run(tool_cmd + ["--validate", str(src), dest], capture_output=True, text=True, timeout=120)
     assert val.returncode == 0 and "lat_job0.csv validated" in val.stdout, val.stdout + val.stderr
     # and a mixed read/write job with lat_percentiles (bins in both lat objects)
     doc = _run("[global]\nbs=4k\nlat_percentiles=1\n[a]\nrw=randrw\niodepth=4\nnumber_ios=2000\n"
                "[b]\nrw=read\nnumber_ios=300\n", plus=True)
     src.write_text(json.dumps(doc))
-    for args in ([tool, str(src), dest], [tool, "--validate", str(src), dest]):
+    for args in (tool_cmd + [str(src), dest], tool_cmd + ["--validate", str(src), dest]):
         p = subprocess.run(args, capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, p.stdout + p.stderr
     assert "lat_job1.csv validated" in p.stdout
