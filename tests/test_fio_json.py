@@ -193,3 +193,33 @@ def test_fio_plot_reads_our_json_in_every_json_mode(tmp_path):
                             "-o", str(png)], capture_output=True, text=True, timeout=300,
                            env=dict(os.environ, MPLBACKEND="Agg"), cwd=str(tmp_path))
         assert p.returncode == 0 and png.exists(), (mode, p.stdout[-500:], p.stderr[-500:])
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(["read", "write", "randrw"]), st.integers(1, 70), st.integers(1, 3), st.booleans(),
+       st.integers(50, 3000))
+def test_json_invariants_on_random_jobs(rw, depth, numjobs, group, ios):
+    text = "[j]\nrw=%s\nbs=4k\niodepth=%d\nnumjobs=%d\nnumber_ios=%d\n%s" % (
+        rw, depth, numjobs, ios, "group_reporting\n" if group else "")
+    doc = _run(text, plus=True)
+    assert len(doc["jobs"]) == (1 if group else numjobs)
+    for job in doc["jobs"]:
+        total = sum(job[d]["total_ios"] for d in ("read", "write", "trim"))
+        assert total == ios * (numjobs if group else 1)
+        for d in ("read", "write"):
+            dd = job[d]
+            if dd["total_ios"]:
+                assert sum(dd["clat_ns"]["bins"].values()) == dd["total_ios"]
+                assert dd["bw_bytes"] == 1000 * dd["io_bytes"] // dd["runtime"]
+            else:
+                assert "bins" not in dd["clat_ns"] and dd["runtime"] == 0 and dd["bw_samples"] == 0
+        ranges = [v for k in ("latency_ns", "latency_us", "latency_ms") for v in job[k].values()]
+        assert sum(ranges) == pytest.approx(100.0, abs=0.01 * len(ranges))
+        levels = job["iodepth_level"]
+        assert sum(levels.values()) == pytest.approx(100.0, abs=0.1 * 7)
+        # the deepest level reached is the job's iodepth slot
+        slot = [k for k, v in levels.items() if v > 0][-1]
+        assert slot == ("1", "2", "4", "8", "16", "32", ">=64")[min(6, min(depth, ios).bit_length() - 1)]
