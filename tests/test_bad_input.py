@@ -215,3 +215,17 @@ def test_missing_optional_dependency_has_its_own_exit_code(tmp_path, job, capsys
     msg = _err(capsys, ["report", TOPO, job, "--selectors", "round-robin", "-o", str(tmp_path / "r.html")], code=5)
     assert msg.startswith("a report needs matplotlib, which is not installed")
     assert cli.EXIT_MISSING_DEPENDENCY == 5
+
+
+@pytest.mark.parametrize("content,needle", [
+    (b"\xff\n", "lat.txt:1: not UTF-8 text"),
+    (b"", "lat.txt: no latencies in the file"),
+    (b"100us\n-5\n", "lat.txt:2: cannot read '-5' as a duration"),
+    (b"0\n0\n", "the mean service time must be above 0"),
+])
+def test_empirical_latency_files(tmp_path, job, capsys, content, needle):
+    lat = tmp_path / "lat.txt"
+    lat.write_bytes(content)
+    assert needle in _err(capsys, ["run", "--table", TABLE1, job, "--service", "empirical:%s" % lat])
+    topo = GOOD.replace('service = "100us"', 'service = { dist = "empirical", file = "lat.txt" }', 1)
+    assert needle in _err(capsys, ["run", _topo(tmp_path, topo), job])

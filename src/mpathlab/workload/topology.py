@@ -311,7 +311,7 @@ def parse_service_spec(text: str, where: str = "--service") -> ServiceTime:
         return _service(parts[0], where)
     dist = parts[0].lower()
     if dist == "empirical":
-        return Empirical.from_file(":".join(parts[1:]))
+        return _service({"dist": "empirical", "file": ":".join(parts[1:])}, where)
     spec = {"dist": dist, "mean": parts[1]}
     if dist == "lognormal" and len(parts) > 2:
         try:
