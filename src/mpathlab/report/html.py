@@ -27,7 +27,8 @@ def _plt():
         import matplotlib.pyplot as plt
     except ImportError:
         from ..inputs import MissingDependency
-        raise MissingDependency("matplotlib", "a report", "pip install matplotlib (or pip install -e .[report])") from None
+        raise MissingDependency("matplotlib", "a report",
+                                "pip install matplotlib (or pip install -e .[report])") from None
     return plt
 
 

@@ -15,8 +15,9 @@ from .engine import Simulation
 
 MS = 1_000_000
 SELECTORS = ("round-robin", "queue-length", "service-time", "historical-service-time")
-_PER_PATH_ARGS: Dict[str, Optional[Tuple[int, str]]] = {"round-robin": (1, "1"), "queue-length": (1, "1"), "service-time": (2, "1 1"),
-                  "historical-service-time": (1, "0"), "io-affinity": None}
+_PER_PATH_ARGS: Dict[str, Optional[Tuple[int, str]]] = {
+    "round-robin": (1, "1"), "queue-length": (1, "1"), "service-time": (2, "1 1"),
+    "historical-service-time": (1, "0"), "io-affinity": None}
 
 
 def _table(selector: str, devs: List[str], features: str = "0") -> str:
