@@ -10,9 +10,10 @@ Levels (``-q``, default, ``-v``, ``-vv``):
 
 - quiet: errors only;
 - default: warnings, and what the selectors and the target's constructor
-  print while a table is loaded
-  (each distinct line once per command: a table is constructed more than
-  once in a run, the kernel would load it once);
+  print while a table is loaded, as often as the kernel prints them for one
+  load (once per path for a per-path warning); a run constructs the same
+  table more than once where the kernel would load it once, so a line
+  already shown that many times is not shown again;
 - ``-v``: also the target's runtime lines (failovers, reinstatements);
 - ``-vv``: debug.
 """
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Optional, Set
+from typing import Dict, Optional, Set
 
 ROOT = "mpathlab"
 _SELECTOR_PREFIX = "mpathlab.selectors."
@@ -45,10 +46,14 @@ class _LevelFilter(logging.Filter):
     def __init__(self, verbosity: int):
         super().__init__()
         self.verbosity = verbosity
-        self.seen: Set[str] = set()
+        self.seen: Set[tuple] = set()
+        self.this_load: Dict[str, int] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
         v = self.verbosity
+        if record.name == _LOAD and record.levelno == logging.DEBUG:
+            self.this_load = {}          # a new table load starts
+            return v >= 2
         if v < 0:
             return record.levelno >= logging.ERROR
         if v >= 2:
@@ -59,9 +64,11 @@ class _LevelFilter(logging.Filter):
             return True
         if record.levelno >= logging.INFO and (record.name.startswith(_SELECTOR_PREFIX) or record.name == _LOAD):
             line = record.name + record.getMessage()
-            if line in self.seen:
+            n = self.this_load.get(line, 0)
+            self.this_load[line] = n + 1
+            if (line, n) in self.seen:
                 return False
-            self.seen.add(line)
+            self.seen.add((line, n))
             return True
         return False
 

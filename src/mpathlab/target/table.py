@@ -188,6 +188,8 @@ def construct(params: Union[str, Sequence[str]], *, resolve_device: Optional[Dev
     Raises TargetError with the kernel's ti->error string.
     """
     tokens = split_args(params) if isinstance(params, str) else list(params)
+    # marks a table load for the CLI's log (mpathlab.klog): what the kernel prints per load
+    logging.getLogger("mpathlab.target.load").debug("table load: %s", " ".join(tokens))
     resolve = resolve_device or default_device_resolver
     m = Multipath(**multipath_kwargs)
     env = dict(selector_env or {})
