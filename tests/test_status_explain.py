@@ -220,3 +220,12 @@ def test_valid_status_round_trips_and_explains(status, prefix):
     if len(toks) > 1:
         with pytest.raises(StatusParseError):
             parse_status_info(" ".join(toks[:-1]))
+
+
+def test_a_run_shows_the_load_warnings_once_per_path_although_it_builds_the_table_again(tmp_path, capsys):
+    job = tmp_path / "j.fio"
+    job.write_text("[j]\nrw=read\nbs=4k\nnumber_ios=10\n")
+    assert cli.main(["run", "--table", "0 8 multipath 0 0 1 1 round-robin 0 2 1 sdb 1000 sdc 1000", str(job),
+                     "--no-progress"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["device-mapper: multipath round-robin: repeat_count > 1 is deprecated, using 1 instead"] * 2

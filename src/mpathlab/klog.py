@@ -87,7 +87,7 @@ def setup(verbosity: int = 0, stream=None) -> logging.Handler:
     h.setFormatter(KernelFormatter())
     h.addFilter(_LevelFilter(verbosity))
     logger.addHandler(h)
-    logger.setLevel(logging.DEBUG if verbosity >= 2 else logging.INFO)
+    logger.setLevel(logging.DEBUG)      # the filter decides; DEBUG also carries the table-load marks
     _handler = h
     return h
 
