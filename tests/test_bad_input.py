@@ -132,9 +132,12 @@ def test_run_with_four_files_says_what_it_takes(capsys):
 
 def test_two_line_table_gets_a_clear_message(job, capsys, tmp_path):
     two = "0 8 multipath 0 0 1 1 round-robin 0 1 1 8:16 1\n0 8 multipath 0 0 1 1 round-robin 0 1 1 8:32 1"
-    for argv in (["table", two], ["run", "--table", two, job]):
+    bare = "0 0 1 1 round-robin 0 1 1 8:16 1\n0 0 1 1 round-robin 0 1 1 8:32 1"
+    for argv in (["table", two], ["table", bare], ["table", "--status", "info", bare]):
         msg = _err(capsys, argv)
-        assert "one multipath table line expected (got 2 lines" in msg and "selector" not in msg
+        assert "one table line expected, got 2 lines" in msg and "selector" not in msg
+    msg = _err(capsys, ["run", "--table", two, job])
+    assert "one multipath table line expected (got 2 lines" in msg and "selector" not in msg
     topo = GOOD.replace('table = "0 8 multipath 0 0 1 1 round-robin 0 2 1 sdb 1 sdc 1"',
                         'table = """0 8 multipath 0 0 1 1 round-robin 0 1 1 sdb 1\n0 8 multipath 0 0 1 1 '
                         'round-robin 0 1 1 sdc 1"""')

@@ -330,6 +330,10 @@ def cmd_selectors(args) -> int:
 def cmd_table(args) -> int:
     from .target import construct, parse, table_line
     line = " ".join(args.line)
+    rows = [r for r in line.splitlines() if r.strip()]
+    if len(rows) > 1:
+        raise InputError("table: one table line expected, got %d lines (to read a whole `dmsetup table` listing "
+                         "use: mpathlab status)" % len(rows))
     first = line.split()
     if len(first) >= 3 and first[2] == "multipath":
         m = parse(line)
