@@ -223,3 +223,8 @@ def test_json_invariants_on_random_jobs(rw, depth, numjobs, group, ios):
         # the deepest level reached is the job's iodepth slot
         slot = [k for k, v in levels.items() if v > 0][-1]
         assert slot == ("1", "2", "4", "8", "16", "32", ">=64")[min(6, min(depth, ios).bit_length() - 1)]
+
+
+def test_percentile_list_is_printed_sorted_as_fio_does():
+    w = _run("[j]\nrw=write\nbs=4k\nnumber_ios=500\npercentile_list=99.9:50:1\n")["jobs"][0]["write"]
+    assert list(w["clat_ns"]["percentile"]) == ["1.000000", "50.000000", "99.900000"]

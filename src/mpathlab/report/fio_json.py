@@ -101,7 +101,7 @@ def _lat_object(lat: LatencyStats, plist, percentiles: bool, plus: bool) -> dict
     d = {"min": int(lat.min), "max": int(lat.max), "mean": float(lat.mean), "stddev": float(lat.stddev),
          "N": lat.n}
     if percentiles and lat.n:
-        d["percentile"] = lat.percentiles(tuple(plist))
+        d["percentile"] = lat.percentiles(tuple(sorted(plist)))      # fio sorts the list
         if plus:
             d["bins"] = lat.bins()
     return d
