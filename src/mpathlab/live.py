@@ -189,6 +189,12 @@ class LiveRun:
         for js in states:
             js.start_ns = 0
             js.stop_ns = spec_stop(js.spec)
+            if js.remaining is None and js.stop_ns is None:
+                if js.spec.time_based:
+                    raise LiveError("%s: time_based without runtime= would run forever; give runtime="
+                                    % js.spec.name)
+                # fio: without size= (or number_ios=) a job covers the file once
+                js.remaining = max(1, min(lp.size for lp in self.paths) // js.spec.bs)
         total = sum(js.remaining or 0 for js in states)
         done = [0]
         errors: List[str] = []
