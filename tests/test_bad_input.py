@@ -232,3 +232,20 @@ def test_empirical_latency_files(tmp_path, job, capsys, content, needle):
     assert needle in _err(capsys, ["run", "--table", TABLE1, job, "--service", "empirical:%s" % lat])
     topo = GOOD.replace('service = "100us"', 'service = { dist = "empirical", file = "lat.txt" }', 1)
     assert needle in _err(capsys, ["run", _topo(tmp_path, topo), job])
+
+
+def test_live_job_without_size_or_runtime_covers_each_file_once(tmp_path):
+    # what fio does with a job that names neither: one pass over the file (no endless run)
+    from mpathlab.live import LiveError, LiveRun
+    from mpathlab.workload.fio import parse_fio
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_bytes(b"\0" * 65536)
+    b.write_bytes(b"\0" * 32768)
+    spec = parse_fio("[j]\nrw=randwrite\nbs=4k\nnumber_ios=1\n").jobs[0]
+    spec.number_ios = None
+    assert spec.total_ios is None and not spec.runtime_ns
+    res = LiveRun([str(a), str(b)], "round-robin", [spec]).run()
+    assert res.completed == 32768 // 4096             # the smaller file, once
+    spec.time_based = True
+    with pytest.raises(LiveError, match="time_based without runtime= would run forever"):
+        LiveRun([str(a), str(b)], "round-robin", [spec]).run()
