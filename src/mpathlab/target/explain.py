@@ -83,8 +83,11 @@ def explain_status(info: dict, selectors: Optional[Sequence[str]] = None) -> Lis
         lines.append("  features: %s" % (" ".join(feats) or "none"))
     lines.append("  hardware handler status: %s" % (" ".join(info["hw"]) or "none"))
     ng, cur = info["nr_groups"], info["current_group"]
-    lines.append("  %d priority group%s; group %d is in use (or the next to be used)"
-                 % (ng, "" if ng == 1 else "s", cur))
+    # the kernel prints next_pg if one is set, else the current group, else 1
+    lines.append("  %d priority group%s; group %d is %s"
+                 % (ng, "" if ng == 1 else "s", cur,
+                    "in use" if any(g["state"] == "A" for i, g in enumerate(info["groups"], 1) if i == cur)
+                    else "the next to be used (no I/O has chosen a group yet, or a switch is pending)"))
     for gi, g in enumerate(info["groups"], 1):
         nfields = g.get("nr_fields", len(g["paths"][0]["selector"]) if g["paths"] else 0)
         if selectors and gi <= len(selectors):
@@ -97,7 +100,7 @@ def explain_status(info: dict, selectors: Optional[Sequence[str]] = None) -> Lis
                         "selector one of %s (give the table to name it)" % ", ".join(cands) if cands else
                         "selector unknown (%d per-path fields)" % nfields)
         gnames, inames, _ = selector_fields(sel) if sel else ((), (), ())
-        marker = " <- in use" if gi == cur else ""
+        marker = (" <- in use" if g["state"] == "A" else " <- next to be used") if gi == cur else ""
         lines.append("  group %d: %s (%s), %s%s" % (gi, g["state"], GROUP_STATE.get(g["state"], "?"), sel_note,
                                                    marker))
         if g["selector_status"]:
