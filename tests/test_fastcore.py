@@ -47,6 +47,10 @@ def compare(table, paths, job, **kw):
         for la, lb in ((ja.read_lat, jb.read_lat), (ja.write_lat, jb.write_lat)):
             assert (la.n, la.min, la.max, la.mean, la._m2, la.hist) == (lb.n, lb.min, lb.max, lb.mean, lb._m2, lb.hist)
         assert (ja.bytes_read, ja.bytes_written, ja.end_ns) == (jb.bytes_read, jb.bytes_written, jb.end_ns)
+        # fio's bw/iops sample windows and iodepth_level map
+        assert ja.rate_windows.windows == jb.rate_windows.windows
+        assert ja.depth_map == jb.depth_map
+        assert ja.lat_ranges == jb.lat_ranges
     return a
 
 
@@ -134,3 +138,15 @@ def test_accelerated_hst_matches_reference_operation_by_operation():
             for kind in ("info", "table", "ima"):
                 assert ref.status(p, kind) == acc.status(p, kind)
         assert ref.status(None, "table") == acc.status(None, "table")
+
+
+def test_rate_windows_and_depth_map_span_several_fio_periods():
+    # 1.2 s after a 300 ms startdelay: three 500 ms sampling periods counted from the job's start
+    table, paths = make("service-time", dist="const")
+    a = compare(table, paths, "[j]\nrw=randrw\nbs=4k\niodepth=2\nruntime=1200ms\ntime_based\nstartdelay=300ms\n")
+    (job,) = a.jobs
+    assert len(job.rate_windows.windows) == 3
+    assert sum(w[0] + w[1] for w in job.rate_windows.windows) == job.bytes_read + job.bytes_written
+    assert sum(w[3] + w[4] for w in job.rate_windows.windows) == job.completed
+    # depth 1 once (the first submission), depth 2 for every other
+    assert job.depth_map == [1, job.submitted - 1, 0, 0, 0, 0, 0]

@@ -301,3 +301,148 @@ def test_target_invariants_under_random_operations(params, ops):
                 assert pg.ps.in_flight(p) == 0
             elif pg.ps.name == "historical-service-time":
                 assert pg.ps.path_state(p)[1] == 0
+
+
+# ------------------------------------------------------------ whole input files and command lines
+# The classes of bad input users hit: non-UTF-8 bytes, duplicated names, zero / negative / huge numbers,
+# unknown keys.  Whatever the mix, the CLI exits 0 or 3 (never "internal error" 70, never a hang), and on 3
+# prints one line that names the file.
+import contextlib
+import io
+import os
+import tempfile
+
+NUMBERS = ["0", "-1", "1", "7", "18446744073709551616", "1e308", "nan", "9" * 40, "0.0", "-0"]
+DURATIONS = ['"0us"', '"-5us"', '"100us"', '"1ms"', '"99999999999999999999h"', "0", "-3", "1e400", '"nan"']
+BAD_BYTES = [b"\xff", b"\xfe\xfe", b"\xc3", b"\x00", b"\xed\xa0\x80", b"\xe9"]
+
+
+def _run_cli(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = main(argv)
+        except SystemExit as e:          # argparse usage errors
+            rc = e.code
+    return rc, err.getvalue()
+
+
+def _assert_clean(rc, err, name=None):
+    assert rc in (0, 2, 3, 5), (rc, err)
+    if rc in (3, 5):
+        lines = err.strip().splitlines()
+        assert lines[-1].startswith("mpathlab: error: ") and "internal error" not in err, err
+        assert all(not l.startswith("mpathlab: error: ") for l in lines[:-1])
+        if name is not None and rc == 3:
+            assert name in lines[-1], lines[-1]
+
+
+@st.composite
+def topo_file(draw):
+    paths = draw(st.lists(st.sampled_from(["sdb", "sdc", "sdd"]), min_size=1, max_size=4))  # may repeat
+    table = "0 8 multipath 0 0 1 1 round-robin 0 %d 1 %s" % (len(set(paths)), " ".join("%s 1" % p for p in
+                                                                                          dict.fromkeys(paths)))
+    lines = ["[multipath]", 'table = "%s"' % table]
+    if draw(st.booleans()):
+        lines.append("%s = %s" % (draw(st.sampled_from(["hz", "seed", "uptime", "nr_cpus", "bogus", "activation"])),
+                                  draw(st.sampled_from(NUMBERS + DURATIONS))))
+    for i, p in enumerate(paths):
+        lines.append("[paths.%s]" % p)                       # a repeated name is a TOML error
+        lines.append('devt = "8:%d"' % (16 * (i % 3 + 1) if draw(st.booleans()) else 16))   # maybe the same devt
+        lines.append("service = %s" % draw(st.sampled_from(DURATIONS)))
+        for _ in range(draw(st.integers(0, 2))):
+            key = draw(st.sampled_from(["parallelism", "parallelism", "delay", "per_kib", "speed", "fail_latency"]))
+            lines.append("%s = %s" % (key, draw(st.sampled_from(NUMBERS + DURATIONS))))
+    data = "\n".join(lines).encode() + b"\n"
+    if draw(st.integers(0, 4)) == 0:
+        at = draw(st.integers(0, len(data)))
+        data = data[:at] + draw(st.sampled_from(BAD_BYTES)) + data[at:]
+    return data
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(topo_file())
+def test_cli_run_on_generated_topology_files(data):
+    with tempfile.TemporaryDirectory() as d:
+        topo = os.path.join(d, "gen.toml")
+        job = os.path.join(d, "j.fio")
+        with open(topo, "wb") as f:
+            f.write(data)
+        with open(job, "w") as f:
+            f.write("[j]\nrw=randwrite\nbs=4k\nnumber_ios=20\n")
+        rc, err = _run_cli(["run", topo, job, "--no-progress"])
+        _assert_clean(rc, err, "gen.toml")
+        assert rc in (0, 3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(VOCAB + NUMBERS), st.text(max_size=4)), max_size=14),
+       st.booleans())
+def test_table_lines_with_huge_and_negative_numbers(tokens, full):
+    line = " ".join(tokens)
+    if full:
+        line = "0 %s multipath %s" % (draw_len(tokens), line)
+    try:
+        from mpathlab.target import parse
+        (parse if full else construct)(line)
+    except TargetError as e:
+        assert e.message
+
+
+def draw_len(tokens):
+    return tokens[0] if tokens and tokens[0].strip() else "8"
+
+
+CSV_COLS = ["selector", "iodepth", "seed", "mean_deviation", "lat_p99_ns", "iops", "selector", "bogus"]
+
+
+@st.composite
+def sweep_csv(draw):
+    cols = draw(st.lists(st.sampled_from(CSV_COLS), min_size=0, max_size=6))
+    lines = [",".join(cols)]
+    for _ in range(draw(st.integers(0, 4))):
+        n = len(cols) + draw(st.sampled_from([0, 0, 0, -1, 1]))
+        lines.append(",".join(draw(st.sampled_from(NUMBERS + ["service-time", "", "x", "1"])) for _ in range(max(n, 0))))
+    data = "\n".join(lines).encode()
+    if draw(st.integers(0, 5)) == 0:
+        at = draw(st.integers(0, len(data)))
+        data = data[:at] + draw(st.sampled_from(BAD_BYTES)) + data[at:]
+    return data
+
+
+@settings(max_examples=200, deadline=None)
+@given(sweep_csv())
+def test_sweep_table_reader_only_raises_input_errors(data):
+    from mpathlab.inputs import InputFileError
+    from mpathlab.sweep import REPORT_COLUMNS, SweepError, read_rows
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "gen.csv")
+        with open(p, "wb") as f:
+            f.write(data)
+        try:
+            rows = read_rows(p)
+        except (SweepError, InputFileError) as e:
+            assert "gen.csv" in str(e) and "\n" not in str(e)
+            return
+    assert rows and all(set(REPORT_COLUMNS) <= set(r) for r in rows)
+    assert all(isinstance(r["iodepth"], int) and r["iodepth"] >= 1 for r in rows)
+
+
+CLI_WORDS = ["run", "table", "status", "faults", "selectors", "--table", "--selector", "--service", "--model",
+             "--parallelism", "--delay", "--seed", "--hz", "--json", "--kind", "--list", "-q", "-v", "", "0", "-1",
+             "18446744073709551616", "sdb", "sdb,service=0us", "sdb,", "round-robin", "bogus", "exponential:0us",
+             "lognormal:1us:-1", "0 8 multipath 0 0 1 1 round-robin 0 1 1 sdb 1", "2 0 0 0 1 1 A 0 1 0 8:16 A 0",
+             "mpatha: 0 8 multipath 2 0 0 0 1 1 A 0 1 0 8:16 A 0", "JOB", "\udcff\udcfe", "slow-path-20x"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(CLI_WORDS), min_size=1, max_size=7))
+def test_cli_arguments_exit_cleanly(words):
+    if "faults" in words and "--list" not in words:
+        words = [w for w in words if w != "slow-path-20x"]     # a fault study takes seconds; not here
+    with tempfile.TemporaryDirectory() as d:
+        job = os.path.join(d, "j.fio")
+        with open(job, "w") as f:
+            f.write("[j]\nrw=randread\nbs=4k\nnumber_ios=20\n")
+        rc, err = _run_cli([job if w == "JOB" else w for w in words] + ["--no-progress"] * ("run" == words[0]))
+    _assert_clean(rc, err)

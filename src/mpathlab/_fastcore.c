@@ -164,6 +164,12 @@ typedef struct {
     mt_state rng;
     lat_stats rlat, wlat;
     int64_t bytes_read, bytes_written;
+    /* fio's bw/iops samples: per 500 ms since the job started,
+       {read, write, trim bytes, read, write, trim I/Os} (RateWindows) */
+    int64_t *win;
+    int64_t nwin, capwin;
+    int64_t depth_map[7];   /* fio's io_u_map (iodepth_level) */
+    int64_t lat_ranges[32]; /* fio's io_u_lat_n/u/m (lat_range_index) */
 } job_t;
 
 typedef struct {
@@ -543,6 +549,53 @@ static int arrive(sim_t *s, int64_t id)
     return 0;
 }
 
+#define FIO_AVG_TIME_NS 500000000LL
+
+static int depth_index(int64_t depth)
+{
+    int idx = 0;
+    if (depth >= 64) return 6;
+    while (depth > 1) { depth >>= 1; idx++; }
+    return idx;
+}
+
+static int lat_range_index(int64_t ns)
+{
+    static const int64_t edges[10] = {2, 4, 10, 20, 50, 100, 250, 500, 750, 1000};
+    int64_t v;
+    int base;
+    if (ns < 1000) { v = ns; base = 0; }
+    else if (ns < 1000000) { v = ns / 1000; base = 10; }
+    else {
+        v = ns / 1000000;
+        if (v >= 2000) return 31;
+        if (v >= 1000) return 30;
+        base = 20;
+    }
+    for (int i = 0; i < 10; i++)
+        if (v < edges[i]) return base + i;
+    return base + 9;
+}
+
+static int window_add(job_t *job, int64_t t_rel, int is_read, int64_t nbytes)
+{
+    int64_t k = t_rel / FIO_AVG_TIME_NS;
+    if (k >= job->capwin) {
+        int64_t nc = job->capwin ? job->capwin * 2 : 16;
+        while (nc <= k) nc *= 2;
+        int64_t *nw = PyMem_Realloc(job->win, (size_t)nc * 6 * sizeof(int64_t));
+        if (!nw) return -1;
+        memset(nw + job->capwin * 6, 0, (size_t)(nc - job->capwin) * 6 * sizeof(int64_t));
+        job->win = nw;
+        job->capwin = nc;
+    }
+    if (k >= job->nwin) job->nwin = k + 1;
+    int64_t *w = job->win + k * 6;
+    w[is_read ? 0 : 1] += nbytes;
+    w[is_read ? 3 : 4] += 1;
+    return 0;
+}
+
 static int submit_more(sim_t *s, int ji)
 {
     job_t *job = &s->jobs[ji];
@@ -562,6 +615,7 @@ static int submit_more(sim_t *s, int ji)
         io->submit_ns = s->now;
         io->is_read = is_read;
         job->inflight++;
+        job->depth_map[depth_index(job->inflight)]++;
         job->submitted++;
         s->submitted++;
         if (s->bio)
@@ -595,6 +649,8 @@ static int complete_io(sim_t *s, int64_t id)
         lat_add(&job->wlat, lat);
         job->bytes_written += job->bs;
     }
+    if (window_add(job, s->now - job->startdelay_ns, io->is_read, job->bs) < 0) return -1;
+    job->lat_ranges[lat_range_index(lat)]++;
     job->end_ns = s->now;
     s->free_ios[s->nfree++] = id;
     return submit_more(s, io->job);
@@ -725,6 +781,7 @@ static void sim_free(sim_t *s)
         for (int i = 0; i < s->njobs; i++) {
             PyMem_Free(s->jobs[i].rlat.hist);
             PyMem_Free(s->jobs[i].wlat.hist);
+            PyMem_Free(s->jobs[i].win);
         }
     }
     PyMem_Free(s->paths);
@@ -881,12 +938,28 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     for (int i = 0; i < s.njobs; i++) {
         job_t *j = &s.jobs[i];
         PyObject *rl = lat_tuple(&j->rlat), *wl = lat_tuple(&j->wlat);
-        if (!rl || !wl) { Py_XDECREF(rl); Py_XDECREF(wl); goto fail; }
-        PyObject *t = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:N,s:N}",
+        PyObject *wins = PyList_New(j->nwin);
+        PyObject *dmap = Py_BuildValue("[LLLLLLL]", (long long)j->depth_map[0], (long long)j->depth_map[1],
+            (long long)j->depth_map[2], (long long)j->depth_map[3], (long long)j->depth_map[4],
+            (long long)j->depth_map[5], (long long)j->depth_map[6]);
+        PyObject *lr = PyList_New(32);
+        if (!rl || !wl || !wins || !dmap || !lr) {
+            Py_XDECREF(rl); Py_XDECREF(wl); Py_XDECREF(wins); Py_XDECREF(dmap); Py_XDECREF(lr); goto fail;
+        }
+        for (int k = 0; k < 32; k++)
+            PyList_SET_ITEM(lr, k, PyLong_FromLongLong(j->lat_ranges[k]));
+        for (int64_t k = 0; k < j->nwin; k++) {
+            int64_t *w = j->win + k * 6;
+            PyObject *wt = Py_BuildValue("(LLLLLL)", (long long)w[0], (long long)w[1], (long long)w[2],
+                                         (long long)w[3], (long long)w[4], (long long)w[5]);
+            if (!wt) { Py_DECREF(rl); Py_DECREF(wl); Py_DECREF(wins); Py_DECREF(dmap); Py_DECREF(lr); goto fail; }
+            PyList_SET_ITEM(wins, k, wt);
+        }
+        PyObject *t = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:N,s:N,s:N,s:N,s:N}",
             "submitted", (long long)j->submitted, "completed", (long long)j->completed,
             "remaining", (long long)j->remaining, "end_ns", (long long)j->end_ns,
             "bytes_read", (long long)j->bytes_read, "bytes_written", (long long)j->bytes_written,
-            "read_lat", rl, "write_lat", wl);
+            "read_lat", rl, "write_lat", wl, "windows", wins, "depth_map", dmap, "lat_ranges", lr);
         if (!t) goto fail;
         PyList_SET_ITEM(rjobs, i, t);
     }

@@ -11,6 +11,7 @@
     mpathlab kernels [PROFILE]
     mpathlab table 'TABLE LINE' [--status info|table|ima]
     mpathlab kernel-selector build|diff|extract ...   (the kernel's C selectors, --selector c:PATH)
+    dmsetup status | mpathlab status [--table LINE]     (or: mpathlab status 'mpatha: 0 2097152 multipath ...')
 
 Every failure is reported as one line on stderr with a non-zero exit code;
 no traceback unless MPATHLAB_DEBUG=1 is set.
@@ -29,6 +30,7 @@ from . import __version__
 EXIT_USAGE = 2
 EXIT_INPUT = 3
 EXIT_MISMATCH = 4
+EXIT_MISSING_DEPENDENCY = 5     # an optional package (dask, matplotlib, pyarrow) is not installed
 EXIT_INTERNAL = 70
 
 
@@ -75,16 +77,27 @@ def cmd_run(args) -> int:
     from .workload.fio import load_fio
     from .workload.topology import load_topology
 
+    _check_selector_arg(args.selector, "--selector")
     if args.table:
         if len(args.files) != 1:
-            raise InputError("with --table give only the job file")
+            raise InputError("with --table give only the job file, got %d files: %s"
+                             % (len(args.files), " ".join(args.files)))
         from .workload.topology import topology_from_table
-        topo = topology_from_table(args.table, service=args.service, parallelism=args.parallelism,
-                                   delay=args.delay, models=args.model or [])
+        topo = topology_from_table(args.table, service=args.service or RUN_TABLE_DEFAULTS["service"],
+                                   parallelism=(RUN_TABLE_DEFAULTS["parallelism"] if args.parallelism is None
+                                                else args.parallelism),
+                                   delay=args.delay or RUN_TABLE_DEFAULTS["delay"], models=args.model or [])
         job_path = args.files[0]
     else:
+        given = [o for o, v in (("--service", args.service), ("--parallelism", args.parallelism),
+                                ("--delay", args.delay), ("--model", args.model)) if v is not None]
+        if given:
+            raise InputError("%s only appl%s with --table (a topology file gives each path its model)"
+                             % (", ".join(given), "ies" if len(given) == 1 else "y"))
         if len(args.files) != 2:
-            raise InputError("run needs TOPOLOGY.toml and JOB.fio (or --table LINE and JOB.fio)")
+            raise InputError("run takes one topology file and one job file (or --table LINE and a job file), "
+                             "got %d file%s: %s" % (len(args.files), "" if len(args.files) == 1 else "s",
+                                                    " ".join(args.files)))
         topo = load_topology(args.files[0])
         job_path = args.files[1]
     topo = _with_kernel(topo, args.kernel)
@@ -118,6 +131,32 @@ def _with_kernel(topo, kernel):
     t.kernel = kernel
     validate_table(t)
     return t
+
+
+# `run --table`: the device model of every path unless --model changes one
+RUN_TABLE_DEFAULTS = {"service": "exponential:100us", "parallelism": 1, "delay": "0"}
+
+
+def _check_selector_arg(spec: Optional[str], option: str) -> None:
+    """A --selector that is given must name a registered selector, an NVMe policy (nvme:NAME) or a C
+    selector (c:PATH); an empty one is not ignored."""
+    if spec is None:
+        return
+    from .runner import parse_selector_spec
+    if not spec.strip() or not parse_selector_spec(spec)[0]:
+        raise InputError("%s: empty selector name (give e.g. service-time or historical-service-time:972,2)"
+                         % option)
+    if spec.startswith("nvme:"):
+        from . import nvme
+        if nvme.lookup(spec[5:]) is None:
+            raise InputError("%s: unknown NVMe I/O policy %r; known: %s" % (option, spec[5:], ", ".join(nvme.names())))
+        return
+    from . import selectors as _s
+    name = parse_selector_spec(spec)[0]
+    if _s.lookup(name) is None:
+        known = [n for n in _s.names() if not n.startswith("c:")]
+        raise InputError("%s: unknown path selector %r; known: %s (NVMe policies are nvme:NAME, C selectors "
+                         "c:PATH)" % (option, name, ", ".join(known)))
 
 
 def _print_notes(jobs) -> None:
@@ -202,7 +241,12 @@ def cmd_faults(args) -> int:
         st = STUDIES.get(name)
         if st is None:
             raise InputError("unknown fault study %r; known: %s, all" % (name, ", ".join(STUDIES)))
-        sels = [args.selector] if args.selector else list(getattr(st, "selectors", SELECTORS))
+        own = getattr(st, "selectors", None)       # a study of another stack names its own policies
+        if own is not None and args.selector is not None and args.selector not in own:
+            raise InputError("--selector: %s runs %s, not %r" % (st.name, ", ".join(own), args.selector))
+        if own is None:
+            _check_selector_arg(args.selector, "--selector")
+        sels = [args.selector] if args.selector is not None else list(own or SELECTORS)
         if not args.json:
             print("%s: %s\n  expected: %s" % (st.name, st.title, st.expect))
         for sel in sels:
@@ -221,6 +265,7 @@ def cmd_live(args) -> int:
     from .runner import parse_selector_spec
     from .workload.fio import load_fio
 
+    _check_selector_arg(args.selector, "--selector")
     jobs = load_fio(args.job)
     _print_notes(jobs)
     name, sel_args = parse_selector_spec(args.selector)
@@ -254,15 +299,10 @@ def cmd_sweep(args) -> int:
     from .sweep import parse_set, run_sweep, write_rows
 
     sels = _csv_list(args.selectors, "--selectors")
-    from . import nvme as _n
-    from . import selectors as _s
-    from .runner import parse_selector_spec
     for name in sels:
-        if name.startswith("nvme:"):
-            if _n.lookup(name[5:]) is None:
-                raise InputError("unknown NVMe I/O policy %r" % name)
-        elif _s.lookup(parse_selector_spec(name)[0]) is None:
-            raise InputError("unknown path selector %r" % name)
+        _check_selector_arg(name, "--selectors")
+    if args.workers is not None and args.workers < 1:
+        raise InputError("--workers must be at least 1, got %d" % args.workers)
     sets = parse_set(args.set or [])
     if args.kernels:
         # profile names stay strings ("5.10" is not the number 5.1)
@@ -335,8 +375,7 @@ def _check_report_selectors(sels, topo) -> None:
             if topo.nvme is None:
                 raise InputError("--selectors %s: %s has no [nvme] section" % (sel, topo.source))
         else:
-            if selectors.lookup(sel.partition(":")[0]) is None:
-                raise InputError("--selectors: unknown path selector %r (NVMe policies are nvme:NAME)" % sel)
+            _check_selector_arg(sel, "--selectors")
             if not topo.table:
                 raise InputError("--selectors %s: %s has no [multipath] table" % (sel, topo.source))
 
@@ -373,6 +412,10 @@ def cmd_kernels(args) -> int:
 def cmd_table(args) -> int:
     from .target import construct, parse, table_line
     line = " ".join(args.line)
+    rows = [r for r in line.splitlines() if r.strip()]
+    if len(rows) > 1:
+        raise InputError("table: one table line expected, got %d lines (to read a whole `dmsetup table` listing "
+                         "use: mpathlab status)" % len(rows))
     first = line.split()
     kw = {"kernel": args.kernel, "host": _host_from_args(args)}
     if len(first) >= 3 and first[2] == "multipath":
@@ -402,6 +445,34 @@ def _host_from_args(args):
     if not args.device:
         raise InputError("--nr-cpus needs the host's devices too (--device MAJOR:MINOR=KIND, repeated)")
     return Host(facts, args.nr_cpus)
+def cmd_status(args) -> int:
+    from .target.status_parse import explain_dmsetup
+    if args.text and args.text != ["-"]:
+        # one quoted argument per line, or an unquoted line split by the shell
+        text = "\n".join(args.text) if any(" " in t.strip() for t in args.text) else " ".join(args.text)
+        source = "argument"
+    else:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise InputError("status: give the lines as arguments, or pipe them in: dmsetup status | mpathlab status")
+        text, source = _read_text_stdin(), "stdin"
+    table = None
+    if args.table:
+        table = args.table
+    out = explain_dmsetup(text, source=source, kind=args.kind, table=table, as_json=args.json)
+    if args.json:
+        json.dump(out, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print("\n".join(out))
+    return 0
+
+
+def _read_text_stdin() -> str:
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError("stdin: byte %d is not UTF-8 text" % e.start) from None
 
 
 class InputError(Exception):
@@ -413,6 +484,10 @@ def build_parser() -> argparse.ArgumentParser:
         "Linux dm-multipath path selectors in Python: simulate how each selector spreads I/O over "
         "asymmetric paths, driven by fio job files."))
     p.add_argument("--version", action="version", version="mpathlab %s" % __version__)
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="more log output: -v also the target's runtime kernel lines (failovers), -vv debug "
+                        "(default: warnings and the kernel lines printed while a table is loaded)")
+    p.add_argument("-q", "--quiet", action="store_true", help="log errors only (no kernel warnings)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     r = sub.add_parser("run", help="simulate a fio job over a topology",
@@ -420,20 +495,25 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("files", nargs="+", metavar="TOPOLOGY.toml JOB.fio",
                    help="a topology file (the dm table line and a model per path) and a fio job file; "
                         "with --table only the job file")
-    r.add_argument("--table", help="a `dmsetup table` line to use instead of a topology file")
-    r.add_argument("--service", default="exponential:100us",
-                   help="with --table: every path's service time (400us, exponential:400us, lognormal:400us:0.5)")
-    r.add_argument("--parallelism", type=int, default=1, help="with --table: servers per device")
-    r.add_argument("--delay", default="0", help="with --table: fixed added delay per path")
+    r.add_argument("--table", help="a `dmsetup table` line to use instead of a topology file (default: none)")
+    r.add_argument("--service", help="with --table: every path's service time (400us, exponential:400us, "
+                                     "lognormal:400us:0.5; default: %s)" % RUN_TABLE_DEFAULTS["service"])
+    r.add_argument("--parallelism", type=int, help="with --table: servers per device (default: %d)"
+                   % RUN_TABLE_DEFAULTS["parallelism"])
+    r.add_argument("--delay", help="with --table: fixed added delay per path (default: %s)"
+                   % RUN_TABLE_DEFAULTS["delay"])
     r.add_argument("--model", action="append", metavar="DEV,service=...,parallelism=N,delay=...",
-                   help="with --table: a different model for one path (repeatable)")
+                   help="with --table: a different model for one path (repeatable; default: none)")
     r.add_argument("--selector", help="use this selector in every priority group, e.g. "
                                       "historical-service-time or historical-service-time:972,2; or "
-                                      "nvme:POLICY to run the topology's [nvme] subsystem with that I/O policy")
-    r.add_argument("--json", action="store_true", help="print fio-style JSON instead of a table")
-    r.add_argument("--json-plus", action="store_true", help="fio json+: JSON with clat_ns latency bins")
+                                      "nvme:POLICY to run the topology's [nvme] subsystem with that I/O policy "
+                                      "(default: the table's)")
+    r.add_argument("--json", action="store_true", help="print fio-style JSON instead of a table (default: off)")
+    r.add_argument("--json-plus", action="store_true",
+                   help="fio json+: JSON with clat_ns latency bins (default: off)")
     r.add_argument("--seed", type=int, help="random seed (default: the topology's)")
-    r.add_argument("--hz", type=int, choices=(100, 250, 300, 1000), help="kernel HZ for jiffies")
+    r.add_argument("--hz", type=int, choices=(100, 250, 300, 1000),
+                   help="kernel HZ for jiffies (default: the topology's, else 250)")
     r.add_argument("--kernel", help="kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y "
                    "(default: the topology's kernel, else current)")
     r.add_argument("--jiffies-start", action="store_true",
@@ -446,7 +526,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("name", nargs="?", help="scenario name or 'all' (default: hst-2020-depth1); see --list")
     rp.add_argument("--list", action="store_true", help="list the shipped scenarios")
     rp.add_argument("--json", action="store_true", help="print the columns as JSON")
-    rp.add_argument("--seed", type=int, help="override the scenario's random seed")
+    rp.add_argument("--seed", type=int, help="override the scenario's random seed (default: the scenario's)")
     rp.add_argument("--progress", action="store_true", help="always show the progress bar")
     rp.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     rp.set_defaults(func=cmd_reproduce)
@@ -456,61 +536,73 @@ def build_parser() -> argparse.ArgumentParser:
                                     "files or block devices, one per path, through the multipath target "
                                     "and selector code, with real clocks.")
     lv.add_argument("job", help="fio job file")
-    lv.add_argument("--path", action="append", required=True, help="a file or block device; repeat per path")
-    lv.add_argument("--selector", default="historical-service-time", help="selector[:arg,...]")
+    lv.add_argument("--path", action="append", required=True,
+                    help="a file or block device; repeat per path, each a different one (required, no default)")
+    lv.add_argument("--selector", default="historical-service-time",
+                    help="selector[:arg,...] (default: %(default)s)")
     lv.add_argument("--delay", action="append", metavar="PATH=DURATION",
-                    help="added delay before each I/O on that path (asymmetric paths on one disk)")
-    lv.add_argument("--hz", type=int, default=250, choices=(100, 250, 300, 1000))
-    lv.add_argument("--queue-mode", choices=("rq", "bio"), default="rq")
+                    help="added delay before each I/O on that path (asymmetric paths on one disk; "
+                         "default: none)")
+    lv.add_argument("--hz", type=int, default=250, choices=(100, 250, 300, 1000),
+                    help="kernel HZ of the jiffies clock (default: %(default)s)")
+    lv.add_argument("--queue-mode", choices=("rq", "bio"), default="rq",
+                    help="request-based or bio-based target (default: %(default)s)")
     lv.add_argument("--kernel", help="kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y (default: current)")
     lv.add_argument("--allow-device-writes", action="store_true",
-                    help="allow a job with writes on a block device (destroys its data)")
-    lv.add_argument("--seed", type=int, default=1)
-    lv.add_argument("--json", action="store_true")
-    lv.add_argument("--progress", action="store_true")
-    lv.add_argument("--no-progress", action="store_true")
+                    help="allow a job with writes on a block device (destroys its data; default: off)")
+    lv.add_argument("--seed", type=int, default=1, help="random seed of the offsets (default: %(default)s)")
+    lv.add_argument("--json", action="store_true", help="print fio-style JSON (default: a table)")
+    lv.add_argument("--progress", action="store_true", help="always show the progress bar (default: on a terminal)")
+    lv.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     lv.set_defaults(func=cmd_live)
 
     sw = sub.add_parser("sweep", help="run a grid of simulations on Dask and write a CSV/Parquet table",
                         description="Selectors x iodepths x topology parameters x seeds, one simulation per "
                                     "point, run on Dask (a local cluster unless --scheduler is given).")
-    sw.add_argument("topology")
-    sw.add_argument("job")
-    sw.add_argument("--selectors", default="service-time,historical-service-time")
-    sw.add_argument("--iodepths", default="1,8,64")
-    sw.add_argument("--seeds", default="1")
+    sw.add_argument("topology", help="topology file (TOML)")
+    sw.add_argument("job", help="fio job file")
+    sw.add_argument("--selectors", default="service-time,historical-service-time",
+                    help="comma-separated selectors (default: %(default)s)")
+    sw.add_argument("--iodepths", default="1,8,64", help="comma-separated iodepths (default: %(default)s)")
+    sw.add_argument("--seeds", default="1", help="comma-separated random seeds (default: %(default)s)")
     sw.add_argument("--set", action="append", metavar="KEY=V1,V2",
-                    help="topology parameter to vary, a dotted key: paths.sdd.service.mean=100us,400us")
+                    help="topology parameter to vary, a dotted key into an existing table: "
+                         "paths.sdd.service.mean=100us,400us (repeatable; default: none)")
     sw.add_argument("--kernels", metavar="A,B", help="kernel profiles to sweep over, e.g. 5.15,6.1 "
                     "(default: the topology's kernel, else current)")
     sw.add_argument("--scheduler", help="address of a Dask scheduler (default: start a local cluster)")
-    sw.add_argument("--workers", type=int, default=2, help="local cluster worker processes")
-    sw.add_argument("--out", default="sweep.csv", help="output table (.csv, or .parquet with pyarrow)")
-    sw.add_argument("--progress", action="store_true")
-    sw.add_argument("--no-progress", action="store_true")
+    sw.add_argument("--workers", type=int, default=2,
+                    help="local cluster worker processes, at least 1 (default: %(default)s)")
+    sw.add_argument("--out", default="sweep.csv",
+                    help="output table (.csv, or .parquet with pyarrow; default: %(default)s)")
+    sw.add_argument("--progress", action="store_true", help="always show the progress bar (default: on a terminal)")
+    sw.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     sw.set_defaults(func=cmd_sweep)
 
     rep = sub.add_parser("report", help="write an HTML report with plots for selectors on a topology, or a sweep")
-    rep.add_argument("topology", nargs="?")
-    rep.add_argument("job", nargs="?")
+    rep.add_argument("topology", nargs="?", help="topology file (TOML), unless --sweep")
+    rep.add_argument("job", nargs="?", help="fio job file, unless --sweep")
     rep.add_argument("--selectors", default="round-robin,queue-length,service-time,historical-service-time",
                      help="comma-separated dm selectors and NVMe policies (nvme:numa, nvme:queue-depth, ...) to "
                           "run on the same paths (default: %(default)s)")
-    rep.add_argument("--sweep", metavar="TABLE", help="report on a sweep table instead")
-    rep.add_argument("--seed", type=int)
+    rep.add_argument("--sweep", metavar="TABLE",
+                     help="report on a table written by mpathlab sweep instead (.csv, or .parquet with pyarrow; "
+                          "default: none)")
+    rep.add_argument("--seed", type=int, help="random seed (default: the topology's)")
     rep.add_argument("--kernel", help="kernel profile (default: the topology's kernel, else current)")
-    rep.add_argument("--title")
-    rep.add_argument("-o", "--out", default="report.html")
-    rep.add_argument("--progress", action="store_true")
-    rep.add_argument("--no-progress", action="store_true")
+    rep.add_argument("--title", help="page title (default: from the file names)")
+    rep.add_argument("-o", "--out", default="report.html", help="output HTML file (default: %(default)s)")
+    rep.add_argument("--progress", action="store_true", help="always show the progress bar (default: on a terminal)")
+    rep.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     rep.set_defaults(func=cmd_report)
 
     f = sub.add_parser("faults", help="run the fault studies (path failure, all paths down, slow path)")
     f.add_argument("name", nargs="?", help="study name, or 'all'; without one, the list")
     f.add_argument("--list", action="store_true", help="list the studies")
-    f.add_argument("--selector", help="run only this selector")
-    f.add_argument("--json", action="store_true")
-    f.add_argument("--seed", type=int, default=1)
+    f.add_argument("--selector", help="run only this selector (default: round-robin, queue-length, service-time "
+                                       "and historical-service-time)")
+    f.add_argument("--json", action="store_true", help="print the results as JSON (default: a table)")
+    f.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
     f.add_argument("--kernel", help="kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y (default: current)")
     f.set_defaults(func=cmd_faults)
 
@@ -526,7 +618,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Parse a multipath table (a full '0 LEN multipath ...' line or only "
                                    "the target's parameters) as the kernel would.")
     t.add_argument("line", nargs="+", help="the table line")
-    t.add_argument("--status", choices=("table", "info", "ima"), default="table")
+    t.add_argument("--status", choices=("table", "info", "ima"), default="table",
+                   help="what to print: the canonical table, or the INFO or IMA status (default: %(default)s)")
     t.add_argument("--kernel", help="kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y (default: current)")
     t.add_argument("--device", action="append", metavar="MAJOR:MINOR=KIND",
                    help="a block device that exists on the host and what it is (scsi, nvme, null_blk, ...); "
@@ -538,13 +631,36 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .kernelc.cli import add_parser as add_kernel_selector_parser
     add_kernel_selector_parser(sub)
+
+    st = sub.add_parser("status", help="explain `dmsetup status` / `dmsetup table` output in words",
+                        description="Explain multipath lines of `dmsetup status` or `dmsetup table` output "
+                                    "(one or many lines, with or without 'name: ' prefixes; other targets are "
+                                    "skipped): priority groups, the group in use, each path's state and fail "
+                                    "count, and the selector's fields by name.")
+    st.add_argument("text", nargs="*", metavar="LINE",
+                    help="status or table lines (default: read standard input; '-' also reads it)")
+    st.add_argument("--kind", choices=("auto", "status", "table"), default="auto",
+                    help="what the lines are (default: auto, a line that is not a valid status is read as a "
+                         "table)")
+    st.add_argument("--table", metavar="LINE",
+                    help="the device's table line, to name the selectors of status lines exactly (default: "
+                         "guessed from the number of fields, or from table lines in the input)")
+    st.add_argument("--json", action="store_true", help="print the parsed lines as JSON (default: words)")
+    st.set_defaults(func=cmd_status)
+
+    # -v/-q on every command too (mpathlab run -v ...), not only before it
+    for sp in sub.choices.values():
+        sp.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                        help="more log output: -v also the target's runtime kernel lines, -vv debug")
+        sp.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                        help="log errors only (no kernel warnings)")
     return p
 
 
 def _known_errors():
     from .selectors import RegistryError, SelectorError, UnknownSelectorError
     from .sim.devices import UnitError
-    from .target import MessageError, TargetError
+    from .target import MessageError, StatusParseError, TargetError
     from .workload.fio import FioError
     from .workload.topology import TopologyError
     from .nvme.policy import PolicyError
@@ -552,9 +668,10 @@ def _known_errors():
     from .report.html import ReportError
     from .sweep import SweepError
     from .profiles import HostError, ProfileError
+    from .inputs import InputFileError
     return (HostError, ProfileError, PolicyError, LiveError, ReportError, SweepError, FioError, TopologyError,
             TargetError, MessageError, SelectorError, RegistryError,
-            UnknownSelectorError, UnitError, InputError, OSError)
+            UnknownSelectorError, UnitError, InputError, OSError, StatusParseError, InputFileError)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -564,6 +681,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     debug = os.environ.get("MPATHLAB_DEBUG") == "1"
+    from . import klog
+    klog.setup(-1 if getattr(args, "quiet", False) else getattr(args, "verbose", 0) or 0)
+    try:
+        return _dispatch(args, debug)
+    finally:
+        klog.teardown()
+
+
+def _dispatch(args, debug: bool) -> int:
+    from .inputs import MissingDependency
     try:
         return args.func(args)
     except KeyboardInterrupt:
@@ -571,6 +698,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except MissingDependency as e:
+        if debug:
+            raise
+        print("mpathlab: error: %s" % e, file=sys.stderr)
+        return EXIT_MISSING_DEPENDENCY
     except _known_errors() as e:
         if debug:
             raise

@@ -27,6 +27,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from .selectors import CpuTopology, lookup
 from .sim.engine import JobState, SimResult
+from .sim.stats import depth_index, lat_range_index
 from .sim.stats import mean_abs_deviation
 from .target import MAP_DELAY_REQUEUE, MAP_REMAPPED, MpathIO, construct, mapping_resolver
 from .target.multipath import END_DONE, REQUEUE_DELAY_MS
@@ -75,6 +76,10 @@ def _open(lp: LivePath, size: int, writes: bool, allow_device_writes: bool) -> N
                             "--allow-device-writes if that is what you want" % lp.path)
     elif exists and not stat.S_ISREG(st.st_mode):
         raise LiveError("%s is neither a regular file nor a block device" % lp.path)
+    if size is None and not lp.is_block and (not exists or st.st_size == 0):
+        # fio: without size= a job uses the file's size, and refuses a file it would have to create
+        raise LiveError("%s: the job has no size= and %s; fio refuses such a job too: give size="
+                        % (lp.path, "the file is empty" if exists else "the file does not exist"))
     flags = os.O_RDWR if writes else os.O_RDONLY
     if not exists:
         if os.path.abspath(lp.path).startswith("/dev/"):
@@ -100,6 +105,8 @@ def _open(lp: LivePath, size: int, writes: bool, allow_device_writes: bool) -> N
         lp.size = os.lseek(fd, 0, os.SEEK_END)
     else:
         cur = os.fstat(fd).st_size
+        if size is None:
+            size = cur          # checked above: an existing, non-empty file
         if cur < size:
             if not writes:
                 raise LiveError("%s has %d bytes, the job reads %d" % (lp.path, cur, size))
@@ -132,11 +139,19 @@ class LiveRun:
         unknown = set(delays) - set(paths)
         if unknown:
             raise LiveError("--delay names %s, which is not a --path" % ", ".join(sorted(unknown)))
+        seen: Dict[str, str] = {}
+        for p in paths:
+            real = os.path.realpath(p)
+            if real in seen:
+                same = "twice" if seen[real] == p else "twice (%s and %s are the same file)" % (seen[real], p)
+                raise LiveError("--path %s is given %s; each path must be a different file or device" % (p, same))
+            seen[real] = p
         self.paths = [LivePath(p, i, delays.get(p, 0)) for i, p in enumerate(paths)]
         self.progress = progress
         self.rng_master = random.Random(seed)
         writes = any(j.read_fraction < 1.0 for j in self.jobs_spec)
-        size = max((j.size or j.io_size or j.bs * (j.total_ios or 1)) for j in self.jobs_spec)
+        # fio's size= (or filesize=); None: each file's own size, as fio does
+        size = max((j.size or getattr(j, "filesize", None) or 0) for j in self.jobs_spec) or None
         try:
             for lp in self.paths:
                 _open(lp, size, writes, allow_device_writes)
@@ -178,6 +193,12 @@ class LiveRun:
         for js in states:
             js.start_ns = 0
             js.stop_ns = spec_stop(js.spec)
+            if js.remaining is None and js.stop_ns is None:
+                if js.spec.time_based:
+                    raise LiveError("%s: time_based without runtime= would run forever; give runtime="
+                                    % js.spec.name)
+                # fio: without size= (or number_ios=) a job covers the file once
+                js.remaining = max(1, min(lp.size for lp in self.paths) // js.spec.bs)
         total = sum(js.remaining or 0 for js in states)
         done = [0]
         errors: List[str] = []
@@ -243,6 +264,8 @@ class LiveRun:
                     lp.dispatched += 1
                     lp.in_flight += 1
                     lp.peak_in_flight = max(lp.peak_in_flight, lp.in_flight)
+                    js.inflight += 1
+                    js.depth_map[depth_index(js.inflight)] += 1
                 if lp.delay_ns:
                     time.sleep(lp.delay_ns / 1e9)
                 blocks = max(1, lp.size // bs)
@@ -265,6 +288,7 @@ class LiveRun:
                 end = time.monotonic_ns()
                 with self._lock:
                     lp.in_flight -= 1
+                    js.inflight -= 1
                     lp.busy_ns += end - t_io
                     lp.lat_ns += end - t_disp
                     status = self.mp.end_io(io, "ioerr" if err else None)
@@ -282,6 +306,8 @@ class LiveRun:
                     else:
                         js.write_lat.add(lat)
                         js.bytes_written += bs
+                    js.rate_windows.add(end - t0 - js.start_ns, 0 if is_read else 1, bs)
+                    js.lat_ranges[lat_range_index(lat)] += 1
                     js.end_ns = end - t0
                     done[0] += 1
         except LiveError as e:

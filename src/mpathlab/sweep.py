@@ -52,12 +52,18 @@ def parse_set(items: Sequence[str]) -> List[Tuple[str, list]]:
 
 
 def set_dotted(doc: dict, key: str, value) -> None:
+    """Set a dotted key; every table on the way must exist in the topology
+    (a --set that named a path the table does not have would add a device)."""
     parts = key.split(".")
+    if not all(parts):
+        raise SweepError("--set %s: empty part in the dotted key" % key)
     cur = doc
-    for p in parts[:-1]:
+    for i, p in enumerate(parts[:-1]):
         nxt = cur.get(p)
         if nxt is None:
-            nxt = cur[p] = {}
+            where = ".".join(parts[:i]) or "the topology"
+            have = ", ".join(sorted(k for k, v in cur.items() if isinstance(v, dict))) or "none"
+            raise SweepError("--set %s: %s has no table %r (its tables: %s)" % (key, where, p, have))
         if not isinstance(nxt, dict):
             raise SweepError("--set %s: %s is not a table in the topology" % (key, p))
         cur = nxt
@@ -116,19 +122,16 @@ def run_sweep(topology_path: str, job_path: str, *, selectors: Sequence[str], io
               seeds: Sequence[int], sets: Sequence[Tuple[str, list]] = (), scheduler: Optional[str] = None,
               workers: int = 2, processes: bool = True,
               progress: Optional[Callable[[float], None]] = None) -> List[dict]:
-    try:
-        from dask.distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise SweepError("sweeps need Dask: pip install 'dask[distributed]' (or pip install -e .[sweep])") from None
+    if not scheduler and (isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 1024):
+        raise SweepError("--workers must be a whole number from 1 to 1024, got %r" % (workers,))
     from .workload.fio import load_fio
     from .workload.topology import load_topology
 
     load_topology(topology_path)   # validate before starting anything
     load_fio(job_path)
-    with open(topology_path, "rb") as f:
-        doc = tomllib.load(f)
-    with open(job_path) as f:
-        job_text = f.read()
+    from .inputs import load_toml, read_text
+    doc, _ = load_toml(topology_path, "topology")
+    job_text = read_text(job_path, "fio job file")
     pts = points(selectors, iodepths, seeds, sets)
     if not pts:
         raise SweepError("the sweep has no points")
@@ -148,6 +151,10 @@ def run_sweep(topology_path: str, job_path: str, *, selectors: Sequence[str], io
             set_dotted(d, k, v)
         topology_from_dict(d, "%s with %s" % (source, ", ".join("%s=%s" % kv for kv in key) or "no --set"),
                            base_dir)
+    from .inputs import require_module
+    require_module("dask.distributed", "dask[distributed]", "a sweep",
+                   "pip install 'dask[distributed]' (or pip install -e .[sweep])")
+    from dask.distributed import Client, LocalCluster, as_completed
     cluster = None
     if scheduler:
         client = Client(scheduler)
@@ -181,11 +188,9 @@ def write_rows(rows: List[dict], path: str) -> None:
             if k not in cols:
                 cols.append(k)
     if path.endswith(".parquet"):
-        try:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise SweepError("writing Parquet needs pyarrow (pip install pyarrow); or give a .csv name") from None
+        from .inputs import require_module
+        pa = require_module("pyarrow", "pyarrow", "writing Parquet", "pip install pyarrow; or give a .csv name")
+        import pyarrow.parquet as pq
         table = pa.table({c: [r.get(c) for r in rows] for c in cols})
         pq.write_table(table, path)
         return
@@ -196,9 +201,65 @@ def write_rows(rows: List[dict], path: str) -> None:
             w.writerow(r)
 
 
+# The columns a sweep report reads (mpathlab sweep writes them all).
+REPORT_COLUMNS = ("selector", "iodepth", "mean_deviation", "lat_p99_ns")
+
+
 def read_rows(path: str) -> List[Dict[str, object]]:
+    """A sweep table written by ``mpathlab sweep`` (.csv, or .parquet with
+    pyarrow), checked: the columns a report needs, numbers where numbers
+    belong; problems name the file, the line and the column."""
     if path.endswith(".parquet"):
+        from .inputs import require_module
+        require_module("pyarrow", "pyarrow", "reading Parquet", "pip install pyarrow; or use the .csv table")
         import pyarrow.parquet as pq
-        return pq.read_table(path).to_pylist()
-    with open(path, newline="") as f:
-        return [{k: parse_value(v) if v != "" else None for k, v in r.items()} for r in csv.DictReader(f)]
+        try:
+            rows = pq.read_table(path).to_pylist()
+        except OSError:
+            raise
+        except Exception as e:      # pyarrow's own errors for a file that is not Parquet
+            raise SweepError("%s: not a Parquet table (%s)" % (path, str(e).splitlines()[0] if str(e) else e)) from None
+        header = list(rows[0]) if rows else []
+        lines = range(1, len(rows) + 1)
+    else:
+        import io
+        from .inputs import read_text
+        text = read_text(path, "sweep table")
+        reader = csv.reader(io.StringIO(text, newline=""))
+        try:
+            table = list(reader)
+        except csv.Error as e:
+            raise SweepError("%s:%d: not a CSV table: %s" % (path, reader.line_num, e)) from None
+        if not table or not any(table[0]):
+            raise SweepError("%s: empty: a sweep table has a header line and a line per run" % path)
+        header = [h.strip() for h in table[0]]
+        dup = sorted({h for h in header if header.count(h) > 1})
+        if dup:
+            raise SweepError("%s:1: column %s appears twice in the header" % (path, ", ".join(dup)))
+        rows = []
+        lines = []
+        for no, rec in enumerate(table[1:], 2):
+            if not any(f.strip() for f in rec):
+                continue
+            if len(rec) != len(header):
+                raise SweepError("%s:%d: %d fields, the header has %d" % (path, no, len(rec), len(header)))
+            rows.append({k: parse_value(v) if v != "" else None for k, v in zip(header, rec)})
+            lines.append(no)
+    missing = [c for c in REPORT_COLUMNS if c not in header]
+    if missing:
+        raise SweepError("%s:1: missing column(s) %s; is this a table written by mpathlab sweep? (it needs %s)"
+                         % (path, ", ".join(missing), ", ".join(REPORT_COLUMNS)))
+    if not rows:
+        raise SweepError("%s: no runs in the table (only a header)" % path)
+    for no, r in zip(lines, rows):
+        if not isinstance(r["selector"], str) or not r["selector"]:
+            raise SweepError("%s:%s: column selector: expected a selector name, got %r" % (path, no, r["selector"]))
+        d = r["iodepth"]
+        if isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= 1 << 20:
+            raise SweepError("%s:%s: column iodepth: expected a whole number from 1, got %r" % (path, no, d))
+        for c in ("mean_deviation", "lat_p99_ns"):
+            v = r[c]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")) \
+                    or v < 0:
+                raise SweepError("%s:%s: column %s: expected a number >= 0, got %r" % (path, no, c, v))
+    return rows

@@ -34,6 +34,16 @@ def parse_size(text: Union[str, int], what: str = "size") -> int:
     return int(round(value))
 
 
+# Durations are ns in a signed 64-bit integer, as ktime_t (about 292 years).
+MAX_DURATION_NS = (1 << 63) - 1
+
+
+def _bounded_ns(value: float, what: str, text) -> int:
+    if value != value or not -1 < value <= MAX_DURATION_NS:
+        raise UnitError("%s: %r is not a duration below 2^63 ns (292 years)" % (what, text))
+    return int(round(value))
+
+
 def parse_duration_ns(text: Union[str, int, float], what: str = "duration", default_unit: str = "ns") -> int:
     """'100us' -> 100000; a bare number is in ``default_unit``."""
     if isinstance(text, bool):
@@ -41,12 +51,12 @@ def parse_duration_ns(text: Union[str, int, float], what: str = "duration", defa
     if isinstance(text, (int, float)):
         if text < 0:
             raise UnitError("%s: must not be negative, got %r" % (what, text))
-        return int(round(text * _TIME_UNITS_NS[default_unit]))
+        return _bounded_ns(text * _TIME_UNITS_NS[default_unit], what, text)
     m = _SIZE_RE.match(str(text))
     unit = m.group(2).lower() if m else None
     if not m or (unit and unit not in _TIME_UNITS_NS):
         raise UnitError("%s: cannot read %r as a duration (use e.g. 100us, 2ms, 10s)" % (what, text))
-    return int(round(float(m.group(1)) * _TIME_UNITS_NS[unit or default_unit]))
+    return _bounded_ns(float(m.group(1)) * _TIME_UNITS_NS[unit or default_unit], what, text)
 
 
 def format_ns(ns: float) -> str:

@@ -26,7 +26,9 @@ def _plt():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ReportError("reports need matplotlib: pip install matplotlib (or pip install -e .[report])") from None
+        from ..inputs import MissingDependency
+        raise MissingDependency("matplotlib", "a report",
+                                "pip install matplotlib (or pip install -e .[report])") from None
     return plt
 
 

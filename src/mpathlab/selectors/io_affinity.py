@@ -56,7 +56,7 @@ class IOAffinity(PathSelector):
         self.path_map = [None] * n   # cpu -> _IOAPath
         self.path_mask = 0           # CPUs that have a mapping
         self.map_misses = 0          # atomic_t
-        self._info = {}
+        self._info: dict = {}
 
     def add_path(self, path, args=()):
         if len(args) != 1:

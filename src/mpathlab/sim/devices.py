@@ -86,14 +86,19 @@ class Empirical(ServiceTime):
     def from_file(cls, path: str, unit: str = "us") -> "Empirical":
         if not os.path.exists(path):
             raise UnitError("latency file %r does not exist" % path)
+        from ..inputs import InputFileError, read_text
+        try:
+            text = read_text(path, "latency file")
+        except InputFileError as e:
+            raise UnitError(str(e)) from None
         vals = []
-        with open(path) as f:
-            for lineno, line in enumerate(f, 1):
-                line = line.split("#", 1)[0].replace(",", " ").strip()
-                if line:
-                    # first column: a bare number (in `unit`) or a duration with units
-                    vals.append(parse_duration_ns(line.split()[0], "latency file %s line %d" % (path, lineno),
-                                                  default_unit=unit))
+        for lineno, line in enumerate(text.splitlines(), 1):
+            line = line.split("#", 1)[0].replace(",", " ").strip()
+            if line:
+                # first column: a bare number (in `unit`) or a duration with units
+                vals.append(parse_duration_ns(line.split()[0], "%s:%d" % (path, lineno), default_unit=unit))
+        if not vals:
+            raise UnitError("%s: no latencies in the file (one per line, e.g. 120us)" % path)
         return cls(vals, path)
 
     def sampler(self, rng):
@@ -179,7 +184,7 @@ class PathDevice:
         self.model = model
         self.seed = seed              # the compiled core seeds its own stream from it
         self.busy = 0
-        self.queue = deque()
+        self.queue: deque = deque()
         self.offline = False
         self.slow_factor = 1.0
         self.sample = model.service.sampler(random.Random(seed))

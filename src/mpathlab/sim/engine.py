@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 from ..selectors import CpuTopology
 from ..target import (END_DELAY_REQUEUE, END_DONE, END_REQUEUE, MAP_DELAY_REQUEUE, MAP_KILL, MAP_REMAPPED,
@@ -30,7 +30,7 @@ from ..target.multipath import DH_OK, REQUEUE_DELAY_MS
 from ..timing import TimeBase
 from ..workload.fio import JobSpec
 from .devices import PathDevice, PathModel, best_distribution
-from .stats import LatencyStats, mean_abs_deviation
+from .stats import LatencyStats, RateWindows, depth_index, lat_range_index, mean_abs_deviation
 
 (EV_DONE, EV_ARRIVE, EV_SUBMIT, EV_RETRY, EV_KICK, EV_FAULT, EV_MESSAGE, EV_ERRDONE, EV_ACTIVATED,
  EV_NOPATH_TIMEOUT) = range(10)
@@ -74,6 +74,9 @@ class JobState:
         self.bytes_written = 0
         self.read_lat = LatencyStats()
         self.write_lat = LatencyStats()
+        self.rate_windows = RateWindows()   # fio's bw/iops samples
+        self.depth_map = [0] * 7            # fio's io_u_map (iodepth_level)
+        self.lat_ranges = [0] * 32          # fio's io_u_lat_n/u/m (latency_ns/us/ms)
         self.start_ns = spec.startdelay_ns
         self.end_ns = spec.startdelay_ns
         self.finished = False
@@ -210,13 +213,18 @@ class Simulation:
             # HST before the 2022 fix: select_path reads sched_clock(), which
             # runs ahead of ktime by the time from TSC start to timekeeping.
             env["select_clock"] = lambda: self._base + self.now + sched_clock_offset_ns
-        self.mp: Multipath = target(dict(env, on_kick=self._on_kick, schedule=self._schedule_message)) \
-            if target is not None else construct(
-            tl.params, resolve_device=mapping_resolver(by_name), selector_env=env,
-            timebase=self.timebase, rq_stats=rq_stats, force_jiffies_start=force_jiffies_start,
-            activate=self._activate, on_kick=self._on_kick,
-            queue_if_no_path_timeout_secs=queue_if_no_path_timeout_secs, set_timer=self._set_timer,
-            kernel=self.kernel, host=host)
+        self.mp: Multipath
+        if target is not None:
+            # another stack's target with the Multipath surface (duck-typed)
+            self.mp = cast(Multipath, target(dict(env, on_kick=self._on_kick, schedule=self._schedule_message)))
+        else:
+            assert tl is not None
+            self.mp = construct(
+                tl.params, resolve_device=mapping_resolver(by_name), selector_env=env,
+                timebase=self.timebase, rq_stats=rq_stats, force_jiffies_start=force_jiffies_start,
+                activate=self._activate, on_kick=self._on_kick,
+                queue_if_no_path_timeout_secs=queue_if_no_path_timeout_secs, set_timer=self._set_timer,
+                kernel=self.kernel, host=host)
         if tl is not None:
             self.mp.table_start, self.mp.table_length = tl.start, tl.length
         # per-I/O added transport time the target may ask for (NVMe: the cross-node cost)
@@ -231,10 +239,10 @@ class Simulation:
         self._dev_index = {d: i for i, d in enumerate(self.devices)}
         self.dev_of_pgpath = {}
         for pgpath in self.mp.pgpaths:
-            d = devs_by_devt.get(pgpath.dev.devt)
-            if d is None:
+            dev = devs_by_devt.get(pgpath.dev.devt)
+            if dev is None:
                 raise ValueError("table path %s has no device model in the topology" % pgpath.dev.name)
-            self.dev_of_pgpath[pgpath] = d
+            self.dev_of_pgpath[pgpath] = dev
         self.jobs: List[JobState] = []
         cpu = 0
         for spec in specs:
@@ -298,6 +306,7 @@ class Simulation:
             is_read = rf >= 1.0 or (rf > 0.0 and job.rng.random() < rf)
             io = SimIO(spec.bs, job, now, is_read)
             job.inflight += 1
+            job.depth_map[depth_index(job.inflight)] += 1
             job.submitted += 1
             self.result.submitted += 1
             if self.mp.queue_mode == "bio":
@@ -308,7 +317,7 @@ class Simulation:
         self._cur_cpu = io.job.cpu
         r = self.mp.map(io)
         if r == MAP_REMAPPED:
-            dev = self.dev_of_pgpath[io.pgpath]
+            dev = self.dev_of_pgpath[io.pgpath]  # type: ignore[index]  # map() set pgpath
             io.dev = dev
             dev.dispatched += 1
             if self.window_ns:
@@ -398,6 +407,8 @@ class Simulation:
         else:
             job.write_lat.add(lat)
             job.bytes_written += io.nr_bytes
+        job.rate_windows.add(now - job.start_ns, 0 if io.is_read else 1, io.nr_bytes)
+        job.lat_ranges[lat_range_index(lat)] += 1
         job.end_ns = now
         self._submit_more(job)
         if job.inflight == 0 and len(self._groups) > 1:
@@ -522,7 +533,7 @@ class Simulation:
             elif kind == EV_KICK:
                 self._kick_pending = False
                 for io in mp.take_queued():
-                    self._dispatch(io)
+                    self._dispatch(io)  # type: ignore[arg-type]  # the target queues the SimIOs it was given
             elif kind == EV_SUBMIT:
                 self._submit_more(obj)
             elif kind == EV_FAULT:

@@ -21,7 +21,7 @@ from .devices import Empirical, Exponential, LogNormal, ServiceTime
 try:
     from .. import _fastcore
 except ImportError:  # not built: pure Python only
-    _fastcore = None
+    _fastcore = None  # type: ignore[assignment]
 
 _SELECTORS = {RoundRobin: 0, QueueLength: 1, STSelector: 2, HistoricalServiceTime: 3}
 
@@ -83,7 +83,7 @@ def try_run_fast(sim) -> bool:
     devices = sim.devices
     index = {d: i for i, d in enumerate(devices)}
     info_of_dev = {}
-    paths_cfg = [None] * len(devices)
+    paths_cfg: list = [None] * len(devices)
     for pgpath in pg.pgpaths:
         d = sim.dev_of_pgpath[pgpath]
         info = ps._info[pgpath]
@@ -155,6 +155,9 @@ def _write_back(sim, out, info_of_dev) -> None:
         j.remaining = None if o["remaining"] < 0 else o["remaining"]
         j.inflight = 0
         j.bytes_read, j.bytes_written = o["bytes_read"], o["bytes_written"]
+        j.rate_windows.windows = [list(w) for w in o["windows"]]
+        j.depth_map = list(o["depth_map"])
+        j.lat_ranges = list(o["lat_ranges"])
         for st, (n, lo, hi, mean, m2, hist) in ((j.read_lat, o["read_lat"]), (j.write_lat, o["write_lat"])):
             st.n, st.min, st.max, st.mean, st._m2, st.hist = n, lo, hi, mean, m2, hist
     res = sim.result

@@ -6,7 +6,7 @@ counts adding up) is checked after every run.
 """
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional, Tuple
 
 from ..units import format_ns
 from ..workload.fio import parse_fio
@@ -15,12 +15,16 @@ from .engine import Simulation
 
 MS = 1_000_000
 SELECTORS = ("round-robin", "queue-length", "service-time", "historical-service-time")
-_PER_PATH_ARGS = {"round-robin": (1, "1"), "queue-length": (1, "1"), "service-time": (2, "1 1"),
-                  "historical-service-time": (1, "0"), "io-affinity": None}
+_PER_PATH_ARGS: Dict[str, Optional[Tuple[int, str]]] = {
+    "round-robin": (1, "1"), "queue-length": (1, "1"), "service-time": (2, "1 1"),
+    "historical-service-time": (1, "0"), "io-affinity": None}
 
 
 def _table(selector: str, devs: List[str], features: str = "0") -> str:
-    n, arg = _PER_PATH_ARGS[selector]
+    per_path = _PER_PATH_ARGS[selector]
+    if per_path is None:
+        raise ValueError("fault studies do not run %s (it needs CPU masks)" % selector)
+    n, arg = per_path
     paths = " ".join("%s %s" % (d, arg) for d in devs)
     return "0 1048576 multipath %s 0 1 1 %s 0 %d %d %s" % (features, selector, len(devs), n, paths)
 

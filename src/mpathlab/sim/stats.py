@@ -7,7 +7,7 @@ power of two), from which fio's percentiles are read.
 from __future__ import annotations
 
 import math
-from typing import Dict, Iterable, List, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence
 
 PLAT_BITS = 6
 PLAT_VAL = 1 << PLAT_BITS  # buckets per group
@@ -26,7 +26,7 @@ def _bucket(v: int) -> int:
     return base + ((v >> error_bits) & (PLAT_VAL - 1))
 
 
-def _bucket_value(idx: int) -> int:
+def _bucket_value(idx: int) -> float:
     """Midpoint of a bucket (fio's plat_idx_to_val)."""
     if idx < 2 * PLAT_VAL:
         return idx
@@ -110,12 +110,68 @@ class LatencyStats:
         """fio json+ style bins: {bucket midpoint ns: count}."""
         return {str(int(_bucket_value(k))): c for k, c in sorted(self.hist.items())}
 
-    def as_fio(self, plist: Iterable[float] = None, with_percentiles: bool = True) -> dict:
+    def as_fio(self, plist: Optional[Iterable[float]] = None, with_percentiles: bool = True) -> dict:
         d = {"min": int(self.min), "max": int(self.max), "mean": self.mean, "stddev": self.stddev,
              "N": self.n}
         if with_percentiles:
             d["percentile"] = self.percentiles(tuple(plist) if plist else FIO_DEFAULT_PERCENTILES)
         return d
+
+
+# fio's default bw/iops sampling period (bw_avg_time / iops_avg_time, 500 ms).
+FIO_AVG_TIME_NS = 500_000_000
+
+
+def depth_index(depth: int) -> int:
+    """fio's io_u_map slot for the job's queue depth just after a submission:
+    1, 2-3, 4-7, 8-15, 16-31, 32-63, >=64."""
+    return 6 if depth >= 64 else max(0, depth.bit_length() - 1)
+
+
+_LAT_EDGES = (2, 4, 10, 20, 50, 100, 250, 500, 750, 1000)
+
+
+def lat_range_index(ns: int) -> int:
+    """fio's io_u_mark_latency slot for one I/O's latency, 0..31: ten ns
+    ranges below 1 us, ten us ranges below 1 ms, twelve ms ranges (the last
+    is >= 2000 ms).  What fio's latency_ns/latency_us/latency_ms report."""
+    if ns < 1000:
+        v, base = ns, 0
+    elif ns < 1_000_000:
+        v, base = ns // 1000, 10
+    else:
+        v = ns // 1_000_000
+        if v >= 2000:
+            return 31
+        if v >= 1000:
+            return 30
+        base = 20
+    for i, e in enumerate(_LAT_EDGES):
+        if v < e:
+            return base + i
+    return base + 9
+
+
+class RateWindows:
+    """Bytes and I/Os completed per fio sampling period (FIO_AVG_TIME_NS)
+    since the job started, per direction (0 read, 1 write, 2 trim): what
+    fio's bw/iops samples are computed from.  One small list per period, so
+    memory grows with simulated time / 500 ms, not with the number of I/Os."""
+
+    __slots__ = ("windows",)
+
+    def __init__(self):
+        # windows[k] = [read, write, trim bytes, read, write, trim I/Os]
+        self.windows: List[List[int]] = []
+
+    def add(self, t_rel_ns: int, ddir: int, nbytes: int) -> None:
+        k = t_rel_ns // FIO_AVG_TIME_NS
+        ws = self.windows
+        while len(ws) <= k:
+            ws.append([0, 0, 0, 0, 0, 0])
+        w = ws[k]
+        w[ddir] += nbytes
+        w[3 + ddir] += 1
 
 
 def merged_latency(jobs, directions=("read", "write")) -> LatencyStats:

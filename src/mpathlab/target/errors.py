@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import errno as errno_module
 import os
+from typing import List
 
 from ..kernel import EINVAL
 
@@ -14,6 +15,7 @@ class TargetError(Exception):
         self.message = message
         self.errno = errno
         self.detail = detail
+        self.dmesg_lines: List[str] = []     # what the constructor logged before it gave up
         super().__init__(message + (" (%s)" % detail if detail else ""))
 
     def dmesg(self, device: str = "mpath", target: str = "multipath") -> str:

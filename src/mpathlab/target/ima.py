@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from typing import Dict
+from typing import Dict, List, Optional, Set
 
 DM_VERSION = "4.50.0"   # the "current" profile's; buffers of a Multipath use its profile's dm_version
 DM_IMA_TARGET_DATA_BUF_LEN = 2048
@@ -32,7 +32,7 @@ def device_metadata(name: str, uuid: str, major: int, minor: int, num_targets: i
         escape(name), escape(uuid), major, minor, num_targets)
 
 
-def table_load_buffer(mp, name: str, uuid: str, major: int, minor: int, *, dm_version: str = None) -> str:
+def table_load_buffer(mp, name: str, uuid: str, major: int, minor: int, *, dm_version: Optional[str] = None) -> str:
     """The dm_table_load buffer for a one-target multipath table (dm_version: the target's profile's)."""
     if dm_version is None:
         dm_version = mp.profile.dm_version
@@ -72,8 +72,8 @@ class MeasurementLog:
     def __init__(self, hash_algo: str = "sha256", pcr: int = DEFAULT_PCR):
         self.hash_algo = hash_algo
         self.pcr = pcr
-        self.records = []
-        self._seen = set()
+        self.records: List[dict] = []
+        self._seen: Set[str] = set()
 
     def measure(self, event_name: str, buffer: str):
         """The new record, or None when an identical one was measured before."""

@@ -523,7 +523,7 @@ class Multipath:
     def pg_init_done(self, pgpath: PGPath, result: str) -> None:
         pg = pgpath.pg
         delay_retry = False
-        errors = result
+        errors: Optional[str] = result
         if result == DH_OK:
             errors = None
         elif result == DH_NOSYS:

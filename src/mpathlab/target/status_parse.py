@@ -10,7 +10,10 @@ by its count, so a status line can be read without knowing the selectors.
 """
 from __future__ import annotations
 
-from typing import List
+import re
+from typing import Any, List, Optional, Tuple
+
+_INT = re.compile(r"-?[0-9]+")
 
 
 class StatusParseError(ValueError):
@@ -31,9 +34,15 @@ class _Tokens:
 
     def num(self, what: str) -> int:
         v = self.next(what)
-        if not v.lstrip("-").isdigit():
+        if not _INT.fullmatch(v):
             raise StatusParseError("expected a number for %s, got %r" % (what, v))
         return int(v)
+
+    def count(self, what: str) -> int:
+        n = self.num(what)
+        if n < 0:
+            raise StatusParseError("%s must not be negative, got %d" % (what, n))
+        return n
 
     def take(self, n: int, what: str) -> List[str]:
         return [self.next(what) for _ in range(n)]
@@ -42,21 +51,21 @@ class _Tokens:
 def parse_status_info(text: str) -> dict:
     """Return {"features": [...], "hw": [...], "nr_groups", "current_group", "groups": [...]}."""
     tk = _Tokens(text)
-    nfeat = tk.num("feature count")
+    nfeat = tk.count("feature count")
     features = tk.take(nfeat, "feature")
-    nhw = tk.num("hardware handler status count")
+    nhw = tk.count("hardware handler status count")
     hw = tk.take(nhw, "hardware handler status")
-    ngroups = tk.num("group count")
+    ngroups = tk.count("group count")
     current = tk.num("current group")
     groups = []
     for g in range(ngroups):
         state = tk.next("group state")
         if state not in ("A", "D", "E"):
             raise StatusParseError("group %d: state must be A, D or E, got %r" % (g + 1, state))
-        nps = tk.num("selector status count")
+        nps = tk.count("selector status count")
         ps_status = tk.take(nps, "selector status")
-        npaths = tk.num("path count")
-        nfields = tk.num("per-path selector field count")
+        npaths = tk.count("path count")
+        nfields = tk.count("per-path selector field count")
         paths = []
         for _ in range(npaths):
             dev = tk.next("path device")
@@ -66,8 +75,203 @@ def parse_status_info(text: str) -> dict:
             fail_count = tk.num("fail count")
             paths.append({"dev": dev, "active": act == "A", "fail_count": fail_count,
                           "selector": tk.take(nfields, "selector field")})
-        groups.append({"state": state, "selector_status": ps_status, "paths": paths})
+        groups.append({"state": state, "selector_status": ps_status, "paths": paths, "nr_fields": nfields})
     if tk.i != len(tk.t):
         raise StatusParseError("trailing tokens after the last group: %r" % tk.t[tk.i:])
     return {"features": features, "hw": hw, "nr_groups": ngroups, "current_group": current,
             "groups": groups}
+
+
+# ---------------------------------------------------------------------------
+# Whole `dmsetup status` / `dmsetup table` outputs
+
+# Other device-mapper target types a `dmsetup` listing may hold: their lines
+# are skipped.  (A bare multipath parameter string can have a word in third
+# place, e.g. "0 1 alua ...", so only known target names count as targets.)
+DM_TARGET_TYPES = frozenset((
+    "linear", "striped", "mirror", "snapshot", "snapshot-origin", "snapshot-merge", "error", "zero", "crypt",
+    "delay", "flakey", "thin", "thin-pool", "cache", "era", "raid", "verity", "integrity", "writecache",
+    "vdo", "dust", "clone", "unstriped", "switch", "log-writes", "ebs", "zoned", "multipath",
+))
+
+
+class DmsetupLine:
+    """One line of ``dmsetup status``/``dmsetup table`` output.
+
+    ``name`` is the device name when dmsetup printed ``name: `` before it,
+    ``start``/``length`` are None for a bare parameter string."""
+
+    def __init__(self, lineno: int, name, start, length, target_type: str, params: str):
+        self.lineno = lineno
+        self.name = name
+        self.start = start
+        self.length = length
+        self.target_type = target_type
+        self.params = params
+
+    def label(self) -> str:
+        return self.name or "line %d" % self.lineno
+
+
+def split_dmsetup_output(text: str, source: str = "input") -> List[DmsetupLine]:
+    """Every multipath line of a dmsetup listing; other targets are skipped.
+
+    Accepts ``name: 0 2097152 multipath <params>`` (several devices),
+    ``0 2097152 multipath <params>`` (one device) and a bare ``<params>``."""
+    out: List[DmsetupLine] = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line == "No devices found":
+            continue
+        toks = line.split()
+        name = None
+        if toks[0].endswith(":") and len(toks[0]) > 1 and not _is_devt(toks[0][:-1]):
+            name = toks[0][:-1]
+            toks = toks[1:]
+            if not toks:
+                raise StatusParseError("%s:%d: %s: nothing after the device name" % (source, lineno, name))
+        if len(toks) >= 3 and _uint(toks[0]) and _uint(toks[1]) and toks[2] in DM_TARGET_TYPES:
+            if toks[2] != "multipath":
+                continue            # another target type (linear, striped, ...)
+            out.append(DmsetupLine(lineno, name, int(toks[0]), int(toks[1]), "multipath", " ".join(toks[3:])))
+        elif name is not None and len(toks) >= 3 and _uint(toks[0]) and _uint(toks[1]):
+            continue                # a named line of a target type we do not know: not multipath
+        else:
+            out.append(DmsetupLine(lineno, name, None, None, "multipath", " ".join(toks)))
+    return out
+
+
+def _uint(text: str) -> bool:
+    return bool(_INT.fullmatch(text)) and not text.startswith("-")
+
+
+def _is_devt(text: str) -> bool:
+    a, _, b = text.partition(":")
+    return _uint(a) and _uint(b)
+
+
+def parse_dmsetup_status(text: str, source: str = "input") -> List[dict]:
+    """Parse a whole ``dmsetup status`` output: one dict per multipath line,
+    ``parse_status_info``'s keys plus ``name``, ``start``, ``length``, ``lineno``."""
+    out = []
+    for dl in split_dmsetup_output(text, source):
+        try:
+            info = parse_status_info(dl.params)
+        except StatusParseError as e:
+            raise StatusParseError("%s:%d: %s" % (source, dl.lineno, e)) from None
+        info.update(name=dl.name, start=dl.start, length=dl.length, lineno=dl.lineno)
+        out.append(info)
+    return out
+
+
+def parse_dmsetup_table(text: str, source: str = "input", resolve_device=None, nr_cpu_ids=None) -> List[tuple]:
+    """Parse a whole ``dmsetup table`` output: ``(DmsetupLine, Multipath)``
+    per multipath line, each built by the kernel's constructor checks.
+
+    Device names that are not ``major:minor`` (a hand-written table) get a
+    number of their own (259:N) unless ``resolve_device`` says otherwise.
+    ``nr_cpu_ids`` (default: this machine's CPU count) sizes io-affinity's
+    CPU masks, as the kernel that printed the table did."""
+    import os
+
+    from ..selectors import CpuTopology
+    from ..kernel import parse_devt
+    from .errors import TargetError
+    from .table import construct
+
+    names: dict = {}
+
+    def resolve(token: str):
+        if resolve_device is not None:
+            found = resolve_device(token)
+            if found is not None:
+                return found
+        devt = parse_devt(token)
+        if devt is not None:
+            return devt
+        return names.setdefault(token, (259, len(names)))
+
+    out = []
+    for dl in split_dmsetup_output(text, source):
+        try:
+            m = construct(dl.params, resolve_device=resolve,
+                          selector_env={"topology": CpuTopology(nr_cpu_ids or os.cpu_count() or 1)})
+        except TargetError as e:
+            raise StatusParseError("%s:%d: table rejected: %s" % (source, dl.lineno, e)) from None
+        if dl.name:
+            m.device_name = dl.name
+        m.table_start = dl.start or 0
+        m.table_length = dl.length or 0
+        out.append((dl, m))
+    return out
+
+
+def explain_dmsetup(text: str, source: str = "input", kind: str = "auto", table=None,
+                    as_json: bool = False):
+    """What ``mpathlab status`` prints: explanation lines (or, with
+    ``as_json``, a list of parsed entries) for every multipath line of a
+    ``dmsetup status`` / ``dmsetup table`` listing.
+
+    A table line (in the input or ``table``) names the selectors of the
+    status lines of the same device (or of every unnamed one)."""
+    from .explain import explain_status, explain_table
+
+    selectors_of: dict = {}
+    if table:
+        for dl, m in parse_dmsetup_table(table, "--table"):
+            selectors_of[dl.name] = [pg.ps.name for pg in m.priority_groups]
+    entries: List[Tuple[str, DmsetupLine, Any]] = []
+    for dl in split_dmsetup_output(text, source):
+        entry: Optional[Tuple[str, DmsetupLine, Any]] = None
+        status_err = None
+        if kind in ("auto", "status"):
+            try:
+                info = parse_status_info(dl.params)
+                info.update(name=dl.name, start=dl.start, length=dl.length, lineno=dl.lineno)
+                entry = ("status", dl, info)
+            except StatusParseError as e:
+                status_err = e
+        if entry is None and kind in ("auto", "table"):
+            try:
+                ((tdl, m),) = parse_dmsetup_table(_rebuild(dl), source)
+                tdl.lineno = dl.lineno
+                entry = ("table", dl, m)
+                selectors_of[dl.name] = [pg.ps.name for pg in m.priority_groups]
+            except StatusParseError as e:
+                if status_err is not None:
+                    raise StatusParseError("%s:%d: neither a multipath status (%s) nor a table (%s)"
+                                           % (source, dl.lineno, status_err,
+                                              str(e).split(": ", 2)[-1])) from None
+                raise
+        if entry is None:
+            raise StatusParseError("%s:%d: %s" % (source, dl.lineno, status_err))
+        entries.append(entry)
+    if not entries:
+        raise StatusParseError("%s: no multipath lines (a `dmsetup status` or `dmsetup table` line, e.g. "
+                               "'mpatha: 0 2097152 multipath 2 0 0 0 1 1 A 0 2 0 8:16 A 0 8:32 A 0')" % source)
+    if as_json:
+        out = []
+        for what, dl, obj in entries:
+            if what == "status":
+                out.append(dict(obj, kind="status", selectors=selectors_of.get(dl.name)))
+            else:
+                out.append({"kind": "table", "name": dl.name, "start": dl.start, "length": dl.length,
+                            "lineno": dl.lineno, "table": obj.table(),
+                            "selectors": [pg.ps.name for pg in obj.priority_groups]})
+        return out
+    lines: List[str] = []
+    for what, dl, obj in entries:
+        if lines:
+            lines.append("")
+        if what == "status":
+            lines.extend(explain_status(obj, selectors_of.get(dl.name, selectors_of.get(None))))
+        else:
+            lines.extend(explain_table(obj, dl.name))
+    return lines
+
+
+def _rebuild(dl: DmsetupLine) -> str:
+    head = "%s: " % dl.name if dl.name else ""
+    if dl.start is not None:
+        return "%s%d %d multipath %s" % (head, dl.start, dl.length, dl.params)
+    return head + dl.params

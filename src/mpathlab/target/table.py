@@ -12,6 +12,7 @@ first problem found, and its message, are those ``dmsetup load`` would report.
 """
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -87,7 +88,7 @@ def mapping_resolver(names: Dict[str, Tuple[int, int]]) -> DeviceResolver:
 def _parse_features(m: Multipath, a: ArgSet) -> None:
     argc = a.read(0, 8, "invalid number of feature args", grouped=True)
     while argc:
-        name = a.shift()
+        name = a.shift() or ""      # the grouped read made sure the tokens are there
         argc -= 1
         low = name.lower()
         if low == "queue_if_no_path":
@@ -105,7 +106,7 @@ def _parse_features(m: Multipath, a: ArgSet) -> None:
             argc -= 1
             continue
         if low == "queue_mode" and argc >= 1:
-            mode = a.shift()
+            mode = a.shift() or ""
             argc -= 1
             if mode.lower() == "bio":
                 m.queue_mode = QUEUE_MODE_BIO
@@ -124,6 +125,8 @@ def _parse_hw_handler(m: Multipath, a: ArgSet) -> None:
     if m.queue_mode == QUEUE_MODE_BIO:
         a.consume(hw_argc)
         m.dmesg.append("device-mapper: multipath: bio-based multipath doesn't allow hardware handler args")
+        # logged as a table-load warning (the CLI shows these by default, see mpathlab.klog)
+        logging.getLogger("mpathlab.target.load").info("bio-based multipath doesn't allow hardware handler args")
         return
     m.hw_handler_name = a.shift()
     if hw_argc > 1:
@@ -196,6 +199,8 @@ def construct(params: Union[str, Sequence[str]], *, resolve_device: Optional[Dev
     Raises TargetError with the kernel's ti->error string.
     """
     tokens = split_args(params) if isinstance(params, str) else list(params)
+    # marks a table load for the CLI's log (mpathlab.klog): what the kernel prints per load
+    logging.getLogger("mpathlab.target.load").debug("table load: %s", " ".join(tokens))
     resolve = resolve_device or default_device_resolver
     m = Multipath(**multipath_kwargs)
     env = dict(selector_env or {})
@@ -261,6 +266,12 @@ class TableLine:
 
 def split_table_line(line: str) -> TableLine:
     """Split ``<start> <len> <type> <params>`` with dm core's checks."""
+    rows = [r for r in line.strip().splitlines() if r.strip()]
+    if len(rows) > 1:
+        # A dm table of several lines is several targets; read as one, the
+        # second line's "0 <len> multipath" would be taken for selector args.
+        raise TargetError("one multipath table line expected",
+                          detail="got %d lines; a device made of several targets is not modelled" % len(rows))
     parts = line.strip().split(None, 3)
     if len(parts) < 3:
         raise TargetError("Invalid table line", detail="expected '<start> <length> multipath <params>'")

@@ -98,8 +98,21 @@ class Topology:
 
 
 def _service(spec, where: str) -> ServiceTime:
+    svc = _service_model(spec, where)
+    if not 0 < svc.mean_ns <= MAX_SERVICE_NS:
+        # zero: the device is infinitely fast and a time-based run never ends
+        raise TopologyError("%s: the mean service time must be above 0 and at most 1h, got %dns"
+                            % (where if where.startswith("--") else where + ".service", svc.mean_ns))
+    return svc
+
+
+MAX_SERVICE_NS = 3600 * 10 ** 9
+MAX_PARALLELISM = 65536     # servers inside one device model
+
+
+def _service_model(spec, where: str) -> ServiceTime:
     if isinstance(spec, (str, int, float)):
-        return ServiceTime(parse_duration_ns(spec, where + ".service"))
+        return ServiceTime(parse_duration_ns(spec, where if where.startswith("--") else where + ".service"))
     if not isinstance(spec, dict):
         raise TopologyError("%s.service must be a duration or a table {dist=..., mean=...}" % where)
     unknown = set(spec) - {"dist", "mean", "sigma", "file", "unit"}
@@ -200,8 +213,9 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
         if isinstance(svc, dict) and "file" in svc and not os.path.isabs(svc["file"]):
             svc = dict(svc, file=os.path.join(base_dir, svc["file"]))
         par = p.get("parallelism", 1)
-        if not isinstance(par, int) or isinstance(par, bool) or par < 1:
-            raise TopologyError("%s: %s.parallelism must be a whole number >= 1" % (src, where))
+        if not isinstance(par, int) or isinstance(par, bool) or not 1 <= par <= MAX_PARALLELISM:
+            raise TopologyError("%s: %s.parallelism must be a whole number >= 1 and <= %d, got %r"
+                                % (src, where, MAX_PARALLELISM, par))
         paths.append(PathModel(
             name, devt, _service(svc, where), parallelism=par,
             delay_ns=parse_duration_ns(p.get("delay", 0), where + ".delay"),
@@ -285,17 +299,23 @@ def validate_table(topo: Topology) -> None:
         if pgpath.dev.devt not in models:
             raise TopologyError("%s: table path %s has no [paths.*] device model"
                                 % (topo.source or "topology", pgpath.dev.name))
+    in_table = {pgpath.dev.devt for pgpath in m.pgpaths}
+    for p in topo.paths:
+        if p.devt not in in_table:
+            # it would be counted in Best and never used
+            raise TopologyError("%s: paths.%s (devt %d:%d) is not a path of the table; remove it or add it "
+                                "to the table" % (topo.source or "topology", p.name, p.devt[0], p.devt[1]))
 
 
 def load_topology(path: str) -> Topology:
+    # Errors name the file and the line (of the option, for a problem in a value).
+    from ..inputs import load_toml, locate_topology_error, with_line
+    doc, text = load_toml(path, "topology")
     try:
-        with open(path, "rb") as f:
-            doc = tomllib.load(f)
-    except OSError as e:
-        raise TopologyError("cannot read topology %s: %s" % (path, e.strerror or e)) from None
-    except tomllib.TOMLDecodeError as e:
-        raise TopologyError("%s is not valid TOML: %s" % (path, e)) from None
-    return topology_from_dict(doc, os.path.basename(path), os.path.dirname(os.path.abspath(path)))
+        return topology_from_dict(doc, os.path.basename(path), os.path.dirname(os.path.abspath(path)))
+    except TopologyError as e:
+        msg = str(e)
+        raise TopologyError(with_line(msg, path, locate_topology_error(text, msg))) from None
 
 
 def rewrite_selector(table: str, name: str, args: Sequence[str] = (), resolver=None) -> str:
@@ -332,10 +352,10 @@ def parse_service_spec(text: str, where: str = "--service") -> ServiceTime:
     """'400us' (constant), 'exponential:400us', 'lognormal:400us:0.5', 'empirical:FILE'."""
     parts = text.split(":")
     if len(parts) == 1:
-        return ServiceTime(parse_duration_ns(parts[0], where))
+        return _service(parts[0], where)
     dist = parts[0].lower()
     if dist == "empirical":
-        return Empirical.from_file(":".join(parts[1:]))
+        return _service({"dist": "empirical", "file": ":".join(parts[1:])}, where)
     spec = {"dist": dist, "mean": parts[1]}
     if dist == "lognormal" and len(parts) > 2:
         try:
@@ -393,6 +413,8 @@ def topology_from_table(line: str, *, service: str = "exponential:100us", parall
     overrides: Dict[str, dict] = {}
     for item in models:
         dev, _, rest = item.partition(",")
+        if not dev.strip() or not rest.strip():
+            raise TopologyError("--model %s: nothing to set; use DEV,service=...,parallelism=N,delay=..." % item)
         kv = {}
         for part in filter(None, rest.split(",")):
             k, sep, v = part.partition("=")
@@ -412,8 +434,13 @@ def topology_from_table(line: str, *, service: str = "exponential:100us", parall
             par = int(ov.get("parallelism", parallelism))
         except ValueError:
             raise TopologyError("--model %s: parallelism must be a whole number" % label) from None
+        if not 1 <= par <= MAX_PARALLELISM:
+            raise TopologyError("%s: parallelism must be from 1 to 65536, got %d"
+                                % ("--model %s" % label if "parallelism" in ov else "--parallelism", par))
         try:
-            paths.append(PathModel(label, p.dev.devt, parse_service_spec(ov.get("service", service), label),
+            paths.append(PathModel(label, p.dev.devt,
+                                   parse_service_spec(ov.get("service", service),
+                                                      "--model %s" % label if "service" in ov else "--service"),
                                    parallelism=par, delay_ns=parse_duration_ns(ov.get("delay", delay), label)))
         except UnitError as e:
             raise TopologyError(str(e)) from None

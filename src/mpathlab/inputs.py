@@ -1,0 +1,161 @@
+"""Reading user files so that every problem is one line naming the file,
+the line and the option (the CLI exits 3 on :class:`InputFileError`), and a
+missing optional package is told apart (:class:`MissingDependency`, exit 5).
+"""
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Tuple
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11
+    import tomli as tomllib  # type: ignore
+
+
+class InputFileError(ValueError):
+    """A user file cannot be used: the message is one line, ``FILE:LINE: problem``."""
+
+
+class MissingDependency(RuntimeError):
+    """An optional package a feature needs is not installed (the CLI exits 5)."""
+
+    def __init__(self, package: str, feature: str, install: str):
+        self.package = package
+        super().__init__("%s needs %s, which is not installed: %s" % (feature, package, install))
+
+
+def require_module(module: str, package: str, feature: str, install: str):
+    """Import ``module`` or raise :class:`MissingDependency`."""
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingDependency(package, feature, install) from None
+
+
+def decode_text(data: bytes, path: str, what: str) -> str:
+    """UTF-8 text of a file, or an error naming the line of the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise InputFileError("%s:%d: not UTF-8 text (byte 0x%02x at offset %d); a %s must be a text file"
+                             % (path, line, data[e.start], e.start, what)) from None
+
+
+def read_text(path: str, what: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise InputFileError("cannot read %s %s: %s" % (what, path, e.strerror or e)) from None
+    if b"\0" in data:
+        line = data.count(b"\n", 0, data.index(b"\0")) + 1
+        raise InputFileError("%s:%d: a NUL byte: a %s must be a text file, this looks binary" % (path, line, what))
+    return decode_text(data, path, what)
+
+
+_TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+
+
+def loads_toml(text: str, path: str, what: str = "topology") -> dict:
+    """tomllib.loads with errors as ``FILE:LINE: invalid TOML: ... (column N)``."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        msg = str(e)
+        m = _TOML_AT.search(msg)
+        line = getattr(e, "lineno", None)
+        col = getattr(e, "colno", None)
+        if m:
+            line, col = int(m.group(1)), int(m.group(2))
+            msg = msg[:m.start()]
+        elif " (at end of document)" in msg:
+            msg = msg.replace(" (at end of document)", "")
+            line = text.count("\n") + 1
+        where = "%s:%s" % (path, line) if line else path
+        raise InputFileError("%s: invalid TOML in the %s file: %s%s"
+                             % (where, what, msg, " (column %d)" % col if col else "")) from None
+
+
+def load_toml(path: str, what: str = "topology") -> Tuple[dict, str]:
+    text = read_text(path, what)
+    return loads_toml(text, path, what), text
+
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"'.]+)\s*=")
+
+
+def toml_key_line(text: str, section: str, key: Optional[str] = None, index: int = 0) -> Optional[int]:
+    """The line of ``key`` inside ``[section]`` (``index``-th for ``[[section]]``),
+    else of the section header; None when neither is found.  Best effort: it
+    reads headers and ``key =`` lines, not every TOML form."""
+    current = None
+    count = {}
+    header_line = None
+    for no, line in enumerate(text.splitlines(), 1):
+        h = _HEADER.match(line)
+        if h:
+            name = h.group(2).replace('"', "").replace("'", "")
+            n = count.get(name, -1) + 1
+            count[name] = n
+            current = (name, n)
+            if name == section and n == index:
+                header_line = no
+            continue
+        k = _KEY.match(line)
+        if not k:
+            continue
+        kname = k.group(1).replace('"', "").replace("'", "")
+        if current == (section, index) and key is not None and kname == key:
+            return no
+        if current is None:
+            # dotted keys at top level: paths.sdb.service = ...
+            full = kname
+            if full == "%s.%s" % (section, key) or (key is None and full.startswith(section + ".")):
+                return no
+    return header_line
+
+
+_PATH_KEY = re.compile(r"\bpaths\.([^\s.:,'\"]+)(?:\.([A-Za-z_]+))?")
+_MP_KEY = re.compile(r"\[multipath\] ([A-Za-z_]+)")
+_MSG_KEY = re.compile(r"\bmessages\[(\d+)\](?:\.([A-Za-z_]+))?")
+_BARE = ("table", "hz", "uptime", "seed", "activation", "sched_clock_offset", "hst_select_clock",
+         "queue_if_no_path_timeout_secs", "nr_cpus", "rq_stats", "force_jiffies_start")
+
+
+def locate_topology_error(text: str, message: str) -> Optional[int]:
+    """The line a topology error message is about, found from the option it names."""
+    m = _PATH_KEY.search(message)
+    unknown = re.search(r"unknown key\(s\) ([A-Za-z0-9_\-]+)", message)
+    if m:
+        return toml_key_line(text, "paths." + m.group(1), m.group(2) or (unknown.group(1) if unknown else None))
+    m = _MSG_KEY.search(message)
+    if m:
+        return toml_key_line(text, "messages", m.group(2) or "at", int(m.group(1)))
+    if unknown and "[multipath]" in message:
+        return toml_key_line(text, "multipath", unknown.group(1))
+    m = _MP_KEY.search(message)
+    if m:
+        return toml_key_line(text, "multipath", m.group(1))
+    for key in _BARE:
+        if re.search(r"(^|[\s:(])%s\b" % key, message):
+            line = toml_key_line(text, "multipath", key)
+            if line:
+                return line
+    return None
+
+
+def with_line(message: str, path: str, line: Optional[int]) -> str:
+    """``name: problem`` -> ``name:LINE: problem`` (the name being ``path`` or its basename)."""
+    import os
+    if not line:
+        return message
+    for name in (path, os.path.basename(path)):
+        if message.startswith(name + ": "):
+            return "%s:%d: %s" % (path, line, message[len(name) + 2:])
+    return "%s:%d: %s" % (path, line, message)
+
+
