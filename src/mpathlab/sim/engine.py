@@ -29,6 +29,7 @@ from ..target import (END_DELAY_REQUEUE, END_DONE, END_REQUEUE, MAP_DELAY_REQUEU
 from ..target.multipath import DH_OK, REQUEUE_DELAY_MS
 from ..timing import TimeBase
 from ..workload.fio import JobSpec
+from .arrival import IoGen, mean_size, needs_gen, with_default_size_cost
 from .devices import PathDevice, PathModel, best_distribution
 from .stats import LatencyStats, mean_abs_deviation
 
@@ -44,27 +45,34 @@ RESUBMIT_AFTER_ERROR_NS = 10_000
 
 
 class SimIO(MpathIO):
-    __slots__ = ("job", "submit_ns", "is_read", "dev")
+    __slots__ = ("job", "submit_ns", "is_read", "dev", "ddir")
 
-    def __init__(self, nr_bytes, job, submit_ns, is_read):
+    def __init__(self, nr_bytes, job, submit_ns, is_read, ddir=None):
         MpathIO.__init__(self, nr_bytes)
         self.job = job
         self.submit_ns = submit_ns
         self.is_read = is_read
         self.dev = None
+        self.ddir = (0 if is_read else 1) if ddir is None else ddir   # 0 read, 1 write, 2 trim
 
 
 class JobState:
     """One fio job clone at run time."""
 
-    def __init__(self, spec: JobSpec, clone: int, cpu: int, seed: int):
+    def __init__(self, spec: JobSpec, clone: int, cpu: int, seed: int, device_bytes: Optional[int] = None):
         self.spec = spec
         self.clone = clone
         self.cpu = cpu
         self.seed = seed              # the compiled core seeds its own stream from it
         self.rng = random.Random(seed)
+        # mixed sizes, trims and open-loop arrivals: sim/arrival.py decides each I/O
+        self.gen = IoGen(spec, seed, spec.io_bytes(device_bytes)) if needs_gen(spec) else None
         # None: bounded by runtime only (fio's time_based loops over the size)
-        self.remaining = None if spec.time_based else spec.total_ios
+        self.remaining = None if spec.time_based or (self.gen and spec.mixed_sizes) else spec.ios_for(device_bytes)
+        self.wake_ns = -1             # a pending EV_SUBMIT for an open-loop job
+        self.trim_lat = LatencyStats()
+        self.bytes_trimmed = 0
+        self.log = None               # fio-format logs (workload/fio_logs.py)
         self.stop_ns = (spec.startdelay_ns + spec.runtime_ns) if spec.runtime_ns else None
         self.inflight = 0
         self.submitted = 0
@@ -164,7 +172,7 @@ class Simulation:
         self.now = 0
         self._base = uptime_ns
         self.timebase = TimeBase(self._ktime, hz=hz)
-        self.paths = list(paths)
+        self.paths = with_default_size_cost(paths, jobs)
         self.seed = seed
         self.progress = progress
         self.activation_ns = activation_ns
@@ -224,7 +232,7 @@ class Simulation:
         for spec in specs:
             for clone in range(spec.numjobs):
                 on = spec.cpus_allowed[clone % len(spec.cpus_allowed)] if spec.cpus_allowed else cpu % nr_cpus
-                self.jobs.append(JobState(spec, clone, on, master.getrandbits(64)))
+                self.jobs.append(JobState(spec, clone, on, master.getrandbits(64), tl.length * 512))
                 if not self._groups or (spec.stonewall and clone == 0):
                     self._groups.append([])
                 self._groups[-1].append(self.jobs[-1])
@@ -274,13 +282,26 @@ class Simulation:
         while job.inflight < spec.iodepth:
             if job.last_error_ns == now:
                 return  # resubmitted by the EV_SUBMIT queued at the error
-            if job.remaining is not None:
-                if job.remaining <= 0:
+            if job.gen is not None:
+                nxt = job.gen.next_io(job, now)
+                if nxt is None:
                     return
-                job.remaining -= 1
-            rf = spec.read_fraction
-            is_read = rf >= 1.0 or (rf > 0.0 and job.rng.random() < rf)
-            io = SimIO(spec.bs, job, now, is_read)
+                if type(nxt) is int:              # open loop: not before this time
+                    if job.wake_ns != nxt:
+                        job.wake_ns = nxt
+                        self._push(nxt, EV_SUBMIT, job)
+                    return
+                if job.remaining is not None:
+                    job.remaining -= 1
+                io = SimIO(nxt[1], job, now, nxt[0] == 0, nxt[0])
+            else:
+                if job.remaining is not None:
+                    if job.remaining <= 0:
+                        return
+                    job.remaining -= 1
+                rf = spec.read_fraction
+                is_read = rf >= 1.0 or (rf > 0.0 and job.rng.random() < rf)
+                io = SimIO(spec.bs, job, now, is_read)
             job.inflight += 1
             job.submitted += 1
             self.result.submitted += 1
@@ -373,9 +394,14 @@ class Simulation:
         job.completed += 1
         res.completed += 1
         lat = now - io.submit_ns
+        if job.log is not None:
+            job.log.add(now - job.start_ns, lat, io.ddir, io.nr_bytes)
         if io.is_read:
             job.read_lat.add(lat)
             job.bytes_read += io.nr_bytes
+        elif io.ddir == 2:
+            job.trim_lat.add(lat)
+            job.bytes_trimmed += io.nr_bytes
         else:
             job.write_lat.add(lat)
             job.bytes_written += io.nr_bytes
@@ -561,7 +587,8 @@ class Simulation:
         res.runtime_ns = max([j.end_ns for j in self.jobs] + [0]) - min([j.start_ns for j in self.jobs] + [0])
         res.jobs = self.jobs
         total = sum(d.completed for d in self.devices)
-        bs = self.jobs[0].spec.bs if self.jobs else 4096
+        bs = (self.jobs[0].spec.bs if not self.jobs[0].spec.mixed_sizes else mean_size(self.jobs[0].spec)) \
+            if self.jobs else 4096
         res.best = best_distribution(self.paths, bs)
         for d in self.devices:
             m = d.model

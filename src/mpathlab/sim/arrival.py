@@ -1,0 +1,199 @@
+"""What a job submits next, and when, for jobs beyond fio's plain closed loop.
+
+The engine's own loop handles the common job (one block size, reads and/or
+writes, ``iodepth`` kept in flight) and is mirrored by the compiled core.
+A job with mixed sizes (``bssplit``, ``bsrange``, different read/write/trim
+sizes), trims, or open-loop arrivals (``rate``, ``rate_iops``,
+``thinktime``) gets an :class:`IoGen`, which the engine asks for each I/O:
+
+- sizes are drawn as fio's get_next_buflen draws them: ``bsrange`` takes
+  ``lo + hi * u`` aligned down to ``lo`` (unless ``bs_unaligned``) and capped
+  at ``hi``; ``bssplit`` picks by percentage;
+- ``rate``/``rate_iops`` (per direction) schedule submissions as fio's
+  usec_for_io does: linear = issued bytes / rate; poisson = exponential gaps
+  of mean 1/IOPS (IOPS = rate / smallest block size).  ``iodepth`` stays a
+  cap: when it is reached, the next I/O goes out at the first completion;
+- ``thinktime`` idles the job for that long after every
+  ``thinktime_blocks`` I/Os: once they completed (``complete``, fio's
+  default) or once they were issued (``issue``).
+
+A generator draws from its own random stream (seeded from the job's), so the
+read/write choice stream of the engine is unchanged.
+"""
+from __future__ import annotations
+
+import math
+import random
+from typing import List, Optional, Sequence, Tuple
+
+from ..workload.fio import READ, TRIM, WRITE, JobSpec
+
+# Service time per KiB added to a device model that names none, when a job
+# mixes I/O sizes: about 1 GiB/s per path (8G FC, 10GbE iSCSI, one SATA/SAS
+# SSD), so that a 1 MiB I/O costs its device ~1 ms more than a 4 KiB one.
+# Without it every size would cost the same and service-time's byte
+# weighting would have nothing to react to.
+DEFAULT_NS_PER_KIB = 1000.0
+
+
+def needs_gen(spec: JobSpec) -> bool:
+    return spec.mixed_sizes or spec.open_loop or TRIM in spec.ddirs
+
+
+def with_default_size_cost(paths: Sequence, jobs: Sequence[JobSpec]) -> List:
+    """Copies of the path models with DEFAULT_NS_PER_KIB where the user gave
+    no per-KiB cost, when some job mixes I/O sizes; else the models as they are."""
+    if not any(j.mixed_sizes for j in jobs):
+        return list(paths)
+    import copy
+    out = []
+    for pm in paths:
+        if not pm.ns_per_kib and not getattr(pm, "per_kib_given", False):
+            pm = copy.copy(pm)
+            pm.ns_per_kib = DEFAULT_NS_PER_KIB
+        out.append(pm)
+    return out
+
+
+def mean_size(spec: JobSpec) -> float:
+    """Expected bytes per I/O (for Best and reports)."""
+    tot = 0.0
+    for d in spec.ddirs:
+        ch = spec.sizes_of(d)
+        if spec.bsrange_rwt is not None and spec.bssplit_rwt is None:
+            lo, hi = spec.bsrange_rwt[d]
+            m = (lo + hi) / 2.0
+        else:
+            w = sum(x for _, x in ch) or 1.0
+            m = sum(s * x for s, x in ch) / w
+        frac = 1.0 / len(spec.ddirs)
+        if spec.ddir_mode == "mix":
+            frac = spec.read_fraction if d == READ else 1 - spec.read_fraction
+        tot += frac * m
+    return tot
+
+
+class IoGen:
+    """The next (direction, bytes) of one job clone, or when to ask again."""
+
+    def __init__(self, spec: JobSpec, seed: int, io_bytes: Optional[int]):
+        self.spec = spec
+        self.rng = random.Random(seed ^ 0x5EED)
+        self.bytes_left = None if spec.time_based else io_bytes
+        self.ios_left = spec.number_ios or None
+        self.issued_bytes = [0, 0, 0]
+        self.next_ns = [0.0, 0.0, 0.0]      # rate schedule, ns since the job started
+        self.last_poisson = [0.0, 0.0, 0.0]
+        self.pending: Optional[Tuple[int, int]] = None
+        self.batch = 0
+        self.think_until: Optional[int] = None
+        self.trim_next_write: Optional[int] = None
+        self.done = False
+        bps = []
+        for d in range(3):
+            minbs = min(s for s, _ in spec.sizes_of(d))
+            b = spec.rate_bps[d] or spec.rate_iops[d] * minbs
+            bps.append(b)
+        self.bps = bps
+        self.minbs = [min(s for s, _ in spec.sizes_of(d)) for d in range(3)]
+
+    # -- choices -----------------------------------------------------------
+    def _ddir(self, job) -> int:
+        s = self.spec
+        if s.ddir_mode == "mix":
+            rf = s.read_fraction
+            return READ if rf >= 1.0 or (rf > 0.0 and job.rng.random() < rf) else WRITE
+        if s.ddir_mode == "trimwrite":
+            # each block is trimmed, then written with the trim's size
+            return WRITE if self.trim_next_write is not None else TRIM
+        return s.ddirs[0]
+
+    def _size(self, d: int) -> int:
+        s = self.spec
+        if d == WRITE and self.trim_next_write is not None:
+            n, self.trim_next_write = self.trim_next_write, None
+            return n
+        if s.bssplit_rwt is not None:
+            ch = s.bssplit_rwt[d]
+            if len(ch) == 1:
+                n = ch[0][0]
+            else:
+                r = self.rng.random() * sum(w for _, w in ch)
+                n = ch[-1][0]
+                for size, w in ch:
+                    if r < w:
+                        n = size
+                        break
+                    r -= w
+            minbs, maxbs = min(x for x, _ in ch), max(x for x, _ in ch)
+        elif s.bsrange_rwt is not None:
+            minbs, maxbs = s.bsrange_rwt[d]
+            if minbs == maxbs:
+                return minbs
+            n = minbs + int(maxbs * self.rng.random())
+        else:
+            return s.bs_rwt[d]
+        if not s.bs_unaligned:
+            n -= n % minbs
+        return min(n, maxbs)
+
+    def _draw(self, job) -> Optional[Tuple[int, int]]:
+        if self.ios_left is not None and self.ios_left <= 0:
+            return None
+        d = self._ddir(job)
+        n = self._size(d)
+        if self.bytes_left is not None and not (self.spec.ddir_mode == "trimwrite" and d == WRITE):
+            if self.bytes_left < self.minbs[d]:
+                return None
+            if n > self.bytes_left:
+                n = self.bytes_left - self.bytes_left % self.minbs[d]
+            self.bytes_left -= n
+        if self.ios_left is not None:
+            self.ios_left -= 1
+        if self.spec.ddir_mode == "trimwrite" and d == TRIM:
+            self.trim_next_write = n
+        return d, n
+
+    def _advance_rate(self, d: int, n: int) -> None:
+        bps = self.bps[d]
+        if not bps:
+            return
+        self.issued_bytes[d] += n
+        if self.spec.rate_process == "poisson":
+            iops = bps / self.minbs[d]
+            self.last_poisson[d] += -math.log(1.0 - self.rng.random()) * 1e9 / iops
+            self.next_ns[d] = self.last_poisson[d]
+        else:
+            self.next_ns[d] = self.issued_bytes[d] * 1e9 / bps
+
+    # -- the engine's question ---------------------------------------------
+    def next_io(self, job, now: int):
+        """(direction, bytes) to submit now; an int: ask again at that time;
+        None: nothing now (done, or waiting for completions)."""
+        s = self.spec
+        if self.done:
+            return None
+        if s.thinktime_ns and self.batch >= s.thinktime_blocks:
+            if s.thinktime_blocks_type == "complete" and job.inflight:
+                return None                      # _complete asks again
+            if self.think_until is None:
+                self.think_until = now + s.thinktime_ns
+            if now < self.think_until:
+                return self.think_until
+            self.batch = 0
+            self.think_until = None
+        if self.pending is None:
+            self.pending = self._draw(job)
+            if self.pending is None:
+                self.done = True
+                job.remaining = 0
+                return None
+        d, n = self.pending
+        if self.bps[d]:
+            due = job.start_ns + int(self.next_ns[d])
+            if due > now:
+                return due
+        self.pending = None
+        self._advance_rate(d, n)
+        self.batch += 1
+        return d, n
