@@ -292,6 +292,18 @@ def cmd_selectors(args) -> int:
     return 0
 
 
+def cmd_fio_options(args) -> int:
+    from .workload import fio_options
+    if args.name:
+        o = fio_options.lookup(args.name)
+        if o is None:
+            raise InputError("unknown fio option %r" % args.name)
+        print("%s: %s" % (o.cls, fio_options.describe(o)))
+    else:
+        print(fio_options.markdown() if args.markdown else fio_options.listing())
+    return 0
+
+
 def cmd_table(args) -> int:
     from .target import construct, parse, table_line
     line = " ".join(args.line)
@@ -409,6 +421,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("selectors", help="list the registered path selectors")
     s.set_defaults(func=cmd_selectors)
+
+    fo = sub.add_parser("fio-options", help="list the fio job-file options: modelled, accepted without "
+                        "effect, refused")
+    fo.add_argument("name", nargs="?", help="show one option")
+    fo.add_argument("--markdown", action="store_true", help="the README's list")
+    fo.set_defaults(func=cmd_fio_options)
 
     t = sub.add_parser("table", help="parse a multipath table and print its canonical form or status",
                        description="Parse a multipath table (a full '0 LEN multipath ...' line or only "

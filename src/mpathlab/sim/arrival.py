@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import deque
 from typing import List, Optional, Sequence, Tuple
 
 from ..workload.fio import READ, TRIM, WRITE, JobSpec
@@ -37,7 +38,7 @@ DEFAULT_NS_PER_KIB = 1000.0
 
 
 def needs_gen(spec: JobSpec) -> bool:
-    return spec.mixed_sizes or spec.open_loop or TRIM in spec.ddirs
+    return bool(spec.mixed_sizes or spec.open_loop or TRIM in spec.ddirs or spec.verify or spec.flow)
 
 
 def with_default_size_cost(paths: Sequence, jobs: Sequence[JobSpec]) -> List:
@@ -73,6 +74,30 @@ def mean_size(spec: JobSpec) -> float:
     return tot
 
 
+class FlowGroup:
+    """fio's flow control (flow.c): the jobs sharing a flow_id, their weights
+    and a shared I/O counter."""
+
+    def __init__(self):
+        self.total_weight = 0
+        self.counter = 0
+        self.waiters: List = []
+
+    def held(self, gen) -> bool:
+        """fio's flow_threshold_exceeded: this job's share of the group's I/Os is
+        above its share of the weights (it then waits and tries again)."""
+        if self.counter and gen.flow_counter / self.counter > gen.spec.flow / self.total_weight:
+            return True
+        gen.flow_counter += 1
+        self.counter += 1
+        return False
+
+    def take_waiters(self, job) -> List:
+        out = [w for w in self.waiters if w is not job]
+        self.waiters = [w for w in self.waiters if w is job]
+        return out
+
+
 class IoGen:
     """The next (direction, bytes) of one job clone, or when to ask again."""
 
@@ -88,7 +113,15 @@ class IoGen:
         self.batch = 0
         self.think_until: Optional[int] = None
         self.trim_next_write: Optional[int] = None
+        self.writing_done = False
         self.done = False
+        # verify: sizes written (and trimmed) and not yet read back
+        self.verify = spec.verify and spec.do_verify and (WRITE in spec.ddirs or TRIM in spec.ddirs)
+        self.to_verify: deque = deque()
+        self.backlog = 0                   # verify_backlog: blocks written since the last read-back
+        self.verifying = False
+        self.flow: Optional[FlowGroup] = None
+        self.flow_counter = 0
         bps = []
         for d in range(3):
             minbs = min(s for s, _ in spec.sizes_of(d))
@@ -96,6 +129,10 @@ class IoGen:
             bps.append(b)
         self.bps = bps
         self.minbs = [min(s for s, _ in spec.sizes_of(d)) for d in range(3)]
+
+    def join_flow(self, group: FlowGroup) -> None:
+        self.flow = group
+        group.total_weight += self.spec.flow
 
     # -- choices -----------------------------------------------------------
     def _ddir(self, job) -> int:
@@ -137,13 +174,18 @@ class IoGen:
             n -= n % minbs
         return min(n, maxbs)
 
-    def _draw(self, job) -> Optional[Tuple[int, int]]:
-        if self.ios_left is not None and self.ios_left <= 0:
+    def _draw(self, job, now: int) -> Optional[Tuple[int, int]]:
+        """The next I/O of the job's own pattern, None when that is done."""
+        if self.writing_done:
+            return None
+        if (self.ios_left is not None and self.ios_left <= 0) or (job.stop_ns is not None and now >= job.stop_ns):
+            self.writing_done = True
             return None
         d = self._ddir(job)
         n = self._size(d)
         if self.bytes_left is not None and not (self.spec.ddir_mode == "trimwrite" and d == WRITE):
             if self.bytes_left < self.minbs[d]:
+                self.writing_done = True
                 return None
             if n > self.bytes_left:
                 n = self.bytes_left - self.bytes_left % self.minbs[d]
@@ -166,6 +208,34 @@ class IoGen:
         else:
             self.next_ns[d] = self.issued_bytes[d] * 1e9 / bps
 
+    def over(self, job, now: int) -> bool:
+        """Nothing more will be issued (for the engine's stop and stonewall checks)."""
+        if self.done:
+            return True
+        past_stop = job.stop_ns is not None and now >= job.stop_ns
+        return past_stop and not (self.verify and (self.to_verify or self.verifying))
+
+    def _verify_io(self, job) -> Optional[Tuple[int, int]]:
+        """A read-back of a written block: after every verify_backlog blocks, or
+        once the writes are done and completed (fio's do_verify phase)."""
+        if not self.verify or not self.to_verify:
+            return None
+        if self.spec.verify_backlog:
+            if self.verifying or self.backlog >= self.spec.verify_backlog or self.writing_done:
+                self.verifying = True
+                self.backlog = max(0, self.backlog - 1)
+                if self.backlog == 0 and not self.writing_done:
+                    self.verifying = False
+                return READ, self.to_verify.popleft()
+            return None
+        if not self.writing_done:
+            return None
+        if not self.verifying:
+            if job.inflight:
+                return None          # the write phase ends when its I/O has completed
+            self.verifying = True
+        return READ, self.to_verify.popleft()
+
     # -- the engine's question ---------------------------------------------
     def next_io(self, job, now: int):
         """(direction, bytes) to submit now; an int: ask again at that time;
@@ -173,27 +243,46 @@ class IoGen:
         s = self.spec
         if self.done:
             return None
-        if s.thinktime_ns and self.batch >= s.thinktime_blocks:
+        stop = job.stop_ns
+        v = self._verify_io(job)
+        if v is not None:
+            return v
+        if s.thinktime_ns and self.batch >= s.thinktime_blocks and not self.writing_done:
             if s.thinktime_blocks_type == "complete" and job.inflight:
                 return None                      # _complete asks again
             if self.think_until is None:
                 self.think_until = now + s.thinktime_ns
             if now < self.think_until:
-                return self.think_until
+                return self.think_until if stop is None else min(self.think_until, stop)
             self.batch = 0
             self.think_until = None
         if self.pending is None:
-            self.pending = self._draw(job)
+            self.pending = self._draw(job, now)
             if self.pending is None:
+                v = self._verify_io(job)
+                if v is not None:
+                    return v
+                if self.verify and (self.to_verify or job.inflight):
+                    return None                  # read-backs follow the last completions
                 self.done = True
                 job.remaining = 0
+                if self.flow is not None:
+                    self.flow.total_weight -= s.flow     # fio: a finished job leaves its flow group
                 return None
         d, n = self.pending
         if self.bps[d]:
             due = job.start_ns + int(self.next_ns[d])
             if due > now:
-                return due
+                return due if stop is None or due < stop else stop
+        if self.flow is not None and self.flow.held(self):
+            if s.flow_sleep_ns:
+                return now + s.flow_sleep_ns
+            self.flow.waiters.append(job)        # woken when another job of the group issues
+            return stop if stop is not None and stop > now else None
         self.pending = None
         self._advance_rate(d, n)
         self.batch += 1
+        if self.verify and d != READ:
+            self.to_verify.append(n)
+            self.backlog += 1
         return d, n

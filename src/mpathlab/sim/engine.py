@@ -29,7 +29,7 @@ from ..target import (END_DELAY_REQUEUE, END_DONE, END_REQUEUE, MAP_DELAY_REQUEU
 from ..target.multipath import DH_OK, REQUEUE_DELAY_MS
 from ..timing import TimeBase
 from ..workload.fio import JobSpec
-from .arrival import IoGen, mean_size, needs_gen, with_default_size_cost
+from .arrival import FlowGroup, IoGen, mean_size, needs_gen, with_default_size_cost
 from .devices import PathDevice, PathModel, best_distribution
 from .stats import LatencyStats, mean_abs_deviation
 
@@ -68,7 +68,7 @@ class JobState:
         # mixed sizes, trims and open-loop arrivals: sim/arrival.py decides each I/O
         self.gen = IoGen(spec, seed, spec.io_bytes(device_bytes)) if needs_gen(spec) else None
         # None: bounded by runtime only (fio's time_based loops over the size)
-        self.remaining = None if spec.time_based or (self.gen and spec.mixed_sizes) else spec.ios_for(device_bytes)
+        self.remaining = None if spec.time_based or self.gen else spec.ios_for(device_bytes)
         self.wake_ns = -1             # a pending EV_SUBMIT for an open-loop job
         self.trim_lat = LatencyStats()
         self.bytes_trimmed = 0
@@ -85,6 +85,7 @@ class JobState:
         self.start_ns = spec.startdelay_ns
         self.end_ns = spec.startdelay_ns
         self.finished = False
+        self.started = False
         self.stopped = False      # fio ended the job at an I/O error
         self.first_error: Optional[str] = None
         self.last_error_ns = -1
@@ -238,6 +239,11 @@ class Simulation:
                 self._groups[-1].append(self.jobs[-1])
                 cpu += 1
         self._group_index = 0
+        self._waits = any(j.spec.wait_for for j in self.jobs)
+        flows = {}
+        for j in self.jobs:
+            if j.gen is not None and j.spec.flow:
+                j.gen.join_flow(flows.setdefault(j.spec.flow_id, FlowGroup()))
         self.result = SimResult()
         for pm, d in zip(self.paths, self.devices):
             for f in pm.faults:
@@ -277,7 +283,8 @@ class Simulation:
     def _submit_more(self, job: JobState) -> None:
         spec = job.spec
         now = self.now
-        if job.stopped or (job.stop_ns is not None and now >= job.stop_ns):
+        if job.stopped or (job.stop_ns is not None and now >= job.stop_ns
+                           and (job.gen is None or job.gen.over(job, now))):
             return
         while job.inflight < spec.iodepth:
             if job.last_error_ns == now:
@@ -285,6 +292,9 @@ class Simulation:
             if job.gen is not None:
                 nxt = job.gen.next_io(job, now)
                 if nxt is None:
+                    if job.gen.done and job.gen.flow is not None:
+                        for w in job.gen.flow.take_waiters(job):
+                            self._push(now, EV_SUBMIT, w)
                     return
                 if type(nxt) is int:              # open loop: not before this time
                     if job.wake_ns != nxt:
@@ -294,6 +304,9 @@ class Simulation:
                 if job.remaining is not None:
                     job.remaining -= 1
                 io = SimIO(nxt[1], job, now, nxt[0] == 0, nxt[0])
+                if job.gen.flow is not None:
+                    for w in job.gen.flow.take_waiters(job):
+                        self._push(now, EV_SUBMIT, w)
             else:
                 if job.remaining is not None:
                     if job.remaining <= 0:
@@ -386,7 +399,7 @@ class Simulation:
             job.last_error_ns = now
             if not job.spec.continue_on_error:
                 job.stopped = True
-                if job.inflight == 0 and len(self._groups) > 1:
+                if job.inflight == 0 and (len(self._groups) > 1 or self._waits):
                     self._check_finished(job)
             else:
                 self._push(now + RESUBMIT_AFTER_ERROR_NS, EV_SUBMIT, job)
@@ -407,10 +420,14 @@ class Simulation:
             job.bytes_written += io.nr_bytes
         job.end_ns = now
         self._submit_more(job)
-        if job.inflight == 0 and len(self._groups) > 1:
+        if job.inflight == 0 and (len(self._groups) > 1 or self._waits):
             self._check_finished(job)
 
     def _start_job(self, job: JobState) -> None:
+        if job.spec.wait_for and not job.started and any(
+                not x.finished for x in self.jobs if x.spec.name == job.spec.wait_for):
+            return              # started by _check_finished
+        job.started = True
         delay = job.spec.startdelay_ns
         job.start_ns = job.end_ns = self.now + delay
         if job.spec.runtime_ns:
@@ -424,10 +441,19 @@ class Simulation:
         """Start the next stonewall group once every job of this one is done."""
         if job.finished or job.inflight:
             return
-        if not (job.stopped or job.remaining == 0 or (job.stop_ns is not None and self.now >= job.stop_ns)):
+        if job.gen is not None:
+            if not (job.stopped or job.gen.over(job, self.now)):
+                return
+        elif not (job.stopped or job.remaining == 0 or (job.stop_ns is not None and self.now >= job.stop_ns)):
             return
         job.finished = True
         group = self._groups[self._group_index]
+        if self._waits:
+            # fio's wait_for: a job starts once every clone of the job it names has finished
+            for j in group:
+                w = j.spec.wait_for
+                if w and not j.started and all(x.finished for x in self.jobs if x.spec.name == w):
+                    self._start_job(j)
         if job in group and all(j.finished for j in group) and self._group_index + 1 < len(self._groups):
             self._group_index += 1
             for j in self._groups[self._group_index]:
@@ -467,6 +493,9 @@ class Simulation:
                 raise ValueError("the compiled core cannot run this simulation: %s" % fast.eligible(self))
         self.result.engine = "python"
         for job in self._groups[0] if self._groups else []:
+            if job.spec.wait_for:
+                continue        # started by _check_finished
+            job.started = True
             if job.spec.startdelay_ns:
                 self._push(job.spec.startdelay_ns, EV_SUBMIT, job)
             else:
@@ -527,6 +556,8 @@ class Simulation:
                     self._dispatch(io)
             elif kind == EV_SUBMIT:
                 self._submit_more(obj)
+                if obj.inflight == 0 and (len(self._groups) > 1 or self._waits):
+                    self._check_finished(obj)
             elif kind == EV_FAULT:
                 self._fault(*obj)
             elif kind == EV_MESSAGE:

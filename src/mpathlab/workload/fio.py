@@ -279,6 +279,15 @@ class JobSpec:
         self.per_job_logs = True
         self.kb_base = 1024
         self.ioengine = "psync"
+        self.verify = False
+        self.do_verify = True
+        self.verify_backlog = 0
+        self.flow = 0
+        self.flow_id = 0
+        self.flow_sleep_ns = 0
+        self.wait_for: Optional[str] = None
+        self.zonesize: Optional[int] = None
+        self._zones: Dict[str, int] = {}       # size/io_size given in zones, resolved with zonesize
         self.notes: List[str] = []
         self.options: Dict[str, str] = {}   # what the file said, for the JSON "job options"
 
@@ -465,10 +474,13 @@ def _set_bssplit(job, o, value):
 
 
 def _set_size_like(job, o, value):
-    v = fio_number(value, job.kb_base, percent_ok=(o.name == "size"))
-    if isinstance(v, tuple) and v[0] == "z" or o.name != "size" and value.endswith("z"):
-        raise ValueProblem("a size in zones of a zoned device (zonemode=zbd); the simulated paths have no "
-                           "zones")
+    v = fio_number(value, job.kb_base, percent_ok=(o.name != "filesize"))
+    if isinstance(v, tuple) and v[0] == "z":
+        job._zones[o.name] = v[1]              # N zones: needs zonesize (checked at the end of the job)
+        return
+    job._zones.pop(o.name, None)
+    if isinstance(v, tuple) and o.name != "size":
+        raise ValueProblem("a percentage is only meaningful for size")
     if isinstance(v, tuple):
         job.size, job.size_percent = None, v[1]
         return
@@ -597,6 +609,11 @@ SETTERS = {
     "log_offset": _set_bool("log_offset"), "log_prio": _set_bool("log_prio"),
     "per_job_logs": _set_bool("per_job_logs"), "kb_base": lambda j, o, v: setattr(j, "kb_base", int(v)),
     "ioengine": _set_ioengine,
+    "verify": lambda j, o, v: setattr(j, "verify", v.split(":")[0] not in ("0", "none")),
+    "do_verify": _set_bool("do_verify"), "verify_backlog": _set_int("verify_backlog"),
+    "flow": _set_int("flow"), "flow_id": _set_int("flow_id"),
+    "flow_sleep": lambda j, o, v: setattr(j, "flow_sleep_ns", _int_value(v, o, j.kb_base) * 1000),
+    "wait_for": lambda j, o, v: setattr(j, "wait_for", v), "zonesize": _set_int("zonesize"),
 }
 # options whose value may be left out (fio's FIO_OPT_STR_SET, and the log options)
 _VALUE_OPTIONAL_TYPES = ("flag",)
@@ -605,6 +622,9 @@ _VALUE_OPTIONAL = {"write_lat_log", "write_bw_log", "write_iops_log", "continue_
 
 def _validate_no_effect(job: JobSpec, o: fo.Opt, value: Optional[str]) -> None:
     """Options without effect still get fio's type check."""
+    if o.name == "steadystate":
+        job.notes.append("steadystate: the simulation runs the whole runtime (fio may end a job earlier once "
+                         "it is steady)")
     if value is None:
         return
     if o.type in ("bool", "flag"):
@@ -827,15 +847,27 @@ def parse_fio(text: str, source: str = "", base_dir: str = ".") -> FioJobFile:
         job.name = name
         job.options = {}
         _apply_section(job, opts, name)
-        _finish_job(job, source)
+        _finish_job(job, source, [j.name for j in jobs])
         jobs.append(job)
     if not jobs:
         raise FioError("%s: no job sections (only [global]?)" % source)
     return FioJobFile(jobs, global_echo, source)
 
 
-def _finish_job(job: JobSpec, source: str) -> None:
+def _finish_job(job: JobSpec, source: str, earlier: List[str]) -> None:
     where = "%s: job %r" % (source, job.name)
+    for key, n in job._zones.items():
+        if not job.zonesize:
+            raise FioError("%s: %s=%dz counts zones, which needs zonesize (the simulated paths are not zoned "
+                           "devices that could tell)" % (where, key, n))
+        if key == "size":
+            job.size, job.size_percent = n * job.zonesize, None
+        else:
+            job.io_size = n * job.zonesize
+    if job.wait_for is not None and job.wait_for not in earlier:
+        raise FioError("%s: wait_for=%s names no job before it (fio refuses that)" % (where, job.wait_for))
+    if job.wait_for is not None and job.stonewall:
+        pass
     if job.time_based and not job.runtime_ns:
         # fio 3.33: "time_based requires a runtime/timeout setting", then runs without it
         job.time_based = False
