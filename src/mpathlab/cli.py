@@ -99,6 +99,9 @@ def cmd_run(args) -> int:
                                 progress=lambda f: prog(label, f), **overrides)
     finally:
         prog.done()
+    from .workload.fio_logs import write_logs
+    for path in write_logs(result):          # write_lat_log & co, named as fio names them
+        print("mpathlab: wrote %s" % path, file=sys.stderr)
     _print_result(args, result, jobs)
     return 0
 

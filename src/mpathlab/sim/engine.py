@@ -29,6 +29,7 @@ from ..target import (END_DELAY_REQUEUE, END_DONE, END_REQUEUE, MAP_DELAY_REQUEU
 from ..target.multipath import DH_OK, REQUEUE_DELAY_MS
 from ..timing import TimeBase
 from ..workload.fio import JobSpec
+from ..workload.fio_logs import JobLog, wants_log
 from .arrival import FlowGroup, IoGen, mean_size, needs_gen, with_default_size_cost
 from .devices import PathDevice, PathModel, best_distribution
 from .stats import LatencyStats, mean_abs_deviation
@@ -234,6 +235,8 @@ class Simulation:
             for clone in range(spec.numjobs):
                 on = spec.cpus_allowed[clone % len(spec.cpus_allowed)] if spec.cpus_allowed else cpu % nr_cpus
                 self.jobs.append(JobState(spec, clone, on, master.getrandbits(64), tl.length * 512))
+                if wants_log(spec):
+                    self.jobs[-1].log = JobLog(spec, len(self.jobs))
                 if not self._groups or (spec.stonewall and clone == 0):
                     self._groups.append([])
                 self._groups[-1].append(self.jobs[-1])
