@@ -69,7 +69,12 @@ class JobState:
         # mixed sizes, trims and open-loop arrivals: sim/arrival.py decides each I/O
         self.gen = IoGen(spec, seed, spec.io_bytes(device_bytes)) if needs_gen(spec) else None
         # None: bounded by runtime only (fio's time_based loops over the size)
-        self.remaining = None if spec.time_based or self.gen else spec.ios_for(device_bytes)
+        if self.gen is not None:
+            self.remaining = None             # the generator counts bytes and I/Os
+        elif spec.time_based:
+            self.remaining = spec.number_ios or None   # loops over the size; number_ios still ends it
+        else:
+            self.remaining = spec.ios_for(device_bytes)
         self.wake_ns = -1             # a pending EV_SUBMIT for an open-loop job
         self.trim_lat = LatencyStats()
         self.bytes_trimmed = 0
