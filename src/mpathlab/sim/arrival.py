@@ -282,6 +282,8 @@ class IoGen:
         self.pending = None
         self._advance_rate(d, n)
         self.batch += 1
+        if s.thinktime_ns and s.thinktime_blocks_type == "issue" and self.batch >= s.thinktime_blocks:
+            self.think_until = now + s.thinktime_ns     # fio thinks right after issuing the batch
         if self.verify and d != READ:
             self.to_verify.append(n)
             self.backlog += 1

@@ -196,6 +196,8 @@ def parse_bssplit(text: str, kb_base: int = 1024) -> List[List[Tuple[int, float]
 
 def _split_triple(value: str, allow_range_seps: bool = True) -> List[str]:
     """fio's read,write,trim split (also 'r:w' / 'r-w' for plain numbers)."""
+    if value.startswith("-"):
+        raise ValueProblem("%r is negative (fio would split it at the '-' and read a huge first value)" % value)
     if value.endswith(","):
         value = value[:-1]
     if "," in value:
