@@ -438,3 +438,9 @@ def test_job_files_parse_or_give_one_line(tmp_path_factory, data):
     if all(j.bs <= 1 << 30 for j in f.jobs):
         r = simulate(T2, two_paths(), f.jobs)
         r.check_accounting()
+
+
+def test_live_mode_refuses_what_only_the_simulator_models(tmp_path):
+    from mpathlab.live import LiveError, LiveRun
+    with pytest.raises(LiveError, match="live mode does not do mixed block sizes, rate/thinktime"):
+        LiveRun([str(tmp_path / "a")], "round-robin", job("[j]\nbssplit=4k/50:8k/50\nrate_iops=10\nsize=64k\n"))

@@ -514,6 +514,12 @@ def _set_bool(attr):
     return setter
 
 
+def _choice(value, o):
+    if value not in o.choices:
+        raise ValueProblem("%r is not one of %s" % (value, ", ".join(o.choices)))
+    return value
+
+
 def _set_choice(attr):
     def setter(job, o, value):
         if value not in o.choices:
@@ -609,7 +615,7 @@ SETTERS = {
     "write_lat_log": _set_log("lat_log"), "write_bw_log": _set_log("bw_log"),
     "write_iops_log": _set_log("iops_log"), "log_avg_msec": _set_int("log_avg_msec"),
     "log_offset": _set_bool("log_offset"), "log_prio": _set_bool("log_prio"),
-    "per_job_logs": _set_bool("per_job_logs"), "kb_base": lambda j, o, v: setattr(j, "kb_base", int(v)),
+    "per_job_logs": _set_bool("per_job_logs"), "kb_base": lambda j, o, v: setattr(j, "kb_base", int(_choice(v, o))),
     "ioengine": _set_ioengine,
     "verify": lambda j, o, v: setattr(j, "verify", v.split(":")[0] not in ("0", "none")),
     "do_verify": _set_bool("do_verify"), "verify_backlog": _set_int("verify_backlog"),
@@ -896,6 +902,24 @@ def _finish_job(job: JobSpec, source: str, earlier: List[str]) -> None:
     if size is not None and job.io_size is None and size < job.bs and not job.time_based:
         raise FioError("%s: size %d is smaller than the block size %d (fio refuses: size too small)"
                        % (where, size, job.bs))
+
+
+def sim_only(spec: JobSpec) -> Optional[str]:
+    """What of this job only the simulator models ('' when live mode can run it)."""
+    what = []
+    if spec.mixed_sizes:
+        what.append("mixed block sizes")
+    if TRIM in spec.ddirs:
+        what.append("trims")
+    if spec.open_loop:
+        what.append("rate/thinktime")
+    if spec.verify and spec.do_verify:
+        what.append("verify")
+    if spec.flow or spec.wait_for:
+        what.append("flow/wait_for")
+    if spec.lat_log is not None or spec.bw_log is not None or spec.iops_log is not None:
+        what.append("log files")
+    return ", ".join(what)
 
 
 def _read_path(path: str) -> Tuple[bytes, str, str]:
