@@ -146,8 +146,9 @@ def test_non_utf8_and_binary_job_files(tmp_path, capsys):
 
 def test_refused_option_is_one_line_naming_it():
     with pytest.raises(FioError) as ei:
-        job("[j]\nsize=1m\nlatency_target=5ms\n")
-    assert str(ei.value).startswith("t.fio line 3 [j]: fio option 'latency_target' is refused: it would change")
+        job("[j]\nsize=1m\nrate_ignore_thinktime=1\n")
+    assert str(ei.value).startswith("t.fio line 3 [j]: fio option 'rate_ignore_thinktime' is refused: it would "
+                                    "change")
     with pytest.raises(FioError, match="ioengine=cpuio: this engine burns CPU and does no I/O"):
         job("[j]\nioengine=cpuio\n")
 
@@ -164,7 +165,7 @@ def test_option_table_declares_each_name_once_with_help():
 
 def test_readme_lists_the_options_from_the_table():
     readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
-    assert fo.markdown() in readme, "regenerate with: python -m mpathlab.workload.fio_options --markdown"
+    assert fo.markdown() in readme, "regenerate: PYTHONPATH=src python -m mpathlab.workload.fio_options --update-readme README.md"
 
 
 # -- sizes and counts ----------------------------------------------------------
@@ -346,6 +347,25 @@ def test_flow_keeps_the_weights():
     # while both run, b issues 3 for each of a's: when b's 3000 are done, a has done about 1000
     a_by_then = sum(1 for t, _, _, _ in a.log.samples if t <= b.end_ns)
     assert 950 <= a_by_then <= 1050
+
+
+def test_latency_target_finds_a_depth_then_runs_one_window_there():
+    # 2 paths x 4 servers x 100 us: up to depth 8 every I/O takes 100 us, beyond it they queue
+    text = ("[j]\nrw=randread\nbs=4k\niodepth=64\nlatency_target=150us\nlatency_window=2ms\n"
+            "latency_percentile=50\nruntime=1s\n")
+    r = _run(text)
+    j = r.jobs[0]
+    lt = j.gen.lat_target
+    assert lt.end_run and not lt.failed_fatal and j.first_error is None
+    assert 2 <= lt.qd <= 12                        # around the 8 the devices serve without queueing
+    assert j.start_ns > 0 and j.end_ns - j.start_ns >= 2_000_000    # statistics of the final window only
+    assert j.read_lat.n < j.completed and r.runtime_ns < 10 ** 9     # ended before the runtime
+
+
+def test_latency_target_unmet_at_depth_1_fails_the_job():
+    r = _run("[j]\nrw=randread\nbs=4k\niodepth=8\nlatency_target=50us\nruntime=1s\n")
+    j = r.jobs[0]
+    assert j.completed == 1 and "ETIMEDOUT" in j.first_error     # fio: "max latency exceeded"
 
 
 def test_wait_for():

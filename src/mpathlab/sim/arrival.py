@@ -38,7 +38,8 @@ DEFAULT_NS_PER_KIB = 1000.0
 
 
 def needs_gen(spec: JobSpec) -> bool:
-    return bool(spec.mixed_sizes or spec.open_loop or TRIM in spec.ddirs or spec.verify or spec.flow)
+    return bool(spec.mixed_sizes or spec.open_loop or TRIM in spec.ddirs or spec.verify or spec.flow
+                or spec.latency_target_ns)
 
 
 def with_default_size_cost(paths: Sequence, jobs: Sequence[JobSpec]) -> List:
@@ -98,6 +99,84 @@ class FlowGroup:
         return out
 
 
+class LatencyTarget:
+    """fio's latency_target depth search (io_u.c lat_target_*), step for step:
+    the depth starts at 1 and doubles after each window whose I/Os met the
+    target (at latency_percentile); a window that fails (or, at 100%, any I/O
+    over the target) bisects it down and drains the I/O in flight; when a
+    success leaves the depth unchanged, one more window runs at that depth
+    with fresh statistics, and the job ends (unless latency_run)."""
+
+    def __init__(self, spec: JobSpec, now: int):
+        self.spec = spec
+        self.qd, self.qd_high, self.qd_low = 1, spec.iodepth, 1
+        self.stable = 0
+        self.end_run = False
+        self.quiesce = False
+        self.failed_fatal = False
+        self.new_cycle(now, 0)
+
+    def new_cycle(self, now: int, ios: int) -> None:
+        self.cycle_start, self.cycle_ios, self.failed = now, ios, 0
+
+    def _failed(self, now: int, ios: int) -> bool:
+        if self.qd == 1:
+            return True
+        self.qd_high = self.qd
+        if self.qd == self.qd_low:
+            self.qd_low -= 1
+        self.qd = (self.qd + self.qd_low) // 2
+        self.stable = 0
+        self.quiesce = True
+        self.new_cycle(now, ios)
+        return False
+
+    def _success(self, job, now: int, ios: int) -> bool:
+        """True when the search is over and the job ends."""
+        qd = self.qd
+        self.qd_low = self.qd
+        if self.qd + 1 == self.qd_high:
+            self.stable += 1
+            if self.stable >= 3:
+                self.qd_high += 1
+                self.stable = 0
+        if self.qd_high != self.spec.iodepth:
+            self.qd = (self.qd + self.qd_high) // 2
+        else:
+            self.qd *= 2
+        self.qd = min(self.qd, self.spec.iodepth)
+        if not self.spec.latency_run and self.qd == qd:
+            if self.end_run:
+                return True
+            self.quiesce = True
+            self.end_run = True
+            job.reset_stats(now)          # fio: reset_all_stats before the final window
+        self.new_cycle(now, ios)
+        return False
+
+    def completed(self, job, now: int, lat_ns: int) -> bool:
+        """Account one completion; True when the job should end."""
+        ios = job.completed
+        if lat_ns > self.spec.latency_target_ns:
+            if self.spec.latency_percentile == 100.0:
+                if self._failed(now, ios):
+                    self.failed_fatal = True      # fio: "max latency exceeded" at depth 1
+                    return True
+            else:
+                self.failed += 1
+        if now - self.cycle_start < self.spec.latency_window_ns:
+            return False
+        n = ios - self.cycle_ios
+        if n <= 0:
+            return False
+        if (n - self.failed) * 100.0 / n >= self.spec.latency_percentile:
+            return self._success(job, now, ios)
+        if self._failed(now, ios):
+            self.failed_fatal = True
+            return True
+        return False
+
+
 class IoGen:
     """The next (direction, bytes) of one job clone, or when to ask again."""
 
@@ -121,6 +200,7 @@ class IoGen:
         self.backlog = 0                   # verify_backlog: blocks written since the last read-back
         self.verifying = False
         self.flow: Optional[FlowGroup] = None
+        self.lat_target: Optional[LatencyTarget] = None    # created when the job starts
         self.flow_counter = 0
         bps = []
         for d in range(3):
@@ -129,6 +209,17 @@ class IoGen:
             bps.append(b)
         self.bps = bps
         self.minbs = [min(s for s, _ in spec.sizes_of(d)) for d in range(3)]
+
+    def completed(self, job, now: int, lat_ns: int) -> None:
+        """A completion (before the engine asks for more)."""
+        lt = self.lat_target
+        if lt is not None and not self.done and lt.completed(job, now, lat_ns):
+            self.done = True
+            job.remaining = 0
+            if lt.failed_fatal:
+                job.stopped = True
+                if job.first_error is None:
+                    job.first_error = "ETIMEDOUT (latency_target not met at depth 1)"
 
     def join_flow(self, group: FlowGroup) -> None:
         self.flow = group
@@ -244,6 +335,16 @@ class IoGen:
         if self.done:
             return None
         stop = job.stop_ns
+        lt = self.lat_target
+        if s.latency_target_ns:
+            if lt is None:
+                lt = self.lat_target = LatencyTarget(s, now)
+            if lt.quiesce:
+                if job.inflight:
+                    return None
+                lt.quiesce = False
+            if job.inflight >= lt.qd:
+                return None
         v = self._verify_io(job)
         if v is not None:
             return v

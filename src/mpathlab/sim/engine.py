@@ -96,6 +96,13 @@ class JobState:
         self.first_error: Optional[str] = None
         self.last_error_ns = -1
 
+    def reset_stats(self, now: int) -> None:
+        """fio's reset_all_stats (latency_target's final window): the report
+        covers what completes from now on."""
+        self.read_lat, self.write_lat, self.trim_lat = LatencyStats(), LatencyStats(), LatencyStats()
+        self.bytes_read = self.bytes_written = self.bytes_trimmed = 0
+        self.start_ns = now
+
     @property
     def name(self) -> str:
         return self.spec.name
@@ -427,6 +434,8 @@ class Simulation:
             job.write_lat.add(lat)
             job.bytes_written += io.nr_bytes
         job.end_ns = now
+        if job.gen is not None:
+            job.gen.completed(job, now, lat)
         self._submit_more(job)
         if job.inflight == 0 and (len(self._groups) > 1 or self._waits):
             self._check_finished(job)

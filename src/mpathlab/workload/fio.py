@@ -289,6 +289,10 @@ class JobSpec:
         self.flow_sleep_ns = 0
         self.wait_for: Optional[str] = None
         self.zonesize: Optional[int] = None
+        self.latency_target_ns = 0
+        self.latency_window_ns = 0
+        self.latency_percentile = 100.0
+        self.latency_run = False
         self._zones: Dict[str, int] = {}       # size/io_size given in zones, resolved with zonesize
         self.notes: List[str] = []
         self.options: Dict[str, str] = {}   # what the file said, for the JSON "job options"
@@ -549,6 +553,16 @@ def _set_percentiles(job, o, value):
     job.percentile_list = vals
 
 
+def _set_latency_percentile(job, o, value):
+    try:
+        v = float(value)
+    except ValueError:
+        raise ValueProblem("%r is not a number" % value) from None
+    if not 0 < v <= 100:
+        raise ValueProblem("must be above 0 and at most 100")
+    job.latency_percentile = v
+
+
 def _set_cpus(job, o, value):
     cpus = []
     for part in value.split(","):
@@ -622,6 +636,8 @@ SETTERS = {
     "flow": _set_int("flow"), "flow_id": _set_int("flow_id"),
     "flow_sleep": lambda j, o, v: setattr(j, "flow_sleep_ns", _int_value(v, o, j.kb_base) * 1000),
     "wait_for": lambda j, o, v: setattr(j, "wait_for", v), "zonesize": _set_int("zonesize"),
+    "latency_target": _set_time("latency_target_ns"), "latency_window": _set_time("latency_window_ns"),
+    "latency_percentile": _set_latency_percentile, "latency_run": _set_bool("latency_run"),
 }
 # options whose value may be left out (fio's FIO_OPT_STR_SET, and the log options)
 _VALUE_OPTIONAL_TYPES = ("flag",)

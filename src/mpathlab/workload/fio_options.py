@@ -15,8 +15,8 @@ does with it:
 
 The parser (:mod:`mpathlab.workload.fio`), its error messages,
 ``mpathlab fio-options`` and the README's option list are all produced from
-this table (``python -m mpathlab.workload.fio_options --markdown`` prints the
-README list; a test checks the README holds exactly that).
+this table (``python -m mpathlab.workload.fio_options --update-readme README.md``
+rewrites the README list; a test checks the README holds exactly that).
 
 Value types follow fio 3.33's parse.c:
 
@@ -335,13 +335,14 @@ OPTIONS: List[Opt] = [
     _O("flow_id", MODELLED, "int", "flow-control group", "0", lo=0, hi=1 << 31),
     _O("flow_sleep", MODELLED, "int", "microseconds a held job waits before retrying (0: until another job "
        "of its group issues)", "0", unit="us", lo=0, hi=1 << 31),
-    _O("latency_target", REFUSED, "time", "find the depth that meets a latency", unit="us",
-       why="the job's queue depth, searched at run time"),
-    _O("latency_window", REFUSED, "time", "latency_target window", unit="us",
-       why="the job's queue depth, searched at run time"),
-    _O("latency_percentile", REFUSED, "str", "latency_target percentile",
-       why="the job's queue depth, searched at run time"),
-    _O("latency_run", REFUSED, "bool", "latency_target runs", why="the job's queue depth"),
+    _O("latency_target", MODELLED, "time", "fio's depth search: start at depth 1, double while the "
+       "latency_percentile of the I/Os of each latency_window stay under this latency, bisect down when not, "
+       "then run one more window at the depth found and end (statistics are from that window)", "0",
+       unit="us", lo=0, hi=S64_MAX),
+    _O("latency_window", MODELLED, "time", "window of the latency_target search", "0", unit="us", lo=0,
+       hi=S64_MAX),
+    _O("latency_percentile", MODELLED, "float_list", "percentage of I/Os that must meet latency_target", "100"),
+    _O("latency_run", MODELLED, "bool", "keep adjusting the depth for the whole run instead of ending", "0"),
     _O("steadystate", NO_EFFECT, "str", "fio may end a job early once it is steady; a simulated run is "
        "stationary and runs its whole runtime (a note says so)", None, ("ss",)),
     _O("steadystate_duration", NO_EFFECT, "time", "steady-state window", None, ("ss_dur",), "s"),
@@ -420,5 +421,18 @@ def markdown() -> str:
     return "\n".join(lines)
 
 
+def update_readme(path: str) -> None:
+    """Replace the generated list in a README (between its two markers)."""
+    with open(path) as f:
+        text = f.read()
+    start = text.index("<!-- fio options: generated")
+    end = text.index("<!-- end of fio options -->") + len("<!-- end of fio options -->")
+    with open(path, "w") as f:
+        f.write(text[:start] + markdown() + text[end:])
+
+
 if __name__ == "__main__":   # pragma: no cover - a tiny generator script
-    print(markdown() if "--markdown" in sys.argv else listing())
+    if "--update-readme" in sys.argv:
+        update_readme(sys.argv[sys.argv.index("--update-readme") + 1])
+    else:
+        print(markdown() if "--markdown" in sys.argv else listing())
