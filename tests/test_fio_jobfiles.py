@@ -94,6 +94,11 @@ def test_comments_flags_duplicates_and_sections():
     assert "bs" in a.options and "write_bw_log" in a.options
 
 
+def test_name_option():
+    a, b = job("[global]\nname=g\nsize=64k\n[x]\n[y]\nname=own\n")      # fio 3.33: jobs x and own
+    assert (a.name, b.name) == ("x", "own")
+
+
 def test_bs_triple():
     r, = job("[j]\nsize=1m\nbs=4k,8k\n")                 # fio: read 4096, write 8192, trim 8192
     assert r.bs_rwt == [4096, 8192, 8192]

@@ -337,7 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Simulate a fio job file over the multipath topology of a TOML file.")
     r.add_argument("files", nargs="+", metavar="TOPOLOGY.toml JOB.fio",
                    help="a topology file (the dm table line and a model per path) and a fio job file; "
-                        "with --table only the job file")
+                        "with --table only the job file; '-' reads the job file from standard input "
+                        "(`mpathlab fio-options` lists the job options)")
     r.add_argument("--table", help="a `dmsetup table` line to use instead of a topology file")
     r.add_argument("--service", default="exponential:100us",
                    help="with --table: every path's service time (400us, exponential:400us, lognormal:400us:0.5)")

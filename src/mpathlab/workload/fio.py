@@ -607,7 +607,7 @@ def _set_ramp(job, o, value):
 
 
 def _set_name(job, o, value):
-    job.name = value
+    job.name = value          # (a name= in [global] does not rename the jobs: fio keeps their section names)
 
 
 SETTERS = {

@@ -389,6 +389,8 @@ def describe(o: Opt) -> str:
         t += ", r,w,t"
     if o.choices:
         t += ": " + "|".join(o.choices)
+    if o.lo is not None and o.hi is not None and (o.lo, o.hi) != (0, S64_MAX):
+        t += ", %d..%d" % (o.lo, o.hi)
     bits.append("[%s]" % t)
     if o.default is not None:
         bits.append("default %s" % o.default)
