@@ -223,6 +223,15 @@ def test_bssplit_draws_by_weight():
     assert abs(n64 / 4000 - 0.75) < 0.03
 
 
+def test_bssplit_shares_as_fio_assigns_them():
+    from mpathlab.workload.fio import parse_bssplit
+    assert parse_bssplit("4k/10:8k:16k")[0] == [(4096, 10.0), (8192, 45.0), (16384, 45.0)]
+    assert parse_bssplit("4k/10:64k/50")[0] == [(4096, 10.0), (65536, 90.0)]
+    assert parse_bssplit("4k/50:8k/50,16k")[1] == [(16384, 100.0)]
+    with pytest.raises(Exception, match="more than 100"):
+        parse_bssplit("4k/60:8k/60")
+
+
 def test_bsrange_follows_fio_get_next_buflen():
     # lo + hi*u aligned down to lo, capped at hi: 4k..16k gives 4,8,12,16k a quarter each
     jobs = job("[j]\nrw=randread\nbsrange=4k-16k\nnumber_ios=4000\n")

@@ -151,7 +151,9 @@ def fio_time_ns(text: str, unit: str) -> int:
 
 def parse_bssplit(text: str, kb_base: int = 1024) -> List[List[Tuple[int, float]]]:
     """'4k/10:64k/50:32k/40[,read...]' -> per-direction [(size, weight)]; entries
-    without a percentage share what the others leave (fio's rule)."""
+    without a percentage share what the others leave (integer division, fio's
+    rule); a total under 100 leaves the rest to the largest entry (where fio's
+    draw lands); over 100 is refused."""
     parts = text.split(",")
     if len(parts) > 3:
         raise ValueProblem("bssplit takes at most read,write,trim lists")
@@ -185,9 +187,12 @@ def parse_bssplit(text: str, kb_base: int = 1024) -> List[List[Tuple[int, float]
             raise ValueProblem("bssplit percentages add up to %d, more than 100" % given)
         free = [e for e in entries if e[1] is None]
         for e in free:
-            e[1] = (100 - given) / len(free)
-        if not free and given != 100:
-            raise ValueProblem("bssplit percentages add up to %d, not 100" % given)
+            e[1] = (100 - given) // len(free)
+        total = sum(e[1] for e in entries)
+        if total < 100:
+            # fio draws past the last share into the entry with the largest percentage
+            big = max(range(len(entries)), key=lambda i: (entries[i][1], i))
+            entries[big][1] += 100 - total
         out.append([(s, float(p)) for s, p in entries if p > 0])
     while len(out) < 3:
         out.append(out[-1])     # write = read, trim = write when not given (fio)
