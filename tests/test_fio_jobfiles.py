@@ -478,3 +478,15 @@ def test_live_mode_refuses_what_only_the_simulator_models(tmp_path):
     from mpathlab.live import LiveError, LiveRun
     with pytest.raises(LiveError, match="live mode does not do mixed block sizes, rate/thinktime"):
         LiveRun([str(tmp_path / "a")], "round-robin", job("[j]\nbssplit=4k/50:8k/50\nrate_iops=10\nsize=64k\n"))
+
+
+def test_cli_refuses_huge_bs_and_misread_durations_with_exit_3(tmp_path, capsys):
+    topo = os.path.join(os.path.dirname(__file__), "..", "examples", "asymmetric.toml")
+    for body, msg in (("bs=9223372036854775808\n", "bs=9223372036854775808: '9223372036854775808' is larger "
+                                                   "than 2^63-1"),
+                      ("thinktime=5sec\nsize=64k\n", "it would read '5sec' as 5 microseconds")):
+        p = tmp_path / "j.fio"
+        p.write_text("[j]\n" + body)
+        assert main(["run", topo, str(p)]) == 3
+        err = capsys.readouterr().err
+        assert msg in err and "j.fio line 2 [j]" in err and err.count("\n") == 1
