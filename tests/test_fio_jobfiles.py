@@ -490,3 +490,11 @@ def test_cli_refuses_huge_bs_and_misread_durations_with_exit_3(tmp_path, capsys)
         assert main(["run", topo, str(p)]) == 3
         err = capsys.readouterr().err
         assert msg in err and "j.fio line 2 [j]" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("value,msg", [("$ncpus/0", "division by zero"), ("$ncpus**2", "cannot compute"),
+                                       ("($ncpus", "no arithmetic expressions"), ("$ncpus-$ncpus", "must be between 1")])
+def test_keyword_arithmetic_errors_are_one_line(value, msg):
+    with pytest.raises(FioError, match=re.escape(msg)) as ei:
+        job("[j]\nsize=64k\nnumjobs=%s\n" % value)
+    assert str(ei.value).startswith("t.fio line 3 [j]: numjobs=")

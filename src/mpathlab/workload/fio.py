@@ -720,8 +720,8 @@ def _expand(value: str) -> str:
         kw = _keywords()
         for word in ("$pagesize", "$mb_memory", "$ncpus"):
             value = value.replace(word, kw[word])
-        if re.search(r"\$(pagesize|mb_memory|ncpus)", value) is None and re.fullmatch(r"[0-9+\-*/ ()]+", value) \
-                and re.search(r"[+\-*/]", value):
+        # fio hands the value to bc, unless it is longer than 100 characters
+        if len(value) <= 100 and re.fullmatch(r"[0-9+\-*/ ()]+", value) and re.search(r"[+\-*/]", value):
             value = _calc(value)
     return value
 
@@ -835,7 +835,11 @@ def _read_sections(text: str, source: str, base_dir: str = ".", depth: int = 0,
             key = key.rstrip()
             if not key:
                 raise FioError("%s: missing option name before '='" % where)
-            expanded = _expand(value)
+            try:
+                expanded = _expand(value)
+            except ValueProblem as e:
+                sect = " [%s]" % sections[-1][0] if sections and not nested else ""
+                raise FioError("%s%s: %s=%s: %s" % (where, sect, key, value, e)) from None
             unset = [n for n in _ENV_RE.findall(value) if n not in os.environ]
             if unset and not expanded:
                 raise FioError("%s: %s=%s: ${%s} is not set, so the value is empty (fio substitutes an empty "
