@@ -431,7 +431,8 @@ KEYS = [o.name for o in fo.OPTIONS][:60] + ["bs", "size", "rate_iops", "thinktim
                                            "runtime", "include", "zz_unknown", "number_ios", "verify", "flow"]
 VALS = ["", "0", "-1", "4k", "1m", "9223372036854775808", "18446744073709551616k", "99999999999999999999",
         "4k,8k,16k", "4k/50:8k/50", "4k-64k", "1:2", "randtrimwrite", "poisson", "${NOPE}", "10sec", "1.5",
-        "0x10", "50%", "3z", "( 1+2 )", "a", "1,2,3,4"]
+        "0x10", "50%", "3z", "( 1+2 )", "a", "1,2,3,4", "$ncpus/0", "$pagesize*$ncpus", "((($ncpus",
+        "4k;c", "1k-4k/8k", "-", ",", "read:8k", "4k/0:8k/"]
 
 
 @st.composite
@@ -447,6 +448,8 @@ def fio_bytes(draw):
                 parts.append(k)
         if draw(st.booleans()):
             parts.append(draw(st.binary(max_size=12)))
+        if draw(st.booleans()):
+            parts.append(draw(st.sampled_from(KEYS)).encode() + b"=" + draw(st.text(max_size=10)).encode())
     return b"\n".join(parts)
 
 
