@@ -5,7 +5,8 @@ ktime is that plus the simulated uptime at the start (``uptime_ns``), and
 jiffies are derived from ktime as the kernel does (see :mod:`mpathlab.timing`).
 
 Each fio job clone keeps ``iodepth`` I/Os in flight (closed loop) until its
-I/O count or runtime is used up.  An I/O is mapped through the real
+I/O count or runtime is used up; jobs with mixed sizes, trims, open-loop
+arrivals, verify, flow or latency_target ask :mod:`.arrival` for each I/O.  An I/O is mapped through the real
 :class:`~mpathlab.target.Multipath` (and so the real selector), travels the
 path's fixed delay, waits for a free server of the path's device, is
 served, and completes through the target's end_io, which may fail the path
