@@ -501,3 +501,18 @@ def test_keyword_arithmetic_errors_are_one_line(value, msg):
     with pytest.raises(FioError, match=re.escape(msg)) as ei:
         job("[j]\nsize=64k\nnumjobs=%s\n" % value)
     assert str(ei.value).startswith("t.fio line 3 [j]: numjobs=")
+
+
+@pytest.mark.parametrize("text", [
+    "[j]\nbssplit=4k/50:64k/50\nnumber_ios=200\n", "[j]\nrw=randtrim\nnumber_ios=200\n",
+    "[j]\nrate_iops=5000\nnumber_ios=50\n", "[j]\nthinktime=10us\nnumber_ios=50\n",
+    "[j]\nrw=write\nverify=md5\nsize=64k\n", "[a]\nsize=64k\n[b]\nwait_for=a\nsize=64k\n",
+    "[j]\nsize=64k\nwrite_iops_log\n", "[j]\nsize=64k\nlatency_target=1ms\niodepth=8\n",
+])
+def test_the_compiled_core_leaves_new_features_to_the_python_engine(text):
+    auto = Simulation(T2, two_paths(dist=Exponential), job(text))
+    if fast.available():
+        assert fast.eligible(auto)
+    a = auto.run()
+    b = Simulation(T2, two_paths(dist=Exponential), job(text), engine="python").run()
+    assert a.engine == "python" and (a.shares, a.completed, a.status_info) == (b.shares, b.completed, b.status_info)
