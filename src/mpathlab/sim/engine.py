@@ -79,7 +79,7 @@ class JobState:
         self.wake_ns = -1             # a pending EV_SUBMIT for an open-loop job
         self.trim_lat = LatencyStats()
         self.bytes_trimmed = 0
-        self.log = None               # fio-format logs (workload/fio_logs.py)
+        self.log: Optional[JobLog] = None   # fio-format logs (workload/fio_logs.py)
         self.stop_ns = (spec.startdelay_ns + spec.runtime_ns) if spec.runtime_ns else None
         self.inflight = 0
         self.submitted = 0
@@ -256,7 +256,7 @@ class Simulation:
                 cpu += 1
         self._group_index = 0
         self._waits = any(j.spec.wait_for for j in self.jobs)
-        flows = {}
+        flows: Dict[int, FlowGroup] = {}
         for j in self.jobs:
             if j.gen is not None and j.spec.flow:
                 j.gen.join_flow(flows.setdefault(j.spec.flow_id, FlowGroup()))
@@ -636,7 +636,7 @@ class Simulation:
         res.runtime_ns = max([j.end_ns for j in self.jobs] + [0]) - min([j.start_ns for j in self.jobs] + [0])
         res.jobs = self.jobs
         total = sum(d.completed for d in self.devices)
-        bs = (self.jobs[0].spec.bs if not self.jobs[0].spec.mixed_sizes else mean_size(self.jobs[0].spec)) \
+        bs = (self.jobs[0].spec.bs if not self.jobs[0].spec.mixed_sizes else int(mean_size(self.jobs[0].spec))) \
             if self.jobs else 4096
         res.best = best_distribution(self.paths, bs)
         for d in self.devices:
