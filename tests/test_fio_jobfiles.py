@@ -382,6 +382,19 @@ def test_latency_target_unmet_at_depth_1_fails_the_job():
     assert j.completed == 1 and "ETIMEDOUT" in j.first_error     # fio: "max latency exceeded"
 
 
+def test_exitall_stops_the_other_jobs():
+    r = _run("[a]\nrw=read\nsize=64k\nexitall\n[b]\nrw=write\nsize=64m\n")
+    a, b = r.jobs
+    assert a.completed == 16 and b.completed < 16384 and b.end_ns - a.end_ns < 1_000_000
+    r = _run("[a]\nrw=read\nsize=64k\n[b]\nrw=write\nsize=1m\n")
+    assert r.jobs[1].completed == 256                          # without exitall b runs to its end
+    # exitall is global in fio: any job's end stops its reporting group; new_group starts another one
+    r = _run("[global]\nexitall\n[a]\nrw=read\nsize=64k\n[b]\nrw=write\nsize=64m\n"
+             "[c]\nnew_group\nrw=write\nsize=1m\n")
+    a, b, c = r.jobs
+    assert b.completed < 16384 and c.completed == 256
+
+
 def test_wait_for():
     r = _run("[a]\nrw=read\nsize=64k\n[b]\nrw=read\nsize=64k\n[c]\nwait_for=a\nrw=write\nsize=64k\n")
     a, b, c = r.jobs

@@ -93,6 +93,7 @@ class JobState:
         self.end_ns = spec.startdelay_ns
         self.finished = False
         self.started = False
+        self.groupid = 0          # fio's reporting group (stonewall, new_group)
         self.stopped = False      # fio ended the job at an I/O error
         self.first_error: Optional[str] = None
         self.last_error_ns = -1
@@ -255,7 +256,15 @@ class Simulation:
                 self._groups[-1].append(self.jobs[-1])
                 cpu += 1
         self._group_index = 0
-        self._waits = any(j.spec.wait_for for j in self.jobs)
+        # fio's wait_for and exitall act when a job finishes; exitall is global (any job's
+        # end stops the others of its reporting group, which stonewall and new_group start)
+        self._exitall = any(j.spec.exitall for j in self.jobs)
+        self._waits = self._exitall or any(j.spec.wait_for for j in self.jobs)
+        gid = 0
+        for i, j in enumerate(self.jobs):
+            if i and j.clone == 0 and (j.spec.stonewall or j.spec.new_group):
+                gid += 1
+            j.groupid = gid
         flows: Dict[int, FlowGroup] = {}
         for j in self.jobs:
             if j.gen is not None and j.spec.flow:
@@ -466,6 +475,15 @@ class Simulation:
             return
         job.finished = True
         group = self._groups[self._group_index]
+        if self._exitall:
+            # fio's exitall: the others stop issuing; each ends once its I/O in flight completes
+            what = job.spec.exit_what
+            for j in (self.jobs if what == "all" else group if what == "stonewall"
+                      else [x for x in self.jobs if x.groupid == job.groupid]):
+                if not j.finished:
+                    j.stopped = True
+                    if not j.inflight:
+                        self._check_finished(j)
         if self._waits:
             # fio's wait_for: a job starts once every clone of the job it names has finished
             for j in group:

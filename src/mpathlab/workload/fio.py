@@ -298,6 +298,9 @@ class JobSpec:
         self.latency_window_ns = 0
         self.latency_percentile = 100.0
         self.latency_run = False
+        self.exitall = False
+        self.exit_what = "group"
+        self.new_group = False
         self._zones: Dict[str, int] = {}       # size/io_size given in zones, resolved with zonesize
         self.notes: List[str] = []
         self.options: Dict[str, str] = {}   # what the file said, for the JSON "job options"
@@ -623,7 +626,7 @@ SETTERS = {
     "fill_device": _set_bool("fill_device"), "loops": _set_int("loops"),
     "number_ios": _set_int("number_ios"), "runtime": _set_time("runtime_ns"),
     "time_based": _set_bool("time_based"), "startdelay": _set_time("startdelay_ns"), "ramp_time": _set_ramp,
-    "stonewall": _set_bool("stonewall"), "new_group": lambda j, o, v: _bool_value(v, o), "name": _set_name,
+    "stonewall": _set_bool("stonewall"), "new_group": _set_bool("new_group"), "name": _set_name,
     "description": lambda j, o, v: None, "cpus_allowed": _set_cpus, "continue_on_error": _set_coe,
     "rate": _set_rate, "rate_iops": _set_rate, "rate_process": _set_choice("rate_process"),
     "thinktime": _set_time("thinktime_ns"), "thinktime_spin": _set_time("thinktime_spin_ns"),
@@ -643,6 +646,7 @@ SETTERS = {
     "wait_for": lambda j, o, v: setattr(j, "wait_for", v), "zonesize": _set_int("zonesize"),
     "latency_target": _set_time("latency_target_ns"), "latency_window": _set_time("latency_window_ns"),
     "latency_percentile": _set_latency_percentile, "latency_run": _set_bool("latency_run"),
+    "exitall": _set_bool("exitall"), "exit_what": _set_choice("exit_what"),
 }
 # options whose value may be left out (fio's FIO_OPT_STR_SET, and the log options)
 _VALUE_OPTIONAL_TYPES = ("flag",)

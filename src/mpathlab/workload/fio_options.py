@@ -131,7 +131,8 @@ OPTIONS: List[Opt] = [
        unit="s", lo=0, hi=S64_MAX),
     _O("stonewall", MODELLED, "flag", "wait for every job before this one to finish", "0",
        ("wait_for_previous",)),
-    _O("new_group", MODELLED, "flag", "start a new reporting group", "0"),
+    _O("new_group", MODELLED, "flag", "start a new reporting group (what exitall's exit_what=group stops)",
+       "0"),
     _O("name", MODELLED, "str", "job name (default: the section name)"),
     _O("description", MODELLED, "str", "free text"),
     _O("cpus_allowed", MODELLED, "cpus", "CPUs the clones run on (what io-affinity sees)"),
@@ -313,9 +314,11 @@ OPTIONS: List[Opt] = [
     _O("namenode", NO_EFFECT, "str", "libhdfs engine option"),
     _O("hdfsdirectory", NO_EFFECT, "str", "libhdfs engine option"),
     _O("chunk_size", NO_EFFECT, "size", "libhdfs engine option"),
-    _O("exitall", NO_EFFECT, "flag", "a real run stops every job when one ends; a simulation of one "
-       "group ends when its jobs do", "0"),
-    _O("exit_what", NO_EFFECT, "str", "what exitall stops", "group"),
+    _O("exitall", MODELLED, "flag", "(for the whole run, as in fio) when a job finishes, stop the others "
+       "named by its exit_what: they issue nothing more and end when their I/O in flight completes", "0"),
+    _O("exit_what", MODELLED, "choice", "what exitall stops: group (the job's reporting group, started by "
+       "stonewall or new_group), stonewall (the running stonewall group), all", "group",
+       choices=("group", "stonewall", "all")),
     # -- change what reaches multipath, not modelled --------------------------
     _O("verify", MODELLED, "str", "verify written data: after its writes (and trims) the job reads every "
        "written block back, at the same depth, once per run (fio: once per loop); 0/none: off", "0"),
