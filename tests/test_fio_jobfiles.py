@@ -330,6 +330,21 @@ def test_thinktime():
     assert r.runtime_ns == 1_000_000 + 100_000               # thinks right after issuing the first batch
 
 
+def test_iodepth_low_refills_at_the_low_water_mark():
+    # one path, one server, 100 us: depth 4 fills, then no refill until only 1 is in flight
+    paths = [PathModel("sda", (8, 0), ServiceTime(100_000), parallelism=1)]
+    table = "0 2097152 multipath 0 0 1 1 round-robin 0 1 0 sda"
+    jobs = job("[j]\nrw=read\nbs=4k\nnumber_ios=8\niodepth=4\niodepth_low=1\nwrite_lat_log\n")
+    r = simulate(table, paths, jobs)
+    lats = sorted(lat for _, lat, _, _ in r.jobs[0].log.samples)
+    # I1-I4 at 0 (done at 100..400 us); only at 300 us (1 left) are I5-I7 sent (done 500, 600, 700);
+    # at 600 us (1 left) the last one (done 800): latencies 100,200,300,400, 200,300,400, 200
+    assert lats == [100_000, 200_000, 200_000, 200_000, 300_000, 300_000, 400_000, 400_000]
+    assert r.runtime_ns == 800_000
+    plain = simulate(table, paths, job("[j]\nrw=read\nbs=4k\nnumber_ios=8\niodepth=4\n"))
+    assert plain.jobs[0].read_lat.max == 400_000 and plain.jobs[0].read_lat.min == 100_000
+
+
 def test_open_loop_jobs_use_the_python_engine():
     sim = Simulation(T2, two_paths(), job("[j]\nrate_iops=100\nsize=64k\n"))
     assert "open-loop" in fast.eligible(sim) or not fast.available()
@@ -529,3 +544,15 @@ def test_the_compiled_core_leaves_new_features_to_the_python_engine(text):
     a = auto.run()
     b = Simulation(T2, two_paths(dist=Exponential), job(text), engine="python").run()
     assert a.engine == "python" and (a.shares, a.completed, a.status_info) == (b.shares, b.completed, b.status_info)
+
+
+def test_exitall_on_error():
+    from mpathlab.sim.devices import Fault
+    paths = two_paths(faults=[Fault(1_000_000, "fail")])
+    text = ("[a]\nrw=read\nruntime=50ms\ntime_based\n%s\n"
+            "[b]\nrw=read\nruntime=50ms\ntime_based\ncontinue_on_error=all\n")
+    r = simulate(T2, paths, job(text % "exitall_on_error"))
+    a, b = r.jobs
+    assert a.first_error and a.stopped and b.stopped and b.end_ns < 2_000_000
+    r = simulate(T2, two_paths(faults=[Fault(1_000_000, "fail")]), job(text % ""))
+    assert r.jobs[1].end_ns >= 49_000_000           # without it b keeps going (and failing) to its runtime

@@ -39,7 +39,7 @@ DEFAULT_NS_PER_KIB = 1000.0
 
 def needs_gen(spec: JobSpec) -> bool:
     return bool(spec.mixed_sizes or spec.open_loop or TRIM in spec.ddirs or spec.verify or spec.flow
-                or spec.latency_target_ns)
+                or spec.latency_target_ns or 0 < spec.iodepth_low < spec.iodepth)
 
 
 def with_default_size_cost(paths: Sequence, jobs: Sequence[JobSpec]) -> List:
@@ -201,6 +201,7 @@ class IoGen:
         self.verifying = False
         self.flow: Optional[FlowGroup] = None
         self.lat_target: Optional[LatencyTarget] = None    # created when the job starts
+        self.draining = False        # iodepth_low: the queue filled up, reap down to the low-water mark
         self.flow_counter = 0
         bps = []
         for d in range(3):
@@ -335,6 +336,10 @@ class IoGen:
         if self.done:
             return None
         stop = job.stop_ns
+        if self.draining:
+            if job.inflight > s.iodepth_low:
+                return None
+            self.draining = False
         lt = self.lat_target
         if s.latency_target_ns:
             if lt is None:
@@ -383,6 +388,8 @@ class IoGen:
         self.pending = None
         self._advance_rate(d, n)
         self.batch += 1
+        if s.iodepth_low < s.iodepth and job.inflight + 1 >= s.iodepth:
+            self.draining = True         # fio's wait_for_completions reaps down to iodepth_low
         if s.thinktime_ns and s.thinktime_blocks_type == "issue" and self.batch >= s.thinktime_blocks:
             self.think_until = now + s.thinktime_ns     # fio thinks right after issuing the batch
         if self.verify and d != READ:

@@ -259,7 +259,7 @@ class Simulation:
         # fio's wait_for and exitall act when a job finishes; exitall is global (any job's
         # end stops the others of its reporting group, which stonewall and new_group start)
         self._exitall = any(j.spec.exitall for j in self.jobs)
-        self._waits = self._exitall or any(j.spec.wait_for for j in self.jobs)
+        self._waits = self._exitall or any(j.spec.wait_for or j.spec.exitall_on_error for j in self.jobs)
         gid = 0
         for i, j in enumerate(self.jobs):
             if i and j.clone == 0 and (j.spec.stonewall or j.spec.new_group):
@@ -475,7 +475,7 @@ class Simulation:
             return
         job.finished = True
         group = self._groups[self._group_index]
-        if self._exitall:
+        if self._exitall or (job.spec.exitall_on_error and job.stopped and job.first_error):
             # fio's exitall: the others stop issuing; each ends once its I/O in flight completes
             what = job.spec.exit_what
             for j in (self.jobs if what == "all" else group if what == "stonewall"

@@ -74,7 +74,7 @@ def eligible(sim) -> str:
             return "block sizes of 2 GiB and more need the Python engine"
         if j.log is not None:
             return "fio logs (write_*_log) need the Python engine"
-        if j.spec.wait_for or sim._exitall:
+        if j.spec.wait_for or sim._waits:
             return "wait_for and exitall need the Python engine"
     if mp.queued_bios or any(j.submitted for j in sim.jobs):
         return "simulation already started"

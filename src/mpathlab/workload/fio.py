@@ -301,6 +301,8 @@ class JobSpec:
         self.exitall = False
         self.exit_what = "group"
         self.new_group = False
+        self.iodepth_low = 0
+        self.exitall_on_error = False
         self._zones: Dict[str, int] = {}       # size/io_size given in zones, resolved with zonesize
         self.notes: List[str] = []
         self.options: Dict[str, str] = {}   # what the file said, for the JSON "job options"
@@ -647,6 +649,7 @@ SETTERS = {
     "latency_target": _set_time("latency_target_ns"), "latency_window": _set_time("latency_window_ns"),
     "latency_percentile": _set_latency_percentile, "latency_run": _set_bool("latency_run"),
     "exitall": _set_bool("exitall"), "exit_what": _set_choice("exit_what"),
+    "iodepth_low": _set_int("iodepth_low"), "exitall_on_error": _set_bool("exitall_on_error"),
 }
 # options whose value may be left out (fio's FIO_OPT_STR_SET, and the log options)
 _VALUE_OPTIONAL_TYPES = ("flag",)
@@ -914,6 +917,8 @@ def _finish_job(job: JobSpec, source: str, earlier: List[str]) -> None:
         job.read_fraction = 0.5
     elif job.ddir_mode != "mix":
         job.read_fraction = 1.0 if job.ddir_mode == "read" else 0.0
+    if job.iodepth_low > job.iodepth or not job.iodepth_low:
+        job.iodepth_low = job.iodepth                # fio's fixup_options
     if job.thinktime_spin_ns > job.thinktime_ns:
         job.thinktime_spin_ns = job.thinktime_ns     # fio clamps it
     if any(job.rate_bps) and any(job.rate_iops):

@@ -189,7 +189,8 @@ OPTIONS: List[Opt] = [
        "block device (%s) are refused" % ", ".join(sorted(NO_BLOCK_IO_ENGINES)), "psync"),
     _O("direct", NO_EFFECT, "bool", "O_DIRECT", "0"),
     _O("buffered", NO_EFFECT, "bool", "page-cache I/O", "1"),
-    _O("sync", NO_EFFECT, "str", "O_SYNC/O_DSYNC", "none"),
+    _O("sync", NO_EFFECT, "str", "O_SYNC/O_DSYNC (the device models have no write cache, so FUA costs "
+       "nothing extra)", "none"),
     _O("filename", NO_EFFECT, "str", "the file or device of a real run"),
     _O("filename_format", NO_EFFECT, "str", "file naming"),
     _O("directory", NO_EFFECT, "str", "directory for files"),
@@ -224,7 +225,8 @@ OPTIONS: List[Opt] = [
     _O("random_generator", NO_EFFECT, "str", "offset generator", "tausworthe"),
     _O("random_distribution", NO_EFFECT, "str", "offset distribution (offsets are not modelled)", "random"),
     _O("percentage_random", NO_EFFECT, "int", "random vs sequential offsets", "100"),
-    _O("zonemode", NO_EFFECT, "str", "offset zones (offsets are not modelled)", "none"),
+    _O("zonemode", NO_EFFECT, "str", "offset zones (offsets are not modelled; the zone resets fio issues in "
+       "zbd mode are not simulated)", "none"),
     _O("zonesize", MODELLED, "size", "zone size: what a size or io_size of Nz means (offsets in zones have "
        "no effect)", None, unit="bytes", lo=1, hi=S64_MAX),
     _O("zonerange", NO_EFFECT, "size", "offset zones"),
@@ -238,7 +240,8 @@ OPTIONS: List[Opt] = [
     _O("iodepth_batch_complete", NO_EFFECT, "int", "completion batching", "1",
        ("iodepth_batch_complete_min",)),
     _O("iodepth_batch_complete_max", NO_EFFECT, "int", "completion batching"),
-    _O("iodepth_low", NO_EFFECT, "int", "refill threshold"),
+    _O("iodepth_low", MODELLED, "int", "once iodepth I/Os are in flight, refill only when no more than this "
+       "many are (fio's low-water mark; default and 0: iodepth)", "0", lo=0, hi=65536),
     _O("io_submit_mode", NO_EFFECT, "str", "inline or offload submission", "inline"),
     _O("threads", NO_EFFECT, "int", "an option of fio's tiobench profile, which fio 3.33 accepts in any job"),
     _O("thread", NO_EFFECT, "flag", "threads instead of processes", "0"),
@@ -285,7 +288,8 @@ OPTIONS: List[Opt] = [
     _O("ignore_error", NO_EFFECT, "str", "error numbers treated as success (simulated errors are path "
        "errors, see continue_on_error)"),
     _O("error_dump", NO_EFFECT, "bool", "error messages", "1"),
-    _O("exitall_on_error", NO_EFFECT, "flag", "stop all jobs at an error", "0"),
+    _O("exitall_on_error", MODELLED, "flag", "when a job stops at an I/O error, stop the others as exitall "
+       "does", "0"),
     _O("skip_bad", NO_EFFECT, "bool", "mtd bad blocks", "0"),
     _O("block_error_percentiles", NO_EFFECT, "bool", "trim error report", "0"),
     _O("donorname", NO_EFFECT, "str", "e4defrag donor file"),
