@@ -337,7 +337,7 @@ class IoGen:
             return None
         stop = job.stop_ns
         if self.draining:
-            if job.inflight > s.iodepth_low:
+            if job.inflight > s.iodepth_low:     # (draining only when 0 < iodepth_low < iodepth)
                 return None
             self.draining = False
         lt = self.lat_target
@@ -388,7 +388,8 @@ class IoGen:
         self.pending = None
         self._advance_rate(d, n)
         self.batch += 1
-        if s.iodepth_low < s.iodepth and job.inflight + 1 >= s.iodepth:
+        # fio's fixup: an iodepth_low of 0 or above iodepth means iodepth (always refill)
+        if 0 < s.iodepth_low < s.iodepth and job.inflight + 1 >= s.iodepth:
             self.draining = True         # fio's wait_for_completions reaps down to iodepth_low
         if s.thinktime_ns and s.thinktime_blocks_type == "issue" and self.batch >= s.thinktime_blocks:
             self.think_until = now + s.thinktime_ns     # fio thinks right after issuing the batch

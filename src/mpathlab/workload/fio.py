@@ -917,8 +917,6 @@ def _finish_job(job: JobSpec, source: str, earlier: List[str]) -> None:
         job.read_fraction = 0.5
     elif job.ddir_mode != "mix":
         job.read_fraction = 1.0 if job.ddir_mode == "read" else 0.0
-    if job.iodepth_low > job.iodepth or not job.iodepth_low:
-        job.iodepth_low = job.iodepth                # fio's fixup_options
     if job.thinktime_spin_ns > job.thinktime_ns:
         job.thinktime_spin_ns = job.thinktime_ns     # fio clamps it
     if any(job.rate_bps) and any(job.rate_iops):
