@@ -39,7 +39,9 @@ from mpathlab.workload.topology import load_topology  # noqa: E402
 
 def scenario(n_ios: int):
     topo = load_topology(os.path.join(SCEN, "hst-2020.toml")).with_selector("historical-service-time")
-    jobs = parse_fio("[j]\nrw=randwrite\nbs=4k\niodepth=64\nnumber_ios=%d\n" % n_ios).jobs
+    # size= as well: as in fio, number_ios only ends a job early, and without size= the job covers the
+    # device (512 MiB here, 131072 I/Os)
+    jobs = parse_fio("[j]\nrw=randwrite\nbs=4k\niodepth=64\nsize=%d\nnumber_ios=%d\n" % (n_ios * 4096, n_ios)).jobs
     kw = topo.sim_kwargs()
     kw.pop("sched_clock_offset_ns")      # the fixed (ktime) HST
     return topo, jobs, kw

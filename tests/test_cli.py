@@ -62,7 +62,7 @@ def test_errors_are_one_line_without_traceback(tmp_path, capsys, argv, msg):
 def test_bad_fio_option_reported(tmp_path, capsys):
     job = write_job(tmp_path, "[j]\nsize=4k\nwibble=3\n")
     assert main(["run", TOPO, job]) == 3
-    assert "unknown or unsupported fio option 'wibble'" in capsys.readouterr().err
+    assert "unknown fio option 'wibble'" in capsys.readouterr().err
 
 
 def test_table_command(capsys):
@@ -138,7 +138,7 @@ def test_a_selector_written_in_python_runs_in_tables_and_the_simulator():
     try:
         paths = [PathModel(n, (8, 16 * i), Exponential(100_000 * (1 + 3 * i)), parallelism=2)
                  for i, n in enumerate(["sda", "sdb"])]
-        r = simulate("0 10 multipath 0 0 1 1 shortest-queue-tail 0 2 1 sda 1 sdb 1", paths,
+        r = simulate("0 2097152 multipath 0 0 1 1 shortest-queue-tail 0 2 1 sda 1 sdb 1", paths,
                      parse_fio("[j]\nbs=4k\niodepth=8\nnumber_ios=3000\n").jobs)
         r.check_accounting()
         assert r.engine == "python"

@@ -30,7 +30,7 @@ def test_round_robin_depth1_alternates_exactly(tmp_path):
 def test_hst_moves_load_off_a_delayed_path(tmp_path):
     paths = [str(tmp_path / "fast"), str(tmp_path / "slow")]
     res = LiveRun(paths, "historical-service-time",
-                  jobs("[j]\nrw=randwrite\nbs=4k\niodepth=4\nsize=1m\nnumber_ios=600\n"),
+                  jobs("[j]\nrw=randwrite\nbs=4k\niodepth=4\nsize=4m\nnumber_ios=600\n"),
                   delays={paths[1]: 3_000_000}).run()
     share = {p["file"]: p["share"] for p in res.paths}
     assert share[paths[1]] < 0.25

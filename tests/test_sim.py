@@ -21,7 +21,7 @@ def table(sel, mode="", args=None):
     head = per.split(" %s")[0]
     paths = " ".join((per.split(" ", 1)[1] % n) for n in ["sda", "sdb", "sdc", "sdd"])
     feat = "2 queue_mode bio" if mode == "bio" else "0"
-    return "0 1000 multipath %s 0 1 1 %s 0 4 %s %s" % (feat, sel, head, paths)
+    return "0 2097152 multipath %s 0 1 1 %s 0 4 %s %s" % (feat, sel, head, paths)
 
 
 def jobs(text):
@@ -56,7 +56,7 @@ def test_constant_service_depth1_latency_and_runtime_exact():
 def test_queueing_at_a_single_server_device():
     # one path, one server, iodepth 4, constant 100 us: latencies 100,200,300,400 then 400 steady
     p = [PathModel("sda", (8, 0), ServiceTime(100_000), parallelism=1)]
-    r = simulate("0 10 multipath 0 0 1 1 round-robin 0 1 0 sda", p,
+    r = simulate("0 2097152 multipath 0 0 1 1 round-robin 0 1 0 sda", p,
                  jobs("[j]\nrw=read\nbs=4k\niodepth=4\nnumber_ios=8\n"))
     lat = r.jobs[0].read_lat
     assert (lat.min, lat.max) == (100_000, 400_000)
@@ -186,7 +186,7 @@ def test_2020_depth64_depends_on_sched_clock_leading_ktime(offset, stale_limited
 
 def test_io_affinity_follows_the_submitting_cpu():
     paths = four_paths(2, svc=Exponential)
-    tbl = "0 1000 multipath 0 0 1 1 io-affinity 0 4 1 sda 3 sdb c sdc 30 sdd c0"
+    tbl = "0 2097152 multipath 0 0 1 1 io-affinity 0 4 1 sda 3 sdb c sdc 30 sdd c0"
     jf = parse_fio("[a]\nbs=4k\niodepth=2\nnumber_ios=300\ncpus_allowed=0-1\n"
                    "[b]\nbs=4k\niodepth=2\nnumber_ios=100\ncpus_allowed=6\n")
     r = simulate(tbl, paths, jf.jobs)

@@ -115,6 +115,9 @@ def cmd_run(args) -> int:
                                 progress=lambda f: prog(label, f), **overrides)
     finally:
         prog.done()
+    from .workload.fio_logs import write_logs
+    for path in write_logs(result):          # write_lat_log & co, named as fio names them
+        print("mpathlab: wrote %s" % path, file=sys.stderr)
     _print_result(args, result, jobs)
     return 0
 
@@ -409,6 +412,18 @@ def cmd_kernels(args) -> int:
     return 0
 
 
+def cmd_fio_options(args) -> int:
+    from .workload import fio_options
+    if args.name:
+        o = fio_options.lookup(args.name)
+        if o is None:
+            raise InputError("unknown fio option %r" % args.name)
+        print("%s: %s" % (o.cls, fio_options.describe(o)))
+    else:
+        print(fio_options.markdown() if args.markdown else fio_options.listing())
+    return 0
+
+
 def cmd_table(args) -> int:
     from .target import construct, parse, table_line
     line = " ".join(args.line)
@@ -494,7 +509,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Simulate a fio job file over the multipath topology of a TOML file.")
     r.add_argument("files", nargs="+", metavar="TOPOLOGY.toml JOB.fio",
                    help="a topology file (the dm table line and a model per path) and a fio job file; "
-                        "with --table only the job file")
+                        "with --table only the job file; '-' reads the job file from standard input "
+                        "(`mpathlab fio-options` lists the job options)")
     r.add_argument("--table", help="a `dmsetup table` line to use instead of a topology file (default: none)")
     r.add_argument("--service", help="with --table: every path's service time (400us, exponential:400us, "
                                      "lognormal:400us:0.5; default: %s)" % RUN_TABLE_DEFAULTS["service"])
@@ -613,6 +629,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("selectors", help="list the registered path selectors")
     s.set_defaults(func=cmd_selectors)
+
+    fo = sub.add_parser("fio-options", help="list the fio job-file options: modelled, accepted without "
+                        "effect, refused")
+    fo.add_argument("name", nargs="?", help="show one option")
+    fo.add_argument("--markdown", action="store_true", help="the README's list")
+    fo.set_defaults(func=cmd_fio_options)
 
     t = sub.add_parser("table", help="parse a multipath table and print its canonical form or status",
                        description="Parse a multipath table (a full '0 LEN multipath ...' line or only "

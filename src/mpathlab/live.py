@@ -133,6 +133,10 @@ class LiveRun:
         self.jobs_spec = list(jobs)
         if any(j.bs <= 0 for j in self.jobs_spec):
             raise LiveError("bs must be positive")
+        from .workload.fio import sim_only
+        for j in self.jobs_spec:
+            if sim_only(j):
+                raise LiveError("job %r: live mode does not do %s (the simulator does)" % (j.name, sim_only(j)))
         if any(j.stonewall for j in self.jobs_spec[1:]):
             raise LiveError("stonewall is not supported in live mode: all jobs run at once")
         delays = delays or {}

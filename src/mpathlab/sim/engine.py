@@ -5,7 +5,8 @@ ktime is that plus the simulated uptime at the start (``uptime_ns``), and
 jiffies are derived from ktime as the kernel does (see :mod:`mpathlab.timing`).
 
 Each fio job clone keeps ``iodepth`` I/Os in flight (closed loop) until its
-I/O count or runtime is used up.  An I/O is mapped through the real
+I/O count or runtime is used up; jobs with mixed sizes, trims, open-loop
+arrivals, verify, flow or latency_target ask :mod:`.arrival` for each I/O.  An I/O is mapped through the real
 :class:`~mpathlab.target.Multipath` (and so the real selector), travels the
 path's fixed delay, waits for a free server of the path's device, is
 served, and completes through the target's end_io, which may fail the path
@@ -29,6 +30,8 @@ from ..target import (END_DELAY_REQUEUE, END_DONE, END_REQUEUE, MAP_DELAY_REQUEU
 from ..target.multipath import DH_OK, REQUEUE_DELAY_MS
 from ..timing import TimeBase
 from ..workload.fio import JobSpec
+from ..workload.fio_logs import JobLog, wants_log
+from .arrival import FlowGroup, IoGen, mean_size, needs_gen, with_default_size_cost
 from .devices import PathDevice, PathModel, best_distribution
 from .stats import LatencyStats, RateWindows, depth_index, lat_range_index, mean_abs_deviation
 
@@ -44,27 +47,39 @@ RESUBMIT_AFTER_ERROR_NS = 10_000
 
 
 class SimIO(MpathIO):
-    __slots__ = ("job", "submit_ns", "is_read", "dev")
+    __slots__ = ("job", "submit_ns", "is_read", "dev", "ddir")
 
-    def __init__(self, nr_bytes, job, submit_ns, is_read):
+    def __init__(self, nr_bytes, job, submit_ns, is_read, ddir=None):
         MpathIO.__init__(self, nr_bytes)
         self.job = job
         self.submit_ns = submit_ns
         self.is_read = is_read
         self.dev = None
+        self.ddir = (0 if is_read else 1) if ddir is None else ddir   # 0 read, 1 write, 2 trim
 
 
 class JobState:
     """One fio job clone at run time."""
 
-    def __init__(self, spec: JobSpec, clone: int, cpu: int, seed: int):
+    def __init__(self, spec: JobSpec, clone: int, cpu: int, seed: int, device_bytes: Optional[int] = None):
         self.spec = spec
         self.clone = clone
         self.cpu = cpu
         self.seed = seed              # the compiled core seeds its own stream from it
         self.rng = random.Random(seed)
+        # mixed sizes, trims and open-loop arrivals: sim/arrival.py decides each I/O
+        self.gen = IoGen(spec, seed, spec.io_bytes(device_bytes)) if needs_gen(spec) else None
         # None: bounded by runtime only (fio's time_based loops over the size)
-        self.remaining = None if spec.time_based else spec.total_ios
+        if self.gen is not None:
+            self.remaining = None             # the generator counts bytes and I/Os
+        elif spec.time_based:
+            self.remaining = spec.number_ios or None   # loops over the size; number_ios still ends it
+        else:
+            self.remaining = spec.ios_for(device_bytes)
+        self.wake_ns = -1             # a pending EV_SUBMIT for an open-loop job
+        self.trim_lat = LatencyStats()
+        self.bytes_trimmed = 0
+        self.log: Optional[JobLog] = None   # fio-format logs (workload/fio_logs.py)
         self.stop_ns = (spec.startdelay_ns + spec.runtime_ns) if spec.runtime_ns else None
         self.inflight = 0
         self.submitted = 0
@@ -80,9 +95,21 @@ class JobState:
         self.start_ns = spec.startdelay_ns
         self.end_ns = spec.startdelay_ns
         self.finished = False
+        self.started = False
+        self.groupid = 0          # fio's reporting group (stonewall, new_group)
         self.stopped = False      # fio ended the job at an I/O error
         self.first_error: Optional[str] = None
         self.last_error_ns = -1
+
+    def reset_stats(self, now: int) -> None:
+        """fio's reset_all_stats (latency_target's final window): the report
+        covers what completes from now on."""
+        self.read_lat, self.write_lat, self.trim_lat = LatencyStats(), LatencyStats(), LatencyStats()
+        self.bytes_read = self.bytes_written = self.bytes_trimmed = 0
+        self.rate_windows = RateWindows()
+        self.depth_map = [0] * 7
+        self.lat_ranges = [0] * 32
+        self.start_ns = now
 
     @property
     def name(self) -> str:
@@ -178,7 +205,7 @@ class Simulation:
         self.now = 0
         self._base = uptime_ns
         self.timebase = TimeBase(self._ktime, hz=hz)
-        self.paths = list(paths)
+        self.paths = with_default_size_cost(paths, jobs)
         self.seed = seed
         self.progress = progress
         self.activation_ns = activation_ns
@@ -243,17 +270,35 @@ class Simulation:
             if dev is None:
                 raise ValueError("table path %s has no device model in the topology" % pgpath.dev.name)
             self.dev_of_pgpath[pgpath] = dev
+        # a job without size= covers the whole device: the table's length (another stack's target may say
+        # its capacity; without one such a job is bounded by its runtime only)
+        device_bytes = tl.length * 512 if tl is not None else getattr(self.mp, "capacity_bytes", None)
         self.jobs: List[JobState] = []
         cpu = 0
         for spec in specs:
             for clone in range(spec.numjobs):
                 on = spec.cpus_allowed[clone % len(spec.cpus_allowed)] if spec.cpus_allowed else cpu % nr_cpus
-                self.jobs.append(JobState(spec, clone, on, master.getrandbits(64)))
+                self.jobs.append(JobState(spec, clone, on, master.getrandbits(64), device_bytes))
+                if wants_log(spec):
+                    self.jobs[-1].log = JobLog(spec, len(self.jobs))
                 if not self._groups or (spec.stonewall and clone == 0):
                     self._groups.append([])
                 self._groups[-1].append(self.jobs[-1])
                 cpu += 1
         self._group_index = 0
+        # fio's wait_for and exitall act when a job finishes; exitall is global (any job's
+        # end stops the others of its reporting group, which stonewall and new_group start)
+        self._exitall = any(j.spec.exitall for j in self.jobs)
+        self._waits = self._exitall or any(j.spec.wait_for or j.spec.exitall_on_error for j in self.jobs)
+        gid = 0
+        for i, j in enumerate(self.jobs):
+            if i and j.clone == 0 and (j.spec.stonewall or j.spec.new_group):
+                gid += 1
+            j.groupid = gid
+        flows: Dict[int, FlowGroup] = {}
+        for j in self.jobs:
+            if j.gen is not None and j.spec.flow:
+                j.gen.join_flow(flows.setdefault(j.spec.flow_id, FlowGroup()))
         self.result = SimResult()
         for pm, d in zip(self.paths, self.devices):
             for f in pm.faults:
@@ -293,18 +338,38 @@ class Simulation:
     def _submit_more(self, job: JobState) -> None:
         spec = job.spec
         now = self.now
-        if job.stopped or (job.stop_ns is not None and now >= job.stop_ns):
+        if job.stopped or (job.stop_ns is not None and now >= job.stop_ns
+                           and (job.gen is None or job.gen.over(job, now))):
             return
         while job.inflight < spec.iodepth:
             if job.last_error_ns == now:
                 return  # resubmitted by the EV_SUBMIT queued at the error
-            if job.remaining is not None:
-                if job.remaining <= 0:
+            if job.gen is not None:
+                nxt = job.gen.next_io(job, now)
+                if nxt is None:
+                    if job.gen.done and job.gen.flow is not None:
+                        for w in job.gen.flow.take_waiters(job):
+                            self._push(now, EV_SUBMIT, w)
                     return
-                job.remaining -= 1
-            rf = spec.read_fraction
-            is_read = rf >= 1.0 or (rf > 0.0 and job.rng.random() < rf)
-            io = SimIO(spec.bs, job, now, is_read)
+                if type(nxt) is int:              # open loop: not before this time
+                    if job.wake_ns != nxt:
+                        job.wake_ns = nxt
+                        self._push(nxt, EV_SUBMIT, job)
+                    return
+                if job.remaining is not None:
+                    job.remaining -= 1
+                io = SimIO(nxt[1], job, now, nxt[0] == 0, nxt[0])
+                if job.gen.flow is not None:
+                    for w in job.gen.flow.take_waiters(job):
+                        self._push(now, EV_SUBMIT, w)
+            else:
+                if job.remaining is not None:
+                    if job.remaining <= 0:
+                        return
+                    job.remaining -= 1
+                rf = spec.read_fraction
+                is_read = rf >= 1.0 or (rf > 0.0 and job.rng.random() < rf)
+                io = SimIO(spec.bs, job, now, is_read)
             job.inflight += 1
             job.depth_map[depth_index(job.inflight)] += 1
             job.submitted += 1
@@ -393,7 +458,7 @@ class Simulation:
             job.last_error_ns = now
             if not job.spec.continue_on_error:
                 job.stopped = True
-                if job.inflight == 0 and len(self._groups) > 1:
+                if job.inflight == 0 and (len(self._groups) > 1 or self._waits):
                     self._check_finished(job)
             else:
                 self._push(now + RESUBMIT_AFTER_ERROR_NS, EV_SUBMIT, job)
@@ -401,20 +466,31 @@ class Simulation:
         job.completed += 1
         res.completed += 1
         lat = now - io.submit_ns
+        if job.log is not None:
+            job.log.add(now - job.start_ns, lat, io.ddir, io.nr_bytes)
         if io.is_read:
             job.read_lat.add(lat)
             job.bytes_read += io.nr_bytes
+        elif io.ddir == 2:
+            job.trim_lat.add(lat)
+            job.bytes_trimmed += io.nr_bytes
         else:
             job.write_lat.add(lat)
             job.bytes_written += io.nr_bytes
-        job.rate_windows.add(now - job.start_ns, 0 if io.is_read else 1, io.nr_bytes)
+        job.rate_windows.add(now - job.start_ns, io.ddir, io.nr_bytes)
         job.lat_ranges[lat_range_index(lat)] += 1
         job.end_ns = now
+        if job.gen is not None:
+            job.gen.completed(job, now, lat)
         self._submit_more(job)
-        if job.inflight == 0 and len(self._groups) > 1:
+        if job.inflight == 0 and (len(self._groups) > 1 or self._waits):
             self._check_finished(job)
 
     def _start_job(self, job: JobState) -> None:
+        if job.spec.wait_for and not job.started and any(
+                not x.finished for x in self.jobs if x.spec.name == job.spec.wait_for):
+            return              # started by _check_finished
+        job.started = True
         delay = job.spec.startdelay_ns
         job.start_ns = job.end_ns = self.now + delay
         if job.spec.runtime_ns:
@@ -428,10 +504,28 @@ class Simulation:
         """Start the next stonewall group once every job of this one is done."""
         if job.finished or job.inflight:
             return
-        if not (job.stopped or job.remaining == 0 or (job.stop_ns is not None and self.now >= job.stop_ns)):
+        if job.gen is not None:
+            if not (job.stopped or job.gen.over(job, self.now)):
+                return
+        elif not (job.stopped or job.remaining == 0 or (job.stop_ns is not None and self.now >= job.stop_ns)):
             return
         job.finished = True
         group = self._groups[self._group_index]
+        if self._exitall or (job.spec.exitall_on_error and job.stopped and job.first_error):
+            # fio's exitall: the others stop issuing; each ends once its I/O in flight completes
+            what = job.spec.exit_what
+            for j in (self.jobs if what == "all" else group if what == "stonewall"
+                      else [x for x in self.jobs if x.groupid == job.groupid]):
+                if not j.finished:
+                    j.stopped = True
+                    if not j.inflight:
+                        self._check_finished(j)
+        if self._waits:
+            # fio's wait_for: a job starts once every clone of the job it names has finished
+            for j in group:
+                w = j.spec.wait_for
+                if w and not j.started and all(x.finished for x in self.jobs if x.spec.name == w):
+                    self._start_job(j)
         if job in group and all(j.finished for j in group) and self._group_index + 1 < len(self._groups):
             self._group_index += 1
             for j in self._groups[self._group_index]:
@@ -476,6 +570,9 @@ class Simulation:
                 raise ValueError("the compiled core cannot run this simulation: %s" % fast.eligible(self))
         self.result.engine = "python"
         for job in self._groups[0] if self._groups else []:
+            if job.spec.wait_for:
+                continue        # started by _check_finished
+            job.started = True
             if job.spec.startdelay_ns:
                 self._push(job.spec.startdelay_ns, EV_SUBMIT, job)
             else:
@@ -536,6 +633,8 @@ class Simulation:
                     self._dispatch(io)  # type: ignore[arg-type]  # the target queues the SimIOs it was given
             elif kind == EV_SUBMIT:
                 self._submit_more(obj)
+                if obj.inflight == 0 and (len(self._groups) > 1 or self._waits):
+                    self._check_finished(obj)
             elif kind == EV_FAULT:
                 self._fault(*obj)
             elif kind == EV_MESSAGE:
@@ -596,7 +695,8 @@ class Simulation:
         res.runtime_ns = max([j.end_ns for j in self.jobs] + [0]) - min([j.start_ns for j in self.jobs] + [0])
         res.jobs = self.jobs
         total = sum(d.completed for d in self.devices)
-        bs = self.jobs[0].spec.bs if self.jobs else 4096
+        bs = (self.jobs[0].spec.bs if not self.jobs[0].spec.mixed_sizes else int(mean_size(self.jobs[0].spec))) \
+            if self.jobs else 4096
         res.best = best_distribution(self.paths, bs)
         for d in self.devices:
             m = d.model

@@ -68,6 +68,16 @@ def eligible(sim) -> str:
         return "custom service-time distribution"
     if len(sim._groups) > 1:
         return "stonewall groups need the Python engine"
+    for j in sim.jobs:
+        # not in the core (sim/arrival.py): mixed sizes, trims, open-loop arrivals
+        if j.gen is not None:
+            return "mixed I/O sizes, trims and open-loop arrivals (rate, thinktime) need the Python engine"
+        if j.spec.bs > 0x7FFFFFFF:
+            return "block sizes of 2 GiB and more need the Python engine"
+        if j.log is not None:
+            return "fio logs (write_*_log) need the Python engine"
+        if j.spec.wait_for or sim._waits:
+            return "wait_for and exitall need the Python engine"
     if mp.queued_bios or any(j.submitted for j in sim.jobs):
         return "simulation already started"
     return ""

@@ -222,6 +222,8 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
             ns_per_kib=parse_duration_ns(p.get("per_kib", 0), where + ".per_kib"),
             faults=_faults(p.get("faults", []), where),
             fail_latency_ns=parse_duration_ns(p.get("fail_latency", 0), where + ".fail_latency")))
+        # a job with mixed I/O sizes gives paths without per_kib a default cost (sim/arrival.py)
+        paths[-1].per_kib_given = "per_kib" in p
     hz = mp.get("hz", 250)
     if hz not in VALID_HZ:
         raise TopologyError("%s: hz must be one of %s" % (src, ", ".join(map(str, VALID_HZ))))
