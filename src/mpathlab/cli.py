@@ -2,6 +2,8 @@
 
     mpathlab run TOPOLOGY.toml JOB.fio [--selector NAME[:ARG,...]] [--json]
     mpathlab run --table "0 LEN multipath ..." JOB.fio [--service ...] [--model DEV,service=...]
+    mpathlab run --conf multipath.conf PATHS.toml JOB.fio     (map built as multipath-tools would)
+    mpathlab maps --conf multipath.conf PATHS.toml            (table lines and `multipath -ll`)
     mpathlab reproduce [NAME] [--json] | --list
     mpathlab live JOB.fio --path FILE --path FILE [--selector NAME] [--delay FILE=2ms]
     mpathlab sweep TOPOLOGY JOB --selectors A,B --iodepths 1,8,64 [--set KEY=V1,V2] --out t.csv
@@ -73,6 +75,17 @@ def cmd_run(args) -> int:
     from .workload.fio import load_fio
     from .workload.topology import load_topology
 
+    if args.conf:
+        if args.table or args.selector or len(args.files) != 2:
+            raise InputError("with --conf give PATHS.toml and JOB.fio (and no --table or --selector)")
+        from .mtools.cli import run_conf
+        jobs = load_fio(args.files[1])
+        _print_notes(jobs)
+        prog = Progress(_progress_enabled(args))
+        try:
+            return run_conf(args, jobs, lambda f: prog("run", f))
+        finally:
+            prog.done()
     if args.table:
         if len(args.files) != 1:
             raise InputError("with --table give only the job file")
@@ -282,6 +295,11 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_maps(args) -> int:
+    from .mtools.cli import cmd_maps as maps
+    return maps(args)
+
+
 def cmd_selectors(args) -> int:
     from . import selectors
     for name in selectors.names():
@@ -324,6 +342,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a topology file (the dm table line and a model per path) and a fio job file; "
                         "with --table only the job file")
     r.add_argument("--table", help="a `dmsetup table` line to use instead of a topology file")
+    r.add_argument("--conf", metavar="multipath.conf",
+                   help="build the map from this multipath.conf and a path topology (serials, ALUA states, "
+                        "device models), with multipathd's checker loop running (default: none)")
+    r.add_argument("--map", help="with --conf: the map (alias or wwid) to simulate when there are several")
     r.add_argument("--service", default="exponential:100us",
                    help="with --table: every path's service time (400us, exponential:400us, lognormal:400us:0.5)")
     r.add_argument("--parallelism", type=int, default=1, help="with --table: servers per device")
@@ -407,6 +429,14 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--seed", type=int, default=1)
     f.set_defaults(func=cmd_faults)
 
+    mp_ = sub.add_parser("maps", help="build maps from multipath.conf and a path topology; print the table "
+                                      "lines and the `multipath -ll` view",
+                         description="Discover maps as multipath-tools would: blacklist, settings by "
+                                     "precedence, prioritizers, grouping, and the table assemble_map builds.")
+    mp_.add_argument("topology", metavar="PATHS.toml", help="a path topology ([map], [paths.NAME] sections)")
+    mp_.add_argument("--conf", required=True, metavar="multipath.conf", help="the multipath.conf to apply")
+    mp_.set_defaults(func=cmd_maps)
+
     s = sub.add_parser("selectors", help="list the registered path selectors")
     s.set_defaults(func=cmd_selectors)
 
@@ -425,10 +455,11 @@ def _known_errors():
     from .target import MessageError, TargetError
     from .workload.fio import FioError
     from .workload.topology import TopologyError
+    from .mtools.conf import ConfError
     from .live import LiveError
     from .report.html import ReportError
     from .sweep import SweepError
-    return (LiveError, ReportError, SweepError, FioError, TopologyError, TargetError, MessageError, SelectorError, RegistryError,
+    return (ConfError, LiveError, ReportError, SweepError, FioError, TopologyError, TargetError, MessageError, SelectorError, RegistryError,
             UnknownSelectorError, UnitError, InputError, OSError)
 
 
