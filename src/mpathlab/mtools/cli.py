@@ -38,12 +38,12 @@ def run_conf(args, jobs, progress) -> int:
                                progress=progress, **overrides)
     if args.json or args.json_plus:
         doc = fio_json(res, jobs.global_options, plus=args.json_plus)
-        doc["multipathd"] = {"map": mp.alias, "wwid": mp.wwid, "table": mp.table_line(),
+        doc["multipathd"] = {"map": mp.alias, "wwid": mp.wwid, "table": d.table,
                              "events": [{"time_ns": t, "event": e} for t, e in d.log]}
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        print("map %s: %s" % (mp.alias, mp.table_line()))
+        print("map %s: %s" % (mp.alias, d.table))
         print(run_summary(res))
         print(daemon_report(d, d.target))
     return 0

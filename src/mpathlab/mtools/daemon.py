@@ -50,6 +50,7 @@ class Multipathd:
     def __init__(self, mp: Multipath, checkint: int, max_checkint: int, *, env: Optional[PrioEnv] = None,
                  topology: Optional[PathTopology] = None):
         self.mp = mp
+        self.table = mp.table_line()     # the table loaded when the daemon starts
         self.checkint = checkint
         self.max_checkint = max_checkint
         if max_checkint % checkint == 0:
@@ -65,6 +66,7 @@ class Multipathd:
         self.sim = None
         self.stopped = False
         self.loops = 0
+        self.checks: List[Tuple[int, str, str]] = []    # (time, path, checker result) per check
         self._unmodelled_reload = None
 
     # -- wiring -------------------------------------------------------------------------
@@ -215,9 +217,13 @@ class Multipathd:
             checker_state(pp.path, pp.checker) in USABLE and (pp.state not in USABLE or pp.dmstate == "failed")
             for pp in mp.paths)
         if not alive and not sim._state_changes and not self.target.nr_valid_paths:
-            self.stopped = True        # nothing can change any more: let the run end
+            # no usable path and nothing pending that could bring one back or end the
+            # queueing: stop, so the engine can report the run as stalled
+            self.stopped = True
             return
-        sim.call_at(sim.now + NS, self.loop, keeps_alive=alive)
+        # the loop keeps the run alive: it takes in dm events, so a path failure after
+        # this point is answered (recovery mode, reinstatement) before any stall check
+        sim.call_at(sim.now + NS, self.loop, keeps_alive=True)
 
     def update_multipath(self) -> None:
         """Take in dm events: paths the kernel failed on an I/O error."""
@@ -240,6 +246,7 @@ class Multipathd:
     def update_path_state(self, pp) -> str:
         mp = self.mp
         newstate = checker_state(pp.path, pp.checker)
+        self.checks.append((self.sim.now, pp.name, newstate))
         if newstate == PENDING:
             pp.tick = 1
             return "skipped"

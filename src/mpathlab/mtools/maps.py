@@ -77,6 +77,19 @@ class MapPath:
     def name(self) -> str:
         return self.path.name
 
+    # what the grouping policies compare
+    @property
+    def serial(self) -> str:
+        return self.path.serial
+
+    @property
+    def node_name(self) -> str:
+        return self.path.node_name
+
+    @property
+    def tpg(self) -> int:
+        return self.path.tpg
+
     def __repr__(self):
         return "MapPath(%s prio=%d %s)" % (self.name, self.priority, self.state)
 

@@ -47,8 +47,13 @@ def group_by_match(paths, same) -> List[list]:
     return groups
 
 
+_loaded = False
+
+
 def _load() -> None:
-    if _REGISTRY:
+    global _loaded
+    if _loaded:
         return
+    _loaded = True
     from . import (failover, group_by_node_name, group_by_prio, group_by_serial,  # noqa: F401
                    group_by_tpg, multibus)

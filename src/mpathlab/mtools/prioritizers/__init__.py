@@ -60,7 +60,12 @@ def exclusive_pref_arg(args: str) -> bool:
     return "exclusive_pref_bit" in (args or "").replace("\t", " ").split(" ")
 
 
+_loaded = False
+
+
 def _load() -> None:
-    if _REGISTRY:
+    global _loaded
+    if _loaded:
         return
+    _loaded = True
     from . import alua, const, path_latency, random_prio, sysfs, weightedpath  # noqa: F401
