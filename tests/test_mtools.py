@@ -714,3 +714,57 @@ def test_cli_bad_topology_exit_3(tmp_path):
     t.write_text('[paths.sda]\nservice = "1ms"\nalua = "sideways"\n')
     r = cli("maps", "--conf", os.path.join(EX, "multipath.conf"), str(t))
     assert r.returncode == 3 and "ALUA state must be one of" in r.stderr
+
+
+# -- property tests: the path topology parser and map invariants -----------------------------------
+from mpathlab.workload.topology import TopologyError  # noqa: E402
+
+ANY = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-5, 70000), st.text(max_size=8),
+                             st.sampled_from(["1ms", "standby", "active/optimized", "8:0", "1:0:0:0", "fail",
+                                              "reinstate", "slow", "2s", "1G", "x"])),
+                   lambda c: st.one_of(st.lists(c, max_size=3), st.dictionaries(st.sampled_from(
+                       ["at", "action", "state", "devt", "service", "alua", "tpg", "pref", "hcil", "faults",
+                        "alua_changes", "wwid", "size", "seed", "table", "factor"]), c, max_size=4)),
+                   max_leaves=12)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(["multipath", "map", "paths", "description", "other"]), ANY, max_size=4),
+       st.dictionaries(st.sampled_from(["sda", "sdb"]), ANY, max_size=2))
+def test_property_path_topology_only_raises_topology_errors(doc, paths):
+    if paths:
+        doc = dict(doc, paths=paths)
+    try:
+        path_topology_from_dict(doc, "fuzz.toml")
+    except TopologyError as e:
+        assert str(e).startswith("fuzz.toml"), str(e)
+
+
+STATES = st.sampled_from([None, "active/optimized", "active/non-optimized", "standby", "unavailable"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(STATES, st.integers(0, 3), st.sampled_from("AB"), st.sampled_from("xy")),
+                min_size=1, max_size=6),
+       st.sampled_from(["failover", "multibus", "group_by_serial", "group_by_prio", "group_by_node_name",
+                        "group_by_tpg"]),
+       st.sampled_from(["uniform", "priorities"]), st.booleans())
+def test_property_map_invariants(specs, policy, rr_weight, detect):
+    """Whatever the paths: every path is in exactly one group, groups are in the order
+    sort_pathgroups gives, the table parses in the kernel target with the same groups,
+    and the initial group is select_path_group's."""
+    from mpathlab.mtools.maps import select_path_group
+    ps = [P("sd" + "abcdef"[i], 16 * i, alua_state=s, tpg=t, serial=ser, node_name=nn)
+          for i, (s, t, ser, nn) in enumerate(specs)]
+    conf = parse_conf("defaults {\n detect_pgpolicy %s\n path_grouping_policy %s\n rr_weight %s\n}\n"
+                      % ("yes" if detect else "no", policy, rr_weight))
+    mp = build_maps(conf, ps)[0][0]
+    names = [pp.name for g in mp.groups for pp in g.paths]
+    assert sorted(names) == sorted(p.name for p in ps)
+    keys = [(g.marginal, -g.priority, -g.enabled_paths) for g in mp.groups]
+    assert keys == sorted(keys)
+    t = loaded_target(mp, first_io=False)
+    assert [[p.dev.devt for p in pg.pgpaths] for pg in t.priority_groups] == [
+        [pp.path.devt for pp in g.paths] for g in mp.groups]
+    assert mp.bestpg == select_path_group(mp.groups)
+    assert t.nr_priority_groups == len(mp.groups)
