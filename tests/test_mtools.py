@@ -682,6 +682,12 @@ def test_example_maps():
         "table: 0 20971520 multipath 1 queue_if_no_path 1 alua 2 1 round-robin 0 2 1 8:16 2 8:48 2 "
         "round-robin 0 2 1 8:32 2 8:64 2")
     assert "data (36001405a1b2c3d4e5f60718293a4b5c6) dm-0 LIO-ORG,lun0" in r.stdout
+    r = cli("maps", "-v", "--conf", os.path.join(EX, "multipath.conf"), os.path.join(EX, "alua-paths.toml"))
+    lines = r.stdout.splitlines()
+    # select_no_path_retry: the built-in LIO-ORG entry (12) beats the defaults section (3)
+    assert "data: no_path_retry = 12 (setting: storage device configuration)" in lines
+    assert "data: path_grouping_policy = group_by_prio (setting: storage device autodetected)" in lines
+    assert "sdb: path_checker = directio (setting: storage device configuration)" in lines
 
 
 def test_example_run():
@@ -768,3 +774,34 @@ def test_property_map_invariants(specs, policy, rr_weight, detect):
         [pp.path.devt for pp in g.paths] for g in mp.groups]
     assert mp.bestpg == select_path_group(mp.groups)
     assert t.nr_priority_groups == len(mp.groups)
+
+
+def test_san_path_err_delays_a_flapping_path():
+    """check_path_reinstate_state with threshold 1, forget_rate 10, recovery_time 6:
+    sda comes back at the 6 s check (first failure: 1 > 1 is false, reinstated), fails
+    again at 7.5 s and comes back for the 10 s check: the second failure exceeds the
+    threshold, so it is delayed from 10 s (monotonic 3610) and reinstated at the first
+    check more than 6 s later, 18 s (3618 - 3610 = 8 > 6; at 16 s 6 > 6 is false)."""
+    paths = {"sda": path("8:0", faults=[{"at": "3.5s", "action": "fail"}, {"at": "5.5s", "action": "reinstate"},
+                                         {"at": "7.5s", "action": "fail"}, {"at": "9.5s", "action": "reinstate"}]),
+             "sdb": path("8:16")}
+    extra = ("overrides {\n san_path_err_threshold 1\n san_path_err_forget_rate 10\n"
+             " san_path_err_recovery_time 6\n}\n")
+    res, d, _ = run_tl("immediate", "queue", paths, seconds=22, conf_extra=extra)
+    ev = events(d)
+    assert [t for t, e in ev if e == "reinstate_path 8:0 (sda)"] == [6.0, 18.0]
+    assert (10.0, "sda: path is now marginal (san_path_err), delaying reinstatement") in ev
+    assert [st for t, n, st in d.checks if n == "sda" and 10e9 <= t <= 16e9] == ["ready"] * 4
+    assert share(res, "sda", 10, 18) == 0.0 and share(res, "sda", 18.5, 22) == 1.0
+
+
+def test_bio_based_map_with_daemon():
+    # queue_mode bio in the features: queued bios wait inside the target and go out when
+    # multipathd reinstates a path
+    paths = {"sda": path("8:0", faults=[{"at": "2.5s", "action": "fail"}, {"at": "5.5s", "action": "reinstate"}])}
+    conf = parse_conf(CONF_TL % ("immediate", "queue") + 'overrides {\n features "2 queue_mode bio"\n}\n')
+    res, d, _ = simulate_conf(conf, topo(paths), job(8))
+    assert d.table.split(" multipath ")[1].startswith("3 queue_mode bio queue_if_no_path 0 1 1 ")
+    assert (6.0, "reinstate_path 8:0 (sda)") in events(d)
+    assert res.errored == 0 and res.pending == 0
+    res.check_accounting()

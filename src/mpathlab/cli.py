@@ -435,6 +435,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "precedence, prioritizers, grouping, and the table assemble_map builds.")
     mp_.add_argument("topology", metavar="PATHS.toml", help="a path topology ([map], [paths.NAME] sections)")
     mp_.add_argument("--conf", required=True, metavar="multipath.conf", help="the multipath.conf to apply")
+    mp_.add_argument("-v", "--verbose", action="store_true",
+                     help="also print every setting with where it came from, as multipath -v3 does (default: off)")
     mp_.set_defaults(func=cmd_maps)
 
     s = sub.add_parser("selectors", help="list the registered path selectors")

@@ -20,13 +20,14 @@ def cmd_maps(args) -> int:
     conf = load_conf(args.conf)
     _print_conf_messages(conf)
     topo = load_path_topology(args.topology)
-    print(maps_text(conf, topo))
+    print(maps_text(conf, topo, verbose=args.verbose))
     return 0
 
 
 def run_conf(args, jobs, progress) -> int:
     """run --conf CONF TOPOLOGY JOB: the map from multipath.conf, multipathd in the loop."""
     from ..report import fio_json, run_summary
+    from .printer import format_ll
     from .run import daemon_report, simulate_conf
     conf = load_conf(args.conf)
     _print_conf_messages(conf)
@@ -39,7 +40,8 @@ def run_conf(args, jobs, progress) -> int:
     if args.json or args.json_plus:
         doc = fio_json(res, jobs.global_options, plus=args.json_plus)
         doc["multipathd"] = {"map": mp.alias, "wwid": mp.wwid, "table": d.table,
-                             "events": [{"time_ns": t, "event": e} for t, e in d.log]}
+                             "events": [{"time_ns": t, "event": e} for t, e in d.log],
+                             "ll": format_ll(d.mp, d.target)}
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:

@@ -51,11 +51,30 @@ def loaded_target(mp: Multipath, first_io: bool = True):
     return t
 
 
-def maps_text(conf: Config, topo: PathTopology) -> str:
+def settings_lines(mp: Multipath) -> List[str]:
+    """Each setting with where it came from, as `multipath -v3` logs them (propsel.c)."""
+    out = []
+    for key in ("path_grouping_policy", "path_selector", "features", "hardware_handler", "rr_weight",
+                "rr_min_io_rq", "failback", "no_path_retry", "alias"):
+        val = mp.alias if key == "alias" else mp.settings.get(key)
+        if val is None:
+            val = "undef"
+        out.append("%s: %s = %s %s" % (mp.alias, key, val, mp.origins.get(key, "")))
+    for pp in mp.paths:
+        out.append("%s: prio = %s %s" % (pp.name, pp.prio_name, pp.origins.get("prio", "")))
+        out.append("%s: prio args = \"%s\" %s" % (pp.name, pp.prio_args, pp.origins.get("prio", "")))
+        out.append("%s: path_checker = %s %s" % (pp.name, pp.checker, pp.origins.get("path_checker", "")))
+    return out
+
+
+def maps_text(conf: Config, topo: PathTopology, verbose: bool = False) -> str:
     maps, dropped, _ = discover(conf, topo)
     out = []
     for p, why in dropped:
         out.append("%s: blacklisted by %s" % (p.name, why))
+    if verbose:
+        for mp in maps:
+            out.extend(settings_lines(mp))
     for mp in maps:
         out.append("table: %s" % mp.table_line())
     for mp in maps:
