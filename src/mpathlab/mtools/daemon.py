@@ -37,7 +37,7 @@ link is down, or whose ALUA state refuses I/O, fails I/O sent to it.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from .maps import DELAYED, DOWN, GHOST, PENDING, UP, USABLE, Multipath, checker_state, get_prio
 from .paths import ALUA_NO_IO, PathTopology

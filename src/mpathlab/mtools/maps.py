@@ -315,12 +315,13 @@ class Selector:
         if not found:
             return None
         if len(found) > 1:
-            # merge_mptable: the first entry keeps its values, later ones fill the gaps
-            merged = Entry("M", found[0].line)
-            for e in reversed(found):
+            # merge_mptable: of two entries for one wwid the later keeps its values and
+            # takes the earlier one's for the keys it lacks (with glibc's stable sort)
+            self.conf.warnings.append("duplicate multipath config section for %s (lines %s)"
+                                      % (wwid, ", ".join(str(e.line) for e in found)))
+            merged = Entry("M", found[-1].line)
+            for e in found:
                 merged.values.update(e.values)
-            for k, s in found[0].values.items():
-                merged.values[k] = s
             return merged
         return found[0]
 

@@ -37,7 +37,7 @@ except ModuleNotFoundError:  # Python < 3.11
     import tomli as tomllib  # type: ignore
 
 from ..kernel import parse_devt
-from ..sim.devices import Fault, PathModel
+from ..sim.devices import PathModel
 from ..units import UnitError, parse_duration_ns
 from ..workload.topology import TopologyError, _faults, _service
 

@@ -17,7 +17,6 @@ snprint_size does: KiB halved down by 1024 in single precision, one decimal belo
 from __future__ import annotations
 
 import struct
-from typing import List, Optional
 
 
 def _f32(x: float) -> float:

@@ -3,7 +3,7 @@ and the `maps` view (table lines and `multipath -ll`) without simulating."""
 from __future__ import annotations
 
 import random
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional
 
 from ..target import construct
 from ..workload.topology import TopologyError
