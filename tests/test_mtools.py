@@ -499,32 +499,47 @@ def run_tl(failback, npr, paths=TWO_FAILS, seconds=40, conf_extra=""):
     return res, d, mp
 
 
-@pytest.mark.parametrize("failback,switch_at", [("immediate", 10.0), ("followover", 10.0), ("5", 15.0),
-                                                ("manual", None)])
-def test_failback_and_no_path_retry_timeline(failback, switch_at):
-    """Checks every 2 s at even seconds (polling_interval = max = 2, uptime 3600 s).
-    sda's link drops at 3.5 s: I/O there fails, the kernel fails sda and moves to group 2;
-    multipathd takes in the dm event at its 4 s loop.  The link returns at 9.5 s; the 10 s
-    check reinstates sda; failback decides when group 1 is used again:
-    immediate/followover at 10 s, failback 5 at 15 s (failback_tick = 5 + 1, counted down
-    in the same loop), manual never.  Both links drop at 20.5 s: queue_if_no_path holds
-    the I/O; at the 21 s loop both dm events make the map enter recovery mode with
+WEIGHTED = 'overrides {\n path_grouping_policy failover\n prio weightedpath\n prio_args "devname sda 50 sdb 10"\n}\n'
+SDA_FIRST = "1 queue_if_no_path 0 2 1 service-time 0 1 1 8:0 1 service-time 0 1 1 8:16 1"
+SDB_FIRST = "1 queue_if_no_path 0 2 1 service-time 0 1 1 8:16 1 service-time 0 1 1 8:0 1"
+
+
+@pytest.mark.parametrize("failback,expected", [
+    # need_switch_pathgroup sees group 1 (sda, down: priority 0) below group 2 (sdb, 10):
+    # out of order, so failback immediate reloads at once (sdb's group first); when sda
+    # is back at 10 s (priority 50) the groups are out of order again: reload, sda first
+    ("immediate", [(4.0, "loaded " + SDB_FIRST), (10.0, "loaded " + SDA_FIRST)]),
+    # failback 5: failback_tick = 5 + 1, counted down in the same loop: the reload comes
+    # 5 loops later (9 s); sda's return at 10 s arms it again: 15 s
+    ("5", [(9.0, "loaded " + SDB_FIRST), (15.0, "loaded " + SDA_FIRST)]),
+    # followover: nothing at 4 s (no path came back); at 10 s sda is the first path of
+    # the best group to come back: switch_group (groups are in order, no reload)
+    ("followover", [(10.0, "switch_group 1")]),
+    # manual: need_switch_pathgroup returns before anything: the kernel stays on group 2
+    ("manual", []),
+])
+def test_failback_and_no_path_retry_timeline(failback, expected):
+    """Checks every 2 s at even seconds (polling_interval = max = 2, uptime 3600 s), paths
+    sda (priority 50) and sdb (10), one per group.  sda's link drops at 3.5 s: I/O there
+    fails, the kernel fails sda and moves to group 2; multipathd takes in the dm event at
+    its 4 s loop.  The link returns at 9.5 s; the 10 s check reinstates sda; failback
+    decides when sda carries the I/O again.  Both links drop at 20.5 s: queue_if_no_path
+    holds the I/O; at the 21 s loop both dm events make the map enter recovery mode with
     retry_tick = 3 * 2 + 1 = 7, counted down once per loop from 21 s: at 27 s
     fail_if_no_path is sent and the queued I/O fails (fio stops at the error)."""
-    res, d, mp = run_tl(failback, 3)
-    assert d.table == ("0 2097152 multipath 1 queue_if_no_path 0 2 1 service-time 0 1 1 8:0 1 "
-                               "service-time 0 1 1 8:16 1")
+    res, d, mp = run_tl(failback, 3, conf_extra=WEIGHTED)
+    assert d.tables[0][1] == "0 2097152 multipath " + SDA_FIRST
     ev = events(d)
     assert (4.0, "sda: mark as failed (dm event)") in ev
     assert (10.0, "reinstate_path 8:0 (sda)") in ev
-    switches = [(t, e) for t, e in ev if e.startswith("switch_group")]
-    assert switches == ([(switch_at, "switch_group 1")] if switch_at else [])
+    assert [(t, e) for t, e in ev if e.startswith(("loaded", "switch_group"))] == expected
     assert share(res, "sda", 1, 3.5) == 1.0                     # group 1 first
     assert share(res, "sdb", 4, 9.5) == 1.0                     # after the kernel failed sda
-    if switch_at:
-        if switch_at > 10:
-            assert share(res, "sdb", 10, switch_at) == 1.0
-        assert share(res, "sda", switch_at + 0.5, 20.5) == 1.0
+    back = expected[-1][0] if expected else None
+    if back:
+        if back > 10:
+            assert share(res, "sdb", 10, back) == 1.0
+        assert share(res, "sda", back + 0.5, 20.5) == 1.0
     else:
         assert share(res, "sdb", 10, 20.5) == 1.0               # manual: stays on group 2
     assert (21.0, "entering recovery mode: max_retries=3") in ev
@@ -533,6 +548,16 @@ def test_failback_and_no_path_retry_timeline(failback, switch_at):
     assert j.first_error == "ioerr"
     assert j.end_ns == 27 * 10 ** 9                             # queued from 20.5 s until 27 s
     assert res.completed == sum(p["completed"] for p in res.paths)
+
+
+def test_equal_priorities_do_not_fail_back_after_a_reload():
+    """With const priorities (both 1) the out-of-order reload at 4 s puts sdb's group
+    first; when sda returns both groups have priority 1 and one usable path, so
+    select_path_group keeps group 1 (sdb): failback immediate does not move back."""
+    res, d, _ = run_tl("immediate", 3)
+    assert [(t, e) for t, e in events(d) if e.startswith(("loaded", "switch_group"))] == [
+        (4.0, "loaded " + SDB_FIRST)]
+    assert share(res, "sdb", 10, 20.5) == 1.0
 
 
 def test_no_path_retry_recovery_before_timeout():
@@ -554,7 +579,7 @@ def test_no_path_retry_fail_errors_at_once():
     # no_path_retry fail: no queue_if_no_path in the table; when the last path fails the
     # target completes the I/O with its path error (multipath_end_io without queueing)
     res, d, mp = run_tl("immediate", "fail", seconds=30)
-    assert d.table.split(" multipath ")[1].startswith("0 0 2 1 ")
+    assert d.tables[0][1].split(" multipath ")[1].startswith("0 0 2 1 ")
     assert res.jobs[0].first_error == "transport"
     assert 20.5e9 <= res.jobs[0].end_ns < 20.6e9
 
@@ -595,18 +620,22 @@ def test_followover_does_not_fail_back_to_a_group_with_a_working_path():
 
 def test_alua_state_change_switches_active_group():
     """Two TPGs swap states at 5.5 s.  The 6 s checks read the new priorities (10 and 50);
-    group_by_prio with failback immediate reloads the map, which keeps the same groups
-    and so comes down to switch_group 2."""
+    group_by_prio with failback immediate reloads the map: sdb's group now comes first.
+    The reload waits for the I/O on sda to finish (suspend without flush), so sdb carries
+    the I/O from just after 6 s."""
     paths = {"sda": path("8:0", alua="active/optimized", tpg=1,
                          alua_changes=[{"at": "5.5s", "state": "active/non-optimized"}]),
              "sdb": path("8:16", alua="active/non-optimized", tpg=2,
                          alua_changes=[{"at": "5.5s", "state": "active/optimized"}])}
     res, d, mp = run_tl("immediate", "queue", paths, seconds=10)
-    assert d.table.split(" multipath ")[1] == (
+    assert d.tables[0][1].split(" multipath ")[1] == (
         "1 queue_if_no_path 1 alua 2 1 service-time 0 1 1 8:0 1 service-time 0 1 1 8:16 1")
     ev = events(d)
     assert (6.0, "sda: prio changed 50 -> 10") in ev and (6.0, "sdb: prio changed 10 -> 50") in ev
-    assert (6.0, "switch_group 2") in ev
+    assert (6.0, "reload (path priorities changed)") in ev
+    assert [e for t, e in ev if e.startswith("loaded")] == [
+        "loaded 1 queue_if_no_path 1 alua 2 1 service-time 0 1 1 8:16 1 service-time 0 1 1 8:0 1"]
+    assert d.tables[-1][0] - 6 * 10 ** 9 <= 1_000_000           # one 1 ms I/O to drain
     assert share(res, "sda", 0, 5.5) == 1.0
     assert share(res, "sdb", 6, 10) == 1.0
     assert res.errored == 0
@@ -616,19 +645,25 @@ def test_standby_port_is_not_reinstated_without_active_paths():
     """sda (optimized) loses its link at 3.5 s; the kernel moves to sdb, a standby port,
     which refuses I/O, so the kernel fails it too and the map queues.  At the 4 s loop
     both dm events are taken in and tur reports sdb as ghost: a state change with no
-    usable path, so sdb is not reinstated (disable_reinstate).  At the 6 s check sdb's
-    own ghost state counts as an active path (count_active_paths counts ghost), so
-    update_path_state reinstates it; the queued I/O fails on it again and the kernel
-    fails it (dm event at 7 s), and at 8 s the same state change keeps it out.  At 8.5 s
-    the array makes sdb optimized: the 10 s check reinstates it for good."""
+    usable path, so sdb is not reinstated (disable_reinstate).  The groups are out of
+    order (sda's group has no usable path: priority 0), so the map is reloaded with sdb's
+    group first; the reload syncs dm with multipathd's view, which fails sda but leaves
+    ghost sdb active: the queued I/O fails on it again (dm event at 5 s), the 6 s check
+    keeps it out as at 4 s.  At 8 s sdb's own ghost state counts as an active path
+    (count_active_paths counts ghost), so it is reinstated and fails again (9 s).  At
+    8.5 s the array makes sdb optimized: the 10 s check reinstates it for good, and its
+    new priority (50, as sda's kept one) reloads the map as one group."""
     paths = {"sda": path("8:0", alua="active/optimized", tpg=1, faults=[{"at": "3.5s", "action": "fail"}]),
              "sdb": path("8:16", alua="standby", tpg=2,
                          alua_changes=[{"at": "8.5s", "state": "active/optimized"}])}
     res, d, mp = run_tl("immediate", "queue", paths, seconds=14)
     ev = events(d)
     assert (4.0, "sdb: mark as failed (dm event)") in ev and (4.0, "sdb: checker ghost") in ev
-    assert [t for t, e in ev if e == "reinstate_path 8:16 (sdb)"] == [6.0, 10.0]
-    assert (7.0, "sdb: mark as failed (dm event)") in ev and (8.0, "sdb: checker ghost") in ev
+    assert [t for t, e in ev if e == "reinstate_path 8:16 (sdb)"] == [8.0, 10.0]
+    assert [t for t, e in ev if e == "sdb: mark as failed (dm event)"] == [4.0, 5.0, 9.0]
+    assert [e for t, e in ev if e.startswith("loaded")] == [
+        "loaded 1 queue_if_no_path 1 alua 2 1 service-time 0 1 1 8:16 1 service-time 0 1 1 8:0 1",
+        "loaded 1 queue_if_no_path 1 alua 1 1 service-time 0 2 1 8:0 1 8:16 1"]
     assert share(res, "sdb", 10.5, 14) == 1.0 and res.errored == 0
 
 
@@ -697,7 +732,12 @@ def test_example_run():
     import json
     doc = json.loads(r.stdout)
     ev = [e["event"] for e in doc["multipathd"]["events"]]
-    assert "switch_group 2" in ev and "reinstate_path 8:16 (sdb)" in ev
+    assert "reinstate_path 8:16 (sdb)" in ev and "reload (path priorities changed)" in ev
+    # at 73 s sdb/sdd are checked first (now 10 like sdc/sde): one group of four; at 86 s
+    # sdc/sde are read as 50: TPG 2 first
+    assert [t["table"].split(" multipath ")[1] for t in doc["multipathd"]["tables"]][-2:] == [
+        "1 queue_if_no_path 1 alua 1 1 round-robin 0 4 1 8:16 2 8:32 2 8:48 2 8:64 2",
+        "1 queue_if_no_path 1 alua 2 1 round-robin 0 2 1 8:32 2 8:64 2 round-robin 0 2 1 8:16 2 8:48 2"]
     assert doc["jobs"][0]["error"] == 0
 
 
@@ -792,7 +832,9 @@ def test_san_path_err_delays_a_flapping_path():
     assert [t for t, e in ev if e == "reinstate_path 8:0 (sda)"] == [6.0, 18.0]
     assert (10.0, "sda: path is now marginal (san_path_err), delaying reinstatement") in ev
     assert [st for t, n, st in d.checks if n == "sda" and 10e9 <= t <= 16e9] == ["ready"] * 4
-    assert share(res, "sda", 10, 18) == 0.0 and share(res, "sda", 18.5, 22) == 1.0
+    # the 4 s reload put sdb's group first (const priorities), so sda only gets I/O again
+    # if sdb fails; what matters here is that it is back in dm from 18 s
+    assert share(res, "sda", 10, 22) == 0.0 and (8.0, "sda: checker faulty") in ev
 
 
 def test_bio_based_map_with_daemon():
@@ -801,7 +843,7 @@ def test_bio_based_map_with_daemon():
     paths = {"sda": path("8:0", faults=[{"at": "2.5s", "action": "fail"}, {"at": "5.5s", "action": "reinstate"}])}
     conf = parse_conf(CONF_TL % ("immediate", "queue") + 'overrides {\n features "2 queue_mode bio"\n}\n')
     res, d, _ = simulate_conf(conf, topo(paths), job(8))
-    assert d.table.split(" multipath ")[1].startswith("3 queue_mode bio queue_if_no_path 0 1 1 ")
+    assert d.tables[0][1].split(" multipath ")[1].startswith("3 queue_mode bio queue_if_no_path 0 1 1 ")
     assert (6.0, "reinstate_path 8:0 (sda)") in events(d)
     assert res.errored == 0 and res.pending == 0
     res.check_accounting()

@@ -39,13 +39,14 @@ def run_conf(args, jobs, progress) -> int:
                                progress=progress, **overrides)
     if args.json or args.json_plus:
         doc = fio_json(res, jobs.global_options, plus=args.json_plus)
-        doc["multipathd"] = {"map": mp.alias, "wwid": mp.wwid, "table": d.table,
+        doc["multipathd"] = {"map": mp.alias, "wwid": mp.wwid, "table": d.tables[0][1],
+                             "tables": [{"time_ns": t, "table": tb} for t, tb in d.tables],
                              "events": [{"time_ns": t, "event": e} for t, e in d.log],
                              "ll": format_ll(d.mp, d.target)}
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        print("map %s: %s" % (mp.alias, d.table))
+        print("map %s: %s" % (mp.alias, d.tables[0][1]))
         print(run_summary(res))
         print(daemon_report(d, d.target))
     return 0

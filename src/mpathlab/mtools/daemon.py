@@ -22,10 +22,9 @@ enable_pathgroups, update_multipath) and libmultipath/structs_vec.c
   followover switches when the path that came back is the first of the best group,
   failback N arms a countdown of N seconds (cancelled when a path fails), manual never.
   When groups are out of priority order, or group_by_prio priorities changed with
-  immediate failback, multipathd reloads the map (regroups).  mpathlab does not swap
-  tables under running I/O: when the regrouped map has the same path groups as the
-  loaded one, the reload is done as the switch_group that gives the same active group;
-  otherwise it is recorded as "reload needed (not modelled)" and the table is kept.
+  immediate failback, multipathd reloads the map: the paths are regrouped with their
+  current priorities and the new table is loaded as dm loads it for multipathd
+  (suspend without flush: new I/O is held and I/O on the paths drains; swap; resume).
 - Recovery mode (no_path_retry N): retry_tick = N * polling_interval + 1 seconds; each
   loop counts it down and at zero sends fail_if_no_path, so queued I/O fails.
 - san_path_err_threshold / forget_rate / recovery_time: a path that failed more than
@@ -39,11 +38,13 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
+from ..target import MAP_SUBMITTED, construct
 from .maps import DELAYED, DOWN, GHOST, PENDING, UP, USABLE, Multipath, checker_state, get_prio
 from .paths import ALUA_NO_IO, PathTopology
 from .prioritizers import PrioEnv
 
 NS = 1_000_000_000
+DRAIN_POLL_NS = 50_000    # how often a pending reload looks whether the in-flight I/O has drained
 
 
 class Multipathd:
@@ -67,7 +68,10 @@ class Multipathd:
         self.stopped = False
         self.loops = 0
         self.checks: List[Tuple[int, str, str]] = []    # (time, path, checker result) per check
-        self._unmodelled_reload = None
+        self._held = None            # I/O held while a reload waits for the drain
+        self._pending_groups = None
+        self._pending_bestpg = 1
+        self.tables: List[Tuple[int, str]] = [(0, self.table)]   # every table loaded, with its time
 
     # -- wiring -------------------------------------------------------------------------
     def attach(self, sim) -> None:
@@ -421,28 +425,73 @@ class Multipathd:
             self._message("switch_group %d" % self.mp.bestpg)
 
     def reload(self, why: str) -> None:
-        """A map reload regroups the paths with the current priorities; done here as the
-        switch_group giving the same active group when the groups themselves are
-        unchanged (see the module docstring)."""
+        """reload_and_sync_map: regroup the paths with their current priorities and load
+        the new table.  The load is what dm does for multipathd: suspend without flushing
+        (new I/O is held, I/O already on a path is waited for), swap the table, resume
+        (the held I/O and any I/O queued in the old table go to the new one)."""
         from .maps import PathGroup, select_path_group, sort_groups
         from . import pgpolicies
         mp = self.mp
         fn = pgpolicies.lookup(mp.pgpolicy)
-        new = sort_groups([PathGroup(g) for g in fn(mp.paths)])
-        cur = [frozenset(pp.name for pp in g.paths) for g in mp.groups]
-        wanted = sorted(sorted(pp.name for pp in g.paths) for g in new)
-        if sorted(map(sorted, cur)) != wanted:
-            if wanted != self._unmodelled_reload:
-                self._unmodelled_reload = wanted
-                self.note("reload needed (%s): regrouping not modelled, table kept" % why)
+        groups = sort_groups([PathGroup(g) for g in fn(mp.paths)])
+        self.note("reload (%s)" % why)
+        self._pending_groups = groups
+        self._pending_bestpg = select_path_group(groups)
+        if self._held is not None:
+            return                   # a reload is already waiting for the drain
+        self._held = []
+        held = self._held
+
+        def hold(io, _held=held):
+            # the mapped device is suspended: dm core keeps the I/O until resume
+            _held.append(io)
+            return MAP_SUBMITTED
+        self.target.map = hold       # an instance attribute: gone when the table is swapped
+        self.sim.call_at(self.sim.now, self._finish_reload, keeps_alive=True)
+
+    def _finish_reload(self) -> None:
+        sim = self.sim
+        t = self.target
+        if any(d.in_flight for d in sim.devices) or t.pg_init_in_progress:
+            sim.call_at(sim.now + DRAIN_POLL_NS, self._finish_reload, keeps_alive=True)
             return
-        best = select_path_group(new)
-        want = frozenset(pp.name for pp in new[best - 1].paths)
-        idx = cur.index(want) + 1
-        mp.bestpg = idx
-        if idx != self.nextpg():
-            self.note("reload (%s) done as switch_group" % why)
-            self._message("switch_group %d" % idx)
+        mp = self.mp
+        mp.groups = self._pending_groups
+        for i, g in enumerate(mp.groups, 1):
+            for pp in g.paths:
+                pp.pgindex = i
+        mp.bestpg = self._pending_bestpg
+        params = mp.table_params()
+        devs = {pp.path.dev_t: pp.path.devt for pp in mp.paths}
+        fresh = construct(params, resolve_device=lambda tok: devs[tok], selector_env=sim.selector_env,
+                          timebase=t.timebase, rq_stats=t.rq_stats, force_jiffies_start=t.force_jiffies_start,
+                          activate=t.activate, on_kick=t.on_kick, set_timer=t.set_timer,
+                          queue_if_no_path_timeout_secs=t.queue_if_no_path_timeout_secs)
+        fresh.table_start, fresh.table_length = t.table_start, t.table_length
+        fresh.device_name = t.device_name
+        queued = list(t.queued_bios) + self._held
+        # The engine and the I/O know the mapped device, not the table: keep the object,
+        # replace its state with the new table's (which drops the holding map()).
+        t.__dict__ = fresh.__dict__
+        self._held = None
+        by_devt = {d.model.devt: d for d in sim.devices}
+        self.pgpath = {}
+        for pgpath in t.pgpaths:
+            sim.dev_of_pgpath[pgpath] = by_devt[pgpath.dev.devt]
+            self.pgpath[pgpath.dev.devt] = pgpath
+        self.table = mp.table_line()
+        self.tables.append((sim.now, self.table))
+        self.note("loaded %s" % params)
+        # sync_map_state: the new table has every path active; fail those that are not usable
+        for pp in mp.paths:
+            if pp.state in USABLE:
+                pp.dmstate = "active"
+            else:
+                self._message("fail_path %s" % pp.path.dev_t)
+                pp.dmstate = "failed"
+        if queued:
+            t.queued_bios.extend(queued)
+            t._kick()
 
     def deferred_failback_tick(self) -> None:
         mp = self.mp

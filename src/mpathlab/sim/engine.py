@@ -200,6 +200,7 @@ class Simulation:
             # HST before the 2022 fix: select_path reads sched_clock(), which
             # runs ahead of ktime by the time from TSC start to timekeeping.
             env["select_clock"] = lambda: self._base + self.now + sched_clock_offset_ns
+        self.selector_env = env      # what a table loaded later (a daemon's reload) gets too
         self.mp: Multipath = construct(
             tl.params, resolve_device=mapping_resolver(by_name), selector_env=env,
             timebase=self.timebase, rq_stats=rq_stats, force_jiffies_start=force_jiffies_start,
