@@ -733,11 +733,15 @@ def test_example_run():
     doc = json.loads(r.stdout)
     ev = [e["event"] for e in doc["multipathd"]["events"]]
     assert "reinstate_path 8:16 (sdb)" in ev and "reload (path priorities changed)" in ev
-    # at 73 s sdb/sdd are checked first (now 10 like sdc/sde): one group of four; at 86 s
-    # sdc/sde are read as 50: TPG 2 first
-    assert [t["table"].split(" multipath ")[1] for t in doc["multipathd"]["tables"]][-2:] == [
-        "1 queue_if_no_path 1 alua 1 1 round-robin 0 4 1 8:16 2 8:32 2 8:48 2 8:64 2",
-        "1 queue_if_no_path 1 alua 2 1 round-robin 0 2 1 8:32 2 8:64 2 round-robin 0 2 1 8:16 2 8:48 2"]
+    # 10 s: TPG 1 lost, groups out of order: TPG 2 first; 40 s: TPG 1 back first; 73 s:
+    # sdb/sdd are checked and read 10, so update_prio reads the unchecked sdc/sde too (50):
+    # TPG 2 first
+    tables = [(t["time_ns"] // 10 ** 9, t["table"].split(" multipath ")[1]) for t in doc["multipathd"]["tables"]]
+    tpg1 = "round-robin 0 2 1 8:16 2 8:48 2"
+    tpg2 = "round-robin 0 2 1 8:32 2 8:64 2"
+    head = "1 queue_if_no_path 1 alua 2 1 "
+    assert tables == [(0, head + tpg1 + " " + tpg2), (10, head + tpg2 + " " + tpg1), (40, head + tpg1 + " " + tpg2),
+                      (73, head + tpg2 + " " + tpg1)]
     assert doc["jobs"][0]["error"] == 0
 
 

@@ -17,7 +17,7 @@ enable_pathgroups, update_multipath) and libmultipath/structs_vec.c
   The next check is aligned to a multiple of the interval on the monotonic clock.
   A "pending" result (ALUA transitioning) is re-checked a second later.
 - Then priorities are refreshed (only of the paths checked this round, all of them
-  after a path came back), and if the best group (select_path_group) is not the one
+  after a path came back or when one of the checked paths changed priority), and if the best group (select_path_group) is not the one
   the kernel will use next: failback immediate switches at once (switch_group),
   followover switches when the path that came back is the first of the best group,
   failback N arms a countdown of N seconds (cancelled when a path fails), manual never.
@@ -354,16 +354,18 @@ class Multipathd:
         if prio_update is None:
             return
         changed = False
+        skipped = []
         for pp in mp.paths:
             if pp.state not in USABLE:
                 continue
             if prio_update != "new_path" and pp not in checked:
+                skipped.append(pp)
                 continue
-            old = pp.priority
-            get_prio(pp, self.env)
-            if pp.priority != old:
-                changed = True
-                self.note("%s: prio changed %d -> %d" % (pp.name, old, pp.priority))
+            changed |= self._refresh_prio(pp)
+        if changed:
+            # update_prio: when a priority changed, the paths skipped above are read too
+            for pp in skipped:
+                self._refresh_prio(pp)
         if changed and mp.pgpolicy == "group_by_prio" and mp.failback == "immediate":
             self.reload("path priorities changed")
             return
@@ -378,6 +380,14 @@ class Multipathd:
                 self.reload("path groups out of order")
             else:
                 self.switch_pathgroup()
+
+    def _refresh_prio(self, pp) -> bool:
+        old = pp.priority
+        get_prio(pp, self.env)
+        if pp.priority != old:
+            self.note("%s: prio changed %d -> %d" % (pp.name, old, pp.priority))
+            return True
+        return False
 
     def need_switch_pathgroup(self) -> Tuple[bool, bool]:
         from .maps import select_path_group
