@@ -45,9 +45,10 @@ ALUA_STATES = ("active/optimized", "active/non-optimized", "lba-dependent", "sta
                "offline", "transitioning")
 _ALUA_ALIASES = {"optimized": "active/optimized", "non-optimized": "active/non-optimized",
                  "ao": "active/optimized", "ano": "active/non-optimized"}
-# states in which the port refuses I/O (scsi_dh_alua fails it; without the handler the
-# target returns NOT READY): both are path errors to dm-mpath
-ALUA_NO_IO = ("standby", "unavailable", "offline", "transitioning")
+# states in which the port refuses I/O: scsi_dh_alua's prep_fn fails the request (a path
+# error to dm-mpath).  A transitioning port gets the I/O and the SCSI layer retries it
+# until the transition ends; that delay is not modelled (the I/O is served).
+ALUA_NO_IO = ("standby", "unavailable", "offline")
 
 
 class Path:
