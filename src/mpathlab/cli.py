@@ -345,7 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--conf", metavar="multipath.conf",
                    help="build the map from this multipath.conf and a path topology (serials, ALUA states, "
                         "device models), with multipathd's checker loop running (default: none)")
-    r.add_argument("--map", help="with --conf: the map (alias or wwid) to simulate when there are several")
+    r.add_argument("--map", help="with --conf: the map (alias or wwid) to simulate when there are several "
+                                 "(default: the only one)")
     r.add_argument("--service", default="exponential:100us",
                    help="with --table: every path's service time (400us, exponential:400us, lognormal:400us:0.5)")
     r.add_argument("--parallelism", type=int, default=1, help="with --table: servers per device")
