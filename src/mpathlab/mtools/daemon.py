@@ -13,12 +13,13 @@ enable_pathgroups, update_multipath) and libmultipath/structs_vec.c
   path that came back is reinstated (reinstate_path) and, if that ends recovery mode,
   queue_if_no_path is turned on again.  A healthy path that stays healthy has its
   interval doubled up to max_polling_interval.  A standby (ghost) path is not
-  reinstated while the map has no usable path and the port has implicit-only ALUA.
-  The next check is aligned to a multiple of the interval on the monotonic clock.
-  A "pending" result (ALUA transitioning) is re-checked a second later.
-- Then priorities are refreshed (only of the paths checked this round, all of them
-  after a path came back or when one of the checked paths changed priority), and if the best group (select_path_group) is not the one
-  the kernel will use next: failback immediate switches at once (switch_group),
+  reinstated while the map has no usable path and the port has implicit-only ALUA
+  (every ALUA port is modelled as implicit-only: nothing here sends SET TARGET PORT
+  GROUPS).  The next check is aligned to a multiple of the interval on the monotonic
+  clock.  A "pending" result (ALUA transitioning) is re-checked a second later.
+- Then priorities are refreshed (only of the paths checked this round; all of them
+  after a path came back or when one of the checked paths changed priority), and if
+  the best group (select_path_group) is not the one the kernel will use next: failback immediate switches at once (switch_group),
   followover switches when the path that came back is the first of the best group,
   failback N arms a countdown of N seconds (cancelled when a path fails), manual never.
   When groups are out of priority order, or group_by_prio priorities changed with
