@@ -851,3 +851,38 @@ def test_bio_based_map_with_daemon():
     assert (6.0, "reinstate_path 8:0 (sda)") in events(d)
     assert res.errored == 0 and res.pending == 0
     res.check_accounting()
+
+
+EVENT = st.tuples(st.integers(1, 11), st.sampled_from(["fail", "reinstate", "standby", "active/optimized",
+                                                      "active/non-optimized", "transitioning"]))
+
+
+@settings(max_examples=int(os.environ.get("MTOOLS_EXAMPLES", 25)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(EVENT, max_size=4), min_size=2, max_size=3),
+       st.sampled_from(["immediate", "manual", "followover", "3"]), st.sampled_from(["queue", "fail", "2"]),
+       st.sampled_from(["group_by_prio", "failover", "multibus"]), st.booleans())
+def test_property_daemon_keeps_io_accounted(schedules, failback, npr, policy, bio):
+    """Random link failures/returns and ALUA changes under any failback and no_path_retry:
+    the run ends, no I/O is lost or counted twice (reloads included), every check happens
+    on a whole second, and a path multipathd believes failed in dm is failed in the kernel
+    (the other way round its view may lag: the kernel fails paths between loops)."""
+    paths = {}
+    for i, sched in enumerate(schedules):
+        faults, changes = [], []
+        for at, what in sorted(sched):
+            at_s = "%d.5s" % at
+            if what in ("fail", "reinstate"):
+                faults.append({"at": at_s, "action": what})
+            else:
+                changes.append({"at": at_s, "state": what})
+        paths["sd" + "abc"[i]] = path("8:%d" % (16 * i), alua="active/optimized" if i == 0 else
+                                      "active/non-optimized", tpg=i + 1, faults=faults, alua_changes=changes)
+    conf = parse_conf(CONF_TL % (failback, npr) + "overrides {\n path_grouping_policy %s\n%s}\n"
+                      % (policy, ' features "2 queue_mode bio"\n' if bio else ""))
+    res, d, mp = simulate_conf(conf, topo(paths), job(14, "continue_on_error=all\n"))
+    res.check_accounting()
+    assert all(t % 10 ** 9 == 0 for t, _, _ in d.checks)
+    if not d._held:
+        for pp in mp.paths:
+            assert pp.dmstate == "active" or not d.pgpath[pp.path.devt].is_active
