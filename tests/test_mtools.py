@@ -886,3 +886,17 @@ def test_property_daemon_keeps_io_accounted(schedules, failback, npr, policy, bi
     if not d._held:
         for pp in mp.paths:
             assert pp.dmstate == "active" or not d.pgpath[pp.path.devt].is_active
+
+
+def test_endless_ghost_reinstatement_ends_as_stalled():
+    """A size-bound job, queueing forever, sda dead and sdb standby: multipathd keeps
+    reinstating the ghost path and the kernel keeps failing it, as the real daemon would.
+    After 600 s without a finished I/O the daemon stops so the run can end (stalled, the
+    queued I/O reported as pending)."""
+    paths = {"sda": path("8:0", alua="active/optimized", tpg=1, faults=[{"at": "1.5s", "action": "fail"}]),
+             "sdb": path("8:16", alua="standby", tpg=2)}
+    jobs = parse_fio("[j]\nrw=randread\nbs=4k\niodepth=1\nsize=40m\n", "j.fio").jobs
+    res, d, _ = simulate_conf(parse_conf(CONF_TL % ("immediate", "queue")), topo(paths), jobs)
+    assert res.stalled and res.pending == 1 and res.errored == 0
+    assert events(d)[-1] == (602.0, "no I/O finished for 600 s: multipathd stops, the run ends as stalled")
+    res.check_accounting()

@@ -45,7 +45,8 @@ from .paths import ALUA_NO_IO, PathTopology
 from .prioritizers import PrioEnv
 
 NS = 1_000_000_000
-DRAIN_POLL_NS = 50_000    # how often a pending reload looks whether the in-flight I/O has drained
+DRAIN_POLL_NS = 50_000
+NO_PROGRESS_STOP_NS = 600 * NS   # no I/O finished for this long: stop looping so the run can end    # how often a pending reload looks whether the in-flight I/O has drained
 
 
 class Multipathd:
@@ -70,6 +71,7 @@ class Multipathd:
         self.loops = 0
         self.checks: List[Tuple[int, str, str]] = []    # (time, path, checker result) per check
         self._held = None            # I/O held while a reload waits for the drain
+        self._progress = (0, 0)      # (I/Os finished, when that count last changed)
         self._pending_groups = None
         self._pending_bestpg = 1
         self.tables: List[Tuple[int, str]] = [(0, self.table)]   # every table loaded, with its time
@@ -214,6 +216,16 @@ class Multipathd:
         sim = self.sim
         mp = self.mp
         if sim.workload_done():
+            self.stopped = True
+            return
+        done = sim.result.completed + sim.result.errored
+        if done != self._progress[0]:
+            self._progress = (done, sim.now)
+        elif sim.now - self._progress[1] >= NO_PROGRESS_STOP_NS:
+            # e.g. a standby path reinstated and failed again forever with queueing on:
+            # multipathd would go on; the simulation has to end somewhere
+            self.note("no I/O finished for %d s: multipathd stops, the run ends as stalled"
+                      % (NO_PROGRESS_STOP_NS // NS))
             self.stopped = True
             return
         # something the next loops will do by themselves: end queueing, fail back, or
