@@ -412,6 +412,10 @@ def test_blacklist_and_exceptions():
     assert blacklisted(conf, P("sdb", 16, wwid="3600bad1")) == 'wwid "^3600bad"'
     assert blacklisted(conf, P("sdc", 32)) is None            # the exception wins within its filter
     assert blacklisted(conf, P("sdca", 32)) == 'devnode "^sdc"'
+    # a device entry's product_blacklist blacklists that vendor's matching products
+    conf2 = parse_conf('devices {\n device {\n vendor ACME\n product Box\n product_blacklist "^Gateway"\n }\n}\n')
+    assert blacklisted(conf2, P("sdb", 16, vendor="ACME", product="Gateway 2")) == "device ACME:^Gateway"
+    assert blacklisted(conf2, P("sdb", 16, vendor="ACME", product="Box")) is None
     # the built-in devnode blacklist "!^(sd[a-z]|dasd[a-z]|nvme[0-9])"
     assert blacklisted(conf, P("loop0", 112)) == 'devnode "!^(sd[a-z]|dasd[a-z]|nvme[0-9])"'
 

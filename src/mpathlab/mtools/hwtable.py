@@ -102,7 +102,7 @@ def merged_table(user: List[Entry], warnings: Optional[list] = None) -> List[Ent
     vendor/product/revision strings equal a later one's is merged into the later one,
     which keeps its own values and takes the earlier one's for the keys it lacks
     (factorize_hwtable / merge_hwe)."""
-    table = list(BUILTIN) + list(user)
+    table = list(BUILTIN) + [_copy(e) for e in user]     # the merge must not change the parsed config
     n_builtin = len(BUILTIN)
     out: List[Entry] = []
     for i, e in enumerate(table):
@@ -117,6 +117,12 @@ def merged_table(user: List[Entry], warnings: Optional[list] = None) -> List[Ent
             if k not in later.values:
                 later.values[k] = s
     return out
+
+
+def _copy(e: Entry) -> Entry:
+    c = Entry(e.kind, e.line)
+    c.values = dict(e.values)
+    return c
 
 
 def find_hwe(table: List[Entry], vendor: str, product: str, revision: str) -> List[Entry]:

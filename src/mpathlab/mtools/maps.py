@@ -283,16 +283,20 @@ def _match_device(entries, vendor: str, product: str) -> Optional[str]:
     return None
 
 
-def blacklisted(conf: Config, path: Path) -> Optional[str]:
+def blacklisted(conf: Config, path: Path, table: Optional[List[Entry]] = None) -> Optional[str]:
     """Why the path is blacklisted (devnode, device, wwid filters in turn; an exception
-    beats the blacklist within each filter), or None."""
+    beats the blacklist within each filter), or None.  Device entries with a
+    product_blacklist add (vendor, product_blacklist) to the device blacklist
+    (setup_default_blist)."""
     bl, ex = conf.blacklist, conf.exceptions
     if not _match(ex.devnode, path.name):
         r = _match([DEFAULT_BLIST_DEVNODE] + bl.devnode, path.name)
         if r:
             return "devnode \"%s\"" % r
     if not _match_device(ex.device, path.vendor, path.product):
-        r = _match_device(bl.device, path.vendor, path.product)
+        devs = list(bl.device) + [(e.get("vendor"), e.get("product_blacklist")) for e in (table or conf.devices)
+                                  if e.has("product_blacklist")]
+        r = _match_device(devs, path.vendor, path.product)
         if r:
             return "device %s" % r
     if not _match(ex.wwid, path.wwid):
@@ -425,7 +429,7 @@ def build_maps(conf: Config, paths: List[Path], *, size_sectors: int = 2097152,
     sel = Selector(conf, merged_table(conf.devices, conf.warnings))
     kept, dropped = [], []
     for p in paths:
-        why = blacklisted(conf, p)
+        why = blacklisted(conf, p, sel.table)
         if why:
             dropped.append((p, why))
         else:
