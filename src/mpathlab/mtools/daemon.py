@@ -185,7 +185,7 @@ class Multipathd:
         sim = self.sim
         mp = self.mp
         self.loops += 1
-        start_secs = (sim._base + sim.now) // NS
+        start_secs = sim.timebase.ktime_ns() // NS      # CLOCK_MONOTONIC seconds
         self.update_multipath()
         prio_update = None          # None, "normal", "new_path"
         checked = set()
@@ -325,7 +325,7 @@ class Multipathd:
     def _check_path_reinstate_state(self, pp) -> bool:
         """True: keep the path out (check_path_reinstate_state)."""
         s = self.mp.settings
-        now = (self.sim._base + self.sim.now) // NS
+        now = self.sim.timebase.ktime_ns() // NS
         if pp.dis_reinstate_time is not None:
             if self.mp.active_paths() == 0:
                 self.note("%s: reinstating path early" % pp.name)
