@@ -611,7 +611,7 @@ def test_followover_does_not_fail_back_to_a_group_with_a_working_path():
                          **t.sim)
         d = Multipathd(mp, conf.checkint(), conf.max_checkint(), env=env, topology=t)
         sim.add_daemon(d)
-        sim.call_at(10 ** 9, lambda: sim.send_message("switch_group 2"))
+        sim.daemon_timer(10 ** 9, lambda: sim.send_message("switch_group 2"))
         res = sim.run()
         switched = [(t_, e) for t_, e in events(d) if e.startswith("switch_group")]
         assert switched == ([(2.0, "switch_group 1")] if back else [])

@@ -96,10 +96,10 @@ class Multipathd:
         if topo is not None:
             for pp in self.mp.paths:
                 for at, action in topo.link_faults.get(pp.name, ()):
-                    sim.call_at(at, lambda pp=pp, a=action: self._link(pp, a == "fail"), keeps_alive=True)
+                    sim.daemon_timer(at, lambda pp=pp, a=action: self._link(pp, a == "fail"), keeps_alive=True)
                 for at, state, pref in topo.alua_changes.get(pp.name, ()):
-                    sim.call_at(at, lambda pp=pp, s=state, p=pref: self._alua(pp, s, p), keeps_alive=True)
-        sim.call_at(0, self.loop, keeps_alive=True)
+                    sim.daemon_timer(at, lambda pp=pp, s=state, p=pref: self._alua(pp, s, p), keeps_alive=True)
+        sim.daemon_timer(0, self.loop, keeps_alive=True)
 
     def note(self, text: str) -> None:
         self.log.append((self.sim.now if self.sim else 0, text))
@@ -240,7 +240,7 @@ class Multipathd:
             return
         # the loop keeps the run alive: it takes in dm events, so a path failure after
         # this point is answered (recovery mode, reinstatement) before any stall check
-        sim.call_at(sim.now + NS, self.loop, keeps_alive=True)
+        sim.daemon_timer(sim.now + NS, self.loop, keeps_alive=True)
 
     def update_multipath(self) -> None:
         """Take in dm events: paths the kernel failed on an I/O error."""
@@ -470,13 +470,13 @@ class Multipathd:
             _held.append(io)
             return MAP_SUBMITTED
         self.target.map = hold       # an instance attribute: gone when the table is swapped
-        self.sim.call_at(self.sim.now, self._finish_reload, keeps_alive=True)
+        self.sim.daemon_timer(self.sim.now, self._finish_reload, keeps_alive=True)
 
     def _finish_reload(self) -> None:
         sim = self.sim
         t = self.target
         if any(d.in_flight for d in sim.devices) or t.pg_init_in_progress:
-            sim.call_at(sim.now + DRAIN_POLL_NS, self._finish_reload, keeps_alive=True)
+            sim.daemon_timer(sim.now + DRAIN_POLL_NS, self._finish_reload, keeps_alive=True)
             return
         mp = self.mp
         mp.groups = self._pending_groups

@@ -34,7 +34,7 @@ from .stats import LatencyStats, mean_abs_deviation
 
 (EV_DONE, EV_ARRIVE, EV_SUBMIT, EV_RETRY, EV_KICK, EV_FAULT, EV_MESSAGE, EV_ERRDONE, EV_ACTIVATED,
  EV_NOPATH_TIMEOUT) = range(10)
-EV_CALLBACK = 10     # a daemon's timer (multipathd's checker loop): see Simulation.call_at
+EV_DAEMON = 11       # a user-space daemon's timer (multipathd's checker loop): see Simulation.daemon_timer
 
 DEFAULT_UPTIME_NS = 3600 * 10 ** 9
 REQUEUE_DELAY_NS = REQUEUE_DELAY_MS * 1_000_000
@@ -432,17 +432,17 @@ class Simulation:
     # down and up; it never touches the I/O flow itself.
     def add_daemon(self, daemon) -> None:
         """Hook in a daemon: ``daemon.attach(sim)`` is called now and may schedule
-        timers with call_at().  Simulations with a daemon run on the Python engine."""
+        timers with daemon_timer().  Simulations with a daemon run on the Python engine."""
         self.daemons.append(daemon)
         daemon.attach(self)
 
-    def call_at(self, at_ns: int, fn: Callable[[], None], keeps_alive: bool = False) -> None:
+    def daemon_timer(self, at_ns: int, fn: Callable[[], None], keeps_alive: bool = False) -> None:
         """Run fn() at simulated time at_ns.  keeps_alive: the call may bring a path
         back or change queueing, so a run with no usable path must not be cut short
         as stalled while it is pending."""
         if keeps_alive:
             self._state_changes += 1
-        self._push(max(at_ns, self.now), EV_CALLBACK, (fn, keeps_alive))
+        self._push(max(at_ns, self.now), EV_DAEMON, (fn, keeps_alive))
 
     def send_message(self, text: str) -> bool:
         """A dm message (``dmsetup message``) now; recorded in the result."""
@@ -556,7 +556,7 @@ class Simulation:
                     self._timer_pending = False
                     self._state_changes -= 1
                     mp.nopath_timeout()
-            elif kind == EV_CALLBACK:
+            elif kind == EV_DAEMON:
                 if obj[1]:
                     self._state_changes -= 1
                 obj[0]()
