@@ -192,7 +192,7 @@ def _from_dict(doc: dict, src: str, base_dir: str) -> PathTopology:
         par = p.get("parallelism", 1)
         if not isinstance(par, int) or isinstance(par, bool) or par < 1:
             raise TopologyError("%s.parallelism must be a whole number >= 1" % where)
-        faults = _faults(p.get("faults", []), "paths.%s" % name)
+        faults = _faults(p.get("faults", []), where)
         slow, link = [], []
         for f in faults:
             if f.action == "slow":
@@ -204,7 +204,7 @@ def _from_dict(doc: dict, src: str, base_dir: str) -> PathTopology:
                 link.append((f.at_ns, f.action))
             else:
                 raise TopologyError("%s: fault action must be fail, reinstate or slow, not %r" % (where, f.action))
-        model = PathModel(name, devt, _service(svc, "paths.%s" % name), parallelism=par,
+        model = PathModel(name, devt, _service(svc, where), parallelism=par,
                           delay_ns=parse_duration_ns(p.get("delay", 0), where + ".delay"),
                           ns_per_kib=parse_duration_ns(p.get("per_kib", 0), where + ".per_kib"),
                           faults=slow,
