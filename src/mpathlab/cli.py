@@ -458,11 +458,10 @@ def _known_errors():
     from .target import MessageError, TargetError
     from .workload.fio import FioError
     from .workload.topology import TopologyError
-    from .mtools.conf import ConfError
     from .live import LiveError
     from .report.html import ReportError
     from .sweep import SweepError
-    return (ConfError, LiveError, ReportError, SweepError, FioError, TopologyError, TargetError, MessageError, SelectorError, RegistryError,
+    return (LiveError, ReportError, SweepError, FioError, TopologyError, TargetError, MessageError, SelectorError, RegistryError,
             UnknownSelectorError, UnitError, InputError, OSError)
 
 

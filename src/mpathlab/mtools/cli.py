@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .conf import load_conf
+from .conf import ConfError, load_conf
 from .paths import load_path_topology
 
 
@@ -15,6 +15,19 @@ def _print_conf_messages(conf) -> None:
         print("mpathlab: note: %s" % n, file=sys.stderr)
 
 
+def _as_input_error(fn):
+    """A multipath.conf error leaves the CLI as its other input errors do (one line, exit 3)."""
+    def wrapper(*a, **kw):
+        from ..cli import InputError
+        try:
+            return fn(*a, **kw)
+        except ConfError as e:
+            raise InputError(str(e)) from None
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+@_as_input_error
 def cmd_maps(args) -> int:
     from .run import maps_text
     conf = load_conf(args.conf)
@@ -24,6 +37,7 @@ def cmd_maps(args) -> int:
     return 0
 
 
+@_as_input_error
 def run_conf(args, jobs, progress) -> int:
     """run --conf CONF TOPOLOGY JOB: the map from multipath.conf, multipathd in the loop."""
     from ..report import fio_json, run_summary
