@@ -223,7 +223,7 @@ KEYWORDS: Dict[str, Tuple[str, Callable, str]] = {
     "prio_args": ("DHOM", v_str, 'prioritizer arguments (default "")'),
     "rr_weight": ("DHOM", v_rr_weight, "priorities: repeat count x path priority (default uniform)"),
     "rr_min_io_rq": ("DHOM", v_positive, "per-path repeat count for request-based maps (default 1)"),
-    "rr_min_io": ("DHOM", v_positive, "per-path repeat count for bio-based maps (default 1000)"),
+    "rr_min_io": ("DHOM", v_positive, "repeat count for dm-multipath before 1.1.0 (default 1000; noted, unused)"),
     "no_path_retry": ("DHOM", v_no_path_retry, "fail, queue or N checks of queueing (default: unset)"),
     "features": ("DHOM", v_features, 'dm features (default "0"); queue_if_no_path here is read as '
                                      "no_path_retry queue"),
@@ -501,6 +501,9 @@ def parse_conf(text: str, source: str = "multipath.conf") -> Config:
         if key == "checker":
             key = "path_checker"
         entry.set(key, parsed, val, lineno)
+        if key == "rr_min_io":
+            conf.notes.append("%s: rr_min_io is for dm-multipath targets before 1.1.0; this one (1.15) uses "
+                              "rr_min_io_rq (select_minio)" % where)
         if key.startswith("marginal_path_") and parsed is not None:
             conf.notes.append("%s: %s accepted; marginal path detection (io_err_stat) is not modelled"
                               % (where, key))
