@@ -133,6 +133,11 @@ def test_known_keywords_without_effect_are_noted():
     ("defaults {\n  path_selector \"no-such 0\"\n}\n", "m.conf line 2: invalid value for path_selector"),
     ("defaults {\n  features \"2 queue_if_no_path\"\n}\n", "m.conf line 2: invalid value for features"),
     ("defaults {\n  polling_interval 0\n}\n", "m.conf line 2: value for polling_interval out of range"),
+    # the target's and selectors' constructors judge features and selector arguments
+    ('defaults {\n  features "2 pg_init_retries x"\n}\n',
+     'm.conf line 2: invalid value for features: "2 pg_init_retries x" (the kernel says: pg_init_retries'),
+    ('defaults {\n  path_selector "historical-service-time 1 x"\n}\n',
+     'm.conf line 2: invalid value for path_selector: "historical-service-time 1 x" (the kernel says: '),
     ("defaults {\n  rr_weight \n}\n", "m.conf line 2: missing value for option 'rr_weight'"),
     ("defaults {\n  polling_interval 5\n", "m.conf line 2: missing '}' for 'defaults' opened on line 1"),
     ("}\n", "m.conf line 1: unmatched '}'"),

@@ -121,7 +121,21 @@ def v_selector(v, key):
         if n != len(words) - 2:
             raise ValueError('invalid value for path_selector: "%s" (says %d arguments, has %d)'
                              % (v, n, len(words) - 2))
+    try:
+        selectors.create(words[0], words[2:])
+    except selectors.SelectorError as e:
+        raise ValueError('invalid value for path_selector: "%s" (the kernel says: %s)'
+                         % (v, e.message or e)) from None
     return v
+
+
+def _kernel_check(key: str, v: str, params: str) -> None:
+    """Let the target's constructor judge features / hardware_handler, as the kernel will."""
+    from ..target import TargetError, construct
+    try:
+        construct(params)
+    except TargetError as e:
+        raise ValueError('invalid value for %s: "%s" (the kernel says: %s)' % (key, v, e)) from None
 
 
 def v_prio(v, key):
@@ -176,7 +190,9 @@ def _counted(v, key):
 
 
 def v_features(v, key):
-    return _counted(v, key)
+    s = _counted(v, key)
+    _kernel_check(key, v, s + " 0 0 0")
+    return s
 
 
 def v_hwhandler(v, key):
@@ -184,6 +200,7 @@ def v_hwhandler(v, key):
     words = s.split()
     if len(words) > 1 and words[1] not in ("alua", "emc", "rdac", "hp_sw"):
         raise ValueError('invalid value for hardware_handler: "%s"' % v)
+    _kernel_check(key, v, "0 " + s + " 0 0")
     return s
 
 
