@@ -2,6 +2,8 @@
 
     mpathlab run TOPOLOGY.toml JOB.fio [--selector NAME[:ARG,...]] [--json]
     mpathlab run --table "0 LEN multipath ..." JOB.fio [--service ...] [--model DEV,service=...]
+    mpathlab run --conf multipath.conf PATHS.toml JOB.fio     (map built as multipath-tools would)
+    mpathlab maps --conf multipath.conf PATHS.toml            (table lines and `multipath -ll`)
     mpathlab reproduce [NAME] [--json] | --list
     mpathlab live JOB.fio --path FILE --path FILE [--selector NAME] [--delay FILE=2ms]
     mpathlab sweep TOPOLOGY JOB --selectors A,B --iodepths 1,8,64 [--set KEY=V1,V2] --out t.csv
@@ -77,6 +79,17 @@ def cmd_run(args) -> int:
     from .workload.fio import load_fio
     from .workload.topology import load_topology
 
+    if args.conf:
+        if args.table or args.selector or len(args.files) != 2:
+            raise InputError("with --conf give PATHS.toml and JOB.fio (and no --table or --selector)")
+        from .mtools.cli import run_conf
+        jobs = load_fio(args.files[1])
+        _print_notes(jobs)
+        prog = Progress(_progress_enabled(args))
+        try:
+            return run_conf(args, jobs, lambda f: prog("run", f))
+        finally:
+            prog.done()
     _check_selector_arg(args.selector, "--selector")
     if args.table:
         if len(args.files) != 1:
@@ -381,6 +394,9 @@ def _check_report_selectors(sels, topo) -> None:
             _check_selector_arg(sel, "--selectors")
             if not topo.table:
                 raise InputError("--selectors %s: %s has no [multipath] table" % (sel, topo.source))
+def cmd_maps(args) -> int:
+    from .mtools.cli import cmd_maps as maps
+    return maps(args)
 
 
 def cmd_selectors(args) -> int:
@@ -512,6 +528,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "with --table only the job file; '-' reads the job file from standard input "
                         "(`mpathlab fio-options` lists the job options)")
     r.add_argument("--table", help="a `dmsetup table` line to use instead of a topology file (default: none)")
+    r.add_argument("--conf", metavar="multipath.conf",
+                   help="build the map from this multipath.conf and a path topology (serials, ALUA states, "
+                        "device models), with multipathd's checker loop running (default: none)")
+    r.add_argument("--map", help="with --conf: the map (alias or wwid) to simulate when there are several "
+                                 "(default: the only one)")
     r.add_argument("--service", help="with --table: every path's service time (400us, exponential:400us, "
                                      "lognormal:400us:0.5; default: %s)" % RUN_TABLE_DEFAULTS["service"])
     r.add_argument("--parallelism", type=int, help="with --table: servers per device (default: %d)"
@@ -626,6 +647,16 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("name", nargs="?", help="one profile (5.8, 5.15, 6.1, 6.12, current or X.Y); "
                    "default: the table of all")
     k.set_defaults(func=cmd_kernels)
+    mp_ = sub.add_parser("maps", help="build maps from multipath.conf and a path topology; print the table "
+                                      "lines and the `multipath -ll` view",
+                         description="Discover maps as multipath-tools would: blacklist, settings by "
+                                     "precedence, prioritizers, grouping, and the table assemble_map builds.")
+    mp_.add_argument("topology", metavar="PATHS.toml", help="a path topology ([map], [paths.NAME] sections)")
+    mp_.add_argument("--conf", required=True, metavar="multipath.conf",
+                     help="the multipath.conf to apply (required, no default)")
+    mp_.add_argument("-v", "--verbose", action="store_true",
+                     help="also print every setting with where it came from, as multipath -v3 does (default: off)")
+    mp_.set_defaults(func=cmd_maps)
 
     s = sub.add_parser("selectors", help="list the registered path selectors")
     s.set_defaults(func=cmd_selectors)
@@ -672,6 +703,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     # -v/-q on every command too (mpathlab run -v ...), not only before it
     for sp in sub.choices.values():
+        if "-v" in sp._option_string_actions:
+            continue        # the command has its own -v (maps: show where each setting came from)
         sp.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
                         help="more log output: -v also the target's runtime kernel lines, -vv debug")
         sp.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,

@@ -37,6 +37,7 @@ from .stats import LatencyStats, RateWindows, depth_index, lat_range_index, mean
 
 (EV_DONE, EV_ARRIVE, EV_SUBMIT, EV_RETRY, EV_KICK, EV_FAULT, EV_MESSAGE, EV_ERRDONE, EV_ACTIVATED,
  EV_NOPATH_TIMEOUT) = range(10)
+EV_DAEMON = 11       # a user-space daemon's timer (multipathd's checker loop): see Simulation.daemon_timer
 
 DEFAULT_UPTIME_NS = 3600 * 10 ** 9
 REQUEUE_DELAY_NS = REQUEUE_DELAY_MS * 1_000_000
@@ -240,6 +241,7 @@ class Simulation:
             # HST before the 2022 fix: select_path reads sched_clock(), which
             # runs ahead of ktime by the time from TSC start to timekeeping.
             env["select_clock"] = lambda: self._base + self.now + sched_clock_offset_ns
+        self.selector_env = env      # what a table loaded later (a daemon's reload) gets too
         self.mp: Multipath
         if target is not None:
             # another stack's target with the Multipath surface (duck-typed)
@@ -300,6 +302,7 @@ class Simulation:
             if j.gen is not None and j.spec.flow:
                 j.gen.join_flow(flows.setdefault(j.spec.flow_id, FlowGroup()))
         self.result = SimResult()
+        self.daemons: list = []      # user-space daemons hooked in with add_daemon()
         for pm, d in zip(self.paths, self.devices):
             for f in pm.faults:
                 self._push(f.at_ns, EV_FAULT, (d, f))
@@ -535,10 +538,7 @@ class Simulation:
     def _fault(self, dev: PathDevice, fault) -> None:
         self._state_changes -= 1
         if fault.action == "fail":
-            dev.offline = True
-            # waiting I/O fails at once; I/O being served fails when it ends
-            while dev.queue:
-                self._push(self.now + dev.model.fail_latency_ns, EV_ERRDONE, dev.queue.popleft())
+            self.fail_device(dev)
         elif fault.action == "reinstate":
             dev.offline = False
             # multipathd's path checker notices and reinstates the path
@@ -554,11 +554,55 @@ class Simulation:
 
     def _message(self, text: str) -> None:
         self._state_changes -= 1
+        self.send_message(text)
+
+    # -- daemon hook: a user-space daemon (mpathlab.mtools.daemon's multipathd) --------
+    # It runs on timers in simulated time, sends dm messages and takes path devices
+    # down and up; it never touches the I/O flow itself.
+    def add_daemon(self, daemon) -> None:
+        """Hook in a daemon: ``daemon.attach(sim)`` is called now and may schedule
+        timers with daemon_timer().  Simulations with a daemon run on the Python engine."""
+        self.daemons.append(daemon)
+        daemon.attach(self)
+
+    def daemon_timer(self, at_ns: int, fn: Callable[[], None], keeps_alive: bool = False) -> None:
+        """Run fn() at simulated time at_ns.  keeps_alive: the call may bring a path
+        back or change queueing, so a run with no usable path must not be cut short
+        as stalled while it is pending."""
+        if keeps_alive:
+            self._state_changes += 1
+        self._push(max(at_ns, self.now), EV_DAEMON, (fn, keeps_alive))
+
+    def send_message(self, text: str) -> bool:
+        """A dm message (``dmsetup message``) now; recorded in the result."""
         try:
             self.mp.message(*text.split())
             self.result.messages.append((self.now, text, "ok"))
+            return True
         except MessageError as e:
             self.result.messages.append((self.now, text, "error: %s" % (e.warning or e)))
+            return False
+
+    def fail_device(self, dev: PathDevice) -> None:
+        """The device stops answering: waiting I/O fails at once, I/O being served
+        fails when it ends, new I/O fails after its fail latency."""
+        dev.offline = True
+        while dev.queue:
+            self._push(self.now + dev.model.fail_latency_ns, EV_ERRDONE, dev.queue.popleft())
+
+    def restore_device(self, dev: PathDevice) -> None:
+        """The device answers again (nothing is reinstated in the target)."""
+        dev.offline = False
+
+    def workload_done(self) -> bool:
+        """True when no job will submit or complete any more I/O."""
+        for j in self.jobs:
+            if j.inflight:
+                return False
+            if j.stopped or j.remaining == 0 or (j.stop_ns is not None and self.now >= j.stop_ns):
+                continue
+            return False
+        return True
 
     # -- main loop ----------------------------------------------------------
     def run(self) -> SimResult:
@@ -646,6 +690,10 @@ class Simulation:
                     self._timer_pending = False
                     self._state_changes -= 1
                     mp.nopath_timeout()
+            elif kind == EV_DAEMON:
+                if obj[1]:
+                    self._state_changes -= 1
+                obj[0]()
         res.events = events
         res.pending += len(mp.queued_bios)
         if res.stalled:

@@ -50,6 +50,8 @@ def eligible(sim) -> str:
         return "compiled core not built"
     if os.environ.get("MPATHLAB_ENGINE", "").lower() == "python":
         return "MPATHLAB_ENGINE=python"
+    if getattr(sim, "daemons", None):
+        return "a user-space daemon (multipathd) needs the Python engine"
     mp = sim.mp
     if getattr(mp, "stack", "dm") != "dm":
         return "the %s stack is not in the compiled core" % mp.stack
