@@ -655,10 +655,11 @@ class Multipath:
     # ------------------------------------------------------------------
     # status
     def _pg_num(self) -> int:
-        if self.current_pg is not None:
-            return self.current_pg.pg_num
+        # the kernel's status names the group it will switch to first, then the current one
         if self.next_pg is not None:
             return self.next_pg.pg_num
+        if self.current_pg is not None:
+            return self.current_pg.pg_num
         return 1 if self.nr_priority_groups else 0
 
     def _pg_state(self, pg: PriorityGroup) -> str:
