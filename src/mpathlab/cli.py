@@ -170,7 +170,6 @@ def cmd_reproduce(args) -> int:
 
 def _print_outcome(outcome) -> None:
     from .report import share_table
-    from .scenarios import TOLERANCE
     sc = outcome.scenario
     print("%s: %s" % (sc.name, sc.title))
     print("share of I/O per path; in brackets the published value (%s)" % sc.source)
@@ -178,7 +177,7 @@ def _print_outcome(outcome) -> None:
     for label, res in outcome.results.items():
         print("%-12s mean deviation from Best %.4f" % (label, res.mean_deviation))
     print("largest difference from the published table: %.3f (%s, tolerance %.2f)"
-          % (outcome.max_deviation(), "within" if outcome.within(TOLERANCE) else "OUTSIDE", TOLERANCE))
+          % (outcome.max_deviation(), "within" if outcome.within() else "OUTSIDE", sc.tolerance))
 
 
 def cmd_faults(args) -> int:

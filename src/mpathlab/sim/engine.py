@@ -203,6 +203,9 @@ class Simulation:
         self._timer_pending = False
         tl = split_table_line(table_line)
         env = {"clock": self._ktime, "cpu": lambda: self._cur_cpu, "topology": self.topology}
+        # One seeded stream for randomised selectors (mpathlab.policies), kept
+        # apart from the device and job streams so adding it changes no run.
+        env["rng"] = random.Random("mpathlab-selectors-%d" % seed)
         if sched_clock_offset_ns is not None:
             # HST before the 2022 fix: select_path reads sched_clock(), which
             # runs ahead of ktime by the time from TSC start to timekeeping.
