@@ -269,3 +269,24 @@ def test_hst_latency_spreads_the_fast_paths():
     r = run_simulation(load_topology(sc.topology), load_fio(sc.job), selector="hst-latency")
     rows = herding_rows(r.shares)
     assert rows["fast #1"] < 0.22 and rows["fast #3-5 (mean)"] > 0.17
+
+
+@pytest.mark.parametrize("name,args", [("sed", []), ("prequal", ["100", "3", "8"])])
+def test_sed_and_prequal_probe_an_idle_stale_path(name, args):
+    """HST's probing rule: idle and nothing completed for nr_valid x mean latency -> tried again."""
+    ps, clk = make(name, args, paths=("a", "b"))
+    assert issue(ps) == "a" and issue(ps) == "b"      # both unmeasured: list order
+    clk.t = 1_000
+    ps.end_io("a", 4096, 0)                           # a: 1 us (fast), last_finish 1000
+    clk.t = 5_000
+    ps.end_io("b", 4096, 0)                           # b: 5 us (slow), b stale after 5000 + 2 x 5000 = 15000
+    ps.start_io("a", 4096)
+    clk.t = 14_000
+    ps.end_io("a", 4096, 13_000)                      # a: 1 us again, stale after 14000 + 2 x 1000 = 16000
+    assert ps._info["b"].lat == 5_000 and ps._info["a"].lat == 1_000
+    clk.t = 15_000
+    assert ps.select_path(4096) == "a"                # b not yet stale (15000 is not after 15000): a is faster
+    clk.t = 15_001
+    assert ps.select_path(4096) == "b"                # b idle and stale: probed
+    ps.start_io("b", 4096)
+    assert ps.select_path(4096) == "a"                # a busy-free and fresh; b now busy, no longer "idle stale"

@@ -268,6 +268,8 @@ def cmd_sweep(args) -> int:
         prog.done()
     write_rows(rows, args.out)
     print("%d runs written to %s" % (len(rows), args.out))
+    from .report.tails import tail_text
+    print(tail_text(rows))
     return 0
 
 
@@ -291,15 +293,20 @@ def cmd_report(args) -> int:
         jobs = load_fio(args.job)
         prog = Progress(_progress_enabled(args))
         results = {}
+        tail_rows = []
+        seeds = _csv_list(args.seeds, "--seeds", int) if args.seeds else []
         try:
             for sel in _csv_list(args.selectors, "--selectors"):
                 results[sel] = run_simulation(topo, jobs, selector=sel, seed=args.seed,
                                               progress=lambda f, _s=sel: prog(_s, f))
+                for sd in seeds:   # tails with confidence intervals over seeds
+                    from .report.tails import tail_row
+                    tail_rows.append(tail_row(sel, sd, run_simulation(topo, jobs, selector=sel, seed=sd)))
         finally:
             prog.done()
         page = run_report(results, args.title or "mpathlab: %s with %s" % (
             os.path.basename(args.topology), os.path.basename(args.job)),
-            context=["table: %s" % topo.table] + [j.describe() for j in jobs.jobs])
+            context=["table: %s" % topo.table] + [j.describe() for j in jobs.jobs], tail_rows=tail_rows)
     with open(args.out, "w") as f:
         f.write(page)
     print("report written to %s" % args.out)
@@ -457,6 +464,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--selectors", default="round-robin,queue-length,service-time,historical-service-time")
     rep.add_argument("--sweep", metavar="TABLE", help="report on a sweep table instead")
     rep.add_argument("--seed", type=int)
+    rep.add_argument("--seeds", metavar="A,B,...", help="also run every selector once per seed and report "
+                     "p50/p99/p99.9/p99.99 with 95%% t-intervals over the seeds (default: none)")
     rep.add_argument("--kernel", help="kernel profile (default: the topology's kernel, else current)")
     rep.add_argument("--title")
     rep.add_argument("-o", "--out", default="report.html")

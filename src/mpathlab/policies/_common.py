@@ -13,7 +13,8 @@ __all__ = ["PolicyPath", "PolicySelector", "SelectorError", "parse_u32_arg", "DM
 class PolicyPath:
     """Per-path state every policy keeps (what dm's start_io/end_io can see)."""
 
-    __slots__ = ("path", "repeat_count", "outstanding", "in_flight_size", "est", "est_at", "samples")
+    __slots__ = ("path", "repeat_count", "outstanding", "in_flight_size", "est", "est_at", "samples", "lat",
+                 "last_finish")
 
     def __init__(self, path, repeat_count):
         self.path = path
@@ -23,6 +24,8 @@ class PolicyPath:
         self.est = 0.0              # the policy's estimate (latency ns, or rate), 0 = none yet
         self.est_at = 0             # ktime of the last estimate update
         self.samples = 0            # completions seen
+        self.lat = 0.0              # EWMA (weight 1/8) of per-I/O latency, ns
+        self.last_finish = 0        # ktime of the last completion
 
 
 def parse_u32_arg(name: str, what: str, text: str, lo: int = 0, hi: int = 0xFFFFFFFF) -> int:
@@ -77,6 +80,16 @@ class PolicySelector(ListSelector):
         pi.outstanding -= 1
         pi.in_flight_size -= nr_bytes
         pi.samples += 1
+        now = self.clock()
+        lat = max(0, now - start_time_ns)
+        pi.lat = lat if pi.samples == 1 else pi.lat + (lat - pi.lat) / 8.0
+        pi.last_finish = now
+
+    def is_stale(self, pi, now: int) -> bool:
+        """HST's probing rule: an idle path that has completed nothing for
+        (number of valid paths) x its mean latency is due for a probe, so an
+        estimate that turned pessimistic is measured again, not kept forever."""
+        return pi.samples > 0 and not pi.outstanding and now > pi.last_finish + len(self._valid) * pi.lat
 
     def status(self, path, kind="info"):
         kind = check_status_kind(kind)

@@ -8,7 +8,10 @@ lowest-latency cold server, or the lowest-RIF one if all are hot.
 
 Here a host knows its own paths, so the "probe" of a path is its local state:
 RIF = the path's outstanding I/Os, latency = an EWMA (weight 2^-shift) of its
-per-I/O latency (a path with no completion yet counts 0, so it is tried).
+per-I/O latency (a path with no completion yet counts 0, so it is tried; so
+does an idle path that is stale by HST's rule, nothing completed for
+number-of-valid-paths x its mean latency: Prequal's probes keep refreshing
+servers it does not pick, and this keeps a local estimate from going stale).
 The quantile is taken over the last ``window`` RIF values seen (each
 selection records every valid path's RIF after choosing), nearest rank:
 the value at position ceil(q * n) - 1 of the sorted window.  Before anything
@@ -51,9 +54,10 @@ class Prequal(PolicySelector):
         if not valid:
             return None
         thr = self.threshold()
+        now = self.clock()
         cold = [pi for pi in valid if thr is None or pi.outstanding <= thr]
         if cold:
-            best = min(cold, key=lambda pi: (pi.est, pi.outstanding))
+            best = min(cold, key=lambda pi: (0.0 if self.is_stale(pi, now) else pi.est, pi.outstanding))
         else:
             best = min(valid, key=lambda pi: pi.outstanding)
         path = self._choose(best)

@@ -12,7 +12,9 @@ expected delay of an I/O of nr_bytes on a path is
 the time to move what is already in flight plus this I/O at the learned rate.
 The path with the smallest expected delay wins; ties go to the first in list
 order, and the winner moves to the tail.  A path with no completion yet has
-no rate and is chosen first (so every path gets measured).
+no rate and is chosen first (so every path gets measured); so is an idle path
+that is stale by HST's rule (nothing completed for number-of-valid-paths x
+its mean latency), so a rate that turned pessimistic gets measured again.
 
 Why per-I/O rates and not completed bytes per unit of busy time: on a device
 that serves many I/Os at once the busy-time throughput grows with the load
@@ -38,19 +40,20 @@ class ShortestExpectedDelay(PolicySelector):
         super().__init__(args, **env)
         self.shift = parse_u32_arg(self.name, "shift", self.args[0], 0, 16) if self.args else 3
 
-    def expected_delay_ns(self, pi, nr_bytes: int) -> float:
-        if pi.est <= 0:
-            return -1.0  # never measured: try it first
+    def expected_delay_ns(self, pi, nr_bytes: int, now: int) -> float:
+        if pi.est <= 0 or self.is_stale(pi, now):
+            return -1.0  # never measured, or due for a probe: try it first
         return (pi.in_flight_size + nr_bytes) * NS_PER_S / pi.est
 
     def select_path(self, nr_bytes=0):
         valid = self._valid
         if not valid:
             return None
+        now = self.clock()
         best = valid[0]
-        best_d = self.expected_delay_ns(best, nr_bytes)
+        best_d = self.expected_delay_ns(best, nr_bytes, now)
         for pi in valid[1:]:
-            d = self.expected_delay_ns(pi, nr_bytes)
+            d = self.expected_delay_ns(pi, nr_bytes, now)
             if d < best_d:
                 best, best_d = pi, d
         return self._choose(best)
