@@ -473,6 +473,19 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--no-progress", action="store_true")
     rep.set_defaults(func=cmd_report)
 
+    mh = sub.add_parser("hosts", help="many hosts, one array: per-port load over time and per-host tails",
+                        description="A multi-host topology (a topology file plus [hosts] count = N): every host "
+                                    "loads the table (own selector state) and runs JOB; its paths share the "
+                                    "array ports. See README, Many hosts, one array.")
+    mh.add_argument("topology")
+    mh.add_argument("job")
+    mh.add_argument("--selectors", default="historical-service-time,service-time,queue-length",
+                    help="selectors to compare (separate with ';' when one has args: 'p2c:delay;sed'); "
+                         "default: historical-service-time,service-time,queue-length")
+    mh.add_argument("--seeds", default="1,2,3,4,5,6,7,8,9,10",
+                    help="seeds; tails get 95%% t-intervals over them (default: 1,...,10)")
+    mh.set_defaults(func=lambda a: __import__("mpathlab.sim.multihost", fromlist=["cmd_hosts"]).cmd_hosts(a))
+
     f = sub.add_parser("faults", help="run the fault studies (path failure, all paths down, slow path)")
     f.add_argument("name", nargs="?", help="study name, or 'all'; without one, the list")
     f.add_argument("--list", action="store_true", help="list the studies")

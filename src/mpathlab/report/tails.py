@@ -220,8 +220,9 @@ def _pname(p: float) -> str:
     return "p%g" % p
 
 
-def tail_text(rows: List[dict]) -> str:
-    """The text table `mpathlab sweep` prints and the report shows."""
+def tail_text(rows: List[dict], baselines: Sequence[str] = ()) -> str:
+    """The text table `mpathlab sweep` prints and the report shows.  With ``baselines``, only pairs
+    that include one of them are listed among the differences that are not significant."""
     summary = tail_summary(rows)
     if not summary:
         return "no runs"
@@ -239,10 +240,12 @@ def tail_text(rows: List[dict]) -> str:
     for r in table:
         lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
     if n >= 2:
-        ns = [c for c in comparisons(summary) if not c["significant"]]
-        lines.append("Differences between selectors that are NOT significant (95%%, %s over seeds): %s"
-                     % ("paired t" if all(c["method"] == "paired" for c in ns) else "paired t / Welch",
-                        "none" if not ns else ""))
+        ns = [c for c in comparisons(summary) if not c["significant"]
+              and (not baselines or c["a"] in baselines or c["b"] in baselines)]
+        lines.append("Differences between selectors%s that are NOT significant (95%%, %s over seeds):%s"
+                     % (" and %s" % ", ".join(baselines) if baselines else "",
+                        "paired t" if all(c["method"] == "paired" for c in ns) else "paired t / Welch",
+                        " none" if not ns else ""))
         for c in ns:
             lines.append("  %s %s: %s vs %s, difference %s us [%s, %s]" % (
                 " ".join("%s=%s" % kv for kv in c["point"].items()), _pname(c["percentile"]), c["a"], c["b"],
@@ -268,3 +271,15 @@ def tail_html(rows: List[dict]) -> str:
             % (html.escape("Student t-interval over the per-seed percentiles of each selector; differences "
                            "compared seed by seed (paired t), significant when their interval excludes 0."),
                html.escape(tail_text(rows))))
+
+
+def beats(rows: List[dict], baselines: Sequence[str], percentile: float = 99.0, **point) -> List[str]:
+    """Selectors whose interval for ``percentile`` lies wholly below every baseline's interval (at the
+    point matching ``point``, e.g. measure="all hosts"): the strict, non-overlapping reading."""
+    summary = [s for s in tail_summary(rows) if all(s["point"].get(k) == v for k, v in point.items())]
+    ivs = {s["selector"]: s["tails"][percentile] for s in summary}
+    base = [ivs[b] for b in baselines if b in ivs]
+    if not base or any(iv is None or iv.lo is None for iv in base):
+        return []
+    return [name for name, iv in ivs.items() if name not in baselines and iv is not None and iv.hi is not None
+            and all(iv.hi < b.lo for b in base)]

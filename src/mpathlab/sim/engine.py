@@ -258,6 +258,11 @@ class Simulation:
     def _push(self, t: int, kind: int, obj) -> None:
         heapq.heappush(self._heap, (t, next(self._seq), kind, obj))
 
+    def _target_of(self, io) -> Multipath:
+        """The multipath target an I/O goes through: the one table of this host
+        (mpathlab.sim.multihost gives every host its own)."""
+        return self.mp
+
     def _on_kick(self, mp) -> None:
         if not self._kick_pending:
             self._kick_pending = True
@@ -302,7 +307,7 @@ class Simulation:
 
     def _dispatch(self, io: SimIO) -> None:
         self._cur_cpu = io.job.cpu
-        r = self.mp.map(io)
+        r = self._target_of(io).map(io)
         if r == MAP_REMAPPED:
             dev = self.dev_of_pgpath[io.pgpath]
             io.dev = dev
@@ -346,7 +351,7 @@ class Simulation:
         dev = io.dev
         dev.in_flight -= 1
         io.dev = None
-        r = self.mp.end_io(io, error)
+        r = self._target_of(io).end_io(io, error)
         if error:
             dev.errors += 1
         if r == END_DONE:

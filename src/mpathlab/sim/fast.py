@@ -50,6 +50,8 @@ def eligible(sim) -> str:
         return "compiled core not built"
     if os.environ.get("MPATHLAB_ENGINE", "").lower() == "python":
         return "MPATHLAB_ENGINE=python"
+    if len(getattr(sim, "targets", ())) > 1:
+        return "several hosts (mpathlab.sim.multihost) need the Python engine"
     mp = sim.mp
     if len(mp.priority_groups) != 1 or mp.hw_handler_name:
         return "needs exactly one priority group and no hardware handler"
