@@ -105,3 +105,30 @@ def test_scenario_herding_and_a_policy_beating_hst_and_st():
                 assert sum(c["pA"] for c in during) / len(during) < 2
                 assert sum(c["pA"] for c in after) / len(after) > 16
     assert beats(rows, ["historical-service-time", "service-time"], 99.0, measure="all hosts") == ["prequal"]
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_TEXT = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126, blacklist_characters='"\\'), max_size=6)
+_VAL = st.one_of(st.integers(-3, 2000), _TEXT, st.booleans(), st.floats(allow_nan=False, allow_infinity=False),
+                 st.sampled_from(["1ms", "0ms", "-1ms", "2s", "10"]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(hosts=st.dictionaries(st.sampled_from(["count", "window", "racks"]), _VAL, max_size=3))
+def test_hosts_section_loads_or_is_refused_cleanly(tmp_path_factory, hosts):
+    def toml_value(v):
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, str):
+            return '"%s"' % v          # the alphabet has no quote or backslash
+        return repr(v)
+    text = open(TOPO).read().split("[multipath]", 1)[1]
+    head = "[hosts]\n" + "".join("%s = %s\n" % (k, toml_value(v)) for k, v in hosts.items())
+    p = tmp_path_factory.mktemp("h") / "t.toml"
+    p.write_text(head + "\n[multipath]" + text)
+    try:
+        topo, cfg = load_multihost(str(p))
+    except TopologyError:
+        return
+    assert isinstance(cfg.count, int) and 1 <= cfg.count <= 1024 and cfg.window_ns > 0

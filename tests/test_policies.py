@@ -290,3 +290,22 @@ def test_sed_and_prequal_probe_an_idle_stale_path(name, args):
     assert ps.select_path(4096) == "b"                # b idle and stale: probed
     ps.start_io("b", 4096)
     assert ps.select_path(4096) == "a"                # a busy-free and fresh; b now busy, no longer "idle stale"
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_ARG = st.one_of(st.text(max_size=8), st.integers(-5, 10 ** 12).map(str), st.sampled_from(["ql", "delay", "0", "100"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.sampled_from(["p2c", "sed", "peak-ewma", "prequal", "hst-latency"]), args=st.lists(_ARG, max_size=4))
+def test_policy_arguments_construct_or_refuse_cleanly(name, args):
+    """Any argument list either builds a selector whose TABLE status round-trips it, or is a SelectorError."""
+    try:
+        ps = selectors.create(name, args, clock=lambda: 0)
+    except SelectorError:
+        return
+    ps.add_path("a", [])
+    assert ps.select_path(4096) == "a"
+    if name != "hst-latency":
+        assert ps.status(None, "table") == "%d %s" % (len(args), "".join(a + " " for a in args))

@@ -30,13 +30,10 @@ from ..workload.topology import load_topology
 from . import HERDING_FAST, SCENARIOS
 
 
-def trace(seed: Optional[int] = None, number_ios: Optional[int] = None) -> dict:
+def trace(seed: Optional[int] = None) -> dict:
     sc = SCENARIOS["hst-fast-path-herding"]
     topo = load_topology(sc.topology).with_selector("historical-service-time")
     jobs = load_fio(sc.job).jobs
-    if number_ios:
-        for j in jobs:
-            j.total_ios = number_ios
     kw = topo.sim_kwargs()
     if seed is not None:
         kw["seed"] = seed

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import random
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional
 
 try:
     import tomllib
