@@ -177,10 +177,9 @@ def test_prequal_cold_lowest_latency_hot_lowest_rif():
     # window now [b 0, a 2, c 0] -> sorted 0 0 2, q50 -> rank ceil(1.5)-1 = 1 -> thr 0
     ps.start_io("c", 4096); ps.start_io("b", 4096)
     ps.recent.clear(); ps.recent.extend([0, 0, 0])
-    # everyone busy (a 2, b 1, c 1) and thr 0: all hot -> lowest RIF, first in list order
-    order = ps.valid_order()
-    want = min(order, key=lambda p: ps._info[p].outstanding)
-    assert ps.select_path(4096) == want and want in ("b", "c")
+    # everyone busy (a 2, b 1, c 1) and thr 0: all hot -> lowest RIF, first in list order [a, b, c]: b
+    assert ps.valid_order() == ["a", "b", "c"]
+    assert ps.select_path(4096) == "b"
 
 
 # ------------------------------------------------------------------ hst-latency
@@ -258,6 +257,8 @@ def test_herding_mechanism_instrumented():
         assert c["outstanding"] < 1 and 1_700_000 < c["hst_ns"] < 2_400_000
     lost = t["cold_lost"]
     assert set(lost) == {"busy", "estimate", "scan order"} and lost["scan order"] > 0.1 * sum(lost.values())
+    # the cold paths' I/O comes mostly on estimate (an idle path whose EMA dipped), rarely as a stale probe
+    assert t["cold_chosen"]["estimate"] > 10 * t["cold_chosen"].get("stale probe", 0) > 0
 
 
 def test_hst_latency_spreads_the_fast_paths():

@@ -15,6 +15,9 @@ each idle-capable "cold" fast path lost:
   ``stale_after`` (two idle paths are ordered by stale_after only, so the
   comparison is not transitive).
 
+and, for every choice of a cold fast path, whether it won as an idle stale
+path (the probe) or on estimate.
+
 The README's explanation quotes these numbers; tests/test_policies.py checks
 them.  Nothing here changes the selector: it only reads its state.
 """
@@ -78,6 +81,12 @@ def trace(seed: Optional[int] = None) -> dict:
         paths[p] = {"share": res.shares[p], "hst_ns": statistics.median(hst), "outstanding": statistics.mean(out),
                     "estimate_ns": statistics.median((1 + s[p][1]) * s[p][0] for _, s, _ in half),
                     "stale": sum(s[p][2] for _, s, _ in half) / len(half)}
+    # how a cold fast path got the I/O it did get: as an idle stale path (probe) or on estimate
+    cold_chosen = Counter()
+    for chosen, state, _ in half:
+        if chosen in HERDING_FAST and chosen not in hot:
+            _, out, stale = state[chosen]
+            cold_chosen["busy" if out else ("stale probe" if stale else "estimate")] += 1
     why = Counter()
     for chosen, _, lost in half:
         if chosen in hot:
@@ -85,7 +94,8 @@ def trace(seed: Optional[int] = None) -> dict:
                 if p not in hot:
                     why[reason] += 1
     return {"hot": hot, "cold": [p for p in HERDING_FAST if p not in hot], "paths": paths,
-            "cold_lost": dict(why), "chosen": dict(Counter(c for c, _, _ in half))}
+            "cold_lost": dict(why), "cold_chosen": dict(cold_chosen),
+            "chosen": dict(Counter(c for c, _, _ in half))}
 
 
 def main() -> None:  # python -m mpathlab.scenarios.hst_herding
@@ -97,6 +107,8 @@ def main() -> None:  # python -m mpathlab.scenarios.hst_herding
     total = sum(t["cold_lost"].values())
     print("when a hot path was chosen, a cold fast path lost because:",
           ", ".join("%s %.0f%%" % (k, 100.0 * v / total) for k, v in sorted(t["cold_lost"].items())))
+    print("when a cold fast path was chosen, it was:",
+          ", ".join("%s %d" % kv for kv in sorted(t["cold_chosen"].items())))
 
 
 if __name__ == "__main__":
