@@ -10,7 +10,9 @@ fi
 # (Re)install when a dependency is missing or the compiled core is older than its source.
 so=$(ls src/mpathlab/_fastcore*.so 2>/dev/null | head -n 1 || true)
 if ! .venv/bin/python -c "import pytest, hypothesis, mpathlab" 2>/dev/null \
-   || [ -z "$so" ] || [ src/mpathlab/_fastcore.c -nt "$so" ]; then
+   || [ -z "$so" ] || [ src/mpathlab/_fastcore.c -nt "$so" ] \
+   || ! .venv/bin/python -c "from mpathlab.selectors import lookup; assert lookup('p2c')" 2>/dev/null; then
+  # (the last check: an install older than the mpathlab.policies entry points in pyproject.toml)
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]"
 fi
 bash scripts/test-deps.sh

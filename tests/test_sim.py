@@ -141,7 +141,7 @@ def test_scenario_within_tolerance_of_every_published_cell(outcomes, name):
     o = outcomes[name]
     for label, col in o.scenario.published.items():
         for path, v in col.items():
-            assert abs(o.columns[label][path] - v) <= TOLERANCE, (label, path, o.columns[label][path], v)
+            assert abs(o.columns[label][path] - v) <= o.scenario.tolerance, (label, path, o.columns[label][path], v)
 
 
 def test_depth1_st_even_hst_moves_load_off_the_slow_path(outcomes):
@@ -228,4 +228,4 @@ def test_request_based_without_blk_stats_starts_at_zero():
 @pytest.mark.parametrize("seed", [2, 3])
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_scenarios_hold_for_other_seeds(name, seed):
-    assert SCENARIOS[name].run(seed=seed).within(TOLERANCE)
+    assert SCENARIOS[name].run(seed=seed).within()

@@ -228,7 +228,6 @@ def cmd_reproduce(args) -> int:
 
 def _print_outcome(outcome) -> None:
     from .report import share_table
-    from .scenarios import TOLERANCE
     if hasattr(outcome, "format"):      # NVMe throughput scenarios (mpathlab.nvme.scenarios)
         print(outcome.format())
         return
@@ -239,7 +238,7 @@ def _print_outcome(outcome) -> None:
     for label, res in outcome.results.items():
         print("%-12s mean deviation from Best %.4f" % (label, res.mean_deviation))
     print("largest difference from the published table: %.3f (%s, tolerance %.2f)"
-          % (outcome.max_deviation(), "within" if outcome.within(TOLERANCE) else "OUTSIDE", TOLERANCE))
+          % (outcome.max_deviation(), "within" if outcome.within() else "OUTSIDE", sc.tolerance))
 
 
 def cmd_faults(args) -> int:
@@ -338,6 +337,8 @@ def cmd_sweep(args) -> int:
         prog.done()
     write_rows(rows, args.out)
     print("%d runs written to %s" % (len(rows), args.out))
+    from .report.tails import tail_text
+    print(tail_text(rows))
     return 0
 
 
@@ -363,17 +364,22 @@ def cmd_report(args) -> int:
         results = {}
         sels = _csv_list(args.selectors, "--selectors")
         _check_report_selectors(sels, topo)
+        tail_rows = []
+        seeds = _csv_list(args.seeds, "--seeds", int) if args.seeds else []
         try:
             for sel in sels:
                 results[sel] = run_simulation(topo, jobs, selector=sel, seed=args.seed,
                                               progress=lambda f, _s=sel: prog(_s, f))
+                for sd in seeds:   # tails with confidence intervals over seeds
+                    from .report.tails import tail_row
+                    tail_rows.append(tail_row(sel, sd, run_simulation(topo, jobs, selector=sel, seed=sd)))
         finally:
             prog.done()
         page = run_report(results, args.title or "mpathlab: %s with %s" % (
             os.path.basename(args.topology), os.path.basename(args.job)),
             context=(["table: %s" % topo.table] if topo.table else [])
             + (["nvme: %s" % topo.nvme.describe()] if topo.nvme is not None else [])
-            + [j.describe() for j in jobs.jobs])
+            + [j.describe() for j in jobs.jobs], tail_rows=tail_rows)
     with open(args.out, "w") as f:
         f.write(page)
     print("report written to %s" % args.out)
@@ -626,12 +632,27 @@ def build_parser() -> argparse.ArgumentParser:
                      help="report on a table written by mpathlab sweep instead (.csv, or .parquet with pyarrow; "
                           "default: none)")
     rep.add_argument("--seed", type=int, help="random seed (default: the topology's)")
+    rep.add_argument("--seeds", metavar="A,B,...", help="also run every selector once per seed and report "
+                     "p50/p99/p99.9/p99.99 with 95%% t-intervals over the seeds (default: none)")
     rep.add_argument("--kernel", help="kernel profile (default: the topology's kernel, else current)")
     rep.add_argument("--title", help="page title (default: from the file names)")
     rep.add_argument("-o", "--out", default="report.html", help="output HTML file (default: %(default)s)")
     rep.add_argument("--progress", action="store_true", help="always show the progress bar (default: on a terminal)")
     rep.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     rep.set_defaults(func=cmd_report)
+
+    mh = sub.add_parser("hosts", help="many hosts, one array: per-port load over time and per-host tails",
+                        description="A multi-host topology (a topology file plus [hosts] count = N): every host "
+                                    "loads the table (own selector state) and runs JOB; its paths share the "
+                                    "array ports. See README, Many hosts, one array.")
+    mh.add_argument("topology", help="multi-host topology file (TOML with a [hosts] section)")
+    mh.add_argument("job", help="fio job file, run by every host")
+    mh.add_argument("--selectors", default="historical-service-time,service-time,queue-length",
+                    help="selectors to compare (separate with ';' when one has args: 'p2c:delay;sed'); "
+                         "default: historical-service-time,service-time,queue-length")
+    mh.add_argument("--seeds", default="1,2,3,4,5,6,7,8,9,10",
+                    help="seeds; tails get 95%% t-intervals over them (default: 1,...,10)")
+    mh.set_defaults(func=lambda a: __import__("mpathlab.sim.multihost", fromlist=["cmd_hosts"]).cmd_hosts(a))
 
     f = sub.add_parser("faults", help="run the fault studies (path failure, all paths down, slow path)")
     f.add_argument("name", nargs="?", help="study name, or 'all'; without one, the list")

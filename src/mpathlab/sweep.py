@@ -86,13 +86,14 @@ def run_point(doc: dict, source: str, base_dir: str, job_text: str, point: dict)
     res = run_simulation(topo, jobs, selector=point["selector"], seed=point["seed"])
     from .sim.stats import merged_latency
     lat = merged_latency(res.jobs)
-    pct = lat.percentiles((50.0, 99.0))
+    pct = lat.percentiles((50.0, 99.0, 99.9, 99.99))
     row = {"selector": point["selector"], "iodepth": point["iodepth"], "seed": point["seed"]}
     for key, value in point.get("set", {}).items():
         row[key] = value
     row.update({"mean_deviation": res.mean_deviation, "completed": res.completed, "errored": res.errored,
                 "iops": res.completed / (res.runtime_ns / 1e9) if res.runtime_ns else 0.0,
                 "lat_mean_ns": lat.mean, "lat_p50_ns": pct["50.000000"], "lat_p99_ns": pct["99.000000"],
+                "lat_p999_ns": pct["99.900000"], "lat_p9999_ns": pct["99.990000"],
                 "engine": res.engine})
     for name, share in res.shares.items():
         row["share_" + name] = share

@@ -112,7 +112,7 @@ def _page(title: str, body: List[str]) -> str:
             % (html.escape(title), html.escape(title), "\n".join(body)))
 
 
-def run_report(results: Dict[str, object], title: str, context: Sequence[str] = ()) -> str:
+def run_report(results: Dict[str, object], title: str, context: Sequence[str] = (), tail_rows=()) -> str:
     """A report comparing runs (label -> SimResult) of one topology and job."""
     body = ["<p>%s</p>" % html.escape(c) for c in context]
     paths = [p["name"] for p in next(iter(results.values())).paths]
@@ -132,6 +132,9 @@ def run_report(results: Dict[str, object], title: str, context: Sequence[str] = 
                         "Share of completed I/O per path for each selector; dashed: Best."))
     body.append(_figure("latency CDF", latency_cdf_plot(results), "Completion latency distribution."))
     body.append(_figure("in-flight", inflight_plot(results), "I/O in flight on each path over the run."))
+    if tail_rows:
+        from .tails import tail_html
+        body.append(tail_html(list(tail_rows)))
     for lab, res in results.items():
         what = "NVMe subsystem state" if res.selector.startswith("nvme:") else "<code>dmsetup status</code>"
         body.append("<p><b>%s</b> final %s: <code>%s</code></p>"
@@ -169,6 +172,8 @@ def sweep_report(rows: List[dict], title: str) -> str:
         ax.legend()
         figs.append(_figure(name, _png(fig), "%s per selector." % ylabel))
     body.extend(figs)
+    from .tails import tail_html
+    body.append(tail_html(rows))
     cols = list(rows[0])
     body.append("<h2>Runs</h2><table><tr>%s</tr>%s</table>" % (
         "".join("<th>%s</th>" % html.escape(c) for c in cols),

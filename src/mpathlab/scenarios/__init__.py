@@ -26,8 +26,14 @@ class Column:
 
 class Scenario:
     def __init__(self, name: str, title: str, topology: str, job: str, columns: List[Column],
-                 published: Dict[str, Dict[str, float]], source: str):
+                 published: Dict[str, Dict[str, float]], source: str, tolerance: float = TOLERANCE,
+                 summarize: Optional[Callable[[Dict[str, float]], Dict[str, float]]] = None):
         self.name = name
+        # Where the published table is not per path (a kernel run whose
+        # busiest paths are whichever the run picked), summarize() maps our
+        # per-path shares onto the published rows.
+        self.tolerance = tolerance
+        self.summarize = summarize
         self.title = title
         self.topology = os.path.join(HERE, topology)
         self.job = os.path.join(HERE, job)
@@ -48,10 +54,10 @@ class Scenario:
         for col in self.columns:
             cb = (lambda f, _l=col.label: progress(_l, f)) if progress else None
             res = run_simulation(topo, jobs, selector=col.selector, seed=seed, progress=cb, **col.overrides)
-            columns[col.label] = dict(res.shares)
+            columns[col.label] = self.summarize(res.shares) if self.summarize else dict(res.shares)
             results[col.label] = res
             best = res.best
-        columns["Best"] = dict(best)
+        columns["Best"] = self.summarize(best) if self.summarize else dict(best)
         return ScenarioOutcome(self, columns, results)
 
 
@@ -70,7 +76,8 @@ class ScenarioOutcome:
     def max_deviation(self) -> float:
         return max(v for col in self.deviations().values() for v in col.values())
 
-    def within(self, tol: float = TOLERANCE) -> bool:
+    def within(self, tol: Optional[float] = None) -> bool:
+        tol = self.scenario.tolerance if tol is None else tol
         return self.max_deviation() <= tol + 1e-12
 
     def as_json(self) -> dict:
@@ -81,7 +88,16 @@ class ScenarioOutcome:
                 "mean_deviation": {k: round(r.mean_deviation, 6) for k, r in self.results.items()}}
 
 
-ST, HST = "service-time", "historical-service-time"
+ST, HST, QL = "service-time", "historical-service-time", "queue-length"
+HERDING_FAST = ("sdd", "sde", "sdf", "sdl", "sdm")
+HERDING_SLOW = ("sdg", "sdh", "sdi", "sdj", "sdk")
+
+
+def herding_rows(shares: Dict[str, float]) -> Dict[str, float]:
+    """Fast paths by rank (which two a run piles onto is chance), slow paths summed."""
+    fast = sorted((shares[p] for p in HERDING_FAST), reverse=True)
+    return {"fast #1": fast[0], "fast #2": fast[1], "fast #3-5 (mean)": sum(fast[2:]) / 3,
+            "slow 5 (total)": sum(shares[p] for p in HERDING_SLOW)}
 
 _2020 = {"sda": (0.250, 0.294, 0.297, 0.294, 0.307), "sdb": (0.250, 0.297, 0.296, 0.297, 0.307),
          "sdc": (0.250, 0.296, 0.298, 0.296, 0.307), "sdd": (0.250, 0.112, 0.106, 0.112, 0.076)}
@@ -111,6 +127,17 @@ SCENARIOS: Dict[str, Scenario] = {s.name: s for s in [
              {"ST": _col(_2022, 0), "HST (orig)": _col(_2022, 1), "HST (ktime)": _col(_2022, 2),
               "Best": _col(_2022, 3)},
              "shared/seeds/hst-history.txt"),
+    # Kernel-lab run (Debian 6.1, 10 null_blk paths at 2/8/16/32 ms, iodepth 64) as reported in issue 14:
+    # 0.44 and 0.45 on two fast paths, 0.03-0.04 on the other three (0.035 is the middle of that range);
+    # the slow total is what is left.  The kernel moved a path's share by 0.02-0.03 between repeated runs
+    # at this depth (kernel-lab README), hence the wider tolerance.
+    Scenario("hst-fast-path-herding",
+             "HST piles I/O on two of five equal fast paths: 10 parallel paths (5 fast, 5 4x-16x slower), "
+             "lognormal service, iodepth 64",
+             "hst-herding-10path.toml", "hst-herding-depth64.fio",
+             [Column("HST", HST), Column("ST", ST), Column("QL", QL)],
+             {"HST": {"fast #1": 0.45, "fast #2": 0.44, "fast #3-5 (mean)": 0.035, "slow 5 (total)": 0.005}},
+             "issue 14: kernel-lab, Debian 6.1 kernel", tolerance=0.05, summarize=herding_rows),
 ]}
 
 DEFAULT_SCENARIO = "hst-2020-depth1"

@@ -98,6 +98,7 @@ class JobState:
         self.finished = False
         self.started = False
         self.groupid = 0          # fio's reporting group (stonewall, new_group)
+        self.host = 0             # which host runs it (mpathlab.sim.multihost)
         self.stopped = False      # fio ended the job at an I/O error
         self.first_error: Optional[str] = None
         self.last_error_ns = -1
@@ -237,6 +238,9 @@ class Simulation:
         self._timer_pending = False
         tl = split_table_line(table_line) if target is None else None
         env = {"clock": self._ktime, "cpu": lambda: self._cur_cpu, "topology": self.topology}
+        # One seeded stream for randomised selectors (mpathlab.policies), kept
+        # apart from the device and job streams so adding it changes no run.
+        env["rng"] = random.Random("mpathlab-selectors-%d" % seed)
         if sched_clock_offset_ns is not None:
             # HST before the 2022 fix: select_path reads sched_clock(), which
             # runs ahead of ktime by the time from TSC start to timekeeping.
@@ -318,6 +322,11 @@ class Simulation:
     def _push(self, t: int, kind: int, obj) -> None:
         heapq.heappush(self._heap, (t, next(self._seq), kind, obj))
 
+    def _target_of(self, io) -> Multipath:
+        """The multipath target an I/O goes through: the one table of this host
+        (mpathlab.sim.multihost gives every host its own)."""
+        return self.mp
+
     def _on_kick(self, mp) -> None:
         if not self._kick_pending:
             self._kick_pending = True
@@ -383,7 +392,7 @@ class Simulation:
 
     def _dispatch(self, io: SimIO) -> None:
         self._cur_cpu = io.job.cpu
-        r = self.mp.map(io)
+        r = self._target_of(io).map(io)
         if r == MAP_REMAPPED:
             dev = self.dev_of_pgpath[io.pgpath]  # type: ignore[index]  # map() set pgpath
             io.dev = dev
@@ -430,7 +439,7 @@ class Simulation:
         dev = io.dev
         dev.in_flight -= 1
         io.dev = None
-        r = self.mp.end_io(io, error)
+        r = self._target_of(io).end_io(io, error)
         if error:
             dev.errors += 1
         if r == END_DONE:

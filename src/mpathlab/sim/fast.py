@@ -52,6 +52,8 @@ def eligible(sim) -> str:
         return "MPATHLAB_ENGINE=python"
     if getattr(sim, "daemons", None):
         return "a user-space daemon (multipathd) needs the Python engine"
+    if len(getattr(sim, "targets", ())) > 1:
+        return "several hosts (mpathlab.sim.multihost) need the Python engine"
     mp = sim.mp
     if getattr(mp, "stack", "dm") != "dm":
         return "the %s stack is not in the compiled core" % mp.stack
