@@ -189,14 +189,14 @@ class Simulation:
                  progress: Optional[Callable[[float], None]] = None, drain_ns: int = 60 * 10 ** 9,
                  timeline_points: int = 200, window_ns: int = 0, engine: str = "auto",
                  queue_if_no_path_timeout_secs: int = 0, nr_cpus: Optional[int] = None,
-                 kernel=None, host=None, target: Optional[Callable[[dict], object]] = None):
+                 kernel=None, host_facts=None, target: Optional[Callable[[dict], object]] = None):
         # target: a factory for another stack's target object with the same
         # map/end_io/message/status surface (the NVMe head, mpathlab.nvme);
         # table_line is then not used.
         if engine not in ("auto", "python", "compiled"):
             raise ValueError("engine must be auto, python or compiled, not %r" % engine)
         self.engine = engine
-        # kernel: a profile name (mpathlab.profiles); host: the facts the
+        # kernel: a profile name (mpathlab.profiles); host_facts: the facts the
         # kernel checks.  Both go to the target; a profile whose HST reads
         # sched_clock gets the default lead unless an offset is given.
         from ..profiles import DEFAULT_SCHED_CLOCK_LEAD_NS, get_profile
@@ -257,7 +257,7 @@ class Simulation:
                 timebase=self.timebase, rq_stats=rq_stats, force_jiffies_start=force_jiffies_start,
                 activate=self._activate, on_kick=self._on_kick,
                 queue_if_no_path_timeout_secs=queue_if_no_path_timeout_secs, set_timer=self._set_timer,
-                kernel=self.kernel, host=host)
+                kernel=self.kernel, host=host_facts)
         if tl is not None:
             self.mp.table_start, self.mp.table_length = tl.start, tl.length
         # per-I/O added transport time the target may ask for (NVMe: the cross-node cost)

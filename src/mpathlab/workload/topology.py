@@ -74,7 +74,7 @@ class Topology:
         self.source = source
         self.nvme = None      # mpathlab.nvme.topology.NvmeConfig when the file has an [nvme] section
 
-    def host(self):
+    def host_facts(self):
         """The host facts the kernel checks: the topology's devices (and their kinds) exist, nothing else."""
         from ..profiles import DeviceFact, Host
         return Host([DeviceFact(p.devt, self.kinds.get(p.devt, ""), p.name) for p in self.paths], self.nr_cpus)
@@ -84,7 +84,7 @@ class Topology:
                 "uptime_ns": self.uptime_ns, "seed": self.seed, "messages": self.messages,
                 "activation_ns": self.activation_ns, "sched_clock_offset_ns": self.sched_clock_offset_ns,
                 "queue_if_no_path_timeout_secs": self.queue_if_no_path_timeout_secs, "nr_cpus": self.nr_cpus,
-                "kernel": self.kernel, "host": self.host()}
+                "kernel": self.kernel, "host_facts": self.host_facts()}
 
     def resolver(self):
         return mapping_resolver({p.name: p.devt for p in self.paths})
@@ -293,7 +293,7 @@ def validate_table(topo: Topology) -> None:
         from ..selectors import CpuTopology
         m = construct(tl.params, resolve_device=topo.resolver(),
                       selector_env={"topology": CpuTopology(topo.nr_cpus or 4096)},
-                      kernel=topo.kernel, host=topo.host())
+                      kernel=topo.kernel, host=topo.host_facts())
     except TargetError as e:
         raise TopologyError("%s: table rejected: %s" % (topo.source or "topology", e)) from None
     models = {p.devt for p in topo.paths}
