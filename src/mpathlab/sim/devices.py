@@ -123,13 +123,23 @@ class Fault:
         self.reinstate_after_ns = reinstate_after_ns
 
 
+# I/O schedulers a path queue can have; any of them takes scheduler tags.
+SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")
+BLKDEV_DEFAULT_RQ = 128
+
+
 class PathModel:
     """Configuration of one path's device."""
 
     def __init__(self, name: str, devt, service: ServiceTime, parallelism: int = 1, delay_ns: int = 0,
-                 ns_per_kib: float = 0.0, faults: Sequence[Fault] = (), fail_latency_ns: int = 0):
+                 ns_per_kib: float = 0.0, faults: Sequence[Fault] = (), fail_latency_ns: int = 0,
+                 hw_queue_depth: int = 0, nr_hw_queues: int = 1, scheduler: str = "none", nr_requests: int = 0):
         if parallelism < 1:
             raise UnitError("path %s: parallelism must be at least 1" % name)
+        if hw_queue_depth < 0 or nr_hw_queues < 1 or nr_requests < 0:
+            raise UnitError("path %s: hw_queue_depth, nr_hw_queues and nr_requests must be positive" % name)
+        if scheduler not in SCHEDULERS:
+            raise UnitError("path %s: scheduler must be one of %s" % (name, ", ".join(SCHEDULERS)))
         self.name = name
         self.devt = tuple(devt)
         self.service = service
@@ -138,6 +148,26 @@ class PathModel:
         self.ns_per_kib = float(ns_per_kib)
         self.faults = sorted(faults, key=lambda f: f.at_ns)
         self.fail_latency_ns = int(fail_latency_ns)
+        # The path's request_queue (see sim/blockqueue.py).  0 = unlimited,
+        # the default, under which nothing ever waits for a tag.
+        self.hw_queue_depth = int(hw_queue_depth)
+        self.nr_hw_queues = int(nr_hw_queues)
+        self.scheduler = scheduler
+        self.nr_requests = int(nr_requests)
+
+    @property
+    def nr_tags(self) -> int:
+        """Driver tags (hw_queue_depth per hardware queue); 0 = unlimited."""
+        return self.hw_queue_depth * self.nr_hw_queues
+
+    @property
+    def nr_sched_tags(self) -> int:
+        """Scheduler tags when an I/O scheduler is attached (0 = none or unlimited).
+        blk_mq_init_sched sets nr_requests to 2 * min(queue_depth, BLKDEV_DEFAULT_RQ=128)."""
+        if self.scheduler == "none":
+            return 0
+        nr = self.nr_requests or 2 * min(self.hw_queue_depth or BLKDEV_DEFAULT_RQ, BLKDEV_DEFAULT_RQ)
+        return nr * self.nr_hw_queues
 
     @property
     def devname(self) -> str:

@@ -29,11 +29,14 @@ from ..target import (END_DELAY_REQUEUE, END_DONE, END_REQUEUE, MAP_DELAY_REQUEU
 from ..target.multipath import DH_OK, REQUEUE_DELAY_MS
 from ..timing import TimeBase
 from ..workload.fio import JobSpec
+from .blockqueue import BlockLayer
 from .devices import PathDevice, PathModel, best_distribution
+from .host import Host, HostModel
 from .stats import LatencyStats, mean_abs_deviation
 
 (EV_DONE, EV_ARRIVE, EV_SUBMIT, EV_RETRY, EV_KICK, EV_FAULT, EV_MESSAGE, EV_ERRDONE, EV_ACTIVATED,
  EV_NOPATH_TIMEOUT) = range(10)
+EV_CALL = 10        # obj = (fn, arg): a part plugged into the loop (blockqueue, host) asked to be called
 
 DEFAULT_UPTIME_NS = 3600 * 10 ** 9
 REQUEUE_DELAY_NS = REQUEUE_DELAY_MS * 1_000_000
@@ -80,6 +83,7 @@ class JobState:
         self.stopped = False      # fio ended the job at an I/O error
         self.first_error: Optional[str] = None
         self.last_error_ns = -1
+        self.blocked = False      # the submitting task sleeps in tag allocation or works on its CPU
 
     @property
     def name(self) -> str:
@@ -156,7 +160,8 @@ class Simulation:
                  messages: Sequence[Tuple[int, str]] = (), activation_ns: int = 0,
                  progress: Optional[Callable[[float], None]] = None, drain_ns: int = 60 * 10 ** 9,
                  timeline_points: int = 200, window_ns: int = 0, engine: str = "auto",
-                 queue_if_no_path_timeout_secs: int = 0, nr_cpus: Optional[int] = None):
+                 queue_if_no_path_timeout_secs: int = 0, nr_cpus: Optional[int] = None,
+                 host: Optional[HostModel] = None):
         if engine not in ("auto", "python", "compiled"):
             raise ValueError("engine must be auto, python or compiled, not %r" % engine)
         self.engine = engine
@@ -219,6 +224,11 @@ class Simulation:
             if d is None:
                 raise ValueError("table path %s has no device model in the topology" % pgpath.dev.name)
             self.dev_of_pgpath[pgpath] = d
+        # Tags and the host's CPUs exist only when configured, so a run where
+        # tags never run out and CPUs cost nothing is the same run as before.
+        self.blk = (BlockLayer(self) if any(d.model.nr_tags or d.model.nr_sched_tags for d in self.devices)
+                    else None)
+        self.host = Host(self, host) if host is not None and host.costs else None
         self.jobs: List[JobState] = []
         cpu = 0
         for spec in specs:
@@ -246,6 +256,9 @@ class Simulation:
     def _push(self, t: int, kind: int, obj) -> None:
         heapq.heappush(self._heap, (t, next(self._seq), kind, obj))
 
+    def call_at(self, t: int, fn, arg) -> None:
+        self._push(t, EV_CALL, (fn, arg))
+
     def _on_kick(self, mp) -> None:
         if not self._kick_pending:
             self._kick_pending = True
@@ -272,6 +285,8 @@ class Simulation:
         if job.stopped or (job.stop_ns is not None and now >= job.stop_ns):
             return
         while job.inflight < spec.iodepth:
+            if job.blocked:
+                return  # the task resumes this loop when it wakes
             if job.last_error_ns == now:
                 return  # resubmitted by the EV_SUBMIT queued at the error
             if job.remaining is not None:
@@ -286,13 +301,25 @@ class Simulation:
             self.result.submitted += 1
             if self.mp.queue_mode == "bio":
                 io.dm_start_jiffies = self.timebase.jiffies()
+            if self.host is not None and self.host.submit(job, io):
+                continue
             self._dispatch(io)
 
     def _dispatch(self, io: SimIO) -> None:
+        if self.blk is not None and self.blk.rq:
+            self.blk.insert(io)     # dm's own blk-mq queue maps it when it runs
+        else:
+            self._map(io)
+
+    def _map(self, io: SimIO) -> bool:
+        """Map one I/O and issue it; False when a request-based clone found no tag (BLK_STS_RESOURCE)."""
         self._cur_cpu = io.job.cpu
         r = self.mp.map(io)
         if r == MAP_REMAPPED:
             dev = self.dev_of_pgpath[io.pgpath]
+            blk = self.blk
+            if blk is not None and blk.rq and not blk.issue_directly(io, dev):
+                return False
             io.dev = dev
             dev.dispatched += 1
             if self.window_ns:
@@ -303,21 +330,30 @@ class Simulation:
             dev.in_flight += 1
             if dev.in_flight > dev.peak_in_flight:
                 dev.peak_in_flight = dev.in_flight
-            if dev.offline:
-                self._push(self.now + dev.model.fail_latency_ns, EV_ERRDONE, io)
-            elif dev.model.delay_ns:
-                self._push(self.now + dev.model.delay_ns, EV_ARRIVE, io)
-            else:
-                self._arrive(io)
+            if blk is None or blk.start(io, dev):   # bio-based: False while it waits for a tag
+                self._start(io, dev)
         elif r == MAP_DELAY_REQUEUE:
             self._push(self.now + REQUEUE_DELAY_NS, EV_RETRY, io)
         elif r == MAP_REQUEUE:
+            if self.blk is not None and self.blk.rq:
+                return False    # no tag for the clone
+
             # back to dm core at once; 1 us keeps a persistent requeue (noflush
             # suspend) from spinning at one instant
             self._push(self.now + 1000, EV_RETRY, io)
         elif r == MAP_KILL:
             self._complete(io, "ioerr")
         # MAP_SUBMITTED: queued inside the target until a kick
+        return True
+
+    def _start(self, io: SimIO, dev: PathDevice) -> None:
+        """The driver has the request: it travels the path's delay to the device."""
+        if dev.offline:
+            self._push(self.now + dev.model.fail_latency_ns, EV_ERRDONE, io)
+        elif dev.model.delay_ns:
+            self._push(self.now + dev.model.delay_ns, EV_ARRIVE, io)
+        else:
+            self._arrive(io)
 
     def _arrive(self, io: SimIO) -> None:
         dev = io.dev
@@ -335,6 +371,8 @@ class Simulation:
         dev.in_flight -= 1
         io.dev = None
         r = self.mp.end_io(io, error)
+        if self.blk is not None:
+            self.blk.complete(io, dev)
         if error:
             dev.errors += 1
         if r == END_DONE:
@@ -457,6 +495,7 @@ class Simulation:
         next_tl = 0
         next_tl_count = tl_count
         events = 0
+        host = self.host
         while heap:
             t, _, kind, obj = pop(heap)
             if hard_stop is not None and t > hard_stop:
@@ -472,7 +511,10 @@ class Simulation:
                     push(heap, (t + dev.service_ns(nxt.nr_bytes), next(seq), EV_DONE, nxt))
                 else:
                     dev.busy -= 1
-                self._path_done(obj, "transport" if dev.offline else None)
+                if host is None:
+                    self._path_done(obj, "transport" if dev.offline else None)
+                else:
+                    host.complete(obj, "transport" if dev.offline else None)
                 if progress is not None and res.completed >= next_progress:
                     next_progress += 4096
                     progress(self._fraction(expected, horizon))
@@ -484,6 +526,8 @@ class Simulation:
                     self._snapshot_in_flight()
             elif kind == EV_ARRIVE:
                 self._arrive(obj)
+            elif kind == EV_CALL:
+                obj[0](obj[1])
             elif kind == EV_RETRY:
                 if not mp.nr_valid_paths and not self._state_changes and not self._kick_pending:
                     # No path and nothing left that could bring one back: the
@@ -541,6 +585,10 @@ class Simulation:
             if kind in (EV_DONE, EV_ARRIVE, EV_RETRY, EV_ERRDONE):
                 n += 1
         heap.clear()
+        if self.blk is not None:
+            n += self.blk.drain()
+        if self.host is not None:
+            n += self.host.drain()
         for d in self.devices:
             n += len(d.queue)
             d.queue.clear()

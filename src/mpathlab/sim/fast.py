@@ -64,6 +64,8 @@ def eligible(sim) -> str:
         return "faults, messages and dispatch windows need the Python engine"
     if any(_dist(d.model.service) is None for d in sim.devices):
         return "custom service-time distribution"
+    if sim.blk is not None or sim.host is not None:
+        return "path tags and host CPU costs need the Python engine"
     if len(sim._groups) > 1:
         return "stonewall groups need the Python engine"
     if mp.queued_bios or any(j.submitted for j in sim.jobs):

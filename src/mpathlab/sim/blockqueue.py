@@ -1,0 +1,220 @@
+"""The block layer beneath the multipath target: tags and blk-mq queues (Linux 6.1).
+
+A real path device accepts only as many requests as it has tags.  Every
+request holds a *driver tag* (``hw_queue_depth`` per hardware queue) while
+the driver has it; with an I/O scheduler on the path queue it also holds a
+*scheduler tag* (``nr_requests``) from allocation to completion.  What
+happens when the tags run out depends on how dm-multipath maps:
+
+request-based (dm-rq.c, dm-mpath.c multipath_clone_and_map)
+    The dm device has its own blk-mq queue.  Its dispatch takes the requests
+    in turn; for each, the selector chooses a path *first*, then the clone
+    is allocated on that path with BLK_MQ_REQ_NOWAIT.  No tag: the map
+    returns DM_MAPIO_REQUEUE, start_io is never called, dm_mq_queue_rq
+    returns BLK_STS_RESOURCE, and the request goes back to the head of the
+    dm queue's dispatch list; the next attempt selects again (round-robin
+    has already rotated).  With a scheduler on the path the clone takes a
+    scheduler tag, and blk_insert_cloned_request issues it directly, which
+    needs a driver tag; without one the clone is released
+    (multipath_release_clone calls the selector's end_io after start_io,
+    with the clone's io_start_time_ns, which is 0 because the driver never
+    started it) and the map is again BLK_STS_RESOURCE.
+    When the dispatch stops on BLK_STS_RESOURCE (blk_mq_dispatch_rq_list):
+    if the queue is not marked SCHED_RESTART it is re-run at once, else it
+    is re-run BLK_MQ_RESOURCE_DELAY (3 ms) later; a run that starts from
+    the dispatch list marks SCHED_RESTART, and the mark makes the next
+    completion of any dm request re-run the queue (blk_mq_sched_restart).
+    Requests are tried in order (mq-deadline on dm picks by sector, which
+    does not change which path a request gets).
+
+bio-based (dm.c __map_bio, dm-mpath.c __multipath_map_bio)
+    The selector chooses and start_io runs when dm maps the bio; the clone
+    bio is then submitted from the submitting task, whose blk_mq_submit_bio
+    allocates a request *without* NOWAIT: with no tag the task sleeps until
+    one is freed, and every later I/O of that task waits with it, whichever
+    path it would go to.  With a scheduler the task needs a scheduler tag;
+    the request then waits in the path queue for a driver tag, dispatched
+    (in order) when one is freed.
+
+Time stamps: blk_mq_start_request stamps io_start_time_ns when the driver
+starts a request; in this model a request-based clone that gets its tags is
+started in the same instant it is mapped (null_blk starts it in queue_rq),
+so the target's stamp at map time is the driver's, and a clone released
+before it started passes 0.  Bio-based selectors time from dm's map.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+BLK_MQ_RESOURCE_DELAY_NS = 3 * 1_000_000     # blk-mq.c BLK_MQ_RESOURCE_DELAY (3 ms)
+
+
+class PathQueue:
+    """The request_queue of one path device: its tags and what waits for them."""
+
+    __slots__ = ("nr_tags", "nr_sched_tags", "tags_used", "sched_tags_used", "dispatch", "sleepers")
+
+    def __init__(self, model):
+        self.nr_tags = model.nr_tags                # 0 = unlimited
+        self.nr_sched_tags = model.nr_sched_tags    # 0 = no scheduler (or unlimited)
+        self.tags_used = 0
+        self.sched_tags_used = 0
+        self.dispatch = deque()     # bio-based: requests holding a scheduler tag, waiting for a driver tag
+        self.sleepers = deque()     # bio-based: I/Os whose submitting task sleeps in tag allocation
+
+    def get_tag(self) -> bool:
+        if self.nr_tags and self.tags_used >= self.nr_tags:
+            return False
+        self.tags_used += 1
+        return True
+
+    def get_sched_tag(self) -> bool:
+        if self.nr_sched_tags and self.sched_tags_used >= self.nr_sched_tags:
+            return False
+        self.sched_tags_used += 1
+        return True
+
+
+class BlockLayer:
+    """Tags of every path device, and the dm device's own queue when request-based."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.rq = sim.mp.queue_mode != "bio"
+        self.queues = {d: PathQueue(d.model) for d in sim.devices}
+        # the dm device's hardware queue (request-based)
+        self.waiting = deque()      # dm requests not yet mapped (elevator + hctx->dispatch)
+        self.stalled = False        # the head came back with BLK_STS_RESOURCE (it is on hctx->dispatch)
+        self.sched_restart = False  # BLK_MQ_S_SCHED_RESTART
+        self.run_pending = False
+        self.delay_gen = 0          # a newer delayed run supersedes the pending one (mod_delayed_work)
+        self.resource_stalls = 0    # BLK_STS_RESOURCE returns of dm_mq_queue_rq
+        if self.rq:
+            sim.mp.alloc_clone = self.alloc_clone
+
+    # -- request-based ------------------------------------------------------
+    def insert(self, io) -> None:
+        """A dm request enters the dm queue (submission or requeue); the queue runs."""
+        self.waiting.append(io)
+        self._run_queue()
+
+    def _run_queue(self) -> None:
+        if not self.run_pending:
+            self.run_pending = True
+            self.sim.call_at(self.sim.now, self._run, None)
+
+    def _delayed_run(self, gen) -> None:
+        if gen == self.delay_gen:
+            self._run(None)
+
+    def _run(self, _) -> None:
+        """blk_mq_sched_dispatch_requests on the dm queue: map requests in turn until one gets
+        BLK_STS_RESOURCE."""
+        self.run_pending = False
+        if self.stalled:
+            self.sched_restart = True   # dispatching from hctx->dispatch
+        waiting = self.waiting
+        while waiting:
+            io = waiting.popleft()
+            if not self.sim._map(io):
+                waiting.appendleft(io)
+                self.stalled = True
+                self.resource_stalls += 1
+                if not self.sched_restart:
+                    self._run_queue()
+                else:
+                    self.delay_gen += 1
+                    self.sim.call_at(self.sim.now + BLK_MQ_RESOURCE_DELAY_NS, self._delayed_run, self.delay_gen)
+                return
+        self.stalled = False
+
+    def alloc_clone(self, pgpath, io) -> bool:
+        """blk_mq_alloc_request(path queue, BLK_MQ_REQ_NOWAIT) in multipath_clone_and_map."""
+        q = self.queues[self.sim.dev_of_pgpath[pgpath]]
+        return q.get_sched_tag() if q.nr_sched_tags else q.get_tag()
+
+    def issue_directly(self, io, dev) -> bool:
+        """blk_insert_cloned_request -> blk_mq_request_issue_directly: a clone holding a scheduler
+        tag still needs a driver tag.  Without one the clone is released before it started."""
+        q = self.queues[dev]
+        if not q.nr_sched_tags or q.get_tag():
+            return True
+        io.start_time_ns = 0            # never started: io_start_time_ns stays 0
+        self.sim.mp.release_clone(io)   # the selector's end_io, after its start_io
+        q.sched_tags_used -= 1
+        return False
+
+    # -- bio-based ----------------------------------------------------------
+    def start(self, io, dev) -> bool:
+        """The mapped I/O reaches the path queue.  True: the driver starts it now."""
+        if self.rq:
+            return True
+        q = self.queues[dev]
+        if q.nr_sched_tags:
+            if not q.get_sched_tag():
+                self._sleep(q, io)
+                return False
+            if q.dispatch or not q.get_tag():
+                q.dispatch.append(io)   # in the elevator until a driver tag is free
+                return False
+            return True
+        if not q.get_tag():
+            self._sleep(q, io)
+            return False
+        return True
+
+    def _sleep(self, q, io) -> None:
+        io.job.blocked = True
+        q.sleepers.append(io)
+
+    def _wake(self, io) -> None:
+        job = io.job
+        job.blocked = False
+        self.sim._submit_more(job)
+
+    # -- completion ---------------------------------------------------------
+    def complete(self, io, dev) -> None:
+        """The request on ``dev`` is freed: its tags go back, and whatever waits for them moves."""
+        q = self.queues[dev]
+        sim = self.sim
+        if self.rq:
+            q.tags_used -= 1
+            if q.nr_sched_tags:
+                q.sched_tags_used -= 1
+            # the dm request is freed too: blk_mq_sched_restart re-runs a marked queue
+            if self.sched_restart:
+                self.sched_restart = False
+                if self.waiting:
+                    self._run_queue()
+            return
+        if q.nr_sched_tags:
+            q.sched_tags_used -= 1
+            q.tags_used -= 1
+            if q.dispatch:                      # the path queue runs: next request gets the driver tag
+                q.tags_used += 1
+                sim._start(q.dispatch.popleft(), dev)
+            if q.sleepers:                      # the sleeping task gets the scheduler tag
+                nxt = q.sleepers.popleft()
+                q.sched_tags_used += 1
+                if q.dispatch or not q.get_tag():
+                    q.dispatch.append(nxt)
+                else:
+                    sim._start(nxt, dev)
+                sim.call_at(sim.now, self._wake, nxt)
+            return
+        q.tags_used -= 1
+        if q.sleepers:                          # hand the driver tag to the sleeping task
+            nxt = q.sleepers.popleft()
+            q.tags_used += 1
+            sim._start(nxt, dev)
+            sim.call_at(sim.now, self._wake, nxt)
+
+    def drain(self) -> int:
+        """I/O held here when a run is cut short (counted as pending), dropped."""
+        n = len(self.waiting)
+        self.waiting.clear()
+        for q in self.queues.values():
+            n += len(q.dispatch) + len(q.sleepers)
+            q.dispatch.clear()
+            q.sleepers.clear()
+        return n

@@ -1,0 +1,111 @@
+"""The host's CPUs: where fio's job clones run, and what each I/O costs them.
+
+Each CPU is a server like a path device's: work waits in FIFO order and
+runs for its cost.  An I/O costs ``submit_cost`` on its job's CPU before
+it reaches the multipath target (fio, io_submit, dm's map, the driver's
+queue_rq) and ``complete_cost`` on the same CPU after its device finishes
+(the completion interrupt and softirq run where the request was submitted,
+then fio reaps it) before the target's end_io sees it.  While a job's CPU
+works on its submission the job submits nothing else, as a task in
+io_submit does.  Both costs default to 0, under which no CPU is ever busy
+and results are those of a host with infinitely fast CPUs.
+
+In the kernel lab (qemu TCG) this is the emulation cost of the I/O path,
+which the guest sees as latency; see README "Validation against a real
+kernel" for the calibrated values.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+
+class HostModel:
+    """[host] of a topology: number of CPUs and per-I/O CPU costs in ns."""
+
+    def __init__(self, cpus: int = 1, submit_ns: int = 0, complete_ns: int = 0):
+        if cpus < 1 or submit_ns < 0 or complete_ns < 0:
+            raise ValueError("host: cpus must be >= 1 and costs must not be negative")
+        self.cpus = int(cpus)
+        self.submit_ns = int(submit_ns)
+        self.complete_ns = int(complete_ns)
+
+    @property
+    def costs(self) -> bool:
+        return bool(self.submit_ns or self.complete_ns)
+
+
+class Cpu:
+    __slots__ = ("busy", "queue", "busy_ns", "current")
+
+    def __init__(self):
+        self.busy = False
+        self.queue = deque()    # (cost, fn, arg): arg is the I/O or (I/O, error)
+        self.busy_ns = 0
+        self.current = None
+
+
+class Host:
+    def __init__(self, sim, model: HostModel):
+        self.sim = sim
+        self.model = model
+        self.cpus = [Cpu() for _ in range(model.cpus)]
+
+    def _cpu(self, job) -> Cpu:
+        # a job on CPU n of a bigger machine runs on CPU n mod cpus here
+        return self.cpus[job.cpu % len(self.cpus)]
+
+    def _run(self, cpu: Cpu, cost: int, fn, io) -> None:
+        if cpu.busy:
+            cpu.queue.append((cost, fn, io))
+            return
+        self._begin(cpu, cost, fn, io)
+
+    def _begin(self, cpu: Cpu, cost: int, fn, io) -> None:
+        cpu.busy = True
+        cpu.current = io
+        cpu.busy_ns += cost
+        self.sim.call_at(self.sim.now + cost, self._end, (cpu, fn, io))
+
+    def _end(self, arg) -> None:
+        cpu, fn, io = arg
+        cpu.current = None
+        if cpu.queue:
+            self._begin(cpu, *cpu.queue.popleft())
+        else:
+            cpu.busy = False
+        fn(io)
+
+    # -- the two costs ------------------------------------------------------
+    def submit(self, job, io) -> bool:
+        """Charge the submission of ``io``; True if it is now on (or waiting for) the CPU."""
+        if not self.model.submit_ns:
+            return False
+        job.blocked = True
+        self._run(self._cpu(job), self.model.submit_ns, self._submitted, io)
+        return True
+
+    def _submitted(self, io) -> None:
+        job = io.job
+        job.blocked = False
+        self.sim._dispatch(io)
+        self.sim._submit_more(job)
+
+    def complete(self, io, error) -> None:
+        """The device finished ``io``: charge its completion, then end it in the target."""
+        if not self.model.complete_ns:
+            self.sim._path_done(io, error)
+            return
+        self._run(self._cpu(io.job), self.model.complete_ns, self._completed, (io, error))
+
+    def _completed(self, item) -> None:
+        self.sim._path_done(*item)
+
+    def drain(self) -> int:
+        """I/O waiting for or on a CPU when a run is cut short (counted as pending), dropped."""
+        n = 0
+        for c in self.cpus:
+            n += len(c.queue) + (c.current is not None)
+            c.queue.clear()
+            c.current = None
+            c.busy = False
+        return n
