@@ -19,6 +19,15 @@
     delay = "0us"             # fixed added delay (dm-delay, transport)
     per_kib = "0ns"           # extra service time per KiB of I/O
     faults = [ { at = "2s", action = "fail" }, { at = "4s", action = "reinstate" } ]
+    hw_queue_depth = 32       # driver tags per hardware queue (default: unlimited)
+    nr_hw_queues = 1          # hardware queues; tags = hw_queue_depth x nr_hw_queues
+    scheduler = "none"        # "mq-deadline", "kyber", "bfq": scheduler tags as well
+    nr_requests = 64          # scheduler tags per hw queue (default 2 x min(hw_queue_depth, 128))
+
+    [host]                    # the host's CPUs (sim/host.py); costs default to 0 (free CPUs)
+    cpus = 2                  # fio job clones on CPU n run on CPU n mod cpus
+    submit_cost = "0us"       # CPU time to submit one I/O
+    complete_cost = "0us"     # CPU time to complete one I/O
 
     [[messages]]              # dm messages at given times
     at = "3s"
@@ -38,21 +47,24 @@ except ModuleNotFoundError:  # Python < 3.11
 
 from ..kernel import parse_devt
 from ..selectors import lookup
-from ..sim.devices import Empirical, Exponential, Fault, LogNormal, PathModel, ServiceTime
+from ..sim.devices import SCHEDULERS, Empirical, Exponential, Fault, LogNormal, PathModel, ServiceTime
+from ..sim.host import HostModel
 from ..target import TargetError, construct, mapping_resolver, split_table_line
 from ..timing import VALID_HZ
 from ..units import UnitError, parse_duration_ns
 
 
 class TopologyError(ValueError):
-    pass
+    def __init__(self, msg: str, key: Optional[Tuple[str, str]] = None):
+        super().__init__(msg)
+        self.key = key        # (section, key): load_topology adds the line it is on
 
 
 class Topology:
     def __init__(self, table: str, paths: List[PathModel], *, hz: int = 250, rq_stats: bool = True,
                  force_jiffies_start: bool = False, uptime_ns: int = 3600 * 10 ** 9, seed: int = 1,
                  sched_clock_offset_ns: Optional[int] = None, queue_if_no_path_timeout_secs: int = 0,
-                 nr_cpus: Optional[int] = None,
+                 nr_cpus: Optional[int] = None, host: Optional[HostModel] = None,
                  messages: Sequence[Tuple[int, str]] = (), activation_ns: int = 0, source: str = ""):
         self.table = table
         self.paths = paths
@@ -66,13 +78,15 @@ class Topology:
         self.sched_clock_offset_ns = sched_clock_offset_ns
         self.queue_if_no_path_timeout_secs = queue_if_no_path_timeout_secs
         self.nr_cpus = nr_cpus
+        self.host = host
         self.source = source
 
     def sim_kwargs(self) -> dict:
         return {"hz": self.hz, "rq_stats": self.rq_stats, "force_jiffies_start": self.force_jiffies_start,
                 "uptime_ns": self.uptime_ns, "seed": self.seed, "messages": self.messages,
                 "activation_ns": self.activation_ns, "sched_clock_offset_ns": self.sched_clock_offset_ns,
-                "queue_if_no_path_timeout_secs": self.queue_if_no_path_timeout_secs, "nr_cpus": self.nr_cpus}
+                "queue_if_no_path_timeout_secs": self.queue_if_no_path_timeout_secs, "nr_cpus": self.nr_cpus,
+                **({"host": self.host} if self.host is not None else {})}
 
     def resolver(self):
         return mapping_resolver({p.name: p.devt for p in self.paths})
@@ -133,7 +147,9 @@ def _faults(items, where: str) -> List[Fault]:
     return out
 
 
-_PATH_KEYS = {"devt", "service", "parallelism", "delay", "per_kib", "faults", "fail_latency"}
+_PATH_KEYS = {"devt", "service", "parallelism", "delay", "per_kib", "faults", "fail_latency",
+              "hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests"}
+_HOST_KEYS = {"cpus", "submit_cost", "complete_cost"}
 _MP_KEYS = {"table", "hz", "rq_stats", "force_jiffies_start", "uptime", "seed", "activation",
             "hst_select_clock", "sched_clock_offset", "queue_if_no_path_timeout_secs", "nr_cpus"}
 
@@ -147,7 +163,7 @@ def topology_from_dict(doc: dict, source: str = "", base_dir: str = ".") -> Topo
 
 def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
     src = source or "topology"
-    unknown = set(doc) - {"multipath", "paths", "messages", "description"}
+    unknown = set(doc) - {"multipath", "paths", "messages", "description", "host"}
     if unknown:
         raise TopologyError("%s: unknown section(s) %s" % (src, ", ".join(sorted(unknown))))
     mp = doc.get("multipath")
@@ -182,8 +198,9 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
         par = p.get("parallelism", 1)
         if not isinstance(par, int) or isinstance(par, bool) or par < 1:
             raise TopologyError("%s: %s.parallelism must be a whole number >= 1" % (src, where))
+        blk = _path_queue_keys(p, src, where)
         paths.append(PathModel(
-            name, devt, _service(svc, where), parallelism=par,
+            name, devt, _service(svc, where), parallelism=par, **blk,
             delay_ns=parse_duration_ns(p.get("delay", 0), where + ".delay"),
             ns_per_kib=parse_duration_ns(p.get("per_kib", 0), where + ".per_kib"),
             faults=_faults(p.get("faults", []), where),
@@ -218,13 +235,83 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
     if ncpu is not None and (not isinstance(ncpu, int) or isinstance(ncpu, bool) or not 1 <= ncpu <= 4096):
         raise TopologyError("%s: [multipath] nr_cpus must be a whole number from 1 to 4096" % src)
     topo = Topology(str(mp["table"]), paths, sched_clock_offset_ns=offset, queue_if_no_path_timeout_secs=qto,
-                    nr_cpus=ncpu, hz=hz, rq_stats=mp.get("rq_stats", True),
+                    nr_cpus=ncpu, host=_host(doc.get("host"), src), hz=hz, rq_stats=mp.get("rq_stats", True),
                     force_jiffies_start=mp.get("force_jiffies_start", False),
                     uptime_ns=parse_duration_ns(mp.get("uptime", "1h"), "uptime"), seed=seed,
                     messages=messages, activation_ns=parse_duration_ns(mp.get("activation", 0), "activation"),
                     source=src)
     validate_table(topo)
     return topo
+
+
+def _whole(v, src: str, section: str, key: str) -> int:
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise TopologyError("%s: [%s] %s must be a whole number >= 1, not %r" % (src, section, key, v),
+                            key=(section, key))
+    return v
+
+
+def _path_queue_keys(p: dict, src: str, where: str) -> dict:
+    """hw_queue_depth, nr_hw_queues, scheduler, nr_requests of [paths.X] (sim/blockqueue.py)."""
+    out = {}
+    for key in ("hw_queue_depth", "nr_hw_queues", "nr_requests"):
+        if key in p:
+            out[key] = _whole(p[key], src, where, key)
+    if "scheduler" in p:
+        if p["scheduler"] not in SCHEDULERS:
+            raise TopologyError("%s: [%s] scheduler must be one of %s, not %r"
+                                % (src, where, ", ".join(SCHEDULERS), p["scheduler"]), key=(where, "scheduler"))
+        out["scheduler"] = p["scheduler"]
+    if "nr_requests" in p and out.get("scheduler", "none") == "none":
+        raise TopologyError("%s: [%s] nr_requests needs a scheduler (scheduler tags)" % (src, where),
+                            key=(where, "nr_requests"))
+    return out
+
+
+def _host(h, src: str) -> Optional[HostModel]:
+    if h is None:
+        return None
+    if not isinstance(h, dict):
+        raise TopologyError("%s: [host] must be a table" % src)
+    bad = set(h) - _HOST_KEYS
+    if bad:
+        raise TopologyError("%s: [host] has unknown key(s) %s" % (src, ", ".join(sorted(bad))),
+                            key=("host", sorted(bad)[0]))
+    cpus = _whole(h.get("cpus", 1), src, "host", "cpus")
+    costs = {}
+    for key in ("submit_cost", "complete_cost"):
+        try:
+            v = parse_duration_ns(h.get(key, 0), "[host] " + key)
+        except UnitError as e:
+            raise TopologyError("%s: %s" % (src, e), key=("host", key)) from None
+        if v < 0:
+            raise TopologyError("%s: [host] %s must not be negative" % (src, key), key=("host", key))
+        costs[key] = v
+    return HostModel(cpus, costs["submit_cost"], costs["complete_cost"])
+
+
+def _with_line(e: TopologyError, path: str) -> TopologyError:
+    """Put the line of the offending key into the message (file:line: ...)."""
+    if not e.key:
+        return e
+    section, key = e.key
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return e
+    cur = ""
+    for no, line in enumerate(lines, 1):
+        t = line.split("#", 1)[0].strip()
+        if t.startswith("[") and t.endswith("]"):
+            cur = t.strip("[]").strip().strip('"')
+        elif cur == section and t.split("=", 1)[0].strip() == key:
+            base = os.path.basename(path)
+            msg = str(e)
+            if msg.startswith(base + ":"):
+                msg = msg[len(base) + 1:].lstrip()
+            return TopologyError("%s:%d: %s" % (base, no, msg))
+    return e
 
 
 def validate_table(topo: Topology) -> None:
@@ -251,7 +338,10 @@ def load_topology(path: str) -> Topology:
         raise TopologyError("cannot read topology %s: %s" % (path, e.strerror or e)) from None
     except tomllib.TOMLDecodeError as e:
         raise TopologyError("%s is not valid TOML: %s" % (path, e)) from None
-    return topology_from_dict(doc, os.path.basename(path), os.path.dirname(os.path.abspath(path)))
+    try:
+        return topology_from_dict(doc, os.path.basename(path), os.path.dirname(os.path.abspath(path)))
+    except TopologyError as e:
+        raise _with_line(e, path) from None
 
 
 def rewrite_selector(table: str, name: str, args: Sequence[str] = (), resolver=None) -> str:

@@ -1,0 +1,274 @@
+"""Tags, the blk-mq requeue/restart rules and host CPU costs (sim/blockqueue.py, sim/host.py).
+
+Each trace below is worked out by hand from the kernel's rules (see the
+docstring of sim/blockqueue.py); the comments give the derivation.
+"""
+import pytest
+
+from mpathlab.sim.blockqueue import BLK_MQ_RESOURCE_DELAY_NS
+from mpathlab.sim.devices import Exponential, PathModel, ServiceTime
+from mpathlab.sim.engine import Simulation, simulate
+from mpathlab.sim.host import HostModel
+from mpathlab.workload.fio import JobSpec
+from mpathlab.workload.topology import TopologyError, load_topology
+
+MS = 1_000_000
+
+
+def job(depth, ios=None, runtime_ns=None):
+    j = JobSpec("j")
+    j.rw, j.read_fraction, j.random, j.iodepth = "randwrite", 0.0, True, depth
+    if ios:
+        j.number_ios = ios
+    if runtime_ns:
+        j.runtime_ns, j.time_based = runtime_ns, True
+    return j
+
+
+def table(selector, n, bio=False):
+    feat = "2 queue_mode bio" if bio else "0"
+    return "0 1000 multipath %s 0 1 1 %s 0 %d 1 %s" % (
+        feat, selector, n, " ".join("8:%d 1" % (16 * i) for i in range(n)))
+
+
+def two_paths(**slow):
+    return [PathModel("A", (8, 0), ServiceTime(1 * MS), parallelism=64),
+            PathModel("B", (8, 16), ServiceTime(4 * MS), parallelism=64, **slow)]
+
+
+def record_start_io(sim):
+    """(time in ms, path) of every start_io: the selector's successful mappings."""
+    ps = sim.mp.priority_groups[0].ps
+    log = []
+    orig = ps.start_io
+    names = {p: sim.dev_of_pgpath[p].model.name for p in sim.mp.pgpaths}
+
+    def start_io(path, nr_bytes):
+        log.append((sim.now / MS, names[path]))
+        return orig(path, nr_bytes)
+    ps.start_io = start_io
+    ps.has_io_hooks = True
+    return log
+
+
+def test_request_based_round_robin_one_tag_on_slow_path():
+    # A: 1 ms, unlimited tags; B: 4 ms, one tag (no scheduler).  RR list [A, B],
+    # each selection moves the chosen path to the tail.  iodepth 3, 9 I/Os.
+    # t=0  run: io1->A, io2->B (B's tag), io3->A.
+    # t=1  io1, io3 done; io4, io5 inserted.  io4 selects B: no tag, REQUEUE,
+    #      queue not marked SCHED_RESTART -> re-run at once: marks it, io4
+    #      selects A (ok); io5 selects B: no tag -> delayed run (3 ms).
+    # t=2  io4 done -> restart: io5 -> A; io6 selects B: no tag.
+    # t=3  io5 done -> restart: io6 -> A; io7 selects B: no tag.
+    # t=4  io2 (B) and io6 (A) done; io8, io9 inserted; restart run: io7
+    #      selects A, io8 selects B (free now), io9 selects A.
+    # t=5  io7, io9 done; t=8 io8 done.  A 7 I/Os, B 2; B refused 4 times.
+    sim = Simulation(table("round-robin", 2), two_paths(hw_queue_depth=1), [job(3, ios=9)], engine="python")
+    log = record_start_io(sim)
+    res = sim.run()
+    res.check_accounting()
+    assert log == [(0, "A"), (0, "B"), (0, "A"), (1, "A"), (2, "A"), (3, "A"), (4, "A"), (4, "B"), (4, "A")]
+    assert [p["completed"] for p in res.paths] == [7, 2]
+    assert sim.blk.resource_stalls == 4
+    assert res.jobs[0].end_ns == 8 * MS
+    # without the tag limit round-robin alternates: B gets 4 of 9
+    free = simulate(table("round-robin", 2), two_paths(), [job(3, ios=9)], engine="python")
+    assert [p["completed"] for p in free.paths] == [5, 4]
+
+
+def test_request_based_stall_waits_for_resource_delay_without_completions():
+    # One path, one tag, iodepth 2: io2 finds no tag; the immediate re-run
+    # marks SCHED_RESTART and fails again; io1's completion (4 ms) restarts
+    # the queue before the 3 ms delayed run could matter... use 10 ms so the
+    # delayed run fires first (at 3 ms, fails, re-arms to 6, 9 ms) and the
+    # completion at 10 ms dispatches io2.
+    paths = [PathModel("B", (8, 0), ServiceTime(10 * MS), hw_queue_depth=1)]
+    sim = Simulation(table("round-robin", 1), paths, [job(2, ios=2)], engine="python")
+    log = record_start_io(sim)
+    res = sim.run()
+    assert log == [(0, "B"), (10, "B")]
+    # t=0: fail, immediate re-run fails; delayed runs at 3, 6, 9 ms fail: 5
+    assert sim.blk.resource_stalls == 2 + 3
+    assert res.jobs[0].end_ns == 20 * MS
+    assert BLK_MQ_RESOURCE_DELAY_NS == 3 * MS
+
+
+def test_bio_based_submitter_sleeps_on_full_path():
+    # bio-based RR, A 1 ms unlimited, B 4 ms one tag, no scheduler, iodepth 4, 6 I/Os.
+    # t=0: io1->A, io2->B (tag), io3->A, io4 selects B (start_io runs at map)
+    #      and the task sleeps in tag allocation holding io4.
+    # t=1: io1, io3 done; the task is asleep, so nothing is submitted: A idles.
+    # t=4: io2 done, its tag goes to io4 (B until 8); the task wakes and
+    #      submits io5->A (done 5), io6 selects B and the task sleeps again.
+    # t=8: io4 done, io6 gets the tag (done 12).  A: 3 I/Os, B: 3; end 12 ms.
+    sim = Simulation(table("round-robin", 2, bio=True), two_paths(hw_queue_depth=1), [job(4, ios=6)],
+                     engine="python")
+    log = record_start_io(sim)
+    res = sim.run()
+    res.check_accounting()
+    assert log == [(0, "A"), (0, "B"), (0, "A"), (0, "B"), (4, "A"), (4, "B")]
+    assert [p["completed"] for p in res.paths] == [3, 3]
+    assert res.jobs[0].end_ns == 12 * MS
+    lat = res.jobs[0].write_lat
+    assert (lat.min, lat.max) == (1 * MS, 8 * MS)     # io4: mapped at 0, started at 4, done at 8
+
+
+def test_bio_based_scheduler_tags_queue_in_path_before_sleeping():
+    # B with mq-deadline: 1 driver tag, nr_requests = 2*min(1,128) = 2 scheduler tags.
+    # bio RR, iodepth 6, 6 I/Os: io1 A, io2 B (started), io3 A, io4 B (sched tag,
+    # waits in the elevator), io5 A, io6 B: no scheduler tag, the task sleeps.
+    # t=4: io2 done: io4 starts (to 8); io6 gets the scheduler tag and waits.
+    # t=8: io4 done: io6 starts (to 12).  End 12 ms, A 3, B 3.
+    sim = Simulation(table("round-robin", 2, bio=True), two_paths(hw_queue_depth=1, scheduler="mq-deadline"),
+                     [job(6, ios=6)], engine="python")
+    assert sim.devices[1].model.nr_sched_tags == 2
+    res = sim.run()
+    res.check_accounting()
+    assert [p["completed"] for p in res.paths] == [3, 3]
+    assert res.jobs[0].end_ns == 12 * MS
+    assert res.jobs[0].write_lat.max == 12 * MS
+
+
+def test_request_based_clone_released_without_driver_tag_ends_with_start_zero():
+    # Request-based service-time; both paths 1 tag with mq-deadline (2 scheduler
+    # tags).  iodepth 3: io1->A, io2->B are started (io_start_time_ns = ktime of
+    # the driver's start, t=0).  io3 gets a scheduler tag on A (ST's tie picks
+    # the first of the rotated list) but no driver tag: multipath_release_clone
+    # calls end_io with io_start_time_ns 0, then BLK_STS_RESOURCE.
+    paths = [PathModel("A", (8, 0), ServiceTime(1 * MS), hw_queue_depth=1, scheduler="mq-deadline"),
+             PathModel("B", (8, 16), ServiceTime(1 * MS), hw_queue_depth=1, scheduler="mq-deadline")]
+    sim = Simulation(table("service-time", 2), paths, [job(3, ios=3)], engine="python")
+    ps = sim.mp.priority_groups[0].ps
+    calls = []
+    orig = ps.end_io
+
+    def end_io(path, nr_bytes, start):
+        calls.append((sim.now, sim.dev_of_pgpath[path].model.name, start))
+        return orig(path, nr_bytes, start)
+    ps.end_io = end_io
+    base = sim._base
+    res = sim.run()
+    res.check_accounting()
+    released = [c for c in calls if c[2] == 0]
+    assert released and released[0][0] == 0          # at t=0, before anything started on it
+    done = [c for c in calls if c[2] != 0]
+    assert done[:2] == [(1 * MS, "A", base), (1 * MS, "B", base)]
+    # every start_io was undone: nothing left in flight
+    assert all(ps._info[p].in_flight_size == 0 for p in sim.mp.pgpaths)
+
+
+def test_bio_based_start_time_is_dm_map_not_driver_start():
+    # bio-based selectors time from dm's map (ktime with DM_PS_USE_HR_TIMER),
+    # not from the driver's start: on one path with one tag, io2 is mapped at 0,
+    # waits for io1's tag until 4 ms, and its end_io at 8 ms gets start 0.
+    paths = [PathModel("B", (8, 0), ServiceTime(4 * MS), hw_queue_depth=1)]
+    sim = Simulation(table("historical-service-time", 1, bio=True), paths, [job(2, ios=2)], engine="python")
+    ps = sim.mp.priority_groups[0].ps
+    calls = []
+    orig = ps.end_io
+
+    def end_io(path, nr_bytes, start):
+        calls.append((sim.now, start - sim._base))
+        return orig(path, nr_bytes, start)
+    ps.end_io = end_io
+    sim.run()
+    assert calls == [(4 * MS, 0), (8 * MS, 0)]
+
+
+def test_cpu_cost_is_a_server():
+    # One CPU, submit 100 us, complete 200 us; one path 1 ms, iodepth 2, 2 I/Os.
+    # t=0      io1 submission on the CPU (to 0.1); the task is busy meanwhile
+    # t=0.1    io1 mapped (device to 1.1); io2 created and submitted (CPU to 0.2)
+    # t=0.2    io2 mapped (device to 1.2)
+    # t=1.1    io1 completion on the CPU (to 1.3); t=1.2 io2 waits for the CPU
+    # t=1.3    io1 done (latency 1.3); io2 completion runs to 1.5 (latency 1.4)
+    paths = [PathModel("A", (8, 0), ServiceTime(1 * MS), parallelism=8)]
+    sim = Simulation(table("round-robin", 1), paths, [job(2, ios=2)], engine="python",
+                     host=HostModel(1, 100_000, 200_000))
+    res = sim.run()
+    res.check_accounting()
+    lat = res.jobs[0].write_lat
+    assert (lat.min, lat.max) == (1_300_000, 1_400_000)
+    assert res.jobs[0].end_ns == 1_500_000
+    assert sim.host.cpus[0].busy_ns == 600_000
+
+
+def test_cpu_bound_throughput():
+    # 1 CPU costing 0.5 ms per I/O in all caps IOPS at 2000 whatever the paths can do.
+    paths = [PathModel("A", (8, 0), ServiceTime(0), parallelism=64)]
+    res = simulate(table("round-robin", 1), paths, [job(8, ios=2000)], engine="python",
+                   host=HostModel(1, 200_000, 300_000))
+    assert res.runtime_ns == pytest.approx(2000 * 500_000, rel=0.01)
+
+
+def test_huge_tag_count_gives_exactly_the_old_result():
+    def paths(**kw):
+        return [PathModel("A", (8, 0), Exponential(300_000), parallelism=2, **kw),
+                PathModel("B", (8, 16), Exponential(900_000), parallelism=1, delay_ns=50_000, **kw)]
+    for sel in ("round-robin", "queue-length", "service-time", "historical-service-time"):
+        for bio in (False, True):
+            old = simulate(table(sel, 2, bio), paths(), [job(16, ios=3000)], engine="python", seed=5)
+            new = simulate(table(sel, 2, bio), paths(hw_queue_depth=10 ** 6, scheduler="mq-deadline",
+                                                     nr_requests=10 ** 6),
+                           [job(16, ios=3000)], engine="python", seed=5)
+            assert [p["completed"] for p in new.paths] == [p["completed"] for p in old.paths]
+            assert new.jobs[0].write_lat.mean == old.jobs[0].write_lat.mean
+            assert new.runtime_ns == old.runtime_ns
+            assert new.status_info == old.status_info
+
+
+def test_zero_cpu_cost_host_is_the_old_run():
+    paths = [PathModel("A", (8, 0), Exponential(300_000), parallelism=2),
+             PathModel("B", (8, 16), Exponential(900_000))]
+    old = simulate(table("service-time", 2), paths, [job(8, ios=2000)], engine="python")
+    new = simulate(table("service-time", 2), paths, [job(8, ios=2000)], engine="python", host=HostModel(2))
+    assert new.shares == old.shares and new.runtime_ns == old.runtime_ns
+
+
+def test_hard_stop_counts_io_held_in_queues():
+    # time-based with a stall: everything still waiting in the dm queue, on a
+    # CPU or asleep is counted as pending, so the accounting invariant holds.
+    paths = [PathModel("A", (8, 0), ServiceTime(2 * MS), hw_queue_depth=1)]
+    for bio in (False, True):
+        res = simulate(table("round-robin", 1, bio), paths, [job(8, runtime_ns=20 * MS)], engine="python",
+                       drain_ns=1, host=HostModel(1, 10_000, 10_000))
+        res.check_accounting()
+
+
+def _write(tmp_path, text):
+    p = tmp_path / "t.toml"
+    p.write_text(text)
+    return str(p)
+
+
+BASE = """[multipath]
+table = "0 1000 multipath 0 0 1 1 round-robin 0 1 1 8:0 1"
+[paths.a]
+devt = "8:0"
+service = "1ms"
+"""
+
+
+@pytest.mark.parametrize("extra,line,word", [
+    ("hw_queue_depth = 0\n", 6, "hw_queue_depth"),
+    ("nr_hw_queues = -2\n", 6, "nr_hw_queues"),
+    ("scheduler = \"cfq\"\n", 6, "scheduler"),
+    ("nr_requests = 8\n", 6, "needs a scheduler"),
+    ("[host]\ncpus = 0\n", 7, "cpus"),
+    ("[host]\nsubmit_cost = \"-3us\"\n", 7, "submit_cost"),
+    ("[host]\nsockets = 1\n", 7, "sockets"),
+])
+def test_topology_keys_rejected_with_line(tmp_path, extra, line, word):
+    with pytest.raises(TopologyError) as e:
+        load_topology(_write(tmp_path, BASE + extra))
+    msg = str(e.value)
+    assert msg.startswith("t.toml:%d:" % line) and word in msg and "\n" not in msg
+
+
+def test_topology_keys_reach_the_models(tmp_path):
+    topo = load_topology(_write(tmp_path, BASE + 'hw_queue_depth = 4\nnr_hw_queues = 2\nscheduler = "mq-deadline"\n'
+                                "[host]\ncpus = 2\nsubmit_cost = \"1ms\"\ncomplete_cost = \"2ms\"\n"))
+    m = topo.paths[0]
+    assert (m.nr_tags, m.nr_sched_tags) == (8, 16)      # 2 x min(4, 128) per hw queue
+    assert (topo.host.cpus, topo.host.submit_ns, topo.host.complete_ns) == (2, MS, 2 * MS)
+    assert topo.sim_kwargs()["host"] is topo.host
