@@ -43,6 +43,7 @@ def compare(table, paths, job, **kw):
     assert (a.submitted, a.completed, a.events, a.runtime_ns) == (b.submitted, b.completed, b.events, b.runtime_ns)
     assert a.status_info == b.status_info and a.status_table == b.status_table
     assert a.timeline == b.timeline
+    assert (a.pending, a.stalled) == (b.pending, b.stalled)
     for ja, jb in zip(a.jobs, b.jobs):
         for la, lb in ((ja.read_lat, jb.read_lat), (ja.write_lat, jb.write_lat)):
             assert (la.n, la.min, la.max, la.mean, la._m2, la.hist) == (lb.n, lb.min, lb.max, lb.mean, lb._m2, lb.hist)
@@ -78,6 +79,46 @@ def test_hst_arguments_jobs_runtime_and_startdelay():
     table, paths = make("historical-service-time", ps_args="2 900 2", n=6, k=1)
     compare(table, paths, "[a]\nrw=randread\nbs=4k\niodepth=4\nnumjobs=3\nruntime=20ms\ntime_based\n"
                           "[b]\nrw=write\nbs=8k\niodepth=2\nstartdelay=5ms\nnumber_ios=500\n")
+
+
+def _tagged(paths, depths, scheds):
+    for p, qd, sc in zip(paths, depths, scheds):
+        p.hw_queue_depth, p.scheduler = qd, sc
+    return paths
+
+
+@pytest.mark.parametrize("selector", sorted(PER_PATH))
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+@pytest.mark.parametrize("sched", ["none", "mq-deadline", "mixed"])
+def test_same_results_with_tags(selector, mode, sched):
+    # finite tags on every path (mixed depths), with and without scheduler tags
+    table, paths = make(selector, mode, k=8)
+    scheds = {"none": ["none"] * 4, "mq-deadline": ["mq-deadline"] * 4,
+              "mixed": ["mq-deadline", "none", "none", "mq-deadline"]}[sched]
+    _tagged(paths, [1, 4, 2, 8], scheds)
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=32\nnumber_ios=3000\n")
+    assert a.completed == 3000
+
+
+@pytest.mark.parametrize("selector", sorted(PER_PATH))
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+@pytest.mark.parametrize("costs", [(20_000, 30_000), (0, 40_000), (25_000, 0)])
+def test_same_results_with_cpu_costs_and_tags(selector, mode, costs):
+    from mpathlab.sim.host import HostModel
+    table, paths = make(selector, mode, k=4)
+    _tagged(paths, [2, 0, 3, 0], ["none", "none", "mq-deadline", "none"])
+    compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=16\nnumjobs=3\nnumber_ios=800\n",
+            host=HostModel(2, *costs))
+
+
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+def test_same_results_cut_short_with_io_held_in_queues(mode):
+    from mpathlab.sim.host import HostModel
+    table, paths = make("service-time", mode, k=1)
+    _tagged(paths, [1, 1, 2, 1], ["none", "mq-deadline", "none", "none"])
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=64\nruntime=5ms\ntime_based\n",
+                host=HostModel(1, 5_000, 5_000), drain_ns=1)
+    assert a.stalled and a.pending > 0
 
 
 def test_ineligible_configurations_fall_back_or_refuse():

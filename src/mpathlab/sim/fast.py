@@ -64,8 +64,6 @@ def eligible(sim) -> str:
         return "faults, messages and dispatch windows need the Python engine"
     if any(_dist(d.model.service) is None for d in sim.devices):
         return "custom service-time distribution"
-    if sim.blk is not None or sim.host is not None:
-        return "path tags and host CPU costs need the Python engine"
     if len(sim._groups) > 1:
         return "stonewall groups need the Python engine"
     if mp.queued_bios or any(j.submitted for j in sim.jobs):
@@ -97,13 +95,16 @@ def try_run_fast(sim) -> bool:
             "seed": d.seed, "rt": getattr(info, "relative_throughput", 1),
             "hst": getattr(info, "hst", 0), "outstanding": getattr(info, "outstanding", 0),
             "stale_after": getattr(info, "stale_after", 0), "last_finish": getattr(info, "last_finish", 0),
+            "nr_tags": d.model.nr_tags if sim.blk is not None else 0,
+            "nr_sched_tags": d.model.nr_sched_tags if sim.blk is not None else 0,
         }
     order = [index[sim.dev_of_pgpath[pi.path]] for pi in ps._valid]
     is_hst = type(ps) is HistoricalServiceTime
     jobs_cfg = [{"bs": j.spec.bs, "iodepth": j.spec.iodepth,
                  "remaining": -1 if j.remaining is None else j.remaining,
                  "stop_ns": -1 if j.stop_ns is None else j.stop_ns, "startdelay_ns": j.spec.startdelay_ns,
-                 "read_fraction": float(j.spec.read_fraction), "seed": j.seed} for j in sim.jobs]
+                 "read_fraction": float(j.spec.read_fraction), "seed": j.seed,
+                 "cpu": j.cpu} for j in sim.jobs]
     expected, horizon, hard_stop, tl_step, tl_count = sim.run_plan()
     bio = mp.queue_mode == "bio"
     cfg = {
@@ -120,6 +121,11 @@ def try_run_fast(sim) -> bool:
         "expected": expected, "horizon": horizon,
         "hard_stop": -1 if hard_stop is None else hard_stop,
         "progress": sim.progress,
+        "blk": int(sim.blk is not None),
+        "host": int(sim.host is not None),
+        "ncpus": sim.host.model.cpus if sim.host is not None else 1,
+        "submit_cost": sim.host.model.submit_ns if sim.host is not None else 0,
+        "complete_cost": sim.host.model.complete_ns if sim.host is not None else 0,
     }
     out = _fastcore.simulate(cfg)
     _write_back(sim, out, info_of_dev)
@@ -161,4 +167,9 @@ def _write_back(sim, out, info_of_dev) -> None:
     res.submitted, res.completed, res.events = out["submitted"], out["completed"], out["events"]
     res.pending, res.stalled = out["pending"], bool(out["stalled"])
     res.timeline = [(t, dict(zip(names, counts))) for t, counts in out["timeline"]]
+    if sim.blk is not None:
+        sim.blk.resource_stalls = out["resource_stalls"]
+    if sim.host is not None:
+        for c, busy in zip(sim.host.cpus, out["cpu_busy_ns"]):
+            c.busy_ns = busy
     res.engine = "compiled"
