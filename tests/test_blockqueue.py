@@ -272,3 +272,18 @@ def test_topology_keys_reach_the_models(tmp_path):
     assert (m.nr_tags, m.nr_sched_tags) == (8, 16)      # 2 x min(4, 128) per hw queue
     assert (topo.host.cpus, topo.host.submit_ns, topo.host.complete_ns) == (2, MS, 2 * MS)
     assert topo.sim_kwargs()["host"] is topo.host
+
+
+def test_wake_cost_only_when_the_cpu_was_idle():
+    # 1 CPU: submit 100 us, complete 200 us, wake 1 ms; path 1 ms; iodepth 1, 2 I/Os.
+    # t=0    io1 submission: the CPU was idle only since 0 (now): no wake -> 0.1
+    # t=1.1  completion finds the CPU idle since 0.1: wakes 1 ms, works 0.2 -> 2.3
+    # t=2.3  io2 submission: idle since 2.3 = now, no wake -> 2.4; device -> 3.4
+    # t=3.4  completion wakes again -> 4.6.  Both latencies 2.3 ms; CPU busy 0.6 ms.
+    paths = [PathModel("A", (8, 0), ServiceTime(1 * MS))]
+    sim = Simulation(table("round-robin", 1), paths, [job(1, ios=2)], engine="python",
+                     host=HostModel(1, 100_000, 200_000, wake_ns=1 * MS))
+    res = sim.run()
+    lat = res.jobs[0].write_lat
+    assert (lat.min, lat.max, res.jobs[0].end_ns) == (2_300_000, 2_300_000, 4_600_000)
+    assert sim.host.cpus[0].busy_ns == 600_000

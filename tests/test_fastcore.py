@@ -102,7 +102,7 @@ def test_same_results_with_tags(selector, mode, sched):
 
 @pytest.mark.parametrize("selector", sorted(PER_PATH))
 @pytest.mark.parametrize("mode", ["rq", "bio"])
-@pytest.mark.parametrize("costs", [(20_000, 30_000), (0, 40_000), (25_000, 0)])
+@pytest.mark.parametrize("costs", [(20_000, 30_000), (0, 40_000), (25_000, 0), (20_000, 30_000, 400_000)])
 def test_same_results_with_cpu_costs_and_tags(selector, mode, costs):
     from mpathlab.sim.host import HostModel
     table, paths = make(selector, mode, k=4)

@@ -273,7 +273,7 @@ typedef struct {
     int busy;
     int64_t current;        /* io on the CPU, -1 when idle */
     ring_t queue;           /* ios waiting, each knows its work (io_t.cpu_work) */
-    int64_t busy_ns;
+    int64_t busy_ns, idle_since;
 } cpu_t;
 
 typedef struct {
@@ -308,7 +308,7 @@ typedef struct {
     /* host (sim/host.py): host = a CPU cost is set */
     int host, ncpus;
     cpu_t *cpus;
-    int64_t submit_ns_cost, complete_ns_cost;
+    int64_t submit_ns_cost, complete_ns_cost, wake_ns_cost;
     /* results */
     int64_t submitted, completed, events;
     int first_choice;       /* index of the first path chosen (current_pgpath) */
@@ -740,14 +740,14 @@ static int blk_wake(sim_t *s, int64_t id)
 }
 
 /* ------------------------------------------------------------ host (host.py) */
-static int cpu_begin(sim_t *s, int ci, int64_t id)
+static int cpu_begin(sim_t *s, int ci, int64_t id, int64_t wake)
 {
     cpu_t *c = &s->cpus[ci];
     int64_t cost = s->ios[id].cpu_work == WORK_SUBMIT ? s->submit_ns_cost : s->complete_ns_cost;
     c->busy = 1;
     c->current = id;
     c->busy_ns += cost;
-    return push_ev(s, s->now + cost, EV_CPU, ci);
+    return push_ev(s, s->now + wake + cost, EV_CPU, ci);
 }
 
 static int cpu_run(sim_t *s, int64_t id, int work)
@@ -756,7 +756,7 @@ static int cpu_run(sim_t *s, int64_t id, int work)
     s->ios[id].cpu_work = work;
     if (s->cpus[ci].busy)
         return ring_push(&s->cpus[ci].queue, id);
-    return cpu_begin(s, ci, id);
+    return cpu_begin(s, ci, id, s->now > s->cpus[ci].idle_since ? s->wake_ns_cost : 0);
 }
 
 /* Host._end */
@@ -766,9 +766,10 @@ static int cpu_end(sim_t *s, int ci)
     int64_t id = c->current;
     c->current = -1;
     if (c->queue.len) {
-        if (cpu_begin(s, ci, ring_pop(&c->queue)) < 0) return -1;
+        if (cpu_begin(s, ci, ring_pop(&c->queue), 0) < 0) return -1;
     } else {
         c->busy = 0;
+        c->idle_since = s->now;
     }
     if (s->ios[id].cpu_work == WORK_SUBMIT) {     /* Host._submitted */
         int ji = s->ios[id].job;
@@ -1052,6 +1053,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.ncpus = (int)get_i64(cfg, "ncpus", &err);
     s.submit_ns_cost = get_i64(cfg, "submit_cost", &err);
     s.complete_ns_cost = get_i64(cfg, "complete_cost", &err);
+    s.wake_ns_cost = get_i64(cfg, "wake_cost", &err);
     s.progress = PyDict_GetItemString(cfg, "progress");
     if (!s.progress) s.progress = Py_None;
     s.first_choice = -1;

@@ -126,6 +126,7 @@ def try_run_fast(sim) -> bool:
         "ncpus": sim.host.model.cpus if sim.host is not None else 1,
         "submit_cost": sim.host.model.submit_ns if sim.host is not None else 0,
         "complete_cost": sim.host.model.complete_ns if sim.host is not None else 0,
+        "wake_cost": sim.host.model.wake_ns if sim.host is not None else 0,
     }
     out = _fastcore.simulate(cfg)
     _write_back(sim, out, info_of_dev)

@@ -7,7 +7,9 @@ queue_rq) and ``complete_cost`` on the same CPU after its device finishes
 (the completion interrupt and softirq run where the request was submitted,
 then fio reaps it) before the target's end_io sees it.  While a job's CPU
 works on its submission the job submits nothing else, as a task in
-io_submit does.  Both costs default to 0, under which no CPU is ever busy
+io_submit does.  ``wake_cost`` is the latency of waking an idle CPU
+(a halted vCPU, a deep C-state): work that finds its CPU idle since an
+earlier instant starts that much later.  All three default to 0, under which no CPU is ever busy
 and results are those of a host with infinitely fast CPUs.
 
 In the kernel lab (qemu TCG) this is the emulation cost of the I/O path,
@@ -22,12 +24,13 @@ from collections import deque
 class HostModel:
     """[host] of a topology: number of CPUs and per-I/O CPU costs in ns."""
 
-    def __init__(self, cpus: int = 1, submit_ns: int = 0, complete_ns: int = 0):
-        if cpus < 1 or submit_ns < 0 or complete_ns < 0:
+    def __init__(self, cpus: int = 1, submit_ns: int = 0, complete_ns: int = 0, wake_ns: int = 0):
+        if cpus < 1 or submit_ns < 0 or complete_ns < 0 or wake_ns < 0:
             raise ValueError("host: cpus must be >= 1 and costs must not be negative")
         self.cpus = int(cpus)
         self.submit_ns = int(submit_ns)
         self.complete_ns = int(complete_ns)
+        self.wake_ns = int(wake_ns)
 
     @property
     def costs(self) -> bool:
@@ -35,10 +38,11 @@ class HostModel:
 
 
 class Cpu:
-    __slots__ = ("busy", "queue", "busy_ns", "current")
+    __slots__ = ("busy", "queue", "busy_ns", "current", "idle_since")
 
     def __init__(self):
         self.busy = False
+        self.idle_since = 0
         self.queue = deque()    # (cost, fn, arg): arg is the I/O or (I/O, error)
         self.busy_ns = 0
         self.current = None
@@ -58,13 +62,14 @@ class Host:
         if cpu.busy:
             cpu.queue.append((cost, fn, io))
             return
-        self._begin(cpu, cost, fn, io)
+        now = self.sim.now
+        self._begin(cpu, cost, fn, io, self.model.wake_ns if now > cpu.idle_since else 0)
 
-    def _begin(self, cpu: Cpu, cost: int, fn, io) -> None:
+    def _begin(self, cpu: Cpu, cost: int, fn, io, wake: int = 0) -> None:
         cpu.busy = True
         cpu.current = io
         cpu.busy_ns += cost
-        self.sim.call_at(self.sim.now + cost, self._end, (cpu, fn, io))
+        self.sim.call_at(self.sim.now + wake + cost, self._end, (cpu, fn, io))
 
     def _end(self, arg) -> None:
         cpu, fn, io = arg
@@ -73,6 +78,7 @@ class Host:
             self._begin(cpu, *cpu.queue.popleft())
         else:
             cpu.busy = False
+            cpu.idle_since = self.sim.now
         fn(io)
 
     # -- the two costs ------------------------------------------------------

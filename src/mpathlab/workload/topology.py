@@ -28,6 +28,7 @@
     cpus = 2                  # fio job clones on CPU n run on CPU n mod cpus
     submit_cost = "0us"       # CPU time to submit one I/O
     complete_cost = "0us"     # CPU time to complete one I/O
+    wake_cost = "0us"         # latency of waking an idle CPU (halted vCPU, deep C-state)
 
     [[messages]]              # dm messages at given times
     at = "3s"
@@ -149,7 +150,7 @@ def _faults(items, where: str) -> List[Fault]:
 
 _PATH_KEYS = {"devt", "service", "parallelism", "delay", "per_kib", "faults", "fail_latency",
               "hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests"}
-_HOST_KEYS = {"cpus", "submit_cost", "complete_cost"}
+_HOST_KEYS = {"cpus", "submit_cost", "complete_cost", "wake_cost"}
 _MP_KEYS = {"table", "hz", "rq_stats", "force_jiffies_start", "uptime", "seed", "activation",
             "hst_select_clock", "sched_clock_offset", "queue_if_no_path_timeout_secs", "nr_cpus"}
 
@@ -279,7 +280,7 @@ def _host(h, src: str) -> Optional[HostModel]:
                             key=("host", sorted(bad)[0]))
     cpus = _whole(h.get("cpus", 1), src, "host", "cpus")
     costs = {}
-    for key in ("submit_cost", "complete_cost"):
+    for key in ("submit_cost", "complete_cost", "wake_cost"):
         try:
             v = parse_duration_ns(h.get(key, 0), "[host] " + key)
         except UnitError as e:
@@ -287,7 +288,7 @@ def _host(h, src: str) -> Optional[HostModel]:
         if v < 0:
             raise TopologyError("%s: [host] %s must not be negative" % (src, key), key=("host", key))
         costs[key] = v
-    return HostModel(cpus, costs["submit_cost"], costs["complete_cost"])
+    return HostModel(cpus, costs["submit_cost"], costs["complete_cost"], costs["wake_cost"])
 
 
 def _with_line(e: TopologyError, path: str) -> TopologyError:
