@@ -1,0 +1,53 @@
+"""The simulator against the kernel lab (Debian 6.1 dm-multipath over null_blk in qemu).
+
+validation/kernel-lab/results.json comes from the kernel-lab branch (issue 9);
+README "Validation against a real kernel" explains the model of the guest
+and every cell.  Each cell's identical paths are compared as a group.
+"""
+import json
+import os
+
+from conftest import require
+from mpathlab import validate
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, validate.DEFAULT_RESULTS)
+
+# Cells the model does not reproduce, with the reason (README): HST at depth
+# 64 with unlimited tags on a CPU-saturated, contended guest keeps sending
+# the slow path 7-8% where the model starves it.
+KNOWN_OUTSIDE = {
+    "T4u historical-service-time bio d64",
+    "T4u historical-service-time mq d64",
+}
+
+
+def test_every_kernel_cell_within_tolerance():
+    path = require(RESULTS, "the kernel lab's results (validation/kernel-lab/results.json, branch i9-lab)")
+    with open(path) as f:
+        cells = json.load(f)
+    rows = validate.compare(cells)
+    checked = [r for r in rows if r["cell"] not in KNOWN_OUTSIDE]
+    assert len(checked) >= 12
+    kinds = {(r["cell"].split()[2], r["cell"].split()[3]) for r in checked}
+    assert {("bio", "d1"), ("bio", "d64"), ("mq", "d1"), ("mq", "d64")} <= kinds
+    bad = ["%s: kernel %.3f sim %.3f" % (r["cell"], r["kernel"][r["worst_path"]], r["sim"][r["worst_path"]])
+           for r in checked if abs(r["diff"]) > validate.TOLERANCE]
+    assert not bad, bad
+    # every cell the table excuses is in the data (a renamed cell is not silently excused)
+    assert KNOWN_OUTSIDE <= {r["cell"] for r in rows}
+
+
+def test_validate_cli_prints_table(capsys):
+    path = require(RESULTS, "the kernel lab's results (validation/kernel-lab/results.json, branch i9-lab)")
+    assert validate.main([path, "--filter", "T4q round-robin mq d64", "--runtime", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("| cell |") and "T4q round-robin mq d64" in out
+
+
+def test_validate_cli_bad_file(tmp_path, capsys):
+    p = tmp_path / "r.json"
+    p.write_text("{not json")
+    assert validate.main([str(p)]) == 3
+    err = capsys.readouterr().err
+    assert "r.json" in err and err.count("\n") == 1
