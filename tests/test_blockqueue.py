@@ -310,3 +310,22 @@ def test_finite_queues_do_not_explain_the_2020_depth64_hst_column():
         t.sched_clock_offset_ns = None
         res = run_simulation(t, jobs, selector="historical-service-time")
         assert res.shares["sdd"] < 0.03
+
+
+@pytest.mark.parametrize("bio", [False, True])
+@pytest.mark.parametrize("selector", ["round-robin", "service-time", "historical-service-time"])
+def test_faults_with_tags_and_cpus_keep_accounting(bio, selector):
+    # a path failing and coming back while I/O waits for its tags (in the dm
+    # queue, asleep, or in the path queue): nothing is lost or counted twice
+    from mpathlab.sim.devices import Fault
+    paths = [PathModel("A", (8, 0), Exponential(1 * MS), parallelism=4, hw_queue_depth=2, scheduler="mq-deadline"),
+             PathModel("B", (8, 16), Exponential(3 * MS), parallelism=4, hw_queue_depth=1,
+                       faults=[Fault(20 * MS, "fail"), Fault(60 * MS, "reinstate", reinstate_after_ns=5 * MS)])]
+    feat = "3 queue_mode bio queue_if_no_path" if bio else "1 queue_if_no_path"
+    t = "0 1000 multipath %s 0 1 1 %s 0 2 1 8:0 1 8:16 1" % (feat, selector)
+    for engine in ("python", "auto"):
+        res = simulate(t, paths, [job(16, ios=2000)], engine=engine, host=HostModel(2, 20_000, 10_000))
+        res.check_accounting()
+        assert res.completed + res.errored == 2000
+        assert res.paths[1]["errors"] > 0 and res.errored == 0   # queue_if_no_path: every I/O completes
+        assert "queue_if_no_path" in res.status_table
