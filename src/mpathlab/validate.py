@@ -32,12 +32,14 @@ DEFAULT_RESULTS = os.path.join("validation", "kernel-lab", "results.json")
 SUBMIT_COST_NS = 45_000
 COMPLETE_COST_NS = 30_000
 SUBMIT_FRACTION = SUBMIT_COST_NS / (SUBMIT_COST_NS + COMPLETE_COST_NS)
-# A run whose guest CPU was saturated (one of the 2 CPUs busy: >= 0.45 of
-# both) was CPU-bound, and how much CPU an I/O cost in it depended on the
-# load other tenants put on the host's 2 cores at the time (the lab's
-# calibration ran at loadavg ~0.6-2, T4u/T10 at ~3-4.5).  For such cells
-# the model takes the run's measured guest CPU time per I/O instead.
-SATURATED = 0.45
+# A run whose guest CPU was (nearly) saturated (>= 0.35 of the 2 CPUs busy,
+# i.e. 70% of the one CPU that runs the fio job and its completions) was
+# CPU-bound, and how much CPU an I/O cost in it depended on the load other
+# tenants put on the host's 2 cores at the time (the lab's calibration ran
+# at loadavg ~0.6-2, T4u/T10 at ~3-4.5) and, with full paths, on the CPU
+# the kernel burnt on failed maps (not otherwise modelled).  For such
+# cells the model takes the run's measured guest CPU time per I/O.
+SATURATED = 0.35
 # An idle vCPU wakes late (depth-1 runs on 4 ms paths take 4.9-5.3 ms per
 # I/O), but a constant [host] wake_cost of 1 ms, charged whenever a
 # completion finds the CPU idle, also hits the depth-64 bio-based runs
