@@ -329,3 +329,23 @@ def test_faults_with_tags_and_cpus_keep_accounting(bio, selector):
         assert res.completed + res.errored == 2000
         assert res.paths[1]["errors"] > 0 and res.errored == 0   # queue_if_no_path: every I/O completes
         assert "queue_if_no_path" in res.status_table
+
+
+@pytest.mark.parametrize("bio", [False, True])
+def test_each_cpu_uses_its_own_hardware_queue(bio):
+    # One path, 1 ms, one tag per hardware queue; two job clones (CPUs 0 and 1),
+    # iodepth 1, 2 I/Os each.  Two hardware queues: each clone has a tag of its
+    # own, both finish at 2 ms.  One: the four I/Os share the tag and run one
+    # after another (bio: each clone sleeps while the other holds it): 4 ms.
+    def run(nr_hw_queues):
+        paths = [PathModel("A", (8, 0), ServiceTime(1 * MS), parallelism=4, hw_queue_depth=1,
+                           nr_hw_queues=nr_hw_queues)]
+        j = job(1, ios=2)
+        j.numjobs = 2
+        res = simulate(table("round-robin", 1, bio), paths, [j], engine="python")
+        res.check_accounting()
+        return [c.end_ns for c in res.jobs], res.paths[0]["peak_in_flight"]
+    assert run(2) == ([2 * MS, 2 * MS], 2)
+    ends, peak = run(1)
+    # bio-based: the sleeping clone's I/O is already mapped to the path (in flight for dm)
+    assert max(ends) == 4 * MS and peak == (2 if bio else 1)

@@ -112,6 +112,17 @@ def test_same_results_with_cpu_costs_and_tags(selector, mode, costs):
 
 
 @pytest.mark.parametrize("mode", ["rq", "bio"])
+def test_same_results_with_hardware_queues_per_cpu(mode):
+    from mpathlab.sim.host import HostModel
+    table, paths = make("queue-length", mode, k=4)
+    _tagged(paths, [1, 2, 1, 3], ["none", "mq-deadline", "none", "none"])
+    for p, n in zip(paths, (2, 3, 1, 2)):
+        p.nr_hw_queues = n
+    compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=8\nnumjobs=3\nnumber_ios=600\n",
+            host=HostModel(3, 10_000, 10_000))
+
+
+@pytest.mark.parametrize("mode", ["rq", "bio"])
 def test_same_results_cut_short_with_io_held_in_queues(mode):
     from mpathlab.sim.host import HostModel
     table, paths = make("service-time", mode, k=1)

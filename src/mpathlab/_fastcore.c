@@ -191,10 +191,16 @@ typedef struct {
     int32_t qlen_sel;       /* queue-length: atomic int */
     int32_t inflight_size;  /* service-time: atomic int */
     uint64_t hst, outstanding, stale_after, last_finish;
-    /* the path's request_queue (sim/blockqueue.py PathQueue); 0 = unlimited */
+    /* the path's hardware queues (sim/blockqueue.py Hctx) */
+    int nhw;
+    struct hctx *hw;
+} path_t;
+
+/* sim/blockqueue.py Hctx: one hardware queue's tags (0 = unlimited / no scheduler) and waiters */
+typedef struct hctx {
     int64_t nr_tags, nr_sched_tags, tags_used, sched_tags_used;
     ring_t dispatch, sleepers;
-} path_t;
+} hctx_t;
 
 typedef struct {
     int64_t bs, iodepth, remaining, stop_ns, startdelay_ns, inflight, submitted, completed, end_ns;
@@ -578,14 +584,15 @@ static int map_io(sim_t *s, int64_t id)
     if (s->first_choice < 0) s->first_choice = pi;
     path_t *p = &s->paths[pi];
     io->path = pi;
+    hctx_t *q = &p->hw[job->cpu % p->nhw];      /* BlockLayer._hctx */
     if (s->blk && !s->bio) {
         /* BlockLayer.alloc_clone: BLK_MQ_REQ_NOWAIT; no tag -> DM_MAPIO_REQUEUE, no start_io */
-        if (p->nr_sched_tags) {
-            if (p->sched_tags_used >= p->nr_sched_tags) return 0;
-            p->sched_tags_used++;
+        if (q->nr_sched_tags) {
+            if (q->sched_tags_used >= q->nr_sched_tags) return 0;
+            q->sched_tags_used++;
         } else {
-            if (p->nr_tags && p->tags_used >= p->nr_tags) return 0;
-            p->tags_used++;
+            if (q->nr_tags && q->tags_used >= q->nr_tags) return 0;
+            q->tags_used++;
         }
     }
     if (s->bio)
@@ -593,15 +600,15 @@ static int map_io(sim_t *s, int64_t id)
     else
         io->start_time_ns = s->rq_stats ? s->base_ns + s->now : 0;
     sel_start(s, p, job->bs);
-    if (s->blk && !s->bio && p->nr_sched_tags) {
+    if (s->blk && !s->bio && q->nr_sched_tags) {
         /* BlockLayer.issue_directly: the clone needs a driver tag too */
-        if (p->nr_tags && p->tags_used >= p->nr_tags) {
+        if (q->nr_tags && q->tags_used >= q->nr_tags) {
             io->start_time_ns = 0;
             sel_end(s, p, job->bs, 0);      /* multipath_release_clone */
-            p->sched_tags_used--;
+            q->sched_tags_used--;
             return 0;
         }
-        p->tags_used++;
+        q->tags_used++;
     }
     p->dispatched++;
     p->in_flight++;
@@ -661,10 +668,10 @@ static int blk_run(sim_t *s)
     return 0;
 }
 
-static int blk_sleep(sim_t *s, int64_t id, path_t *p)
+static int blk_sleep(sim_t *s, int64_t id, hctx_t *q)
 {
     s->jobs[s->ios[id].job].blocked = 1;
-    return ring_push(&p->sleepers, id);
+    return ring_push(&q->sleepers, id);
 }
 
 /* BlockLayer.start: 1 the driver starts it now, 0 it waits, -1 error */
@@ -672,28 +679,30 @@ static int blk_start(sim_t *s, int64_t id, path_t *p)
 {
     if (!s->bio)
         return 1;
-    if (p->nr_sched_tags) {
-        if (p->sched_tags_used >= p->nr_sched_tags)
-            return blk_sleep(s, id, p) < 0 ? -1 : 0;
-        p->sched_tags_used++;
-        if (p->dispatch.len || (p->nr_tags && p->tags_used >= p->nr_tags))
-            return ring_push(&p->dispatch, id) < 0 ? -1 : 0;
-        p->tags_used++;
+    hctx_t *q = &p->hw[s->jobs[s->ios[id].job].cpu % p->nhw];
+    if (q->nr_sched_tags) {
+        if (q->sched_tags_used >= q->nr_sched_tags)
+            return blk_sleep(s, id, q) < 0 ? -1 : 0;
+        q->sched_tags_used++;
+        if (q->dispatch.len || (q->nr_tags && q->tags_used >= q->nr_tags))
+            return ring_push(&q->dispatch, id) < 0 ? -1 : 0;
+        q->tags_used++;
         return 1;
     }
-    if (p->nr_tags && p->tags_used >= p->nr_tags)
-        return blk_sleep(s, id, p) < 0 ? -1 : 0;
-    p->tags_used++;
+    if (q->nr_tags && q->tags_used >= q->nr_tags)
+        return blk_sleep(s, id, q) < 0 ? -1 : 0;
+    q->tags_used++;
     return 1;
 }
 
 /* BlockLayer.complete */
-static int blk_complete(sim_t *s, path_t *p)
+static int blk_complete(sim_t *s, path_t *p, int64_t id)
 {
+    hctx_t *q = &p->hw[s->jobs[s->ios[id].job].cpu % p->nhw];
     if (!s->bio) {
-        p->tags_used--;
-        if (p->nr_sched_tags)
-            p->sched_tags_used--;
+        q->tags_used--;
+        if (q->nr_sched_tags)
+            q->sched_tags_used--;
         if (s->sched_restart) {
             s->sched_restart = 0;
             if (s->waiting.len)
@@ -701,30 +710,30 @@ static int blk_complete(sim_t *s, path_t *p)
         }
         return 0;
     }
-    if (p->nr_sched_tags) {
-        p->sched_tags_used--;
-        p->tags_used--;
-        if (p->dispatch.len) {
-            p->tags_used++;
-            if (start_io_on_path(s, ring_pop(&p->dispatch)) < 0) return -1;
+    if (q->nr_sched_tags) {
+        q->sched_tags_used--;
+        q->tags_used--;
+        if (q->dispatch.len) {
+            q->tags_used++;
+            if (start_io_on_path(s, ring_pop(&q->dispatch)) < 0) return -1;
         }
-        if (p->sleepers.len) {
-            int64_t nxt = ring_pop(&p->sleepers);
-            p->sched_tags_used++;
-            if (p->dispatch.len || (p->nr_tags && p->tags_used >= p->nr_tags)) {
-                if (ring_push(&p->dispatch, nxt) < 0) return -1;
+        if (q->sleepers.len) {
+            int64_t nxt = ring_pop(&q->sleepers);
+            q->sched_tags_used++;
+            if (q->dispatch.len || (q->nr_tags && q->tags_used >= q->nr_tags)) {
+                if (ring_push(&q->dispatch, nxt) < 0) return -1;
             } else {
-                p->tags_used++;
+                q->tags_used++;
                 if (start_io_on_path(s, nxt) < 0) return -1;
             }
             return push_ev(s, s->now, EV_WAKE, nxt);
         }
         return 0;
     }
-    p->tags_used--;
-    if (p->sleepers.len) {
-        int64_t nxt = ring_pop(&p->sleepers);
-        p->tags_used++;
+    q->tags_used--;
+    if (q->sleepers.len) {
+        int64_t nxt = ring_pop(&q->sleepers);
+        q->tags_used++;
         if (start_io_on_path(s, nxt) < 0) return -1;
         return push_ev(s, s->now, EV_WAKE, nxt);
     }
@@ -851,7 +860,7 @@ static int complete_io(sim_t *s, int64_t id)
     else
         start = (uint64_t)io->start_time_ns;
     sel_end(s, p, job->bs, start);
-    if (s->blk && blk_complete(s, p) < 0) return -1;
+    if (s->blk && blk_complete(s, p, id) < 0) return -1;
     p->completed++;
     job->inflight--;
     job->completed++;
@@ -998,8 +1007,11 @@ static void sim_free(sim_t *s)
         for (int i = 0; i < s->npaths; i++) {
             PyMem_Free(s->paths[i].queue);
             PyMem_Free(s->paths[i].samples);
-            PyMem_Free(s->paths[i].dispatch.v);
-            PyMem_Free(s->paths[i].sleepers.v);
+            for (int h = 0; s->paths[i].hw && h < s->paths[i].nhw; h++) {
+                PyMem_Free(s->paths[i].hw[h].dispatch.v);
+                PyMem_Free(s->paths[i].hw[h].sleepers.v);
+            }
+            PyMem_Free(s->paths[i].hw);
         }
     }
     if (s->jobs) {
@@ -1107,8 +1119,14 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         p->outstanding = get_u64(pd, "outstanding", &err);
         p->stale_after = get_u64(pd, "stale_after", &err);
         p->last_finish = get_u64(pd, "last_finish", &err);
-        p->nr_tags = get_i64(pd, "nr_tags", &err);
-        p->nr_sched_tags = get_i64(pd, "nr_sched_tags", &err);
+        p->nhw = (int)get_i64(pd, "nr_hw_queues", &err);
+        if (p->nhw < 1) p->nhw = 1;
+        p->hw = PyMem_Calloc((size_t)p->nhw, sizeof(hctx_t));
+        if (!p->hw) { sim_free(&s); return PyErr_NoMemory(); }
+        for (int h = 0; h < p->nhw; h++) {
+            p->hw[h].nr_tags = get_i64(pd, "hctx_tags", &err);
+            p->hw[h].nr_sched_tags = get_i64(pd, "hctx_sched_tags", &err);
+        }
         mt_seed_u64(&p->rng, get_u64(pd, "seed", &err));
         PyObject *smp = PyDict_GetItemString(pd, "samples");
         if (smp && PyList_Check(smp) && PyList_GET_SIZE(smp)) {
@@ -1161,7 +1179,9 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
             if (s.heap.ev[i].kind == EV_DONE || s.heap.ev[i].kind == EV_ARRIVE) pending++;
         pending += s.waiting.len;
         for (int i = 0; i < s.npaths; i++) {
-            pending += s.paths[i].qlen + s.paths[i].dispatch.len + s.paths[i].sleepers.len;
+            pending += s.paths[i].qlen;
+            for (int h = 0; h < s.paths[i].nhw; h++)
+                pending += s.paths[i].hw[h].dispatch.len + s.paths[i].hw[h].sleepers.len;
             s.paths[i].in_flight = 0;
         }
         for (int i = 0; i < s.ncpus; i++)

@@ -36,6 +36,11 @@ bio-based (dm.c __map_bio, dm-mpath.c __multipath_map_bio)
     the request then waits in the path queue for a driver tag, dispatched
     (in order) when one is freed.
 
+Hardware queues: each of a path's ``nr_hw_queues`` has its own tags (and
+scheduler tags); an I/O uses the one of the CPU it is mapped on (its fio
+job's CPU, modulo nr_hw_queues, as blk_mq_map_queue maps CPUs to hardware
+queues), so one job on one CPU sees ``hw_queue_depth`` tags per path.
+
 Time stamps: blk_mq_start_request stamps io_start_time_ns when the driver
 starts a request; in this model a request-based clone that gets its tags is
 started in the same instant it is mapped (null_blk starts it in queue_rq),
@@ -49,14 +54,14 @@ from collections import deque
 BLK_MQ_RESOURCE_DELAY_NS = 3 * 1_000_000     # blk-mq.c BLK_MQ_RESOURCE_DELAY (3 ms)
 
 
-class PathQueue:
-    """The request_queue of one path device: its tags and what waits for them."""
+class Hctx:
+    """One hardware queue of a path device: its tags and what waits for them."""
 
     __slots__ = ("nr_tags", "nr_sched_tags", "tags_used", "sched_tags_used", "dispatch", "sleepers")
 
     def __init__(self, model):
-        self.nr_tags = model.nr_tags                # 0 = unlimited
-        self.nr_sched_tags = model.nr_sched_tags    # 0 = no scheduler (or unlimited)
+        self.nr_tags = model.hctx_tags              # 0 = unlimited
+        self.nr_sched_tags = model.hctx_sched_tags  # 0 = no scheduler
         self.tags_used = 0
         self.sched_tags_used = 0
         self.dispatch = deque()     # bio-based: requests holding a scheduler tag, waiting for a driver tag
@@ -81,7 +86,7 @@ class BlockLayer:
     def __init__(self, sim):
         self.sim = sim
         self.rq = sim.mp.queue_mode != "bio"
-        self.queues = {d: PathQueue(d.model) for d in sim.devices}
+        self.queues = {d: [Hctx(d.model) for _ in range(d.model.nr_hw_queues)] for d in sim.devices}
         # the dm device's hardware queue (request-based)
         self.waiting = deque()      # dm requests not yet mapped (elevator + hctx->dispatch)
         self.stalled = False        # the head came back with BLK_STS_RESOURCE (it is on hctx->dispatch)
@@ -128,15 +133,20 @@ class BlockLayer:
                 return
         self.stalled = False
 
+    def _hctx(self, dev, io) -> Hctx:
+        """The hardware queue of ``dev`` for the CPU ``io`` is mapped on."""
+        hw = self.queues[dev]
+        return hw[io.job.cpu % len(hw)]
+
     def alloc_clone(self, pgpath, io) -> bool:
         """blk_mq_alloc_request(path queue, BLK_MQ_REQ_NOWAIT) in multipath_clone_and_map."""
-        q = self.queues[self.sim.dev_of_pgpath[pgpath]]
+        q = self._hctx(self.sim.dev_of_pgpath[pgpath], io)
         return q.get_sched_tag() if q.nr_sched_tags else q.get_tag()
 
     def issue_directly(self, io, dev) -> bool:
         """blk_insert_cloned_request -> blk_mq_request_issue_directly: a clone holding a scheduler
         tag still needs a driver tag.  Without one the clone is released before it started."""
-        q = self.queues[dev]
+        q = self._hctx(dev, io)
         if not q.nr_sched_tags or q.get_tag():
             return True
         io.start_time_ns = 0            # never started: io_start_time_ns stays 0
@@ -149,7 +159,7 @@ class BlockLayer:
         """The mapped I/O reaches the path queue.  True: the driver starts it now."""
         if self.rq:
             return True
-        q = self.queues[dev]
+        q = self._hctx(dev, io)
         if q.nr_sched_tags:
             if not q.get_sched_tag():
                 self._sleep(q, io)
@@ -175,7 +185,7 @@ class BlockLayer:
     # -- completion ---------------------------------------------------------
     def complete(self, io, dev) -> None:
         """The request on ``dev`` is freed: its tags go back, and whatever waits for them moves."""
-        q = self.queues[dev]
+        q = self._hctx(dev, io)
         sim = self.sim
         if self.rq:
             q.tags_used -= 1
@@ -213,8 +223,9 @@ class BlockLayer:
         """I/O held here when a run is cut short (counted as pending), dropped."""
         n = len(self.waiting)
         self.waiting.clear()
-        for q in self.queues.values():
-            n += len(q.dispatch) + len(q.sleepers)
-            q.dispatch.clear()
-            q.sleepers.clear()
+        for hw in self.queues.values():
+            for q in hw:
+                n += len(q.dispatch) + len(q.sleepers)
+                q.dispatch.clear()
+                q.sleepers.clear()
         return n

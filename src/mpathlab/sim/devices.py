@@ -156,18 +156,27 @@ class PathModel:
         self.nr_requests = int(nr_requests)
 
     @property
-    def nr_tags(self) -> int:
-        """Driver tags (hw_queue_depth per hardware queue); 0 = unlimited."""
-        return self.hw_queue_depth * self.nr_hw_queues
+    def hctx_tags(self) -> int:
+        """Driver tags of each hardware queue (hw_queue_depth); 0 = unlimited."""
+        return self.hw_queue_depth
 
     @property
-    def nr_sched_tags(self) -> int:
-        """Scheduler tags when an I/O scheduler is attached (0 = none or unlimited).
+    def hctx_sched_tags(self) -> int:
+        """Scheduler tags of each hardware queue when an I/O scheduler is attached (0 = none).
         blk_mq_init_sched sets nr_requests to 2 * min(queue_depth, BLKDEV_DEFAULT_RQ=128)."""
         if self.scheduler == "none":
             return 0
-        nr = self.nr_requests or 2 * min(self.hw_queue_depth or BLKDEV_DEFAULT_RQ, BLKDEV_DEFAULT_RQ)
-        return nr * self.nr_hw_queues
+        return self.nr_requests or 2 * min(self.hw_queue_depth or BLKDEV_DEFAULT_RQ, BLKDEV_DEFAULT_RQ)
+
+    @property
+    def nr_tags(self) -> int:
+        """Driver tags of the whole device; 0 = unlimited."""
+        return self.hctx_tags * self.nr_hw_queues
+
+    @property
+    def nr_sched_tags(self) -> int:
+        """Scheduler tags of the whole device; 0 = no scheduler."""
+        return self.hctx_sched_tags * self.nr_hw_queues
 
     @property
     def devname(self) -> str:

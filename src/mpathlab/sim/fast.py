@@ -95,8 +95,9 @@ def try_run_fast(sim) -> bool:
             "seed": d.seed, "rt": getattr(info, "relative_throughput", 1),
             "hst": getattr(info, "hst", 0), "outstanding": getattr(info, "outstanding", 0),
             "stale_after": getattr(info, "stale_after", 0), "last_finish": getattr(info, "last_finish", 0),
-            "nr_tags": d.model.nr_tags if sim.blk is not None else 0,
-            "nr_sched_tags": d.model.nr_sched_tags if sim.blk is not None else 0,
+            "nr_hw_queues": d.model.nr_hw_queues if sim.blk is not None else 1,
+            "hctx_tags": d.model.hctx_tags if sim.blk is not None else 0,
+            "hctx_sched_tags": d.model.hctx_sched_tags if sim.blk is not None else 0,
         }
     order = [index[sim.dev_of_pgpath[pi.path]] for pi in ps._valid]
     is_hst = type(ps) is HistoricalServiceTime
