@@ -257,6 +257,8 @@ service = "1ms"
     ("[host]\ncpus = 0\n", 7, "cpus"),
     ("[host]\nsubmit_cost = \"-3us\"\n", 7, "submit_cost"),
     ("[host]\nsockets = 1\n", 7, "sockets"),
+    ("[host]\nsteal = 1.5\n", 7, "steal"),
+    ("[host]\nsteal_period = \"0ms\"\n", 7, "steal_period"),
 ])
 def test_topology_keys_rejected_with_line(tmp_path, extra, line, word):
     with pytest.raises(TopologyError) as e:
@@ -271,6 +273,7 @@ def test_topology_keys_reach_the_models(tmp_path):
     m = topo.paths[0]
     assert (m.nr_tags, m.nr_sched_tags) == (8, 16)      # 2 x min(4, 128) per hw queue
     assert (topo.host.cpus, topo.host.submit_ns, topo.host.complete_ns) == (2, MS, 2 * MS)
+    assert (topo.host.steal, topo.host.steal_period_ns) == (0.0, 6 * MS)
     assert topo.sim_kwargs()["host"] is topo.host
 
 
@@ -349,3 +352,24 @@ def test_each_cpu_uses_its_own_hardware_queue(bio):
     ends, peak = run(1)
     # bio-based: the sleeping clone's I/O is already mapped to the path (in flight for dm)
     assert max(ends) == 4 * MS and peak == (2 if bio else 1)
+
+
+def test_steal_takes_the_cpu_in_pieces():
+    # 1 CPU, submit 100 us, complete 100 us, steal 0.5 of every 1 ms (500 us
+    # arriving at t = 1, 2, ... ms, queued behind the work in service); path
+    # 300 us; iodepth 1, 3 I/Os.
+    # io1: CPU 0-0.1, device 0.1-0.4, CPU 0.4-0.5: done 0.5 (latency 0.5)
+    # io2: CPU 0.5-0.6, device 0.6-0.9, CPU 0.9-1.0; the steal arriving at 1.0
+    #      (its event is older) queues behind it and runs 1.0-1.5; io2 done 1.0
+    # io3: created at 1.0, submission waits for the steal: CPU 1.5-1.6, device
+    #      1.6-1.9, CPU 1.9-2.0 (the steal of 2.0 queues behind it): done 2.0 (latency 1.0)
+    # at 3.0 nothing is left to run and the steals stop.  CPU busy 6 x 0.1 + 2 x 0.5.
+    paths = [PathModel("A", (8, 0), ServiceTime(300_000))]
+    sim = Simulation(table("round-robin", 1), paths, [job(1, ios=3)], engine="python",
+                     host=HostModel(1, 100_000, 100_000, steal=0.5, steal_period_ns=1 * MS))
+    res = sim.run()
+    res.check_accounting()
+    assert res.jobs[0].end_ns == 2 * MS
+    lat = res.jobs[0].write_lat
+    assert (lat.min, lat.max) == (500_000, 1 * MS)
+    assert sim.host.cpus[0].busy_ns == 6 * 100_000 + 2 * 500_000

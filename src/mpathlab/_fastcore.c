@@ -137,7 +137,8 @@ static void lat_add(lat_stats *s, int64_t v)
 enum { SEL_RR = 0, SEL_QL = 1, SEL_ST = 2, SEL_HST = 3 };
 enum { DIST_CONST = 0, DIST_EXP = 1, DIST_LOGNORMAL = 2, DIST_EMPIRICAL = 3 };
 /* EV_RUNQ .. EV_CPU are the Python engine's EV_CALL events of sim/blockqueue.py and sim/host.py */
-enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_RUNQ = 3, EV_DELAYRUN = 4, EV_WAKE = 5, EV_CPU = 6 };
+enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_RUNQ = 3, EV_DELAYRUN = 4, EV_WAKE = 5, EV_CPU = 6,
+       EV_STEAL = 7 };
 
 #define BLK_MQ_RESOURCE_DELAY_NS 3000000LL
 
@@ -314,7 +315,7 @@ typedef struct {
     /* host (sim/host.py): host = a CPU cost is set */
     int host, ncpus;
     cpu_t *cpus;
-    int64_t submit_ns_cost, complete_ns_cost, wake_ns_cost;
+    int64_t submit_ns_cost, complete_ns_cost, wake_ns_cost, steal_ns, steal_period_ns;
     /* results */
     int64_t submitted, completed, events;
     int first_choice;       /* index of the first path chosen (current_pgpath) */
@@ -749,14 +750,43 @@ static int blk_wake(sim_t *s, int64_t id)
 }
 
 /* ------------------------------------------------------------ host (host.py) */
+/* id -1: other tenants' work (Host._steal) */
 static int cpu_begin(sim_t *s, int ci, int64_t id, int64_t wake)
 {
     cpu_t *c = &s->cpus[ci];
-    int64_t cost = s->ios[id].cpu_work == WORK_SUBMIT ? s->submit_ns_cost : s->complete_ns_cost;
+    int64_t cost = id < 0 ? s->steal_ns
+                 : s->ios[id].cpu_work == WORK_SUBMIT ? s->submit_ns_cost : s->complete_ns_cost;
     c->busy = 1;
     c->current = id;
     c->busy_ns += cost;
     return push_ev(s, s->now + wake + cost, EV_CPU, ci);
+}
+
+static int cpu_run_on(sim_t *s, int ci, int64_t id)
+{
+    if (s->cpus[ci].busy)
+        return ring_push(&s->cpus[ci].queue, id);
+    return cpu_begin(s, ci, id, s->now > s->cpus[ci].idle_since ? s->wake_ns_cost : 0);
+}
+
+/* Simulation._active */
+static int sim_active(sim_t *s)
+{
+    for (int i = 0; i < s->njobs; i++) {
+        job_t *j = &s->jobs[i];
+        if (j->inflight || (j->remaining != 0 && (j->stop_ns < 0 || s->now < j->stop_ns)))
+            return 1;
+    }
+    return 0;
+}
+
+/* Host._steal */
+static int cpu_steal(sim_t *s, int ci)
+{
+    if (!sim_active(s))
+        return 0;
+    if (cpu_run_on(s, ci, -1) < 0) return -1;
+    return push_ev(s, s->now + s->steal_period_ns, EV_STEAL, ci);
 }
 
 static int cpu_run(sim_t *s, int64_t id, int work)
@@ -780,6 +810,8 @@ static int cpu_end(sim_t *s, int ci)
         c->busy = 0;
         c->idle_since = s->now;
     }
+    if (id < 0)
+        return 0;
     if (s->ios[id].cpu_work == WORK_SUBMIT) {     /* Host._submitted */
         int ji = s->ios[id].job;
         s->jobs[ji].blocked = 0;
@@ -943,6 +975,8 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
             if (blk_wake(s, e.obj) < 0) return -1;
         } else if (e.kind == EV_CPU) {
             if (cpu_end(s, (int)e.obj) < 0) return -1;
+        } else if (e.kind == EV_STEAL) {
+            if (cpu_steal(s, (int)e.obj) < 0) return -1;
         } else {
             if (submit_more(s, (int)e.obj) < 0) return -1;
         }
@@ -1066,6 +1100,8 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.submit_ns_cost = get_i64(cfg, "submit_cost", &err);
     s.complete_ns_cost = get_i64(cfg, "complete_cost", &err);
     s.wake_ns_cost = get_i64(cfg, "wake_cost", &err);
+    s.steal_ns = get_i64(cfg, "steal_ns", &err);
+    s.steal_period_ns = get_i64(cfg, "steal_period", &err);
     s.progress = PyDict_GetItemString(cfg, "progress");
     if (!s.progress) s.progress = Py_None;
     s.first_choice = -1;
@@ -1158,6 +1194,9 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
 
     int stalled = 0;
     int rc = 0;
+    if (s.host && s.steal_ns)           /* Host.start */
+        for (int i = 0; i < s.ncpus && rc == 0; i++)
+            rc = push_ev(&s, s.steal_period_ns, EV_STEAL, i);
     for (int i = 0; i < s.njobs && rc == 0; i++) {
         if (s.jobs[i].startdelay_ns)
             rc = push_ev(&s, s.jobs[i].startdelay_ns, EV_SUBMIT, i);
@@ -1184,8 +1223,12 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
                 pending += s.paths[i].hw[h].dispatch.len + s.paths[i].hw[h].sleepers.len;
             s.paths[i].in_flight = 0;
         }
-        for (int i = 0; i < s.ncpus; i++)
-            pending += s.cpus[i].queue.len + (s.cpus[i].current >= 0);
+        for (int i = 0; i < s.ncpus; i++) {
+            ring_t *r = &s.cpus[i].queue;
+            for (int64_t k = 0; k < r->len; k++)
+                pending += r->v[(r->head + k) % r->cap] >= 0;  /* -1: other tenants' work */
+            pending += s.cpus[i].current >= 0;
+        }
     }
     PyObject *rcpus = PyList_New(s.ncpus);
     if (!rcpus) { sim_free(&s); return NULL; }

@@ -478,6 +478,8 @@ class Simulation:
             if self.engine == "compiled":
                 raise ValueError("the compiled core cannot run this simulation: %s" % fast.eligible(self))
         self.result.engine = "python"
+        if self.host is not None:
+            self.host.start()
         for job in self._groups[0] if self._groups else []:
             if job.spec.startdelay_ns:
                 self._push(job.spec.startdelay_ns, EV_SUBMIT, job)
@@ -561,6 +563,12 @@ class Simulation:
         if res.stalled:
             res.pending += self._drain_pending(heap)
         return self._finish()
+
+    def _active(self) -> bool:
+        """Some job still has I/O in flight or may submit more."""
+        now = self.now
+        return any(j.inflight or (not j.stopped and (j.remaining is None or j.remaining > 0)
+                                  and (j.stop_ns is None or now < j.stop_ns)) for j in self.jobs)
 
     def run_plan(self):
         """(expected I/Os, horizon, hard stop, timeline step in ns, timeline step in

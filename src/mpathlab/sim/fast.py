@@ -128,6 +128,8 @@ def try_run_fast(sim) -> bool:
         "submit_cost": sim.host.model.submit_ns if sim.host is not None else 0,
         "complete_cost": sim.host.model.complete_ns if sim.host is not None else 0,
         "wake_cost": sim.host.model.wake_ns if sim.host is not None else 0,
+        "steal_ns": sim.host.model.steal_ns if sim.host is not None else 0,
+        "steal_period": sim.host.model.steal_period_ns if sim.host is not None else 1,
     }
     out = _fastcore.simulate(cfg)
     _write_back(sim, out, info_of_dev)

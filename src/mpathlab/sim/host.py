@@ -9,7 +9,12 @@ then fio reaps it) before the target's end_io sees it.  While a job's CPU
 works on its submission the job submits nothing else, as a task in
 io_submit does.  ``wake_cost`` is the latency of waking an idle CPU
 (a halted vCPU, a deep C-state): work that finds its CPU idle since an
-earlier instant starts that much later.  All three default to 0, under which no CPU is ever busy
+earlier instant starts that much later.  ``steal`` is the fraction of each
+CPU that other tenants take (a vCPU descheduled by a busy host): every
+``steal_period`` each CPU gets ``steal x steal_period`` of foreign work,
+queued behind what is already waiting (a model of preemption that keeps
+the CPU a FIFO server), so completions are then handled in bursts.  All
+default to 0, under which no CPU is ever busy
 and results are those of a host with infinitely fast CPUs.
 
 In the kernel lab (qemu TCG) this is the emulation cost of the I/O path,
@@ -24,17 +29,31 @@ from collections import deque
 class HostModel:
     """[host] of a topology: number of CPUs and per-I/O CPU costs in ns."""
 
-    def __init__(self, cpus: int = 1, submit_ns: int = 0, complete_ns: int = 0, wake_ns: int = 0):
+    def __init__(self, cpus: int = 1, submit_ns: int = 0, complete_ns: int = 0, wake_ns: int = 0,
+                 steal: float = 0.0, steal_period_ns: int = 6_000_000):
         if cpus < 1 or submit_ns < 0 or complete_ns < 0 or wake_ns < 0:
             raise ValueError("host: cpus must be >= 1 and costs must not be negative")
+        if not 0.0 <= steal < 1.0 or steal_period_ns < 1:
+            raise ValueError("host: steal must be from 0 to below 1 and steal_period positive")
+        self.steal = float(steal)
+        self.steal_period_ns = int(steal_period_ns)
         self.cpus = int(cpus)
         self.submit_ns = int(submit_ns)
         self.complete_ns = int(complete_ns)
         self.wake_ns = int(wake_ns)
 
     @property
+    def steal_ns(self) -> int:
+        """Foreign work per CPU per steal_period."""
+        return int(self.steal * self.steal_period_ns)
+
+    @property
     def costs(self) -> bool:
-        return bool(self.submit_ns or self.complete_ns)
+        return bool(self.submit_ns or self.complete_ns or self.steal_ns)
+
+
+def _nothing(_) -> None:
+    pass
 
 
 class Cpu:
@@ -53,6 +72,18 @@ class Host:
         self.sim = sim
         self.model = model
         self.cpus = [Cpu() for _ in range(model.cpus)]
+
+    def start(self) -> None:
+        """At the start of a run: other tenants begin taking their share of each CPU."""
+        if self.model.steal_ns:
+            for i in range(len(self.cpus)):
+                self.sim.call_at(self.sim.now + self.model.steal_period_ns, self._steal, i)
+
+    def _steal(self, i) -> None:
+        if not self.sim._active():
+            return      # nothing left to run: let the event loop end
+        self._run(self.cpus[i], self.model.steal_ns, _nothing, None)
+        self.sim.call_at(self.sim.now + self.model.steal_period_ns, self._steal, i)
 
     def _cpu(self, job) -> Cpu:
         # a job on CPU n of a bigger machine runs on CPU n mod cpus here
@@ -110,7 +141,8 @@ class Host:
         """I/O waiting for or on a CPU when a run is cut short (counted as pending), dropped."""
         n = 0
         for c in self.cpus:
-            n += len(c.queue) + (c.current is not None)
+            # other tenants' work carries no I/O (arg None)
+            n += sum(1 for _, _, arg in c.queue if arg is not None) + (c.current is not None)
             c.queue.clear()
             c.current = None
             c.busy = False

@@ -29,6 +29,8 @@
     submit_cost = "0us"       # CPU time to submit one I/O
     complete_cost = "0us"     # CPU time to complete one I/O
     wake_cost = "0us"         # latency of waking an idle CPU (halted vCPU, deep C-state)
+    steal = 0.0               # fraction of each CPU other tenants take (a busy host descheduling a vCPU)
+    steal_period = "6ms"      # ... taken in one piece every steal_period
 
     [[messages]]              # dm messages at given times
     at = "3s"
@@ -150,7 +152,7 @@ def _faults(items, where: str) -> List[Fault]:
 
 _PATH_KEYS = {"devt", "service", "parallelism", "delay", "per_kib", "faults", "fail_latency",
               "hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests"}
-_HOST_KEYS = {"cpus", "submit_cost", "complete_cost", "wake_cost"}
+_HOST_KEYS = {"cpus", "submit_cost", "complete_cost", "wake_cost", "steal", "steal_period"}
 _MP_KEYS = {"table", "hz", "rq_stats", "force_jiffies_start", "uptime", "seed", "activation",
             "hst_select_clock", "sched_clock_offset", "queue_if_no_path_timeout_secs", "nr_cpus"}
 
@@ -288,7 +290,18 @@ def _host(h, src: str) -> Optional[HostModel]:
         if v < 0:
             raise TopologyError("%s: [host] %s must not be negative" % (src, key), key=("host", key))
         costs[key] = v
-    return HostModel(cpus, costs["submit_cost"], costs["complete_cost"], costs["wake_cost"])
+    steal = h.get("steal", 0.0)
+    if isinstance(steal, bool) or not isinstance(steal, (int, float)) or not 0 <= steal < 1:
+        raise TopologyError("%s: [host] steal must be a fraction from 0 to below 1, not %r" % (src, steal),
+                            key=("host", "steal"))
+    try:
+        period = parse_duration_ns(h.get("steal_period", "6ms"), "[host] steal_period")
+    except UnitError as e:
+        raise TopologyError("%s: %s" % (src, e), key=("host", "steal_period")) from None
+    if period < 1:
+        raise TopologyError("%s: [host] steal_period must be positive" % src, key=("host", "steal_period"))
+    return HostModel(cpus, costs["submit_cost"], costs["complete_cost"], costs["wake_cost"],
+                     steal=float(steal), steal_period_ns=period)
 
 
 def _with_line(e: TopologyError, path: str) -> TopologyError:
