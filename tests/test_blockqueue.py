@@ -373,3 +373,11 @@ def test_steal_takes_the_cpu_in_pieces():
     lat = res.jobs[0].write_lat
     assert (lat.min, lat.max) == (500_000, 1 * MS)
     assert sim.host.cpus[0].busy_ns == 6 * 100_000 + 2 * 500_000
+
+
+def test_best_counts_only_the_servers_tags_can_fill():
+    from mpathlab.sim.devices import best_distribution
+    a = PathModel("a", (8, 0), ServiceTime(1 * MS), parallelism=8, hw_queue_depth=2)
+    b = PathModel("b", (8, 16), ServiceTime(1 * MS), parallelism=2)
+    c = PathModel("c", (8, 32), ServiceTime(1 * MS), parallelism=2, hw_queue_depth=1, nr_hw_queues=4)
+    assert best_distribution([a, b, c], 4096) == {"a": 1 / 3, "b": 1 / 3, "c": 1 / 3}

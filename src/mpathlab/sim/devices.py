@@ -186,9 +186,11 @@ class PathModel:
         return self.service.mean_ns + self.ns_per_kib * nr_bytes / 1024.0
 
     def capacity_iops(self, nr_bytes: int) -> float:
-        """I/Os per second the device completes when saturated (delay costs nothing)."""
+        """I/Os per second the device completes when saturated (delay costs nothing).
+        With fewer driver tags than servers only that many I/Os can be served at once."""
         m = self.mean_service_ns(nr_bytes)
-        return float("inf") if m <= 0 else self.parallelism * 1e9 / m
+        servers = min(self.parallelism, self.nr_tags) if self.nr_tags else self.parallelism
+        return float("inf") if m <= 0 else servers * 1e9 / m
 
 
 def best_distribution(models: Sequence[PathModel], nr_bytes: int) -> dict:
