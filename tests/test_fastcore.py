@@ -129,7 +129,8 @@ def test_same_results_with_steal(mode, selector):
     table, paths = make(selector, mode, k=4)
     _tagged(paths, [2, 0, 3, 0], ["none", "none", "mq-deadline", "none"])
     compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=16\nnumjobs=2\nnumber_ios=1500\n",
-            host=HostModel(2, 20_000, 30_000, wake_ns=5_000, steal=0.3, steal_period_ns=700_000))
+            host=HostModel(2, 20_000, 30_000, wake_ns=5_000, steal=0.3, steal_period_ns=700_000,
+                           work_latency_ns=150_000))
     compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=16\nruntime=30ms\ntime_based\n",
             host=HostModel(1, 20_000, 30_000, steal=0.4, steal_period_ns=1_000_000))
 

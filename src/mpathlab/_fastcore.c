@@ -137,7 +137,7 @@ static void lat_add(lat_stats *s, int64_t v)
 enum { SEL_RR = 0, SEL_QL = 1, SEL_ST = 2, SEL_HST = 3 };
 enum { DIST_CONST = 0, DIST_EXP = 1, DIST_LOGNORMAL = 2, DIST_EMPIRICAL = 3 };
 /* EV_RUNQ .. EV_CPU are the Python engine's EV_CALL events of sim/blockqueue.py and sim/host.py */
-enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_RUNQ = 3, EV_DELAYRUN = 4, EV_WAKE = 5, EV_CPU = 6,
+enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_RUNQ = 3, EV_WORK = 4, EV_WAKE = 5, EV_CPU = 6,
        EV_STEAL = 7 };
 
 #define BLK_MQ_RESOURCE_DELAY_NS 3000000LL
@@ -311,7 +311,7 @@ typedef struct {
     int blk;
     ring_t waiting;         /* the dm queue, request-based */
     int stalled, sched_restart, run_pending;
-    int64_t delay_gen, resource_stalls;
+    int64_t work_gen, work_latency, resource_stalls;
     /* host (sim/host.py): host = a CPU cost is set */
     int host, ncpus;
     cpu_t *cpus;
@@ -630,8 +630,10 @@ static int dispatch(sim_t *s, int64_t id)
 }
 
 /* ------------------------------------------------- block layer (blockqueue.py) */
-static int blk_run_queue(sim_t *s)
+/* BlockLayer.insert: a submission runs the queue synchronously (once per instant) */
+static int blk_insert(sim_t *s, int64_t id)
 {
+    if (ring_push(&s->waiting, id) < 0) return -1;
     if (!s->run_pending) {
         s->run_pending = 1;
         return push_ev(s, s->now, EV_RUNQ, 0);
@@ -639,16 +641,16 @@ static int blk_run_queue(sim_t *s)
     return 0;
 }
 
-static int blk_insert(sim_t *s, int64_t id)
+/* BlockLayer._mod_work: hctx->run_work, the latest request wins */
+static int blk_mod_work(sim_t *s, int64_t delay_ns)
 {
-    if (ring_push(&s->waiting, id) < 0) return -1;
-    return blk_run_queue(s);
+    s->work_gen++;
+    return push_ev(s, s->now + delay_ns + s->work_latency, EV_WORK, s->work_gen);
 }
 
 /* BlockLayer._run */
 static int blk_run(sim_t *s)
 {
-    s->run_pending = 0;
     if (s->stalled)
         s->sched_restart = 1;
     while (s->waiting.len) {
@@ -658,10 +660,7 @@ static int blk_run(sim_t *s)
         if (r == 0) {
             s->stalled = 1;
             s->resource_stalls++;
-            if (!s->sched_restart)
-                return blk_run_queue(s);
-            s->delay_gen++;
-            return push_ev(s, s->now + BLK_MQ_RESOURCE_DELAY_NS, EV_DELAYRUN, s->delay_gen);
+            return blk_mod_work(s, s->sched_restart ? BLK_MQ_RESOURCE_DELAY_NS : 0);
         }
         ring_pop(&s->waiting);
     }
@@ -707,7 +706,7 @@ static int blk_complete(sim_t *s, path_t *p, int64_t id)
         if (s->sched_restart) {
             s->sched_restart = 0;
             if (s->waiting.len)
-                return blk_run_queue(s);
+                return blk_mod_work(s, 0);
         }
         return 0;
     }
@@ -967,10 +966,11 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
             }
         } else if (e.kind == EV_ARRIVE) {
             if (arrive(s, e.obj) < 0) return -1;
-        } else if (e.kind == EV_RUNQ) {
+        } else if (e.kind == EV_RUNQ) {         /* BlockLayer._sync_run */
+            s->run_pending = 0;
             if (blk_run(s) < 0) return -1;
-        } else if (e.kind == EV_DELAYRUN) {
-            if (e.obj == s->delay_gen && blk_run(s) < 0) return -1;
+        } else if (e.kind == EV_WORK) {         /* BlockLayer._work */
+            if (e.obj == s->work_gen && blk_run(s) < 0) return -1;
         } else if (e.kind == EV_WAKE) {
             if (blk_wake(s, e.obj) < 0) return -1;
         } else if (e.kind == EV_CPU) {
@@ -1102,6 +1102,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.wake_ns_cost = get_i64(cfg, "wake_cost", &err);
     s.steal_ns = get_i64(cfg, "steal_ns", &err);
     s.steal_period_ns = get_i64(cfg, "steal_period", &err);
+    s.work_latency = get_i64(cfg, "work_latency", &err);
     s.progress = PyDict_GetItemString(cfg, "progress");
     if (!s.progress) s.progress = Py_None;
     s.first_choice = -1;

@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Tuple
 from .sim.devices import PathModel, ServiceTime
 from .sim.engine import simulate
 from .sim.host import HostModel
-from .workload.fio import JobSpec
+from .workload.fio import parse_fio
 
 DEFAULT_RESULTS = os.path.join("validation", "kernel-lab", "results.json")
 
@@ -78,13 +78,23 @@ def table_line(c: dict) -> str:
 
 def path_models(c: dict) -> List[PathModel]:
     out = []
+    sched = c.get("path_scheduler") or "none"
+    if sched == "default":
+        sched = "none"      # what the lab's null_blk paths get in 6.1 (STATUS.md)
+    reps = c.get("repeats") or [{}]
+    nr_requests = ((reps[0].get("nr_requests") or {}).get("paths") or []) if sched != "none" else []
     for i, p in enumerate(c["paths"]):
         qd = int(p.get("hw_queue_depth") or UNLIMITED)
+        sched_kw = {}
+        if sched != "none":
+            sched_kw["scheduler"] = sched
+            if i < len(nr_requests) and nr_requests[i]:
+                sched_kw["nr_requests"] = int(nr_requests[i])
         # null_blk's submit_queues = 2 in the lab: one hardware queue per guest
         # CPU, each with hw_queue_depth tags; the one fio job uses CPU 0's
         out.append(PathModel(p["label"], (8, 16 * i), ServiceTime(p["completion_ns"] * TIMER_LATE),
                              parallelism=qd, hw_queue_depth=0 if qd >= UNLIMITED else qd,
-                             nr_hw_queues=GUEST_CPUS))
+                             nr_hw_queues=GUEST_CPUS, **sched_kw))
     return out
 
 
@@ -110,12 +120,13 @@ def cell_host(c: dict) -> Tuple[HostModel, str]:
 
 def simulate_cell(c: dict, runtime_s: float = 8.0, seed: int = 1,
                   host: Optional[HostModel] = None):
-    j = JobSpec("kernel-lab")
-    j.rw, j.read_fraction, j.random, j.bs = "randwrite", 0.0, True, 4096
-    j.iodepth = int(c["iodepth"])
-    j.runtime_ns, j.time_based = int(runtime_s * 1e9), True
+    # the lab's fio command line, as a job file (fio_extra: e.g. "--numjobs=2 --cpus_allowed=0")
+    text = ("[kernel-lab]\nrw=randwrite\nbs=4k\niodepth=%d\nruntime=%dms\ntime_based\n"
+            % (int(c["iodepth"]), int(runtime_s * 1000)))
+    for opt in str(c.get("fio_extra") or "").split():
+        text += opt.lstrip("-") + "\n"
     host = host or cell_host(c)[0]
-    return simulate(table_line(c), path_models(c), [j], host=host, seed=seed, engine="auto")
+    return simulate(table_line(c), path_models(c), parse_fio(text).jobs, host=host, seed=seed, engine="auto")
 
 
 def compare(cells: List[dict], runtime_s: float = 8.0) -> List[dict]:

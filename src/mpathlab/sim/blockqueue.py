@@ -24,6 +24,12 @@ request-based (dm-rq.c, dm-mpath.c multipath_clone_and_map)
     is re-run BLK_MQ_RESOURCE_DELAY (3 ms) later; a run that starts from
     the dispatch list marks SCHED_RESTART, and the mark makes the next
     completion of any dm request re-run the queue (blk_mq_sched_restart).
+    Those three are asynchronous: one delayed work item per hardware queue
+    (hctx->run_work on kblockd), and each request *modifies* its timer
+    (mod_delayed_work), so the latest one decides when it runs; it then
+    runs ``work_latency`` later ([host], the time deferred work waits for a
+    CPU; 0 by default).  A submission runs the queue synchronously, from
+    the submitting task (blk_finish_plug).
     Requests are tried in order (mq-deadline on dm picks by sector, which
     does not change which path a request gets).
 
@@ -91,8 +97,9 @@ class BlockLayer:
         self.waiting = deque()      # dm requests not yet mapped (elevator + hctx->dispatch)
         self.stalled = False        # the head came back with BLK_STS_RESOURCE (it is on hctx->dispatch)
         self.sched_restart = False  # BLK_MQ_S_SCHED_RESTART
-        self.run_pending = False
-        self.delay_gen = 0          # a newer delayed run supersedes the pending one (mod_delayed_work)
+        self.run_pending = False    # a synchronous run (from submissions) is due at this instant
+        self.work_gen = 0           # hctx->run_work: a newer request supersedes the pending one
+        self.work_latency = sim.host.model.work_latency_ns if sim.host is not None else 0
         self.resource_stalls = 0    # BLK_STS_RESOURCE returns of dm_mq_queue_rq
         if self.rq:
             sim.mp.alloc_clone = self.alloc_clone
@@ -101,21 +108,27 @@ class BlockLayer:
     def insert(self, io) -> None:
         """A dm request enters the dm queue (submission or requeue); the queue runs."""
         self.waiting.append(io)
-        self._run_queue()
-
-    def _run_queue(self) -> None:
         if not self.run_pending:
             self.run_pending = True
-            self.sim.call_at(self.sim.now, self._run, None)
+            self.sim.call_at(self.sim.now, self._sync_run, None)
 
-    def _delayed_run(self, gen) -> None:
-        if gen == self.delay_gen:
-            self._run(None)
+    def _sync_run(self, _) -> None:
+        self.run_pending = False
+        self._run()
 
-    def _run(self, _) -> None:
+    def _mod_work(self, delay_ns: int) -> None:
+        """kblockd_mod_delayed_work_on(hctx->run_work, delay): the run_work runs delay (plus
+        the work latency) from now, whatever was asked before."""
+        self.work_gen += 1
+        self.sim.call_at(self.sim.now + delay_ns + self.work_latency, self._work, self.work_gen)
+
+    def _work(self, gen) -> None:
+        if gen == self.work_gen:
+            self._run()
+
+    def _run(self) -> None:
         """blk_mq_sched_dispatch_requests on the dm queue: map requests in turn until one gets
         BLK_STS_RESOURCE."""
-        self.run_pending = False
         if self.stalled:
             self.sched_restart = True   # dispatching from hctx->dispatch
         waiting = self.waiting
@@ -125,11 +138,7 @@ class BlockLayer:
                 waiting.appendleft(io)
                 self.stalled = True
                 self.resource_stalls += 1
-                if not self.sched_restart:
-                    self._run_queue()
-                else:
-                    self.delay_gen += 1
-                    self.sim.call_at(self.sim.now + BLK_MQ_RESOURCE_DELAY_NS, self._delayed_run, self.delay_gen)
+                self._mod_work(0 if not self.sched_restart else BLK_MQ_RESOURCE_DELAY_NS)
                 return
         self.stalled = False
 
@@ -195,7 +204,7 @@ class BlockLayer:
             if self.sched_restart:
                 self.sched_restart = False
                 if self.waiting:
-                    self._run_queue()
+                    self._mod_work(0)
             return
         if q.nr_sched_tags:
             q.sched_tags_used -= 1

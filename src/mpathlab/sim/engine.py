@@ -226,9 +226,9 @@ class Simulation:
             self.dev_of_pgpath[pgpath] = d
         # Tags and the host's CPUs exist only when configured, so a run where
         # tags never run out and CPUs cost nothing is the same run as before.
+        self.host = Host(self, host) if host is not None and host.costs else None
         self.blk = (BlockLayer(self) if any(d.model.nr_tags or d.model.nr_sched_tags for d in self.devices)
                     else None)
-        self.host = Host(self, host) if host is not None and host.costs else None
         self.jobs: List[JobState] = []
         cpu = 0
         for spec in specs:

@@ -130,6 +130,7 @@ def try_run_fast(sim) -> bool:
         "wake_cost": sim.host.model.wake_ns if sim.host is not None else 0,
         "steal_ns": sim.host.model.steal_ns if sim.host is not None else 0,
         "steal_period": sim.host.model.steal_period_ns if sim.host is not None else 1,
+        "work_latency": sim.host.model.work_latency_ns if sim.host is not None else 0,
     }
     out = _fastcore.simulate(cfg)
     _write_back(sim, out, info_of_dev)

@@ -30,11 +30,14 @@ class HostModel:
     """[host] of a topology: number of CPUs and per-I/O CPU costs in ns."""
 
     def __init__(self, cpus: int = 1, submit_ns: int = 0, complete_ns: int = 0, wake_ns: int = 0,
-                 steal: float = 0.0, steal_period_ns: int = 6_000_000):
+                 steal: float = 0.0, steal_period_ns: int = 6_000_000, work_latency_ns: int = 0):
         if cpus < 1 or submit_ns < 0 or complete_ns < 0 or wake_ns < 0:
             raise ValueError("host: cpus must be >= 1 and costs must not be negative")
         if not 0.0 <= steal < 1.0 or steal_period_ns < 1:
             raise ValueError("host: steal must be from 0 to below 1 and steal_period positive")
+        if work_latency_ns < 0:
+            raise ValueError("host: work_latency must not be negative")
+        self.work_latency_ns = int(work_latency_ns)     # deferred kernel work (kblockd) waits this long
         self.steal = float(steal)
         self.steal_period_ns = int(steal_period_ns)
         self.cpus = int(cpus)
@@ -49,7 +52,7 @@ class HostModel:
 
     @property
     def costs(self) -> bool:
-        return bool(self.submit_ns or self.complete_ns or self.steal_ns)
+        return bool(self.submit_ns or self.complete_ns or self.steal_ns or self.work_latency_ns)
 
 
 def _nothing(_) -> None:

@@ -31,6 +31,7 @@
     wake_cost = "0us"         # latency of waking an idle CPU (halted vCPU, deep C-state)
     steal = 0.0               # fraction of each CPU other tenants take (a busy host descheduling a vCPU)
     steal_period = "6ms"      # ... taken in one piece every steal_period
+    work_latency = "0us"      # deferred kernel work (kblockd's queue runs) starts this much later
 
     [[messages]]              # dm messages at given times
     at = "3s"
@@ -152,7 +153,7 @@ def _faults(items, where: str) -> List[Fault]:
 
 _PATH_KEYS = {"devt", "service", "parallelism", "delay", "per_kib", "faults", "fail_latency",
               "hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests"}
-_HOST_KEYS = {"cpus", "submit_cost", "complete_cost", "wake_cost", "steal", "steal_period"}
+_HOST_KEYS = {"cpus", "submit_cost", "complete_cost", "wake_cost", "steal", "steal_period", "work_latency"}
 _MP_KEYS = {"table", "hz", "rq_stats", "force_jiffies_start", "uptime", "seed", "activation",
             "hst_select_clock", "sched_clock_offset", "queue_if_no_path_timeout_secs", "nr_cpus"}
 
@@ -282,7 +283,7 @@ def _host(h, src: str) -> Optional[HostModel]:
                             key=("host", sorted(bad)[0]))
     cpus = _whole(h.get("cpus", 1), src, "host", "cpus")
     costs = {}
-    for key in ("submit_cost", "complete_cost", "wake_cost"):
+    for key in ("submit_cost", "complete_cost", "wake_cost", "work_latency"):
         try:
             v = parse_duration_ns(h.get(key, 0), "[host] " + key)
         except UnitError as e:
@@ -301,7 +302,7 @@ def _host(h, src: str) -> Optional[HostModel]:
     if period < 1:
         raise TopologyError("%s: [host] steal_period must be positive" % src, key=("host", "steal_period"))
     return HostModel(cpus, costs["submit_cost"], costs["complete_cost"], costs["wake_cost"],
-                     steal=float(steal), steal_period_ns=period)
+                     steal=float(steal), steal_period_ns=period, work_latency_ns=costs["work_latency"])
 
 
 def _with_line(e: TopologyError, path: str) -> TopologyError:
