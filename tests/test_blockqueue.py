@@ -54,27 +54,25 @@ def record_start_io(sim):
 def test_request_based_round_robin_one_tag_on_slow_path():
     # A: 1 ms, unlimited tags; B: 4 ms, one tag (no scheduler).  RR list [A, B],
     # each selection moves the chosen path to the tail.  iodepth 3, 9 I/Os.
-    # Submissions run the dm queue synchronously; restarts, the re-run after a
-    # first failure and the 3 ms retry go through one delayed work item whose
-    # latest request wins (mod_delayed_work); work latency 0 here.
+    # Every queue run goes through the one run_work; its latest request wins
+    # (mod_delayed_work); work latency 0 here.
     # t=0  run: io1->A, io2->B (B's tag), io3->A.                      list [B,A]
     # t=1  io1, io3 done; io4, io5 submitted; run: io4 selects B: no tag,
-    #      REQUEUE, not marked SCHED_RESTART -> work now: marks it, io4 -> A;
-    #      io5 selects B: no tag -> work in 3 ms.                       [A,B]
-    # t=2  io4 done: restart -> work now (replaces the 3 ms one): io5 -> A,
-    #      io6 selects B: no tag -> work in 3 ms; io6's own submission run
-    #      then selects A: io6 -> A.                                    [B,A]
-    # t=3  io5, io6 done; io7, io8 submitted: io7 selects B: no tag -> work now:
-    #      io7 -> A, io8 selects B: no tag -> work in 3 ms.             [A,B]
-    # t=4  io2 (B) and io7 done: restart -> work now: io8 -> A, io9 -> B (free).
-    # t=5  io8 done; t=8 io9 done.  A 7 I/Os, B 2; B refused 5 times.
+    #      REQUEUE, queue not marked SCHED_RESTART -> run again now: marks
+    #      it, io4 -> A; io5 selects B: no tag -> run in 3 ms.          [A,B]
+    # t=2  io4 done: restart; io6 submitted; run: io5 -> A, io6 selects B:
+    #      no tag -> run in 3 ms (replacing the one due at 4).          [A,B]
+    # t=3  io5 done; io7 submitted; run: io6 -> A; io7 selects B: no tag.
+    # t=4  io2 (B) and io6 done; io8, io9 submitted; run: io7 -> A, io8 -> B
+    #      (free now), io9 -> A.  t=5 io7, io9 done; t=8 io8 done.
+    #      A 7 I/Os, B 2; B refused 4 times.
     sim = Simulation(table("round-robin", 2), two_paths(hw_queue_depth=1), [job(3, ios=9)], engine="python")
     log = record_start_io(sim)
     res = sim.run()
     res.check_accounting()
-    assert log == [(0, "A"), (0, "B"), (0, "A"), (1, "A"), (2, "A"), (2, "A"), (3, "A"), (4, "A"), (4, "B")]
+    assert log == [(0, "A"), (0, "B"), (0, "A"), (1, "A"), (2, "A"), (3, "A"), (4, "A"), (4, "B"), (4, "A")]
     assert [p["completed"] for p in res.paths] == [7, 2]
-    assert sim.blk.resource_stalls == 5
+    assert sim.blk.resource_stalls == 4
     assert res.jobs[0].end_ns == 8 * MS
     # without the tag limit round-robin alternates: B gets 4 of 9
     free = simulate(table("round-robin", 2), two_paths(), [job(3, ios=9)], engine="python")
@@ -389,11 +387,12 @@ def test_best_counts_only_the_servers_tags_can_fill():
 
 def test_work_latency_delays_the_asynchronous_queue_runs():
     # One path, one tag, 1 ms; iodepth 2, 2 I/Os; request-based; kblockd work
-    # runs 0.5 ms after it is asked for.  t=0: io1 starts, io2 finds no tag ->
-    # work (0.5): io2 fails again, marks SCHED_RESTART -> work in 3 ms (4.0).
-    # t=1: io1 done, restart -> work at 1.5 (replacing 4.0): io2 starts, done 2.5.
+    # runs 0.5 ms after it is asked for.  The submissions' run at 0.5: io1
+    # starts (done 1.5), io2 finds no tag -> run at 1.0: io2 fails again, marks
+    # SCHED_RESTART -> run in 3 ms (4.5).  t=1.5: io1 done, restart -> run at
+    # 2.0 (replacing 4.5): io2 starts, done 3.0.  Without the latency: 2.0.
     paths = [PathModel("A", (8, 0), ServiceTime(1 * MS), hw_queue_depth=1)]
-    for latency, end in ((0, 2 * MS), (500_000, 2_500_000)):
+    for latency, end in ((0, 2 * MS), (500_000, 3 * MS)):
         sim = Simulation(table("round-robin", 1), paths, [job(2, ios=2)], engine="python",
                          host=HostModel(1, work_latency_ns=latency))
         res = sim.run()

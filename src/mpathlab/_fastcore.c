@@ -136,8 +136,8 @@ static void lat_add(lat_stats *s, int64_t v)
 /* ------------------------------------------------------------ model state */
 enum { SEL_RR = 0, SEL_QL = 1, SEL_ST = 2, SEL_HST = 3 };
 enum { DIST_CONST = 0, DIST_EXP = 1, DIST_LOGNORMAL = 2, DIST_EMPIRICAL = 3 };
-/* EV_RUNQ .. EV_CPU are the Python engine's EV_CALL events of sim/blockqueue.py and sim/host.py */
-enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_RUNQ = 3, EV_WORK = 4, EV_WAKE = 5, EV_CPU = 6,
+/* EV_WORK .. EV_STEAL are the Python engine's EV_CALL events of sim/blockqueue.py and sim/host.py */
+enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_WORK = 4, EV_WAKE = 5, EV_CPU = 6,
        EV_STEAL = 7 };
 
 #define BLK_MQ_RESOURCE_DELAY_NS 3000000LL
@@ -310,7 +310,7 @@ typedef struct {
     /* block layer (sim/blockqueue.py BlockLayer): blk = any path has finite tags */
     int blk;
     ring_t waiting;         /* the dm queue, request-based */
-    int stalled, sched_restart, run_pending;
+    int stalled, sched_restart;
     int64_t work_gen, work_latency, resource_stalls;
     /* host (sim/host.py): host = a CPU cost is set */
     int host, ncpus;
@@ -630,22 +630,18 @@ static int dispatch(sim_t *s, int64_t id)
 }
 
 /* ------------------------------------------------- block layer (blockqueue.py) */
-/* BlockLayer.insert: a submission runs the queue synchronously (once per instant) */
-static int blk_insert(sim_t *s, int64_t id)
-{
-    if (ring_push(&s->waiting, id) < 0) return -1;
-    if (!s->run_pending) {
-        s->run_pending = 1;
-        return push_ev(s, s->now, EV_RUNQ, 0);
-    }
-    return 0;
-}
-
 /* BlockLayer._mod_work: hctx->run_work, the latest request wins */
 static int blk_mod_work(sim_t *s, int64_t delay_ns)
 {
     s->work_gen++;
     return push_ev(s, s->now + delay_ns + s->work_latency, EV_WORK, s->work_gen);
+}
+
+/* BlockLayer.insert */
+static int blk_insert(sim_t *s, int64_t id)
+{
+    if (ring_push(&s->waiting, id) < 0) return -1;
+    return blk_mod_work(s, 0);
 }
 
 /* BlockLayer._run */
@@ -966,9 +962,6 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
             }
         } else if (e.kind == EV_ARRIVE) {
             if (arrive(s, e.obj) < 0) return -1;
-        } else if (e.kind == EV_RUNQ) {         /* BlockLayer._sync_run */
-            s->run_pending = 0;
-            if (blk_run(s) < 0) return -1;
         } else if (e.kind == EV_WORK) {         /* BlockLayer._work */
             if (e.obj == s->work_gen && blk_run(s) < 0) return -1;
         } else if (e.kind == EV_WAKE) {

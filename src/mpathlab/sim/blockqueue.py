@@ -24,12 +24,15 @@ request-based (dm-rq.c, dm-mpath.c multipath_clone_and_map)
     is re-run BLK_MQ_RESOURCE_DELAY (3 ms) later; a run that starts from
     the dispatch list marks SCHED_RESTART, and the mark makes the next
     completion of any dm request re-run the queue (blk_mq_sched_restart).
-    Those three are asynchronous: one delayed work item per hardware queue
-    (hctx->run_work on kblockd), and each request *modifies* its timer
-    (mod_delayed_work), so the latest one decides when it runs; it then
-    runs ``work_latency`` later ([host], the time deferred work waits for a
-    CPU; 0 by default).  A submission runs the queue synchronously, from
-    the submitting task (blk_finish_plug).
+    So does a submission: at depth 64 fio reaps and submits an I/O or two
+    at a time, and io_submit plugs only batches of more than two
+    (AIO_PLUG_THRESHOLD), so blk_mq_submit_bio inserts the request into the
+    dm queue's scheduler and asks for an asynchronous run
+    (blk_mq_sched_insert_request(..., async=true)).  All these runs go
+    through one delayed work item per hardware queue (hctx->run_work on
+    kblockd), and each request *modifies* its timer (mod_delayed_work), so
+    the latest one decides when it runs; it then runs ``work_latency``
+    later ([host], the time deferred work waits for a CPU; 0 by default).
     Requests are tried in order (mq-deadline on dm picks by sector, which
     does not change which path a request gets).
 
@@ -97,7 +100,6 @@ class BlockLayer:
         self.waiting = deque()      # dm requests not yet mapped (elevator + hctx->dispatch)
         self.stalled = False        # the head came back with BLK_STS_RESOURCE (it is on hctx->dispatch)
         self.sched_restart = False  # BLK_MQ_S_SCHED_RESTART
-        self.run_pending = False    # a synchronous run (from submissions) is due at this instant
         self.work_gen = 0           # hctx->run_work: a newer request supersedes the pending one
         self.work_latency = sim.host.model.work_latency_ns if sim.host is not None else 0
         self.resource_stalls = 0    # BLK_STS_RESOURCE returns of dm_mq_queue_rq
@@ -108,13 +110,7 @@ class BlockLayer:
     def insert(self, io) -> None:
         """A dm request enters the dm queue (submission or requeue); the queue runs."""
         self.waiting.append(io)
-        if not self.run_pending:
-            self.run_pending = True
-            self.sim.call_at(self.sim.now, self._sync_run, None)
-
-    def _sync_run(self, _) -> None:
-        self.run_pending = False
-        self._run()
+        self._mod_work(0)
 
     def _mod_work(self, delay_ns: int) -> None:
         """kblockd_mod_delayed_work_on(hctx->run_work, delay): the run_work runs delay (plus
