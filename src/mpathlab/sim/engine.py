@@ -11,6 +11,10 @@ path's fixed delay, waits for a free server of the path's device, is
 served, and completes through the target's end_io, which may fail the path
 and requeue the I/O exactly as dm-mpath would.
 
+Path tags and the dm queue's blk-mq rules (:mod:`.blockqueue`) and the
+host's CPUs (:mod:`.host`) plug into the loop through ``call_at``; with
+unlimited tags and free CPUs they are not created at all.
+
 Accounting invariant, checked at the end of every run:
 submitted = completed + errored + pending (still queued in the target when
 no progress was possible any more).

@@ -2,7 +2,8 @@
 
 :func:`try_run_fast` runs a :class:`~mpathlab.sim.engine.Simulation` in C when
 the configuration is one the core models (one priority group, a built-in
-selector other than io-affinity, no faults, messages or dispatch windows)
+selector other than io-affinity, no faults, messages or dispatch windows;
+path tags and the host's CPUs included)
 and writes the final state back into the same Python objects, so results,
 status strings and JSON are produced by the same code either way.  The C
 core reproduces the Python engine exactly (same random streams, same event
