@@ -3,6 +3,8 @@
 Each trace below is worked out by hand from the kernel's rules (see the
 docstring of sim/blockqueue.py); the comments give the derivation.
 """
+import json
+
 import pytest
 
 from mpathlab.sim.blockqueue import BLK_MQ_RESOURCE_DELAY_NS
@@ -397,3 +399,17 @@ def test_work_latency_delays_the_asynchronous_queue_runs():
                          host=HostModel(1, work_latency_ns=latency))
         res = sim.run()
         assert res.jobs[0].end_ns == end and sim.blk.resource_stalls == 2
+
+
+def test_cli_model_hw_queue_depth(tmp_path, capsys):
+    from mpathlab.cli import main
+    job_file = tmp_path / "j.fio"
+    job_file.write_text("[j]\nrw=randwrite\nbs=4k\niodepth=8\nnumber_ios=200\n")
+    line = "0 1000 multipath 0 0 1 1 round-robin 0 2 1 sda 1 sdb 1"
+    assert main(["run", "--table", line, "--service", "1ms", "--parallelism", "8",
+                 "--model", "sdb,hw_queue_depth=1", "--json", str(job_file)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    peaks = {p["name"]: p["peak_in_flight"] for p in out["mpath"]["paths"]}
+    assert peaks["sdb"] == 1 and peaks["sda"] > 1
+    assert main(["run", "--table", line, "--model", "sdb,hw_queue_depth=0", str(job_file)]) == 3
+    assert "hw_queue_depth" in capsys.readouterr().err

@@ -328,8 +328,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --table: every path's service time (400us, exponential:400us, lognormal:400us:0.5)")
     r.add_argument("--parallelism", type=int, default=1, help="with --table: servers per device")
     r.add_argument("--delay", default="0", help="with --table: fixed added delay per path")
-    r.add_argument("--model", action="append", metavar="DEV,service=...,parallelism=N,delay=...",
-                   help="with --table: a different model for one path (repeatable)")
+    r.add_argument("--model", action="append", metavar="DEV,service=...,parallelism=N,delay=...,hw_queue_depth=N",
+                   help="with --table: a different model for one path (repeatable); hw_queue_depth: the "
+                        "path's driver tags (default unlimited)")
     r.add_argument("--selector", help="use this selector in every priority group, e.g. "
                                       "historical-service-time or historical-service-time:972,2")
     r.add_argument("--json", action="store_true", help="print fio-style JSON instead of a table")

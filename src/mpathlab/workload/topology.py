@@ -457,8 +457,9 @@ def topology_from_table(line: str, *, service: str = "exponential:100us", parall
         kv = {}
         for part in filter(None, rest.split(",")):
             k, sep, v = part.partition("=")
-            if not sep or k not in ("service", "parallelism", "delay"):
-                raise TopologyError("--model %s: use DEV,service=...,parallelism=N,delay=... (got %r)" % (item, part))
+            if not sep or k not in ("service", "parallelism", "delay", "hw_queue_depth"):
+                raise TopologyError("--model %s: use DEV,service=...,parallelism=N,delay=...,hw_queue_depth=N "
+                                    "(got %r)" % (item, part))
             kv[k] = v
         overrides[dev.strip()] = kv
     paths: List[PathModel] = []
@@ -474,8 +475,15 @@ def topology_from_table(line: str, *, service: str = "exponential:100us", parall
         except ValueError:
             raise TopologyError("--model %s: parallelism must be a whole number" % label) from None
         try:
+            qd = int(ov.get("hw_queue_depth", 0))
+        except ValueError:
+            qd = -1
+        if "hw_queue_depth" in ov and qd < 1:
+            raise TopologyError("--model %s: hw_queue_depth must be a whole number >= 1" % label)
+        try:
             paths.append(PathModel(label, p.dev.devt, parse_service_spec(ov.get("service", service), label),
-                                   parallelism=par, delay_ns=parse_duration_ns(ov.get("delay", delay), label)))
+                                   parallelism=par, delay_ns=parse_duration_ns(ov.get("delay", delay), label),
+                                   hw_queue_depth=qd))
         except UnitError as e:
             raise TopologyError(str(e)) from None
     if overrides:
