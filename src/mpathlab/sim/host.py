@@ -13,9 +13,13 @@ earlier instant starts that much later.  ``steal`` is the fraction of each
 CPU that other tenants take (a vCPU descheduled by a busy host): every
 ``steal_period`` each CPU gets ``steal x steal_period`` of foreign work,
 queued behind what is already waiting (a model of preemption that keeps
-the CPU a FIFO server), so completions are then handled in bursts.  All
-default to 0, under which no CPU is ever busy
-and results are those of a host with infinitely fast CPUs.
+the CPU a FIFO server), so completions are then handled in bursts.
+``work_latency`` is how long deferred kernel work (kblockd's runs of the
+dm queue, sim/blockqueue.py) waits before it runs.  All default to 0,
+under which no CPU is ever busy and results are those of a host with
+infinitely fast CPUs.  Why the completion cost sits before end_io: a
+completion on a busy (emulated, contended) CPU waits for it, and the
+kernel lab's shares agree with that placement.
 
 In the kernel lab (qemu TCG) this is the emulation cost of the I/O path,
 which the guest sees as latency; see README "Validation against a real
