@@ -341,7 +341,6 @@ class Simulation:
         elif r == MAP_REQUEUE:
             if self.blk is not None and self.blk.rq:
                 return False    # no tag for the clone
-
             # back to dm core at once; 1 us keeps a persistent requeue (noflush
             # suspend) from spinning at one instant
             self._push(self.now + 1000, EV_RETRY, io)
