@@ -23,7 +23,7 @@ def make(selector, mode="rq", ps_args="0", n=4, dist="exp", delay=0, per_kib=0.0
     head = per.split(" %s")[0]
     body = " ".join((per.split(" ", 1)[1] % ((nm, i % 3 + 1) if "%d" in per else nm)) for i, nm in enumerate(names))
     feats = {"rq": "0", "bio": "2 queue_mode bio"}[mode]
-    table = "0 1000 multipath %s 0 1 1 %s %s %d %s %s" % (feats, selector, ps_args, n, head, body)
+    table = "0 2097152 multipath %s 0 1 1 %s %s %d %s %s" % (feats, selector, ps_args, n, head, body)
     svc = {"exp": lambda m: Exponential(m), "const": lambda m: ServiceTime(m),
            "lognormal": lambda m: LogNormal(m, 0.8), "empirical": lambda m: Empirical([m / 2, m, 3 * m])}[dist]
     paths = [PathModel(nm, (8, 16 * i), svc(50_000 * (1 + 2 * i)), parallelism=k, delay_ns=delay * (i % 2),
@@ -43,6 +43,7 @@ def compare(table, paths, job, **kw):
     assert (a.submitted, a.completed, a.events, a.runtime_ns) == (b.submitted, b.completed, b.events, b.runtime_ns)
     assert a.status_info == b.status_info and a.status_table == b.status_table
     assert a.timeline == b.timeline
+    assert (a.pending, a.stalled) == (b.pending, b.stalled)
     for ja, jb in zip(a.jobs, b.jobs):
         for la, lb in ((ja.read_lat, jb.read_lat), (ja.write_lat, jb.write_lat)):
             assert (la.n, la.min, la.max, la.mean, la._m2, la.hist) == (lb.n, lb.min, lb.max, lb.mean, lb._m2, lb.hist)
@@ -82,6 +83,70 @@ def test_hst_arguments_jobs_runtime_and_startdelay():
     table, paths = make("historical-service-time", ps_args="2 900 2", n=6, k=1)
     compare(table, paths, "[a]\nrw=randread\nbs=4k\niodepth=4\nnumjobs=3\nruntime=20ms\ntime_based\n"
                           "[b]\nrw=write\nbs=8k\niodepth=2\nstartdelay=5ms\nnumber_ios=500\n")
+
+
+def _tagged(paths, depths, scheds):
+    for p, qd, sc in zip(paths, depths, scheds):
+        p.hw_queue_depth, p.scheduler = qd, sc
+    return paths
+
+
+@pytest.mark.parametrize("selector", sorted(PER_PATH))
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+@pytest.mark.parametrize("sched", ["none", "mq-deadline", "mixed"])
+def test_same_results_with_tags(selector, mode, sched):
+    # finite tags on every path (mixed depths), with and without scheduler tags
+    table, paths = make(selector, mode, k=8)
+    scheds = {"none": ["none"] * 4, "mq-deadline": ["mq-deadline"] * 4,
+              "mixed": ["mq-deadline", "none", "none", "mq-deadline"]}[sched]
+    _tagged(paths, [1, 4, 2, 8], scheds)
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=32\nnumber_ios=3000\n")
+    assert a.completed == 3000
+
+
+@pytest.mark.parametrize("selector", sorted(PER_PATH))
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+@pytest.mark.parametrize("costs", [(20_000, 30_000), (0, 40_000), (25_000, 0), (20_000, 30_000, 400_000)])
+def test_same_results_with_cpu_costs_and_tags(selector, mode, costs):
+    from mpathlab.sim.host import HostModel
+    table, paths = make(selector, mode, k=4)
+    _tagged(paths, [2, 0, 3, 0], ["none", "none", "mq-deadline", "none"])
+    compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=16\nnumjobs=3\nnumber_ios=800\n",
+            host=HostModel(2, *costs))
+
+
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+def test_same_results_with_hardware_queues_per_cpu(mode):
+    from mpathlab.sim.host import HostModel
+    table, paths = make("queue-length", mode, k=4)
+    _tagged(paths, [1, 2, 1, 3], ["none", "mq-deadline", "none", "none"])
+    for p, n in zip(paths, (2, 3, 1, 2)):
+        p.nr_hw_queues = n
+    compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=8\nnumjobs=3\nnumber_ios=600\n",
+            host=HostModel(3, 10_000, 10_000))
+
+
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+@pytest.mark.parametrize("selector", ["round-robin", "historical-service-time"])
+def test_same_results_with_steal(mode, selector):
+    from mpathlab.sim.host import HostModel
+    table, paths = make(selector, mode, k=4)
+    _tagged(paths, [2, 0, 3, 0], ["none", "none", "mq-deadline", "none"])
+    compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=16\nnumjobs=2\nnumber_ios=1500\n",
+            host=HostModel(2, 20_000, 30_000, wake_ns=5_000, steal=0.3, steal_period_ns=700_000,
+                           work_latency_ns=150_000))
+    compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=16\nruntime=30ms\ntime_based\n",
+            host=HostModel(1, 20_000, 30_000, steal=0.4, steal_period_ns=1_000_000))
+
+
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+def test_same_results_cut_short_with_io_held_in_queues(mode):
+    from mpathlab.sim.host import HostModel
+    table, paths = make("service-time", mode, k=1)
+    _tagged(paths, [1, 1, 2, 1], ["none", "mq-deadline", "none", "none"])
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=64\nruntime=5ms\ntime_based\n",
+                host=HostModel(1, 5_000, 5_000), drain_ns=1)
+    assert a.stalled and a.pending > 0
 
 
 def test_ineligible_configurations_fall_back_or_refuse():

@@ -136,7 +136,43 @@ static void lat_add(lat_stats *s, int64_t v)
 /* ------------------------------------------------------------ model state */
 enum { SEL_RR = 0, SEL_QL = 1, SEL_ST = 2, SEL_HST = 3 };
 enum { DIST_CONST = 0, DIST_EXP = 1, DIST_LOGNORMAL = 2, DIST_EMPIRICAL = 3 };
-enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2 };
+/* EV_WORK .. EV_STEAL are the Python engine's EV_CALL events of sim/blockqueue.py and sim/host.py */
+enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_WORK = 4, EV_WAKE = 5, EV_CPU = 6,
+       EV_STEAL = 7 };
+
+#define BLK_MQ_RESOURCE_DELAY_NS 3000000LL
+
+/* a FIFO of io ids (collections.deque in the Python engine) */
+typedef struct {
+    int64_t *v;
+    int64_t head, len, cap;
+} ring_t;
+
+static int ring_push(ring_t *r, int64_t id)
+{
+    if (r->len == r->cap) {
+        int64_t nc = r->cap ? r->cap * 2 : 64;
+        int64_t *nv = PyMem_Malloc((size_t)nc * sizeof(int64_t));
+        if (!nv) return -1;
+        for (int64_t i = 0; i < r->len; i++)
+            nv[i] = r->v[(r->head + i) % r->cap];
+        PyMem_Free(r->v);
+        r->v = nv;
+        r->head = 0;
+        r->cap = nc;
+    }
+    r->v[(r->head + r->len) % r->cap] = id;
+    r->len++;
+    return 0;
+}
+
+static int64_t ring_pop(ring_t *r)
+{
+    int64_t id = r->v[r->head];
+    r->head = (r->head + 1) % r->cap;
+    r->len--;
+    return id;
+}
 
 typedef struct {
     /* device */
@@ -156,10 +192,20 @@ typedef struct {
     int32_t qlen_sel;       /* queue-length: atomic int */
     int32_t inflight_size;  /* service-time: atomic int */
     uint64_t hst, outstanding, stale_after, last_finish;
+    /* the path's hardware queues (sim/blockqueue.py Hctx) */
+    int nhw;
+    struct hctx *hw;
 } path_t;
+
+/* sim/blockqueue.py Hctx: one hardware queue's tags (0 = unlimited / no scheduler) and waiters */
+typedef struct hctx {
+    int64_t nr_tags, nr_sched_tags, tags_used, sched_tags_used;
+    ring_t dispatch, sleepers;
+} hctx_t;
 
 typedef struct {
     int64_t bs, iodepth, remaining, stop_ns, startdelay_ns, inflight, submitted, completed, end_ns;
+    int cpu, blocked;
     double read_fraction;
     mt_state rng;
     lat_stats rlat, wlat;
@@ -175,6 +221,7 @@ typedef struct {
 typedef struct {
     int job, path, is_read;
     int64_t submit_ns, start_time_ns;
+    int cpu_work;           /* host: WORK_SUBMIT or WORK_COMPLETE while on or waiting for a CPU */
     uint64_t dm_start_jiffies;
 } io_t;
 
@@ -232,6 +279,16 @@ static event_t heap_pop(heap_t *h)
     return top;
 }
 
+/* sim/host.py Cpu */
+enum { WORK_SUBMIT = 1, WORK_COMPLETE = 2 };
+
+typedef struct {
+    int busy;
+    int64_t current;        /* io on the CPU, -1 when idle */
+    ring_t queue;           /* ios waiting, each knows its work (io_t.cpu_work) */
+    int64_t busy_ns, idle_since;
+} cpu_t;
+
 typedef struct {
     int selector;
     int npaths;
@@ -256,6 +313,15 @@ typedef struct {
     /* timing */
     int bio, rq_stats, use_hr, hz;
     uint64_t initial_jiffies;
+    /* block layer (sim/blockqueue.py BlockLayer): blk = any path has finite tags */
+    int blk;
+    ring_t waiting;         /* the dm queue, request-based */
+    int stalled, sched_restart;
+    int64_t work_gen, work_latency, resource_stalls;
+    /* host (sim/host.py): host = a CPU cost is set */
+    int host, ncpus;
+    cpu_t *cpus;
+    int64_t submit_ns_cost, complete_ns_cost, wake_ns_cost, steal_ns, steal_period_ns;
     /* results */
     int64_t submitted, completed, events;
     int first_choice;       /* index of the first path chosen (current_pgpath) */
@@ -503,8 +569,21 @@ static int64_t new_io(sim_t *s)
 
 static int arrive(sim_t *s, int64_t id);
 static int complete_io(sim_t *s, int64_t id);
+static int submit_more(sim_t *s, int ji);
+static int blk_insert(sim_t *s, int64_t id);
+static int blk_start(sim_t *s, int64_t id, path_t *p);
 
-static int dispatch(sim_t *s, int64_t id)
+/* Simulation._start: the driver has the request */
+static int start_io_on_path(sim_t *s, int64_t id)
+{
+    path_t *p = &s->paths[s->ios[id].path];
+    if (p->delay_ns)
+        return push_ev(s, s->now + p->delay_ns, EV_ARRIVE, id);
+    return arrive(s, id);
+}
+
+/* Simulation._map: 1 mapped, 0 BLK_STS_RESOURCE (request-based clone without a tag), -1 error */
+static int map_io(sim_t *s, int64_t id)
 {
     io_t *io = &s->ios[id];
     job_t *job = &s->jobs[io->job];
@@ -512,17 +591,235 @@ static int dispatch(sim_t *s, int64_t id)
     if (s->first_choice < 0) s->first_choice = pi;
     path_t *p = &s->paths[pi];
     io->path = pi;
+    hctx_t *q = &p->hw[job->cpu % p->nhw];      /* BlockLayer._hctx */
+    if (s->blk && !s->bio) {
+        /* BlockLayer.alloc_clone: BLK_MQ_REQ_NOWAIT; no tag -> DM_MAPIO_REQUEUE, no start_io */
+        if (q->nr_sched_tags) {
+            if (q->sched_tags_used >= q->nr_sched_tags) return 0;
+            q->sched_tags_used++;
+        } else {
+            if (q->nr_tags && q->tags_used >= q->nr_tags) return 0;
+            q->tags_used++;
+        }
+    }
     if (s->bio)
         io->start_time_ns = s->use_hr ? s->base_ns + s->now : 0;
     else
         io->start_time_ns = s->rq_stats ? s->base_ns + s->now : 0;
     sel_start(s, p, job->bs);
+    if (s->blk && !s->bio && q->nr_sched_tags) {
+        /* BlockLayer.issue_directly: the clone needs a driver tag too */
+        if (q->nr_tags && q->tags_used >= q->nr_tags) {
+            io->start_time_ns = 0;
+            sel_end(s, p, job->bs, 0);      /* multipath_release_clone */
+            q->sched_tags_used--;
+            return 0;
+        }
+        q->tags_used++;
+    }
     p->dispatched++;
     p->in_flight++;
     if (p->in_flight > p->peak_in_flight) p->peak_in_flight = p->in_flight;
-    if (p->delay_ns)
-        return push_ev(s, s->now + p->delay_ns, EV_ARRIVE, id);
-    return arrive(s, id);
+    if (s->blk) {
+        int r = blk_start(s, id, p);
+        if (r <= 0) return r < 0 ? -1 : 1;
+    }
+    return start_io_on_path(s, id) < 0 ? -1 : 1;
+}
+
+/* Simulation._dispatch */
+static int dispatch(sim_t *s, int64_t id)
+{
+    if (s->blk && !s->bio)
+        return blk_insert(s, id);
+    return map_io(s, id) < 0 ? -1 : 0;
+}
+
+/* ------------------------------------------------- block layer (blockqueue.py) */
+/* BlockLayer._mod_work: hctx->run_work, the latest request wins */
+static int blk_mod_work(sim_t *s, int64_t delay_ns)
+{
+    s->work_gen++;
+    return push_ev(s, s->now + delay_ns + s->work_latency, EV_WORK, s->work_gen);
+}
+
+/* BlockLayer.insert */
+static int blk_insert(sim_t *s, int64_t id)
+{
+    if (ring_push(&s->waiting, id) < 0) return -1;
+    return blk_mod_work(s, 0);
+}
+
+/* BlockLayer._run */
+static int blk_run(sim_t *s)
+{
+    if (s->stalled)
+        s->sched_restart = 1;
+    while (s->waiting.len) {
+        int64_t id = s->waiting.v[s->waiting.head];
+        int r = map_io(s, id);
+        if (r < 0) return -1;
+        if (r == 0) {
+            s->stalled = 1;
+            s->resource_stalls++;
+            return blk_mod_work(s, s->sched_restart ? BLK_MQ_RESOURCE_DELAY_NS : 0);
+        }
+        ring_pop(&s->waiting);
+    }
+    s->stalled = 0;
+    return 0;
+}
+
+static int blk_sleep(sim_t *s, int64_t id, hctx_t *q)
+{
+    s->jobs[s->ios[id].job].blocked = 1;
+    return ring_push(&q->sleepers, id);
+}
+
+/* BlockLayer.start: 1 the driver starts it now, 0 it waits, -1 error */
+static int blk_start(sim_t *s, int64_t id, path_t *p)
+{
+    if (!s->bio)
+        return 1;
+    hctx_t *q = &p->hw[s->jobs[s->ios[id].job].cpu % p->nhw];
+    if (q->nr_sched_tags) {
+        if (q->sched_tags_used >= q->nr_sched_tags)
+            return blk_sleep(s, id, q) < 0 ? -1 : 0;
+        q->sched_tags_used++;
+        if (q->dispatch.len || (q->nr_tags && q->tags_used >= q->nr_tags))
+            return ring_push(&q->dispatch, id) < 0 ? -1 : 0;
+        q->tags_used++;
+        return 1;
+    }
+    if (q->nr_tags && q->tags_used >= q->nr_tags)
+        return blk_sleep(s, id, q) < 0 ? -1 : 0;
+    q->tags_used++;
+    return 1;
+}
+
+/* BlockLayer.complete */
+static int blk_complete(sim_t *s, path_t *p, int64_t id)
+{
+    hctx_t *q = &p->hw[s->jobs[s->ios[id].job].cpu % p->nhw];
+    if (!s->bio) {
+        q->tags_used--;
+        if (q->nr_sched_tags)
+            q->sched_tags_used--;
+        if (s->sched_restart) {
+            s->sched_restart = 0;
+            if (s->waiting.len)
+                return blk_mod_work(s, 0);
+        }
+        return 0;
+    }
+    if (q->nr_sched_tags) {
+        q->sched_tags_used--;
+        q->tags_used--;
+        if (q->dispatch.len) {
+            q->tags_used++;
+            if (start_io_on_path(s, ring_pop(&q->dispatch)) < 0) return -1;
+        }
+        if (q->sleepers.len) {
+            int64_t nxt = ring_pop(&q->sleepers);
+            q->sched_tags_used++;
+            if (q->dispatch.len || (q->nr_tags && q->tags_used >= q->nr_tags)) {
+                if (ring_push(&q->dispatch, nxt) < 0) return -1;
+            } else {
+                q->tags_used++;
+                if (start_io_on_path(s, nxt) < 0) return -1;
+            }
+            return push_ev(s, s->now, EV_WAKE, nxt);
+        }
+        return 0;
+    }
+    q->tags_used--;
+    if (q->sleepers.len) {
+        int64_t nxt = ring_pop(&q->sleepers);
+        q->tags_used++;
+        if (start_io_on_path(s, nxt) < 0) return -1;
+        return push_ev(s, s->now, EV_WAKE, nxt);
+    }
+    return 0;
+}
+
+/* BlockLayer._wake */
+static int blk_wake(sim_t *s, int64_t id)
+{
+    int ji = s->ios[id].job;
+    s->jobs[ji].blocked = 0;
+    return submit_more(s, ji);
+}
+
+/* ------------------------------------------------------------ host (host.py) */
+/* id -1: other tenants' work (Host._steal) */
+static int cpu_begin(sim_t *s, int ci, int64_t id, int64_t wake)
+{
+    cpu_t *c = &s->cpus[ci];
+    int64_t cost = id < 0 ? s->steal_ns
+                 : s->ios[id].cpu_work == WORK_SUBMIT ? s->submit_ns_cost : s->complete_ns_cost;
+    c->busy = 1;
+    c->current = id;
+    c->busy_ns += cost;
+    return push_ev(s, s->now + wake + cost, EV_CPU, ci);
+}
+
+static int cpu_run_on(sim_t *s, int ci, int64_t id)
+{
+    if (s->cpus[ci].busy)
+        return ring_push(&s->cpus[ci].queue, id);
+    return cpu_begin(s, ci, id, s->now > s->cpus[ci].idle_since ? s->wake_ns_cost : 0);
+}
+
+/* Simulation._active */
+static int sim_active(sim_t *s)
+{
+    for (int i = 0; i < s->njobs; i++) {
+        job_t *j = &s->jobs[i];
+        if (j->inflight || (j->remaining != 0 && (j->stop_ns < 0 || s->now < j->stop_ns)))
+            return 1;
+    }
+    return 0;
+}
+
+/* Host._steal */
+static int cpu_steal(sim_t *s, int ci)
+{
+    if (!sim_active(s))
+        return 0;
+    if (cpu_run_on(s, ci, -1) < 0) return -1;
+    return push_ev(s, s->now + s->steal_period_ns, EV_STEAL, ci);
+}
+
+static int cpu_run(sim_t *s, int64_t id, int work)
+{
+    int ci = s->jobs[s->ios[id].job].cpu % s->ncpus;
+    s->ios[id].cpu_work = work;
+    if (s->cpus[ci].busy)
+        return ring_push(&s->cpus[ci].queue, id);
+    return cpu_begin(s, ci, id, s->now > s->cpus[ci].idle_since ? s->wake_ns_cost : 0);
+}
+
+/* Host._end */
+static int cpu_end(sim_t *s, int ci)
+{
+    cpu_t *c = &s->cpus[ci];
+    int64_t id = c->current;
+    c->current = -1;
+    if (c->queue.len) {
+        if (cpu_begin(s, ci, ring_pop(&c->queue), 0) < 0) return -1;
+    } else {
+        c->busy = 0;
+        c->idle_since = s->now;
+    }
+    if (id < 0)
+        return 0;
+    if (s->ios[id].cpu_work == WORK_SUBMIT) {     /* Host._submitted */
+        int ji = s->ios[id].job;
+        s->jobs[ji].blocked = 0;
+        if (dispatch(s, id) < 0) return -1;
+        return submit_more(s, ji);
+    }
+    return complete_io(s, id);                    /* Host._completed */
 }
 
 static int arrive(sim_t *s, int64_t id)
@@ -602,6 +899,8 @@ static int submit_more(sim_t *s, int ji)
     if (job->stop_ns >= 0 && s->now >= job->stop_ns)
         return 0;
     while (job->inflight < job->iodepth) {
+        if (job->blocked)
+            return 0;
         if (job->remaining >= 0) {
             if (job->remaining <= 0) return 0;
             job->remaining--;
@@ -620,6 +919,11 @@ static int submit_more(sim_t *s, int ji)
         s->submitted++;
         if (s->bio)
             io->dm_start_jiffies = jiffies_now(s);
+        if (s->host && s->submit_ns_cost) {       /* Host.submit */
+            job->blocked = 1;
+            if (cpu_run(s, id, WORK_SUBMIT) < 0) return -1;
+            continue;
+        }
         if (dispatch(s, id) < 0) return -1;
     }
     return 0;
@@ -637,6 +941,7 @@ static int complete_io(sim_t *s, int64_t id)
     else
         start = (uint64_t)io->start_time_ns;
     sel_end(s, p, job->bs, start);
+    if (s->blk && blk_complete(s, p, id) < 0) return -1;
     p->completed++;
     job->inflight--;
     job->completed++;
@@ -691,7 +996,9 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
             } else {
                 p->busy--;
             }
-            if (complete_io(s, e.obj) < 0) return -1;
+            if (s->host && s->complete_ns_cost) {      /* Host.complete */
+                if (cpu_run(s, e.obj, WORK_COMPLETE) < 0) return -1;
+            } else if (complete_io(s, e.obj) < 0) return -1;
             if (s->progress != Py_None && s->completed >= s->next_progress) {
                 s->next_progress += 65536;
                 double f = 0.0;
@@ -711,6 +1018,14 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
             }
         } else if (e.kind == EV_ARRIVE) {
             if (arrive(s, e.obj) < 0) return -1;
+        } else if (e.kind == EV_WORK) {         /* BlockLayer._work */
+            if (e.obj == s->work_gen && blk_run(s) < 0) return -1;
+        } else if (e.kind == EV_WAKE) {
+            if (blk_wake(s, e.obj) < 0) return -1;
+        } else if (e.kind == EV_CPU) {
+            if (cpu_end(s, (int)e.obj) < 0) return -1;
+        } else if (e.kind == EV_STEAL) {
+            if (cpu_steal(s, (int)e.obj) < 0) return -1;
         } else {
             if (submit_more(s, (int)e.obj) < 0) return -1;
         }
@@ -775,6 +1090,11 @@ static void sim_free(sim_t *s)
         for (int i = 0; i < s->npaths; i++) {
             PyMem_Free(s->paths[i].queue);
             PyMem_Free(s->paths[i].samples);
+            for (int h = 0; s->paths[i].hw && h < s->paths[i].nhw; h++) {
+                PyMem_Free(s->paths[i].hw[h].dispatch.v);
+                PyMem_Free(s->paths[i].hw[h].sleepers.v);
+            }
+            PyMem_Free(s->paths[i].hw);
         }
     }
     if (s->jobs) {
@@ -790,6 +1110,12 @@ static void sim_free(sim_t *s)
     PyMem_Free(s->ios);
     PyMem_Free(s->free_ios);
     PyMem_Free(s->heap.ev);
+    PyMem_Free(s->waiting.v);
+    if (s->cpus) {
+        for (int i = 0; i < s->ncpus; i++)
+            PyMem_Free(s->cpus[i].queue.v);
+    }
+    PyMem_Free(s->cpus);
     Py_XDECREF(s->timeline);
 }
 
@@ -818,6 +1144,15 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.expected = get_i64(cfg, "expected", &err);
     s.horizon = get_i64(cfg, "horizon", &err);
     int64_t hard_stop = get_i64(cfg, "hard_stop", &err);
+    s.blk = (int)get_i64(cfg, "blk", &err);
+    s.host = (int)get_i64(cfg, "host", &err);
+    s.ncpus = (int)get_i64(cfg, "ncpus", &err);
+    s.submit_ns_cost = get_i64(cfg, "submit_cost", &err);
+    s.complete_ns_cost = get_i64(cfg, "complete_cost", &err);
+    s.wake_ns_cost = get_i64(cfg, "wake_cost", &err);
+    s.steal_ns = get_i64(cfg, "steal_ns", &err);
+    s.steal_period_ns = get_i64(cfg, "steal_period", &err);
+    s.work_latency = get_i64(cfg, "work_latency", &err);
     s.progress = PyDict_GetItemString(cfg, "progress");
     if (!s.progress) s.progress = Py_None;
     s.first_choice = -1;
@@ -849,7 +1184,11 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.valid = PyMem_Calloc((size_t)s.npaths, sizeof(int));
     s.jobs = PyMem_Calloc((size_t)(s.njobs ? s.njobs : 1), sizeof(job_t));
     s.timeline = PyList_New(0);
-    if (!s.paths || !s.valid || !s.jobs || !s.timeline) { sim_free(&s); return PyErr_NoMemory(); }
+    if (s.ncpus < 1) s.ncpus = 1;
+    s.cpus = PyMem_Calloc((size_t)s.ncpus, sizeof(cpu_t));
+    if (!s.paths || !s.valid || !s.jobs || !s.timeline || !s.cpus) { sim_free(&s); return PyErr_NoMemory(); }
+    for (int i = 0; i < s.ncpus; i++)
+        s.cpus[i].current = -1;
     for (int i = 0; i < s.npaths; i++) {
         PyObject *pd = PyList_GET_ITEM(paths, i);
         path_t *p = &s.paths[i];
@@ -867,6 +1206,14 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         p->outstanding = get_u64(pd, "outstanding", &err);
         p->stale_after = get_u64(pd, "stale_after", &err);
         p->last_finish = get_u64(pd, "last_finish", &err);
+        p->nhw = (int)get_i64(pd, "nr_hw_queues", &err);
+        if (p->nhw < 1) p->nhw = 1;
+        p->hw = PyMem_Calloc((size_t)p->nhw, sizeof(hctx_t));
+        if (!p->hw) { sim_free(&s); return PyErr_NoMemory(); }
+        for (int h = 0; h < p->nhw; h++) {
+            p->hw[h].nr_tags = get_i64(pd, "hctx_tags", &err);
+            p->hw[h].nr_sched_tags = get_i64(pd, "hctx_sched_tags", &err);
+        }
         mt_seed_u64(&p->rng, get_u64(pd, "seed", &err));
         PyObject *smp = PyDict_GetItemString(pd, "samples");
         if (smp && PyList_Check(smp) && PyList_GET_SIZE(smp)) {
@@ -887,6 +1234,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         j->stop_ns = get_i64(jd, "stop_ns", &err);
         j->startdelay_ns = get_i64(jd, "startdelay_ns", &err);
         j->read_fraction = get_f(jd, "read_fraction", &err);
+        j->cpu = (int)get_i64(jd, "cpu", &err);
         j->end_ns = j->startdelay_ns;
         mt_seed_u64(&j->rng, get_u64(jd, "seed", &err));
         j->rlat.hist = PyMem_Calloc(NBUCKETS, sizeof(int64_t));
@@ -897,6 +1245,9 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
 
     int stalled = 0;
     int rc = 0;
+    if (s.host && s.steal_ns)           /* Host.start */
+        for (int i = 0; i < s.ncpus && rc == 0; i++)
+            rc = push_ev(&s, s.steal_period_ns, EV_STEAL, i);
     for (int i = 0; i < s.njobs && rc == 0; i++) {
         if (s.jobs[i].startdelay_ns)
             rc = push_ev(&s, s.jobs[i].startdelay_ns, EV_SUBMIT, i);
@@ -912,14 +1263,28 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     }
     int64_t pending = 0;
     if (stalled) {
-        /* I/O still under way: events carrying an I/O, and device queues */
+        /* I/O still under way: events carrying an I/O, device queues, and
+           what the block layer and the CPUs hold (BlockLayer.drain, Host.drain) */
         for (int64_t i = 0; i < s.heap.n; i++)
-            if (s.heap.ev[i].kind != EV_SUBMIT) pending++;
+            if (s.heap.ev[i].kind == EV_DONE || s.heap.ev[i].kind == EV_ARRIVE) pending++;
+        pending += s.waiting.len;
         for (int i = 0; i < s.npaths; i++) {
             pending += s.paths[i].qlen;
+            for (int h = 0; h < s.paths[i].nhw; h++)
+                pending += s.paths[i].hw[h].dispatch.len + s.paths[i].hw[h].sleepers.len;
             s.paths[i].in_flight = 0;
         }
+        for (int i = 0; i < s.ncpus; i++) {
+            ring_t *r = &s.cpus[i].queue;
+            for (int64_t k = 0; k < r->len; k++)
+                pending += r->v[(r->head + k) % r->cap] >= 0;  /* -1: other tenants' work */
+            pending += s.cpus[i].current >= 0;
+        }
     }
+    PyObject *rcpus = PyList_New(s.ncpus);
+    if (!rcpus) { sim_free(&s); return NULL; }
+    for (int i = 0; i < s.ncpus; i++)
+        PyList_SET_ITEM(rcpus, i, PyLong_FromLongLong(s.cpus[i].busy_ns));
 
     PyObject *rpaths = PyList_New(s.npaths), *rjobs = PyList_New(s.njobs), *rorder = PyList_New(s.npaths);
     if (!rpaths || !rjobs || !rorder) goto fail;
@@ -963,13 +1328,16 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         if (!t) goto fail;
         PyList_SET_ITEM(rjobs, i, t);
     }
-    PyObject *res = Py_BuildValue("{s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O}",
+    PyObject *res = Py_BuildValue("{s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:L,s:N}",
         "paths", rpaths, "jobs", rjobs, "order", rorder, "submitted", (long long)s.submitted,
         "completed", (long long)s.completed, "events", (long long)s.events, "pending", (long long)pending,
-        "stalled", stalled, "first_choice", s.first_choice, "timeline", s.timeline);
+        "stalled", stalled, "first_choice", s.first_choice, "timeline", s.timeline,
+        "resource_stalls", (long long)s.resource_stalls, "cpu_busy_ns", rcpus);
+    rcpus = NULL;
     sim_free(&s);
     return res;
 fail:
+    Py_XDECREF(rcpus);
     Py_XDECREF(rpaths);
     Py_XDECREF(rjobs);
     Py_XDECREF(rorder);

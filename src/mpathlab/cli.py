@@ -545,8 +545,9 @@ def build_parser() -> argparse.ArgumentParser:
                    % RUN_TABLE_DEFAULTS["parallelism"])
     r.add_argument("--delay", help="with --table: fixed added delay per path (default: %s)"
                    % RUN_TABLE_DEFAULTS["delay"])
-    r.add_argument("--model", action="append", metavar="DEV,service=...,parallelism=N,delay=...",
-                   help="with --table: a different model for one path (repeatable; default: none)")
+    r.add_argument("--model", action="append", metavar="DEV,service=...,parallelism=N,delay=...,hw_queue_depth=N",
+                   help="with --table: a different model for one path (repeatable; default: none); "
+                        "hw_queue_depth: the path's driver tags (default unlimited)")
     r.add_argument("--selector", help="use this selector in every priority group, e.g. "
                                       "historical-service-time or historical-service-time:972,2; or "
                                       "nvme:POLICY to run the topology's [nvme] subsystem with that I/O policy "

@@ -128,13 +128,23 @@ class Fault:
         self.reinstate_after_ns = reinstate_after_ns
 
 
+# I/O schedulers a path queue can have; any of them takes scheduler tags.
+SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")
+BLKDEV_DEFAULT_RQ = 128
+
+
 class PathModel:
     """Configuration of one path's device."""
 
     def __init__(self, name: str, devt, service: ServiceTime, parallelism: int = 1, delay_ns: int = 0,
-                 ns_per_kib: float = 0.0, faults: Sequence[Fault] = (), fail_latency_ns: int = 0):
+                 ns_per_kib: float = 0.0, faults: Sequence[Fault] = (), fail_latency_ns: int = 0,
+                 hw_queue_depth: int = 0, nr_hw_queues: int = 1, scheduler: str = "none", nr_requests: int = 0):
         if parallelism < 1:
             raise UnitError("path %s: parallelism must be at least 1" % name)
+        if hw_queue_depth < 0 or nr_hw_queues < 1 or nr_requests < 0:
+            raise UnitError("path %s: hw_queue_depth, nr_hw_queues and nr_requests must be positive" % name)
+        if scheduler not in SCHEDULERS:
+            raise UnitError("path %s: scheduler must be one of %s" % (name, ", ".join(SCHEDULERS)))
         self.name = name
         self.devt = tuple(devt)
         self.service = service
@@ -143,6 +153,35 @@ class PathModel:
         self.ns_per_kib = float(ns_per_kib)
         self.faults = sorted(faults, key=lambda f: f.at_ns)
         self.fail_latency_ns = int(fail_latency_ns)
+        # The path's request_queue (see sim/blockqueue.py).  0 = unlimited,
+        # the default, under which nothing ever waits for a tag.
+        self.hw_queue_depth = int(hw_queue_depth)
+        self.nr_hw_queues = int(nr_hw_queues)
+        self.scheduler = scheduler
+        self.nr_requests = int(nr_requests)
+
+    @property
+    def hctx_tags(self) -> int:
+        """Driver tags of each hardware queue (hw_queue_depth); 0 = unlimited."""
+        return self.hw_queue_depth
+
+    @property
+    def hctx_sched_tags(self) -> int:
+        """Scheduler tags of each hardware queue when an I/O scheduler is attached (0 = none).
+        blk_mq_init_sched sets nr_requests to 2 * min(queue_depth, BLKDEV_DEFAULT_RQ=128)."""
+        if self.scheduler == "none":
+            return 0
+        return self.nr_requests or 2 * min(self.hw_queue_depth or BLKDEV_DEFAULT_RQ, BLKDEV_DEFAULT_RQ)
+
+    @property
+    def nr_tags(self) -> int:
+        """Driver tags of the whole device; 0 = unlimited."""
+        return self.hctx_tags * self.nr_hw_queues
+
+    @property
+    def nr_sched_tags(self) -> int:
+        """Scheduler tags of the whole device; 0 = no scheduler."""
+        return self.hctx_sched_tags * self.nr_hw_queues
 
     @property
     def devname(self) -> str:
@@ -152,9 +191,11 @@ class PathModel:
         return self.service.mean_ns + self.ns_per_kib * nr_bytes / 1024.0
 
     def capacity_iops(self, nr_bytes: int) -> float:
-        """I/Os per second the device completes when saturated (delay costs nothing)."""
+        """I/Os per second the device completes when saturated (delay costs nothing).
+        With fewer driver tags than servers only that many I/Os can be served at once."""
         m = self.mean_service_ns(nr_bytes)
-        return float("inf") if m <= 0 else self.parallelism * 1e9 / m
+        servers = min(self.parallelism, self.nr_tags) if self.nr_tags else self.parallelism
+        return float("inf") if m <= 0 else servers * 1e9 / m
 
 
 def best_distribution(models: Sequence[PathModel], nr_bytes: int) -> dict:

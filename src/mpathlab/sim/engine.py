@@ -12,6 +12,10 @@ path's fixed delay, waits for a free server of the path's device, is
 served, and completes through the target's end_io, which may fail the path
 and requeue the I/O exactly as dm-mpath would.
 
+Path tags and the dm queue's blk-mq rules (:mod:`.blockqueue`) and the
+host's CPUs (:mod:`.host`) plug into the loop through ``call_at``; with
+unlimited tags and free CPUs they are not created at all.
+
 Accounting invariant, checked at the end of every run:
 submitted = completed + errored + pending (still queued in the target when
 no progress was possible any more).
@@ -32,11 +36,14 @@ from ..timing import TimeBase
 from ..workload.fio import JobSpec
 from ..workload.fio_logs import JobLog, wants_log
 from .arrival import FlowGroup, IoGen, mean_size, needs_gen, with_default_size_cost
+from .blockqueue import BlockLayer
 from .devices import PathDevice, PathModel, best_distribution
+from .host import Host, HostModel
 from .stats import LatencyStats, RateWindows, depth_index, lat_range_index, mean_abs_deviation
 
 (EV_DONE, EV_ARRIVE, EV_SUBMIT, EV_RETRY, EV_KICK, EV_FAULT, EV_MESSAGE, EV_ERRDONE, EV_ACTIVATED,
  EV_NOPATH_TIMEOUT) = range(10)
+EV_CALL = 10        # obj = (fn, arg): a part plugged into the loop (blockqueue, host) asked to be called
 EV_DAEMON = 11       # a user-space daemon's timer (multipathd's checker loop): see Simulation.daemon_timer
 
 DEFAULT_UPTIME_NS = 3600 * 10 ** 9
@@ -102,6 +109,7 @@ class JobState:
         self.stopped = False      # fio ended the job at an I/O error
         self.first_error: Optional[str] = None
         self.last_error_ns = -1
+        self.blocked = False      # the submitting task sleeps in tag allocation or works on its CPU
 
     def reset_stats(self, now: int) -> None:
         """fio's reset_all_stats (latency_target's final window): the report
@@ -189,7 +197,8 @@ class Simulation:
                  progress: Optional[Callable[[float], None]] = None, drain_ns: int = 60 * 10 ** 9,
                  timeline_points: int = 200, window_ns: int = 0, engine: str = "auto",
                  queue_if_no_path_timeout_secs: int = 0, nr_cpus: Optional[int] = None,
-                 kernel=None, host_facts=None, target: Optional[Callable[[dict], object]] = None):
+                 kernel=None, host_facts=None, host: Optional[HostModel] = None,
+                 target: Optional[Callable[[dict], object]] = None):
         # target: a factory for another stack's target object with the same
         # map/end_io/message/status surface (the NVMe head, mpathlab.nvme);
         # table_line is then not used.
@@ -276,6 +285,11 @@ class Simulation:
             if dev is None:
                 raise ValueError("table path %s has no device model in the topology" % pgpath.dev.name)
             self.dev_of_pgpath[pgpath] = dev
+        # Tags and the host's CPUs exist only when configured, so a run where
+        # tags never run out and CPUs cost nothing is the same run as before.
+        self.host = Host(self, host) if host is not None and host.costs else None
+        self.blk = (BlockLayer(self) if any(d.model.nr_tags or d.model.nr_sched_tags for d in self.devices)
+                    else None)
         # a job without size= covers the whole device: the table's length (another stack's target may say
         # its capacity; without one such a job is bounded by its runtime only)
         device_bytes = tl.length * 512 if tl is not None else getattr(self.mp, "capacity_bytes", None)
@@ -326,6 +340,8 @@ class Simulation:
         """The multipath target an I/O goes through: the one table of this host
         (mpathlab.sim.multihost gives every host its own)."""
         return self.mp
+    def call_at(self, t: int, fn, arg) -> None:
+        self._push(t, EV_CALL, (fn, arg))
 
     def _on_kick(self, mp) -> None:
         if not self._kick_pending:
@@ -354,6 +370,8 @@ class Simulation:
                            and (job.gen is None or job.gen.over(job, now))):
             return
         while job.inflight < spec.iodepth:
+            if job.blocked:
+                return  # the task resumes this loop when it wakes
             if job.last_error_ns == now:
                 return  # resubmitted by the EV_SUBMIT queued at the error
             if job.gen is not None:
@@ -388,13 +406,25 @@ class Simulation:
             self.result.submitted += 1
             if self.mp.queue_mode == "bio":
                 io.dm_start_jiffies = self.timebase.jiffies()
+            if self.host is not None and self.host.submit(job, io):
+                continue
             self._dispatch(io)
 
     def _dispatch(self, io: SimIO) -> None:
+        if self.blk is not None and self.blk.rq:
+            self.blk.insert(io)     # dm's own blk-mq queue maps it when it runs
+        else:
+            self._map(io)
+
+    def _map(self, io: SimIO) -> bool:
+        """Map one I/O and issue it; False when a request-based clone found no tag (BLK_STS_RESOURCE)."""
         self._cur_cpu = io.job.cpu
         r = self._target_of(io).map(io)
         if r == MAP_REMAPPED:
             dev = self.dev_of_pgpath[io.pgpath]  # type: ignore[index]  # map() set pgpath
+            blk = self.blk
+            if blk is not None and blk.rq and not blk.issue_directly(io, dev):
+                return False
             io.dev = dev
             dev.dispatched += 1
             if self.window_ns:
@@ -405,24 +435,32 @@ class Simulation:
             dev.in_flight += 1
             if dev.in_flight > dev.peak_in_flight:
                 dev.peak_in_flight = dev.in_flight
-            delay = dev.model.delay_ns
-            if self._extra_delay is not None:
-                delay += self._extra_delay(io)
-            if dev.offline:
-                self._push(self.now + dev.model.fail_latency_ns, EV_ERRDONE, io)
-            elif delay:
-                self._push(self.now + delay, EV_ARRIVE, io)
-            else:
-                self._arrive(io)
+            if blk is None or blk.start(io, dev):   # bio-based: False while it waits for a tag
+                self._start(io, dev)
         elif r == MAP_DELAY_REQUEUE:
             self._push(self.now + REQUEUE_DELAY_NS, EV_RETRY, io)
         elif r == MAP_REQUEUE:
+            if self.blk is not None and self.blk.rq:
+                return False    # no tag for the clone
             # back to dm core at once; 1 us keeps a persistent requeue (noflush
             # suspend) from spinning at one instant
             self._push(self.now + 1000, EV_RETRY, io)
         elif r == MAP_KILL:
             self._complete(io, "ioerr")
         # MAP_SUBMITTED: queued inside the target until a kick
+        return True
+
+    def _start(self, io: SimIO, dev: PathDevice) -> None:
+        """The driver has the request: it travels the path's delay to the device."""
+        delay = dev.model.delay_ns
+        if self._extra_delay is not None:       # a per-I/O transport cost the target asks for (NVMe)
+            delay += self._extra_delay(io)
+        if dev.offline:
+            self._push(self.now + dev.model.fail_latency_ns, EV_ERRDONE, io)
+        elif delay:
+            self._push(self.now + delay, EV_ARRIVE, io)
+        else:
+            self._arrive(io)
 
     def _arrive(self, io: SimIO) -> None:
         dev = io.dev
@@ -440,6 +478,8 @@ class Simulation:
         dev.in_flight -= 1
         io.dev = None
         r = self._target_of(io).end_io(io, error)
+        if self.blk is not None:
+            self.blk.complete(io, dev)
         if error:
             dev.errors += 1
         if r == END_DONE:
@@ -622,6 +662,8 @@ class Simulation:
             if self.engine == "compiled":
                 raise ValueError("the compiled core cannot run this simulation: %s" % fast.eligible(self))
         self.result.engine = "python"
+        if self.host is not None:
+            self.host.start()
         for job in self._groups[0] if self._groups else []:
             if job.spec.wait_for:
                 continue        # started by _check_finished
@@ -642,6 +684,7 @@ class Simulation:
         next_tl = 0
         next_tl_count = tl_count
         events = 0
+        host = self.host
         while heap:
             t, _, kind, obj = pop(heap)
             if hard_stop is not None and t > hard_stop:
@@ -657,7 +700,10 @@ class Simulation:
                     push(heap, (t + dev.service_ns(nxt.nr_bytes), next(seq), EV_DONE, nxt))
                 else:
                     dev.busy -= 1
-                self._path_done(obj, "transport" if dev.offline else None)
+                if host is None:
+                    self._path_done(obj, "transport" if dev.offline else None)
+                else:
+                    host.complete(obj, "transport" if dev.offline else None)
                 if progress is not None and res.completed >= next_progress:
                     next_progress += 4096
                     progress(self._fraction(expected, horizon))
@@ -669,6 +715,8 @@ class Simulation:
                     self._snapshot_in_flight()
             elif kind == EV_ARRIVE:
                 self._arrive(obj)
+            elif kind == EV_CALL:
+                obj[0](obj[1])
             elif kind == EV_RETRY:
                 if not mp.nr_valid_paths and not self._state_changes and not self._kick_pending:
                     # No path and nothing left that could bring one back: the
@@ -709,6 +757,12 @@ class Simulation:
             res.pending += self._drain_pending(heap)
         return self._finish()
 
+    def _active(self) -> bool:
+        """Some job still has I/O in flight or may submit more."""
+        now = self.now
+        return any(j.inflight or (not j.stopped and (j.remaining is None or j.remaining > 0)
+                                  and (j.stop_ns is None or now < j.stop_ns)) for j in self.jobs)
+
     def run_plan(self):
         """(expected I/Os, horizon, hard stop, timeline step in ns, timeline step in
         I/Os): one definition for the Python engine and the compiled core."""
@@ -732,6 +786,10 @@ class Simulation:
             if kind in (EV_DONE, EV_ARRIVE, EV_RETRY, EV_ERRDONE):
                 n += 1
         heap.clear()
+        if self.blk is not None:
+            n += self.blk.drain()
+        if self.host is not None:
+            n += self.host.drain()
         for d in self.devices:
             n += len(d.queue)
             d.queue.clear()

@@ -2,7 +2,8 @@
 
 :func:`try_run_fast` runs a :class:`~mpathlab.sim.engine.Simulation` in C when
 the configuration is one the core models (one priority group, a built-in
-selector other than io-affinity, no faults, messages or dispatch windows)
+selector other than io-affinity, no faults, messages or dispatch windows;
+path tags and the host's CPUs included)
 and writes the final state back into the same Python objects, so results,
 status strings and JSON are produced by the same code either way.  The C
 core reproduces the Python engine exactly (same random streams, same event
@@ -111,13 +112,17 @@ def try_run_fast(sim) -> bool:
             "seed": d.seed, "rt": getattr(info, "relative_throughput", 1),
             "hst": getattr(info, "hst", 0), "outstanding": getattr(info, "outstanding", 0),
             "stale_after": getattr(info, "stale_after", 0), "last_finish": getattr(info, "last_finish", 0),
+            "nr_hw_queues": d.model.nr_hw_queues if sim.blk is not None else 1,
+            "hctx_tags": d.model.hctx_tags if sim.blk is not None else 0,
+            "hctx_sched_tags": d.model.hctx_sched_tags if sim.blk is not None else 0,
         }
     order = [index[sim.dev_of_pgpath[pi.path]] for pi in ps._valid]
     is_hst = type(ps) is HistoricalServiceTime
     jobs_cfg = [{"bs": j.spec.bs, "iodepth": j.spec.iodepth,
                  "remaining": -1 if j.remaining is None else j.remaining,
                  "stop_ns": -1 if j.stop_ns is None else j.stop_ns, "startdelay_ns": j.spec.startdelay_ns,
-                 "read_fraction": float(j.spec.read_fraction), "seed": j.seed} for j in sim.jobs]
+                 "read_fraction": float(j.spec.read_fraction), "seed": j.seed,
+                 "cpu": j.cpu} for j in sim.jobs]
     expected, horizon, hard_stop, tl_step, tl_count = sim.run_plan()
     bio = mp.queue_mode == "bio"
     cfg = {
@@ -134,6 +139,15 @@ def try_run_fast(sim) -> bool:
         "expected": expected, "horizon": horizon,
         "hard_stop": -1 if hard_stop is None else hard_stop,
         "progress": sim.progress,
+        "blk": int(sim.blk is not None),
+        "host": int(sim.host is not None),
+        "ncpus": sim.host.model.cpus if sim.host is not None else 1,
+        "submit_cost": sim.host.model.submit_ns if sim.host is not None else 0,
+        "complete_cost": sim.host.model.complete_ns if sim.host is not None else 0,
+        "wake_cost": sim.host.model.wake_ns if sim.host is not None else 0,
+        "steal_ns": sim.host.model.steal_ns if sim.host is not None else 0,
+        "steal_period": sim.host.model.steal_period_ns if sim.host is not None else 1,
+        "work_latency": sim.host.model.work_latency_ns if sim.host is not None else 0,
     }
     out = _fastcore.simulate(cfg)
     _write_back(sim, out, info_of_dev)
@@ -178,4 +192,9 @@ def _write_back(sim, out, info_of_dev) -> None:
     res.submitted, res.completed, res.events = out["submitted"], out["completed"], out["events"]
     res.pending, res.stalled = out["pending"], bool(out["stalled"])
     res.timeline = [(t, dict(zip(names, counts))) for t, counts in out["timeline"]]
+    if sim.blk is not None:
+        sim.blk.resource_stalls = out["resource_stalls"]
+    if sim.host is not None:
+        for c, busy in zip(sim.host.cpus, out["cpu_busy_ns"]):
+            c.busy_ns = busy
     res.engine = "compiled"

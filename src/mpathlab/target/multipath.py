@@ -156,6 +156,9 @@ class Multipath:
         self.on_kick = on_kick
 
         self.queue_mode = QUEUE_MODE_RQ
+        # Request-based: allocates the clone on the chosen path (the
+        # simulator's tags, sim/blockqueue.py); None = a tag is always free.
+        self.alloc_clone: Optional[Callable[[PGPath, MpathIO], bool]] = None
         self.queue_io = False
         self.queue_if_no_path_flag = False
         self.saved_queue_if_no_path = False
@@ -306,6 +309,11 @@ class Multipath:
             self.pg_init_all_paths()
             return MAP_DELAY_REQUEUE
         io.pgpath = p
+        if self.alloc_clone is not None and not self.alloc_clone(p, io):
+            # blk_mq_alloc_request(BLK_MQ_REQ_NOWAIT) on the path found no
+            # tag: DM_MAPIO_REQUEUE, and start_io is never called.
+            io.pgpath = None
+            return MAP_REQUEUE
         # blk_mq_start_request() stamps the clone only with stats enabled.
         io.start_time_ns = self.timebase.ktime_ns() if self.rq_stats else 0
         ps = p.pg.ps

@@ -21,6 +21,19 @@
     delay = "0us"             # fixed added delay (dm-delay, transport)
     per_kib = "0ns"           # extra service time per KiB of I/O
     faults = [ { at = "2s", action = "fail" }, { at = "4s", action = "reinstate" } ]
+    hw_queue_depth = 32       # driver tags per hardware queue (default: unlimited)
+    nr_hw_queues = 1          # hardware queues; tags = hw_queue_depth x nr_hw_queues
+    scheduler = "none"        # "mq-deadline", "kyber", "bfq": scheduler tags as well
+    nr_requests = 64          # scheduler tags per hw queue (default 2 x min(hw_queue_depth, 128))
+
+    [host]                    # the host's CPUs (sim/host.py); costs default to 0 (free CPUs)
+    cpus = 2                  # fio job clones on CPU n run on CPU n mod cpus
+    submit_cost = "0us"       # CPU time to submit one I/O
+    complete_cost = "0us"     # CPU time to complete one I/O
+    wake_cost = "0us"         # latency of waking an idle CPU (halted vCPU, deep C-state)
+    steal = 0.0               # fraction of each CPU other tenants take (a busy host descheduling a vCPU)
+    steal_period = "6ms"      # ... taken in one piece every steal_period
+    work_latency = "0us"      # deferred kernel work (kblockd's queue runs) starts this much later
 
     [[messages]]              # dm messages at given times
     at = "3s"
@@ -40,14 +53,17 @@ except ModuleNotFoundError:  # Python < 3.11
 
 from ..kernel import parse_devt
 from ..selectors import lookup
-from ..sim.devices import Empirical, Exponential, Fault, LogNormal, PathModel, ServiceTime
+from ..sim.devices import SCHEDULERS, Empirical, Exponential, Fault, LogNormal, PathModel, ServiceTime
+from ..sim.host import HostModel
 from ..target import TargetError, construct, mapping_resolver, split_table_line
 from ..timing import VALID_HZ
 from ..units import UnitError, parse_duration_ns
 
 
 class TopologyError(ValueError):
-    pass
+    def __init__(self, msg: str, key: Optional[Tuple[str, str]] = None):
+        super().__init__(msg)
+        self.key = key        # (section, key): load_topology adds the line it is on
 
 
 class Topology:
@@ -55,7 +71,7 @@ class Topology:
                  force_jiffies_start: Optional[bool] = None, uptime_ns: int = 3600 * 10 ** 9, seed: int = 1,
                  sched_clock_offset_ns: Optional[int] = None, queue_if_no_path_timeout_secs: int = 0,
                  nr_cpus: Optional[int] = None, kernel: Optional[str] = None,
-                 kinds: Optional[Dict[Tuple[int, int], str]] = None,
+                 kinds: Optional[Dict[Tuple[int, int], str]] = None, host: Optional[HostModel] = None,
                  messages: Sequence[Tuple[int, str]] = (), activation_ns: int = 0, source: str = ""):
         self.table = table
         self.paths = paths
@@ -71,6 +87,7 @@ class Topology:
         self.nr_cpus = nr_cpus
         self.kernel = kernel
         self.kinds = dict(kinds or {})   # devt -> device kind, where the file says
+        self.host = host
         self.source = source
         self.nvme = None      # mpathlab.nvme.topology.NvmeConfig when the file has an [nvme] section
 
@@ -84,7 +101,8 @@ class Topology:
                 "uptime_ns": self.uptime_ns, "seed": self.seed, "messages": self.messages,
                 "activation_ns": self.activation_ns, "sched_clock_offset_ns": self.sched_clock_offset_ns,
                 "queue_if_no_path_timeout_secs": self.queue_if_no_path_timeout_secs, "nr_cpus": self.nr_cpus,
-                "kernel": self.kernel, "host_facts": self.host_facts()}
+                "kernel": self.kernel, "host_facts": self.host_facts(),
+                **({"host": self.host} if self.host is not None else {})}
 
     def resolver(self):
         return mapping_resolver({p.name: p.devt for p in self.paths})
@@ -158,7 +176,9 @@ def _faults(items, where: str) -> List[Fault]:
     return out
 
 
-_PATH_KEYS = {"devt", "kind", "service", "parallelism", "delay", "per_kib", "faults", "fail_latency"}
+_PATH_KEYS = {"devt", "kind", "service", "parallelism", "delay", "per_kib", "faults", "fail_latency",
+              "hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests"}
+_HOST_KEYS = {"cpus", "submit_cost", "complete_cost", "wake_cost", "steal", "steal_period", "work_latency"}
 _MP_KEYS = {"table", "hz", "rq_stats", "force_jiffies_start", "uptime", "seed", "activation",
             "hst_select_clock", "sched_clock_offset", "queue_if_no_path_timeout_secs", "nr_cpus", "kernel"}
 
@@ -172,7 +192,7 @@ def topology_from_dict(doc: dict, source: str = "", base_dir: str = ".") -> Topo
 
 def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
     src = source or "topology"
-    unknown = set(doc) - {"multipath", "paths", "messages", "description", "nvme"}
+    unknown = set(doc) - {"multipath", "paths", "messages", "description", "nvme", "host"}
     if unknown:
         raise TopologyError("%s: unknown section(s) %s" % (src, ", ".join(sorted(unknown))))
     mp = doc.get("multipath")
@@ -216,8 +236,9 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
         if not isinstance(par, int) or isinstance(par, bool) or not 1 <= par <= MAX_PARALLELISM:
             raise TopologyError("%s: %s.parallelism must be a whole number >= 1 and <= %d, got %r"
                                 % (src, where, MAX_PARALLELISM, par))
+        blk = _path_queue_keys(p, src, where)
         paths.append(PathModel(
-            name, devt, _service(svc, where), parallelism=par,
+            name, devt, _service(svc, where), parallelism=par, **blk,
             delay_ns=parse_duration_ns(p.get("delay", 0), where + ".delay"),
             ns_per_kib=parse_duration_ns(p.get("per_kib", 0), where + ".per_kib"),
             faults=_faults(p.get("faults", []), where),
@@ -273,7 +294,8 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
     if ncpu is not None and (not isinstance(ncpu, int) or isinstance(ncpu, bool) or not 1 <= ncpu <= 4096):
         raise TopologyError("%s: [multipath] nr_cpus must be a whole number from 1 to 4096" % src)
     topo = Topology(str(mp["table"]), paths, sched_clock_offset_ns=offset, queue_if_no_path_timeout_secs=qto,
-                    nr_cpus=ncpu, kernel=None if kernel is None else str(kernel), kinds=kinds, hz=hz, rq_stats=mp.get("rq_stats", True),
+                    nr_cpus=ncpu, kernel=None if kernel is None else str(kernel), kinds=kinds,
+                    host=_host(doc.get("host"), src), hz=hz, rq_stats=mp.get("rq_stats", True),
                     force_jiffies_start=mp.get("force_jiffies_start"),
                     uptime_ns=parse_duration_ns(mp.get("uptime", "1h"), "uptime"), seed=seed,
                     messages=messages, activation_ns=parse_duration_ns(mp.get("activation", 0), "activation"),
@@ -284,6 +306,63 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
         from ..nvme.topology import parse_nvme
         topo.nvme = parse_nvme(doc["nvme"], paths, src)
     return topo
+
+
+def _whole(v, src: str, section: str, key: str) -> int:
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise TopologyError("%s: [%s] %s must be a whole number >= 1, not %r" % (src, section, key, v),
+                            key=(section, key))
+    return v
+
+
+def _path_queue_keys(p: dict, src: str, where: str) -> dict:
+    """hw_queue_depth, nr_hw_queues, scheduler, nr_requests of [paths.X] (sim/blockqueue.py)."""
+    out = {}
+    for key in ("hw_queue_depth", "nr_hw_queues", "nr_requests"):
+        if key in p:
+            out[key] = _whole(p[key], src, where, key)
+    if "scheduler" in p:
+        if p["scheduler"] not in SCHEDULERS:
+            raise TopologyError("%s: [%s] scheduler must be one of %s, not %r"
+                                % (src, where, ", ".join(SCHEDULERS), p["scheduler"]), key=(where, "scheduler"))
+        out["scheduler"] = p["scheduler"]
+    if "nr_requests" in p and out.get("scheduler", "none") == "none":
+        raise TopologyError("%s: [%s] nr_requests needs a scheduler (scheduler tags)" % (src, where),
+                            key=(where, "nr_requests"))
+    return out
+
+
+def _host(h, src: str) -> Optional[HostModel]:
+    if h is None:
+        return None
+    if not isinstance(h, dict):
+        raise TopologyError("%s: [host] must be a table" % src)
+    bad = set(h) - _HOST_KEYS
+    if bad:
+        raise TopologyError("%s: [host] has unknown key(s) %s" % (src, ", ".join(sorted(bad))),
+                            key=("host", sorted(bad)[0]))
+    cpus = _whole(h.get("cpus", 1), src, "host", "cpus")
+    costs = {}
+    for key in ("submit_cost", "complete_cost", "wake_cost", "work_latency"):
+        try:
+            v = parse_duration_ns(h.get(key, 0), "[host] " + key)
+        except UnitError as e:
+            raise TopologyError("%s: %s" % (src, e), key=("host", key)) from None
+        if v < 0:
+            raise TopologyError("%s: [host] %s must not be negative" % (src, key), key=("host", key))
+        costs[key] = v
+    steal = h.get("steal", 0.0)
+    if isinstance(steal, bool) or not isinstance(steal, (int, float)) or not 0 <= steal < 1:
+        raise TopologyError("%s: [host] steal must be a fraction from 0 to below 1, not %r" % (src, steal),
+                            key=("host", "steal"))
+    try:
+        period = parse_duration_ns(h.get("steal_period", "6ms"), "[host] steal_period")
+    except UnitError as e:
+        raise TopologyError("%s: %s" % (src, e), key=("host", "steal_period")) from None
+    if period < 1:
+        raise TopologyError("%s: [host] steal_period must be positive" % src, key=("host", "steal_period"))
+    return HostModel(cpus, costs["submit_cost"], costs["complete_cost"], costs["wake_cost"],
+                     steal=float(steal), steal_period_ns=period, work_latency_ns=costs["work_latency"])
 
 
 def validate_table(topo: Topology) -> None:
@@ -311,13 +390,15 @@ def validate_table(topo: Topology) -> None:
 
 def load_topology(path: str) -> Topology:
     # Errors name the file and the line (of the option, for a problem in a value).
-    from ..inputs import load_toml, locate_topology_error, with_line
+    from ..inputs import load_toml, locate_topology_error, toml_key_line, with_line
     doc, text = load_toml(path, "topology")
     try:
         return topology_from_dict(doc, os.path.basename(path), os.path.dirname(os.path.abspath(path)))
     except TopologyError as e:
         msg = str(e)
-        raise TopologyError(with_line(msg, path, locate_topology_error(text, msg))) from None
+        # the key the error names, else the option found from the message
+        line = toml_key_line(text, *e.key) if e.key else locate_topology_error(text, msg)
+        raise TopologyError(with_line(msg, path, line)) from None
 
 
 def rewrite_selector(table: str, name: str, args: Sequence[str] = (), resolver=None) -> str:
@@ -420,8 +501,9 @@ def topology_from_table(line: str, *, service: str = "exponential:100us", parall
         kv = {}
         for part in filter(None, rest.split(",")):
             k, sep, v = part.partition("=")
-            if not sep or k not in ("service", "parallelism", "delay"):
-                raise TopologyError("--model %s: use DEV,service=...,parallelism=N,delay=... (got %r)" % (item, part))
+            if not sep or k not in ("service", "parallelism", "delay", "hw_queue_depth"):
+                raise TopologyError("--model %s: use DEV,service=...,parallelism=N,delay=...,hw_queue_depth=N "
+                                    "(got %r)" % (item, part))
             kv[k] = v
         overrides[dev.strip()] = kv
     paths: List[PathModel] = []
@@ -440,10 +522,17 @@ def topology_from_table(line: str, *, service: str = "exponential:100us", parall
             raise TopologyError("%s: parallelism must be from 1 to 65536, got %d"
                                 % ("--model %s" % label if "parallelism" in ov else "--parallelism", par))
         try:
+            qd = int(ov.get("hw_queue_depth", 0))
+        except ValueError:
+            qd = -1
+        if "hw_queue_depth" in ov and qd < 1:
+            raise TopologyError("--model %s: hw_queue_depth must be a whole number >= 1" % label)
+        try:
             paths.append(PathModel(label, p.dev.devt,
                                    parse_service_spec(ov.get("service", service),
                                                       "--model %s" % label if "service" in ov else "--service"),
-                                   parallelism=par, delay_ns=parse_duration_ns(ov.get("delay", delay), label)))
+                                   parallelism=par, delay_ns=parse_duration_ns(ov.get("delay", delay), label),
+                                   hw_queue_depth=qd))
         except UnitError as e:
             raise TopologyError(str(e)) from None
     if overrides:

@@ -1,0 +1,156 @@
+"""The host's CPUs: where fio's job clones run, and what each I/O costs them.
+
+Each CPU is a server like a path device's: work waits in FIFO order and
+runs for its cost.  An I/O costs ``submit_cost`` on its job's CPU before
+it reaches the multipath target (fio, io_submit, dm's map, the driver's
+queue_rq) and ``complete_cost`` on the same CPU after its device finishes
+(the completion interrupt and softirq run where the request was submitted,
+then fio reaps it) before the target's end_io sees it.  While a job's CPU
+works on its submission the job submits nothing else, as a task in
+io_submit does.  ``wake_cost`` is the latency of waking an idle CPU
+(a halted vCPU, a deep C-state): work that finds its CPU idle since an
+earlier instant starts that much later.  ``steal`` is the fraction of each
+CPU that other tenants take (a vCPU descheduled by a busy host): every
+``steal_period`` each CPU gets ``steal x steal_period`` of foreign work,
+queued behind what is already waiting (a model of preemption that keeps
+the CPU a FIFO server), so completions are then handled in bursts.
+``work_latency`` is how long deferred kernel work (kblockd's runs of the
+dm queue, sim/blockqueue.py) waits before it runs.  All default to 0,
+under which no CPU is ever busy and results are those of a host with
+infinitely fast CPUs.  Why the completion cost sits before end_io: a
+completion on a busy (emulated, contended) CPU waits for it, and the
+kernel lab's shares agree with that placement.
+
+In the kernel lab (qemu TCG) this is the emulation cost of the I/O path,
+which the guest sees as latency; see README "Validation against a real
+kernel" for the calibrated values.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+
+class HostModel:
+    """[host] of a topology: number of CPUs and per-I/O CPU costs in ns."""
+
+    def __init__(self, cpus: int = 1, submit_ns: int = 0, complete_ns: int = 0, wake_ns: int = 0,
+                 steal: float = 0.0, steal_period_ns: int = 6_000_000, work_latency_ns: int = 0):
+        if cpus < 1 or submit_ns < 0 or complete_ns < 0 or wake_ns < 0:
+            raise ValueError("host: cpus must be >= 1 and costs must not be negative")
+        if not 0.0 <= steal < 1.0 or steal_period_ns < 1:
+            raise ValueError("host: steal must be from 0 to below 1 and steal_period positive")
+        if work_latency_ns < 0:
+            raise ValueError("host: work_latency must not be negative")
+        self.work_latency_ns = int(work_latency_ns)     # deferred kernel work (kblockd) waits this long
+        self.steal = float(steal)
+        self.steal_period_ns = int(steal_period_ns)
+        self.cpus = int(cpus)
+        self.submit_ns = int(submit_ns)
+        self.complete_ns = int(complete_ns)
+        self.wake_ns = int(wake_ns)
+
+    @property
+    def steal_ns(self) -> int:
+        """Foreign work per CPU per steal_period."""
+        return int(self.steal * self.steal_period_ns)
+
+    @property
+    def costs(self) -> bool:
+        return bool(self.submit_ns or self.complete_ns or self.steal_ns or self.work_latency_ns)
+
+
+def _nothing(_) -> None:
+    pass
+
+
+class Cpu:
+    __slots__ = ("busy", "queue", "busy_ns", "current", "idle_since")
+
+    def __init__(self):
+        self.busy = False
+        self.idle_since = 0
+        self.queue = deque()    # (cost, fn, arg): arg is the I/O or (I/O, error)
+        self.busy_ns = 0
+        self.current = None
+
+
+class Host:
+    def __init__(self, sim, model: HostModel):
+        self.sim = sim
+        self.model = model
+        self.cpus = [Cpu() for _ in range(model.cpus)]
+
+    def start(self) -> None:
+        """At the start of a run: other tenants begin taking their share of each CPU."""
+        if self.model.steal_ns:
+            for i in range(len(self.cpus)):
+                self.sim.call_at(self.sim.now + self.model.steal_period_ns, self._steal, i)
+
+    def _steal(self, i) -> None:
+        if not self.sim._active():
+            return      # nothing left to run: let the event loop end
+        self._run(self.cpus[i], self.model.steal_ns, _nothing, None)
+        self.sim.call_at(self.sim.now + self.model.steal_period_ns, self._steal, i)
+
+    def _cpu(self, job) -> Cpu:
+        # a job on CPU n of a bigger machine runs on CPU n mod cpus here
+        return self.cpus[job.cpu % len(self.cpus)]
+
+    def _run(self, cpu: Cpu, cost: int, fn, io) -> None:
+        if cpu.busy:
+            cpu.queue.append((cost, fn, io))
+            return
+        now = self.sim.now
+        self._begin(cpu, cost, fn, io, self.model.wake_ns if now > cpu.idle_since else 0)
+
+    def _begin(self, cpu: Cpu, cost: int, fn, io, wake: int = 0) -> None:
+        cpu.busy = True
+        cpu.current = io
+        cpu.busy_ns += cost
+        self.sim.call_at(self.sim.now + wake + cost, self._end, (cpu, fn, io))
+
+    def _end(self, arg) -> None:
+        cpu, fn, io = arg
+        cpu.current = None
+        if cpu.queue:
+            self._begin(cpu, *cpu.queue.popleft())
+        else:
+            cpu.busy = False
+            cpu.idle_since = self.sim.now
+        fn(io)
+
+    # -- the two costs ------------------------------------------------------
+    def submit(self, job, io) -> bool:
+        """Charge the submission of ``io``; True if it is now on (or waiting for) the CPU."""
+        if not self.model.submit_ns:
+            return False
+        job.blocked = True
+        self._run(self._cpu(job), self.model.submit_ns, self._submitted, io)
+        return True
+
+    def _submitted(self, io) -> None:
+        job = io.job
+        job.blocked = False
+        self.sim._dispatch(io)
+        self.sim._submit_more(job)
+
+    def complete(self, io, error) -> None:
+        """The device finished ``io``: charge its completion, then end it in the target."""
+        if not self.model.complete_ns:
+            self.sim._path_done(io, error)
+            return
+        self._run(self._cpu(io.job), self.model.complete_ns, self._completed, (io, error))
+
+    def _completed(self, item) -> None:
+        self.sim._path_done(*item)
+
+    def drain(self) -> int:
+        """I/O waiting for or on a CPU when a run is cut short (counted as pending), dropped."""
+        n = 0
+        for c in self.cpus:
+            # other tenants' work carries no I/O (arg None)
+            n += sum(1 for _, _, arg in c.queue if arg is not None) + (c.current is not None)
+            c.queue.clear()
+            c.current = None
+            c.busy = False
+        return n
