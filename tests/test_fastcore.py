@@ -47,6 +47,11 @@ def compare(table, paths, job, **kw):
         for la, lb in ((ja.read_lat, jb.read_lat), (ja.write_lat, jb.write_lat)):
             assert (la.n, la.min, la.max, la.mean, la._m2, la.hist) == (lb.n, lb.min, lb.max, lb.mean, lb._m2, lb.hist)
         assert (ja.bytes_read, ja.bytes_written, ja.end_ns) == (jb.bytes_read, jb.bytes_written, jb.end_ns)
+    # per-path latency (the reports' per-path view): same numbers from both engines
+    assert list(a.path_latency) == list(b.path_latency) == [p["name"] for p in a.paths]
+    for name, la in a.path_latency.items():
+        lb = b.path_latency[name]
+        assert (la.n, la.min, la.max, la.mean, la._m2, la.hist) == (lb.n, lb.min, lb.max, lb.mean, lb._m2, lb.hist)
     return a
 
 

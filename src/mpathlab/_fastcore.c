@@ -156,6 +156,7 @@ typedef struct {
     int32_t qlen_sel;       /* queue-length: atomic int */
     int32_t inflight_size;  /* service-time: atomic int */
     uint64_t hst, outstanding, stale_after, last_finish;
+    lat_stats lat;          /* latency of the I/O this path completed */
 } path_t;
 
 typedef struct {
@@ -588,6 +589,7 @@ static int complete_io(sim_t *s, int64_t id)
     job->completed++;
     s->completed++;
     int64_t lat = s->now - io->submit_ns;
+    lat_add(&p->lat, lat);
     if (io->is_read) {
         lat_add(&job->rlat, lat);
         job->bytes_read += job->bs;
@@ -719,6 +721,7 @@ static void sim_free(sim_t *s)
         for (int i = 0; i < s->npaths; i++) {
             PyMem_Free(s->paths[i].queue);
             PyMem_Free(s->paths[i].samples);
+            PyMem_Free(s->paths[i].lat.hist);
         }
     }
     if (s->jobs) {
@@ -811,6 +814,8 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         p->stale_after = get_u64(pd, "stale_after", &err);
         p->last_finish = get_u64(pd, "last_finish", &err);
         mt_seed_u64(&p->rng, get_u64(pd, "seed", &err));
+        p->lat.hist = PyMem_Calloc(NBUCKETS, sizeof(int64_t));
+        if (!p->lat.hist) { sim_free(&s); return PyErr_NoMemory(); }
         PyObject *smp = PyDict_GetItemString(pd, "samples");
         if (smp && PyList_Check(smp) && PyList_GET_SIZE(smp)) {
             p->nsamples = PyList_GET_SIZE(smp);
@@ -868,12 +873,15 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     if (!rpaths || !rjobs || !rorder) goto fail;
     for (int i = 0; i < s.npaths; i++) {
         path_t *p = &s.paths[i];
-        PyObject *t = Py_BuildValue("{s:L,s:L,s:L,s:L,s:i,s:i,s:K,s:K,s:K,s:K}",
+        PyObject *pl = lat_tuple(&p->lat);
+        if (!pl) goto fail;
+        PyObject *t = Py_BuildValue("{s:L,s:L,s:L,s:L,s:i,s:i,s:K,s:K,s:K,s:K,s:N}",
             "dispatched", (long long)p->dispatched, "completed", (long long)p->completed,
             "in_flight", (long long)p->in_flight, "peak_in_flight", (long long)p->peak_in_flight,
             "qlen", (int)p->qlen_sel, "in_flight_size", (int)p->inflight_size,
             "hst", (unsigned long long)p->hst, "outstanding", (unsigned long long)p->outstanding,
-            "stale_after", (unsigned long long)p->stale_after, "last_finish", (unsigned long long)p->last_finish);
+            "stale_after", (unsigned long long)p->stale_after, "last_finish", (unsigned long long)p->last_finish,
+            "lat", pl);
         if (!t) goto fail;
         PyList_SET_ITEM(rpaths, i, t);
         PyList_SET_ITEM(rorder, i, PyLong_FromLong(s.valid[i]));
