@@ -286,7 +286,7 @@ def cmd_report(args) -> int:
             rows = read_rows(args.sweep)
         except OSError as e:
             raise InputError("cannot read sweep table %s: %s" % (args.sweep, e.strerror or e)) from None
-        page = sweep_report(rows, args.title or "mpathlab sweep: %s" % os.path.basename(args.sweep))
+        page = sweep_report(rows, args.title, source=os.path.basename(args.sweep))
     else:
         if not (args.topology and args.job):
             raise InputError("report needs TOPOLOGY and JOB (or --sweep TABLE)")
@@ -302,7 +302,7 @@ def cmd_report(args) -> int:
             prog.done()
         page = run_report(results, args.title or "mpathlab: %s with %s" % (
             os.path.basename(args.topology), os.path.basename(args.job)),
-            context=["table: %s" % topo.table] + [j.describe() for j in jobs.jobs])
+            topology=topo, jobs=jobs.jobs, seed=topo.seed if args.seed is None else args.seed)
     with open(args.out, "w") as f:
         f.write(page)
     print("report written to %s" % args.out)
