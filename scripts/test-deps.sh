@@ -7,6 +7,7 @@ set -uo pipefail
 DEBIAN_PACKAGES=(
   "fio /usr/bin/fio"
   "linux-source-6.1 /usr/src/linux-source-6.1.tar.xz"
+  "chromium /usr/bin/chromium"
 )
 missing=()
 for entry in "${DEBIAN_PACKAGES[@]}"; do
