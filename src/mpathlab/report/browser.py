@@ -23,6 +23,7 @@ MEASURE_JS = """
 window.addEventListener('load', function () {
   var W = window.innerWidth;
   var out = {innerWidth: W, scrollWidth: document.documentElement.scrollWidth,
+             scrollHeight: document.documentElement.scrollHeight,
              bodyScrollWidth: document.body.scrollWidth,
              images: Array.from(document.images).map(function (i) {
                return {alt: i.alt, complete: i.complete, naturalWidth: i.naturalWidth,

@@ -69,7 +69,7 @@ def _cdf_points(st):
     return xs, ys
 
 
-def _cdf_axes(ax):
+def _cdf_axes(ax, left_us: float):
     ax.set_xscale("log")
     # logit: the tail (p99, p99.9) gets as much room as the median
     ax.set_yscale("logit")
@@ -77,9 +77,15 @@ def _cdf_axes(ax):
     ax.set_yticks([0.01, 0.1, 0.5, 0.9, 0.99, 0.999])
     ax.set_yticklabels(["1%", "10%", "50%", "90%", "99%", "99.9%"])
     ax.minorticks_off()
+    ax.set_xlim(left=left_us)
     ax.set_xlabel("completion latency (us)")
-    ax.set_ylabel("fraction of I/O at or below")
+    ax.set_ylabel("I/O at or below")
     ax.grid(True, which="major", alpha=0.3)
+
+
+def _title(text: str, width: int = 30) -> str:
+    import textwrap
+    return "\n".join(textwrap.wrap(text, width, break_on_hyphens=False))
 
 
 def latency_cdf_plot(runs, sets: List[List[str]]) -> str:
@@ -89,33 +95,39 @@ def latency_cdf_plot(runs, sets: List[List[str]]) -> str:
     n = len(sets)
     ncols = min(4, n + 1)
     nrows = math.ceil((n + 1) / ncols)
-    fig, axes = pl.subplots(nrows, ncols, figsize=(FIG_WIDTH_IN, 3.8 * nrows), squeeze=False)
+    fig, axes = pl.subplots(nrows, ncols, figsize=(FIG_WIDTH_IN, 4.6 * nrows), squeeze=False,
+                            layout="constrained")
     flat = list(axes.flat)
+    paths = [p["name"] for p in runs[0][1].paths]
+    # the x axis starts just below the lowest p1 of any curve drawn (the CDF starts at 1 %)
+    lows = []
+    for s in sets:
+        res = by_label[s[0]]
+        for st in [merged_latency(res.jobs)] + [getattr(res, "path_latency", {}).get(p) for p in paths]:
+            if st is not None and st.n:
+                lows.append(st.percentiles((1.0,))["1.000000"] / 1e3)
+    left = min(lows) * 0.7 if lows else None
     ax = flat[0]
     for s, col in zip(sets, _colours(n)):
         st = merged_latency(by_label[s[0]].jobs)
         if st.n:
-            ax.step(*_cdf_points(st), where="post", label=_set_label(s), color=col, linewidth=1.8)
-    _cdf_axes(ax)
+            ax.step(*_cdf_points(st), where="post", label=_title(_set_label(s), 34), color=col, linewidth=1.8)
+    _cdf_axes(ax, left)
     ax.set_title("all paths, per policy")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False, fontsize=10)
-    paths = [p["name"] for p in runs[0][1].paths]
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.2), frameon=False, fontsize=10)
     pcols = _colours(len(paths))
     for ax, s in zip(flat[1:], sets):
         res = by_label[s[0]]
         for p, col in zip(paths, pcols):
             st = getattr(res, "path_latency", {}).get(p)
             if st is not None and st.n:
-                ax.step(*_cdf_points(st), where="post", label=p, color=col, linewidth=1.6)
-        _cdf_axes(ax)
-        ax.set_title("per path: %s" % _set_label(s), fontsize=12)
+                ax.step(*_cdf_points(st), where="post", label="path %s" % p, color=col, linewidth=1.6)
+        _cdf_axes(ax, left)
+        ax.set_title(_title("per path: %s" % _set_label(s)), fontsize=12)
+        ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.2), frameon=False, fontsize=10,
+                  ncol=2 if len(paths) > 3 else 1)
     for ax in flat[n + 1:]:
         ax.set_visible(False)
-    fig.tight_layout(h_pad=2.0, rect=(0, 0, 1, 1 - 0.5 / (3.8 * nrows)))
-    # one legend for the per-path panels (same colour per path everywhere), above them, off the data
-    from matplotlib.lines import Line2D
-    fig.legend([Line2D([], [], color=c, linewidth=2) for c in pcols], ["path %s" % p for p in paths],
-               loc="upper center", bbox_to_anchor=(0.62, 1.0), ncol=min(8, len(paths)), frameon=False)
     return png(fig)
 
 
@@ -153,13 +165,17 @@ def inflight_plot(runs, sets: List[List[str]], evs: List[model.Event]) -> str:
                 ys = [d.get(p, 0) for _, d in res.timeline]
                 ax.step(ts, ys, where="post", color=pcols[k], linewidth=1.3)
                 ax.fill_between(ts, ys, step="post", color=pcols[k], alpha=0.15, linewidth=0)
+            last_x, level = None, 0
             for i, ev in enumerate(evs, 1):
                 x = ev.at_ns / 1e6
                 if x <= end_ms:
                     c = EVENT_COLOURS.get(ev.kind, "grey")
                     ax.axvline(x, color=c, linestyle="--", linewidth=1.2)
-                    ax.text(x, 0.98, " %d" % i, transform=ax.get_xaxis_transform(), va="top", ha="left",
-                            fontsize=10, color=c, fontweight="bold")
+                    # numbers of events close together go one below the other
+                    level = level + 1 if last_x is not None and x - last_x < 0.06 * (end_ms or 1) else 0
+                    last_x = x
+                    ax.text(x, 0.98 - 0.13 * (level % 4), " %d" % i, transform=ax.get_xaxis_transform(),
+                            va="top", ha="left", fontsize=10, color=c, fontweight="bold")
             ax.set_xlim(0, end_ms or 1)
             ax.set_ylim(0, top * 1.12 + 0.5)
             ax.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))

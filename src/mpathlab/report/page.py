@@ -82,6 +82,7 @@ table{border-collapse:collapse;font-variant-numeric:tabular-nums}
 th,td{border:1px solid #ccc;padding:3px 9px;text-align:right;white-space:nowrap}
 th{background:#f3f3f3;position:sticky;top:0;white-space:normal;vertical-align:bottom}
 .scroll:not(.runs) td.l{white-space:normal}
+.scroll td.l:first-child,.scroll:not(.runs) td.l:first-child{white-space:nowrap}
 .runs table{font-size:.86em}.runs th,.runs td{padding:2px 4px}
 td.l,th.l{text-align:left}
 tr.sum td{font-weight:600;background:#fafafa}

@@ -149,6 +149,8 @@ class Point:
             sd = math.sqrt(sum((x - m) ** 2 for x in vals) / (n - 1))
             half = t95(n - 1) * sd / math.sqrt(n)
             lo, hi = m - half, m + half
+            if min(vals) >= 0 and lo < 0:
+                lo = 0.0        # every metric here is >= 0 (shares, IOPS, latency)
         else:
             lo = hi = m
         return m, lo, hi, min(vals), max(vals), n
@@ -167,6 +169,20 @@ def _values(rows, col) -> list:
         if r.get(col) not in vals:
             vals.append(r.get(col))
     return sorted(vals, key=_order_key)
+
+
+class _Thousands:
+    """Tick labels with thousands separators, never scientific notation."""
+
+    def __call__(self, v, pos=None):
+        if abs(v) >= 1000:
+            return "{:,.0f}".format(v)
+        return ("%.4f" % v).rstrip("0").rstrip(".") if v else "0"
+
+
+def _formatter():
+    from matplotlib.ticker import FuncFormatter
+    return FuncFormatter(_Thousands())
 
 
 def param_figure(rows, sels, param, others, metrics) -> Tuple[str, str]:
@@ -224,6 +240,7 @@ def param_figure(rows, sels, param, others, metrics) -> Tuple[str, str]:
             else:
                 ax.set_xticks(range(len(xs_vals)))
                 ax.set_xticklabels([str(v) for v in xs_vals])
+            ax.yaxis.set_major_formatter(_formatter())
             ax.set_xlabel(param, fontsize=11)
             ax.tick_params(axis="x", labelbottom=True)
             if ci == 0:
