@@ -215,3 +215,16 @@ def test_report_renders_in_chromium_at_1400px(pages, kind, plots):
     for img in m["images"]:
         assert img["complete"] and img["naturalWidth"] > 600 and img["naturalHeight"] > 200, img
         assert img["right"] <= 1400
+
+
+def test_sweep_over_kernels_is_categorical_and_aggregated_tables_need_no_seeds(sweep_rows):
+    from mpathlab.report.sweep_page import _order_key
+    assert sorted(["6.1", "5.15", "5.8", "100us", "1ms"], key=_order_key) == ["100us", "1ms", "5.8", "5.15", "6.1"]
+    rows = [dict(r, **{"multipath.kernel": k}) for r in sweep_rows[:6] for k in ("5.15", "6.1")]
+    page = sweep_report(rows, source="k.csv")
+    assert "against multipath.kernel" in page
+    # one row per point with the sweep's own CI columns (no seed column): no "one seed" warning
+    agg = [{"selector": "round-robin", "iodepth": d, "lat_p99_ns": 1000.0 * d, "lat_p99_ns_ci_low": 900.0 * d,
+            "lat_p99_ns_ci_high": 1100.0 * d} for d in (1, 8)]
+    page = sweep_report(agg, source="a.csv")
+    assert "One seed per point" not in page and "1.0 [0.9, 1.1]" in page and "8.0 [7.2, 8.8]" in page

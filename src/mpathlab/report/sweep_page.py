@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .page import (FIG_WIDTH_IN, ReportError, count, deviation, esc, figure, note, page, plt, png, share, table,
@@ -115,6 +116,8 @@ def _num(v) -> Optional[float]:
 
 def _order_key(v):
     """Order parameter values: numbers by value, durations/sizes by their value, else as given."""
+    if isinstance(v, str) and re.fullmatch(r"\d+(\.\d+)+", v):     # a release: 5.15 after 5.8
+        return (2, 0.0, ".".join("%06d" % int(x) for x in v.split(".")))
     n = _num(v)
     if n is not None:
         return (0, n, "")
@@ -189,7 +192,8 @@ def param_figure(rows, sels, param, others, metrics) -> Tuple[str, str]:
     """Metrics against one swept parameter: rows of panels per metric, columns per other-parameter value."""
     pl = plt()
     xs_vals = _values(rows, param)
-    numeric = all(_num(v) is not None for v in xs_vals)
+    # a kernel profile ("5.15", "6.1") is a name, not a number on an axis
+    numeric = all(_num(v) is not None for v in xs_vals) and not param.endswith(".kernel")
     log2 = numeric and all(_num(v) > 0 for v in xs_vals) and max(xs_vals) / min(xs_vals) >= 8
     combos = [()]
     averaged = []
@@ -279,7 +283,7 @@ def _summary(rows, sels, swept, metrics) -> str:
                 cells.append("-")
                 continue
             f = lambda x: fmt_cell(m, x)  # noqa: E731
-            cells.append("%s [%s, %s]" % (f(mean), f(lo), f(hi)) if n_m > 1 and hi > lo else f(mean))
+            cells.append("%s [%s, %s]" % (f(mean), f(lo), f(hi)) if hi > lo else f(mean))
         out.append(line + [str(n)] + cells)
     return table(head, out, left=len(keys))
 
@@ -347,7 +351,7 @@ def sweep_report(rows: List[dict], title: Optional[str] = None, source: str = ""
     if "engine" in cols:
         facts.append("engine: %s" % ", ".join(str(e) for e in _values(rows, "engine")))
     body.append("<p>%s.</p>" % esc("; ".join(facts)))
-    if len(seeds) < 2:
+    if len(seeds) < 2 and not any(_is_ci(c) for c in cols):
         body.append(note("One seed per point: no confidence interval or spread over seeds can be shown; "
                          "run the sweep with --seeds 1,2,3 (or more)."))
     body.append("<p>Latency in microseconds throughout; mean |share - Best| is the mean over paths of the "
