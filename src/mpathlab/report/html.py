@@ -151,6 +151,8 @@ def inflight_plot(runs, sets: List[List[str]], evs: List[model.Event]) -> str:
         for _, counts in res.timeline:
             top = max(top, max(counts.values(), default=0))
         end_ms = max([end_ms, res.runtime_ns / 1e6] + [t / 1e6 for t, _ in res.timeline[-1:]])
+    # time in ms, or in s for long runs (tick labels stay short)
+    unit, div = ("s", 1e3) if end_ms >= 10000 else ("ms", 1.0)
     fig = pl.figure(figsize=(FIG_WIDTH_IN, (2.6 * rows_per_set + 0.45) * len(sets)), layout="constrained")
     subfigs = fig.subfigures(len(sets), 1, squeeze=False)[:, 0]
     pcols = _colours(len(paths))
@@ -158,7 +160,7 @@ def inflight_plot(runs, sets: List[List[str]], evs: List[model.Event]) -> str:
         res = by_label[s[0]]
         sf.suptitle(_set_label(s), x=0.005, ha="left", fontsize=13, fontweight="bold")
         axes = sf.subplots(rows_per_set, ncols, squeeze=False)
-        ts = [t / 1e6 for t, _ in res.timeline]
+        ts = [t / 1e6 / div for t, _ in res.timeline]
         for k, p in enumerate(paths):
             ax = axes[k // ncols, k % ncols]
             if res.timeline:
@@ -167,20 +169,20 @@ def inflight_plot(runs, sets: List[List[str]], evs: List[model.Event]) -> str:
                 ax.fill_between(ts, ys, step="post", color=pcols[k], alpha=0.15, linewidth=0)
             last_x, level = None, 0
             for i, ev in enumerate(evs, 1):
-                x = ev.at_ns / 1e6
-                if x <= end_ms:
+                x = ev.at_ns / 1e6 / div
+                if x <= end_ms / div:
                     c = EVENT_COLOURS.get(ev.kind, "grey")
                     ax.axvline(x, color=c, linestyle="--", linewidth=1.2)
                     # numbers of events close together go one below the other
-                    level = level + 1 if last_x is not None and x - last_x < 0.06 * (end_ms or 1) else 0
+                    level = level + 1 if last_x is not None and x - last_x < 0.06 * (end_ms / div or 1) else 0
                     last_x = x
                     ax.text(x, 0.98 - 0.13 * (level % 4), " %d" % i, transform=ax.get_xaxis_transform(),
                             va="top", ha="left", fontsize=10, color=c, fontweight="bold")
-            ax.set_xlim(0, end_ms or 1)
+            ax.set_xlim(0, end_ms / div or 1)
             ax.set_ylim(0, top * 1.12 + 0.5)
             ax.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))
             ax.set_title(p, fontsize=12)
-            ax.set_xlabel("time (ms)", fontsize=11)
+            ax.set_xlabel("time (%s)" % unit, fontsize=11)
             if k % ncols == 0:
                 ax.set_ylabel("I/O in flight")
             ax.grid(True, alpha=0.25)

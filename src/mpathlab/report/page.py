@@ -112,8 +112,7 @@ def us(ns) -> str:
     """Latency in microseconds, the one latency unit of every table and plot."""
     if ns is None or ns != ns:
         return "-"
-    v = float(ns) / 1e3
-    return "{:,.1f}".format(v) if v < 10000 else "{:,.0f}".format(v)
+    return "{:,.1f}".format(float(ns) / 1e3)
 
 
 def count(v) -> str:
