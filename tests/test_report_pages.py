@@ -137,6 +137,9 @@ def test_failover_events_listed_with_results(pages, failover):
     assert [(e.at_ns // 10 ** 6, e.kind) for e in evs] == [(100, "fault"), (200, "message"), (300, "fault"),
                                                           (305, "message")]
     assert evs[1].what == "dm message: switch_group 2" and set(evs[1].outcome.values()) == {"ok"}
+    for label, res in runs:
+        errors = next(p["errors"] for p in res.paths if p["name"] == "sdb")
+        assert errors > 0 and evs[0].outcome[label] == "%d I/O errors on sdb over the run" % errors
     page = pages["failover"].read_text()
     events = page.split("<h2>Events</h2>")[1].split("<h2>")[0]
     assert events.count("<tr>") == 5

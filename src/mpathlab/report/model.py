@@ -117,13 +117,25 @@ def events(runs: Runs, topology=None) -> List[Event]:
                         "slow": "device %s (%s) becomes %g times slower" % (pm.name, pm.devname, f.factor)
                         }.get(f.action, "%s %s" % (f.action, pm.name))
                 ev = out.setdefault((f.at_ns, "fault", what), Event(f.at_ns, "fault", what))
-                for label, _ in runs:
-                    ev.outcome[label] = "device model changed"
+                for label, res in runs:
+                    ev.outcome[label] = _fault_outcome(f, pm, res)
     for label, res in runs:
         for t, text, outcome in getattr(res, "messages", []):
             ev = out.setdefault((t, "message", text), Event(t, "message", "dm message: %s" % text))
             ev.outcome[label] = outcome
     return sorted(out.values(), key=lambda e: (e.at_ns, e.kind != "fault", e.what))
+
+
+def _fault_outcome(fault, pm, res) -> str:
+    """What a run shows of a device fault (the simulator counts errors per path, not per fault)."""
+    if fault.action == "fail":
+        p = next((p for p in res.paths if p["name"] == pm.name), None)
+        n = p["errors"] if p else 0
+        return "%d I/O error%s on %s over the run" % (
+            n, "" if n == 1 else "s", pm.name) if n else "no I/O was on %s: no error" % pm.name
+    if fault.action == "reinstate":
+        return "device usable again (see the reinstate_path message)"
+    return "service times x %g from here" % fault.factor
 
 
 def _dur(ns: int) -> str:
