@@ -8,6 +8,7 @@ DEBIAN_PACKAGES=(
   "fio /usr/bin/fio"
   "linux-source-6.1 /usr/src/linux-source-6.1.tar.xz"
   "python3-six /usr/lib/python3/dist-packages/six.py"
+  "chromium /usr/bin/chromium"
 )
 missing=()
 for entry in "${DEBIAN_PACKAGES[@]}"; do

@@ -52,6 +52,11 @@ def compare(table, paths, job, **kw):
         assert ja.rate_windows.windows == jb.rate_windows.windows
         assert ja.depth_map == jb.depth_map
         assert ja.lat_ranges == jb.lat_ranges
+    # per-path latency (the reports' per-path view): same numbers from both engines
+    assert list(a.path_latency) == list(b.path_latency) == [p["name"] for p in a.paths]
+    for name, la in a.path_latency.items():
+        lb = b.path_latency[name]
+        assert (la.n, la.min, la.max, la.mean, la._m2, la.hist) == (lb.n, lb.min, lb.max, lb.mean, lb._m2, lb.hist)
     return a
 
 

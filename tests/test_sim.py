@@ -229,3 +229,22 @@ def test_request_based_without_blk_stats_starts_at_zero():
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_scenarios_hold_for_other_seeds(name, seed):
     assert SCENARIOS[name].run(seed=seed).within()
+
+
+def test_per_path_latency_partitions_the_jobs_latency():
+    """Each completed I/O is counted once, on the path that completed it (also across a failover)."""
+    from mpathlab.sim.stats import LatencyStats, merged_latency
+    from mpathlab.runner import run_files
+    import os
+    here = os.path.join(os.path.dirname(__file__), "..", "examples")
+    res = run_files(os.path.join(here, "failover.toml"), os.path.join(here, "randwrite.fio"))
+    assert res.engine == "python"
+    total = merged_latency(res.jobs)
+    per = LatencyStats()
+    for p in res.paths:
+        st = res.path_latency[p["name"]]
+        assert st.n == p["completed"]
+        per.merge(st)
+    assert per.n == total.n and per.hist == total.hist and per.min == total.min and per.max == total.max
+    # sdd (group 2, 300 us devices) is slower than sdc (group 1, 100 us devices)
+    assert res.path_latency["sdd"].mean > res.path_latency["sdc"].mean

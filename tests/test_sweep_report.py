@@ -97,7 +97,7 @@ def test_run_report_has_its_plots():
     imgs = _pngs(page)
     assert [a for a, *_ in imgs] == ["utilisation", "latency CDF", "in-flight"]
     assert all(w > 300 and h > 200 and n > 5000 for _, w, h, n in imgs)
-    assert "historical-service-time" in page and "<td>Best</td>" in page
+    assert "historical-service-time" in page and '<td class="l">Best</td>' in page
     assert results["service-time"].timeline      # the in-flight plot has data
 
 
@@ -108,8 +108,9 @@ def test_sweep_report_and_cli(sweep_rows, tmp_path):
     html_out = tmp_path / "s.html"
     assert main(["report", "--sweep", str(table), "-o", str(html_out)]) == 0
     imgs = _pngs(html_out.read_text())
-    assert [a for a, *_ in imgs] == ["deviation", "p99 latency"]
-    assert sweep_report(rows, "x").count("<tr>") == len(rows) + 1
+    assert [a for a, *_ in imgs] == ["against iodepth", "against paths.sdd.service.mean"]
+    runs_table = sweep_report(rows, "x").split("<h2>Runs</h2>")[1]
+    assert runs_table.count("<tr>") == len(rows) + 1
     run_html = tmp_path / "r.html"
     assert main(["report", TOPO, job, "--selectors", "round-robin,queue-length", "-o", str(run_html),
                  "--no-progress"]) == 0

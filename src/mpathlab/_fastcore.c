@@ -195,6 +195,7 @@ typedef struct {
     /* the path's hardware queues (sim/blockqueue.py Hctx) */
     int nhw;
     struct hctx *hw;
+    lat_stats lat;          /* latency of the I/O this path completed */
 } path_t;
 
 /* sim/blockqueue.py Hctx: one hardware queue's tags (0 = unlimited / no scheduler) and waiters */
@@ -947,6 +948,7 @@ static int complete_io(sim_t *s, int64_t id)
     job->completed++;
     s->completed++;
     int64_t lat = s->now - io->submit_ns;
+    lat_add(&p->lat, lat);
     if (io->is_read) {
         lat_add(&job->rlat, lat);
         job->bytes_read += job->bs;
@@ -1095,6 +1097,7 @@ static void sim_free(sim_t *s)
                 PyMem_Free(s->paths[i].hw[h].sleepers.v);
             }
             PyMem_Free(s->paths[i].hw);
+            PyMem_Free(s->paths[i].lat.hist);
         }
     }
     if (s->jobs) {
@@ -1215,6 +1218,8 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
             p->hw[h].nr_sched_tags = get_i64(pd, "hctx_sched_tags", &err);
         }
         mt_seed_u64(&p->rng, get_u64(pd, "seed", &err));
+        p->lat.hist = PyMem_Calloc(NBUCKETS, sizeof(int64_t));
+        if (!p->lat.hist) { sim_free(&s); return PyErr_NoMemory(); }
         PyObject *smp = PyDict_GetItemString(pd, "samples");
         if (smp && PyList_Check(smp) && PyList_GET_SIZE(smp)) {
             p->nsamples = PyList_GET_SIZE(smp);
@@ -1290,12 +1295,15 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     if (!rpaths || !rjobs || !rorder) goto fail;
     for (int i = 0; i < s.npaths; i++) {
         path_t *p = &s.paths[i];
-        PyObject *t = Py_BuildValue("{s:L,s:L,s:L,s:L,s:i,s:i,s:K,s:K,s:K,s:K}",
+        PyObject *pl = lat_tuple(&p->lat);
+        if (!pl) goto fail;
+        PyObject *t = Py_BuildValue("{s:L,s:L,s:L,s:L,s:i,s:i,s:K,s:K,s:K,s:K,s:N}",
             "dispatched", (long long)p->dispatched, "completed", (long long)p->completed,
             "in_flight", (long long)p->in_flight, "peak_in_flight", (long long)p->peak_in_flight,
             "qlen", (int)p->qlen_sel, "in_flight_size", (int)p->inflight_size,
             "hst", (unsigned long long)p->hst, "outstanding", (unsigned long long)p->outstanding,
-            "stale_after", (unsigned long long)p->stale_after, "last_finish", (unsigned long long)p->last_finish);
+            "stale_after", (unsigned long long)p->stale_after, "last_finish", (unsigned long long)p->last_finish,
+            "lat", pl);
         if (!t) goto fail;
         PyList_SET_ITEM(rpaths, i, t);
         PyList_SET_ITEM(rorder, i, PyLong_FromLong(s.valid[i]));

@@ -354,7 +354,7 @@ def cmd_report(args) -> int:
             rows = read_rows(args.sweep)
         except OSError as e:
             raise InputError("cannot read sweep table %s: %s" % (args.sweep, e.strerror or e)) from None
-        page = sweep_report(rows, args.title or "mpathlab sweep: %s" % os.path.basename(args.sweep))
+        page = sweep_report(rows, args.title, source=os.path.basename(args.sweep))
     else:
         if not (args.topology and args.job):
             raise InputError("report needs TOPOLOGY and JOB (or --sweep TABLE)")
@@ -377,9 +377,8 @@ def cmd_report(args) -> int:
             prog.done()
         page = run_report(results, args.title or "mpathlab: %s with %s" % (
             os.path.basename(args.topology), os.path.basename(args.job)),
-            context=(["table: %s" % topo.table] if topo.table else [])
-            + (["nvme: %s" % topo.nvme.describe()] if topo.nvme is not None else [])
-            + [j.describe() for j in jobs.jobs], tail_rows=tail_rows)
+            context=(["nvme: %s" % topo.nvme.describe()] if topo.nvme is not None else []),
+            topology=topo, jobs=jobs.jobs, seed=topo.seed if args.seed is None else args.seed, tail_rows=tail_rows)
     with open(args.out, "w") as f:
         f.write(page)
     print("report written to %s" % args.out)
@@ -624,19 +623,19 @@ def build_parser() -> argparse.ArgumentParser:
     sw.set_defaults(func=cmd_sweep)
 
     rep = sub.add_parser("report", help="write an HTML report with plots for selectors on a topology, or a sweep")
-    rep.add_argument("topology", nargs="?", help="topology file (TOML), unless --sweep")
-    rep.add_argument("job", nargs="?", help="fio job file, unless --sweep")
+    rep.add_argument("topology", nargs="?", help="topology file (TOML) for a run report")
+    rep.add_argument("job", nargs="?", help="fio job file for a run report")
     rep.add_argument("--selectors", default="round-robin,queue-length,service-time,historical-service-time",
-                     help="comma-separated dm selectors and NVMe policies (nvme:numa, nvme:queue-depth, ...) to "
-                          "run on the same paths (default: %(default)s)")
+                     help="the policies to compare, one run each: dm selectors and NVMe policies (nvme:numa, "
+                          "nvme:queue-depth, ...) on the same paths (default: %(default)s)")
     rep.add_argument("--sweep", metavar="TABLE",
                      help="report on a table written by mpathlab sweep instead (.csv, or .parquet with pyarrow; "
                           "default: none)")
-    rep.add_argument("--seed", type=int, help="random seed (default: the topology's)")
+    rep.add_argument("--seed", type=int, help="random seed of every run (default: the topology's)")
     rep.add_argument("--seeds", metavar="A,B,...", help="also run every selector once per seed and report "
                      "p50/p99/p99.9/p99.99 with 95%% t-intervals over the seeds (default: none)")
     rep.add_argument("--kernel", help="kernel profile (default: the topology's kernel, else current)")
-    rep.add_argument("--title", help="page title (default: from the file names)")
+    rep.add_argument("--title", help="page title (default: the files, or what the sweep varied)")
     rep.add_argument("-o", "--out", default="report.html", help="output HTML file (default: %(default)s)")
     rep.add_argument("--progress", action="store_true", help="always show the progress bar (default: on a terminal)")
     rep.add_argument("--no-progress", action="store_true", help="never show the progress bar")

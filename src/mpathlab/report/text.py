@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence
 
 from ..units import format_ns
+from .page import us
 
 
 def share_table(columns: Dict[str, Dict[str, float]], rows: Sequence[str],
@@ -31,29 +32,71 @@ def share_table(columns: Dict[str, Dict[str, float]], rows: Sequence[str],
     return "\n".join(out)
 
 
+WIDTH = 100   # the terminal view fits 100 columns
+
+
+def _wrap(text: str, indent: str = "    ") -> List[str]:
+    """Lines of at most WIDTH columns, broken at spaces; continuation lines indented."""
+    import textwrap
+    return textwrap.wrap(text, WIDTH, subsequent_indent=indent, break_long_words=True,
+                         break_on_hyphens=False) or [""]
+
+
 def run_summary(result) -> str:
-    """Per-path table plus latency and accounting lines for one run."""
-    lines = []
-    lines.append("selector: %s   %s: %s   IOs: %d completed, %d errored, %d pending"
-                 % (result.selector, "elapsed" if result.engine == "live" else "simulated time",
-                    format_ns(result.runtime_ns), result.completed, result.errored, result.pending))
-    hdr = ("path", "dev", "share", "best", "IOs", "errors", "peak in-flight")
-    rows = [(p["name"], p["dev"], "%.3f" % p["share"], "%.3f" % p["best"], str(p["completed"]),
-             str(p["errors"]), str(p["peak_in_flight"])) for p in result.paths]
+    """Per-path table plus latency and accounting lines for one run, at most 100 columns wide.
+
+    With several priority groups, Best is defined per group (see
+    :data:`mpathlab.report.model.BEST_GROUPS_NOTE`) and a note says so.
+    """
+    from .model import best_shares, mean_deviation, priority_groups
+    lines: List[str] = []
+    lines += _wrap("selector: %s   %s: %s   engine: %s"
+                   % (result.selector, "elapsed" if result.engine == "live" else "simulated time",
+                      format_ns(result.runtime_ns), result.engine))
+    lines.append("I/O: %d completed, %d errored, %d pending" % (result.completed, result.errored, result.pending))
+    best, note = best_shares(result)
+    groups = priority_groups(result)
+    group_of = {n: i + 1 for i, g in enumerate(groups) for n in g}
+    path_lat = getattr(result, "path_latency", {}) or {}
+    # latency in one unit (us) for the whole table
+    hdr = ("path", "dev", "pg", "share", "best", "IOs", "errors", "peak in-flight", "p50 us", "p99 us",
+           "p99.9 us")
+    rows = []
+    for p in result.paths:
+        st = path_lat.get(p["name"])
+        pct = st.percentiles((50.0, 99.0, 99.9)) if st is not None and st.n else None
+        lat = [us(pct[k]) for k in ("50.000000", "99.000000", "99.900000")] if pct else ["-"] * 3
+        rows.append((p["name"][:16], p["dev"], str(group_of.get(p["name"], "-")), "%.3f" % p["share"],
+                     "%.3f" % best.get(p["name"], 0.0), str(p["completed"]), str(p["errors"]),
+                     str(p["peak_in_flight"])) + tuple(lat))
+    if len(groups) <= 1:   # one group: the column says nothing
+        hdr = hdr[:2] + hdr[3:]
+        rows = [r[:2] + r[3:] for r in rows]
     widths = [max(len(r[i]) for r in [hdr] + rows) for i in range(len(hdr))]
-    lines.append("  ".join(h.ljust(w) for h, w in zip(hdr, widths)))
+    num = set(range(3 if len(groups) > 1 else 2, len(hdr)))
+    fmt = lambda r: "  ".join(c.rjust(w) if i in num else c.ljust(w)  # noqa: E731
+                              for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+    lines.append(fmt(hdr))
     for r in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)))
-    lines.append("mean deviation from Best: %.4f" % result.mean_deviation)
+        lines.append(fmt(r))
+    if note:
+        lines.append("mean deviation from Best: %.4f (Best per priority group, weighted by the I/O each "
+                     "group carried)" % mean_deviation(result.shares, best))
+    else:
+        lines.append("mean deviation from Best: %.4f" % result.mean_deviation)
     for j in _latency_lines(result):
-        lines.append(j)
+        lines += _wrap(j)
     for t, msg, outcome in result.messages:
-        lines.append("at %s: %s (%s)" % (format_ns(t), msg, outcome))
+        lines += _wrap("at %s: %s (%s)" % (format_ns(t), msg, outcome))
     if result.stalled:
-        lines.append("note: the run stopped with I/O still queued (no usable path and nothing left to "
-                     "reinstate one)")
-    lines.append("%s: %s" % ("nvme subsystem" if result.selector.startswith("nvme:") else "dmsetup status",
-                             result.status_info))
+        lines += _wrap("note: the run stopped with I/O still queued (no usable path and nothing left to "
+                       "reinstate one)")
+    if note:
+        lines += _wrap("note: several priority groups, so Best is per group (each path's share of its "
+                       "group's capacity), weighted by the I/O each group carried; a path that was failed "
+                       "for part of the run falls short of it.", "      ")
+    lines += _wrap("%s: %s" % ("nvme subsystem" if result.selector.startswith("nvme:") else "dmsetup status",
+                               result.status_info.strip()))
     return "\n".join(lines)
 
 

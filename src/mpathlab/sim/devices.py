@@ -18,6 +18,7 @@ import random
 from typing import Callable, Sequence
 
 from ..units import UnitError, parse_duration_ns
+from .stats import LatencyStats
 
 
 class ServiceTime:
@@ -218,7 +219,7 @@ class PathDevice:
     """Runtime state of one device in a simulation."""
 
     __slots__ = ("model", "busy", "queue", "offline", "slow_factor", "sample", "dispatched", "completed",
-                 "errors", "in_flight", "peak_in_flight", "seed")
+                 "errors", "in_flight", "peak_in_flight", "seed", "lat")
 
     def __init__(self, model: PathModel, seed: int):
         from collections import deque
@@ -234,6 +235,9 @@ class PathDevice:
         self.errors = 0
         self.in_flight = 0     # dispatched to this path and not yet completed
         self.peak_in_flight = 0
+        # completion latency (submit to completion, as the job sees it) of
+        # the I/Os this path completed: the per-path view of the reports
+        self.lat = LatencyStats()
 
     def service_ns(self, nr_bytes: int) -> int:
         m = self.model

@@ -146,6 +146,7 @@ class SimResult:
         self.status_table = ""
         self.messages: List[Tuple[int, str, str]] = []
         self.timeline: List[Tuple[int, Dict[str, int]]] = []
+        self.path_latency: Dict[str, LatencyStats] = {}   # path name -> latency of the I/O it completed
         self.windows: List[Tuple[int, Dict[str, int]]] = []
         self.window_ns = 0
         self.events = 0
@@ -487,6 +488,7 @@ class Simulation:
                 self._complete(io, io.error)
             else:
                 dev.completed += 1
+                dev.lat.add(self.now - io.submit_ns)
                 self._complete(io, None)
         elif r == END_REQUEUE:
             self._push(self.now, EV_RETRY, io)
@@ -825,6 +827,7 @@ class Simulation:
                 "delay_ns": m.delay_ns,
             })
         res.mean_deviation = mean_abs_deviation(res.shares, res.best)
+        res.path_latency = {d.model.name: d.lat for d in self.devices}
         names = [d.model.name for d in self.devices]
         res.windows = [(k * self.window_ns, dict(zip(names, v))) for k, v in sorted(self._windows.items())]
         res.window_ns = self.window_ns

@@ -162,6 +162,8 @@ def _write_back(sim, out, info_of_dev) -> None:
     for i, (d, p) in enumerate(zip(sim.devices, out["paths"])):
         d.dispatched, d.completed = p["dispatched"], p["completed"]
         d.in_flight, d.peak_in_flight = p["in_flight"], p["peak_in_flight"]
+        st = d.lat
+        st.n, st.min, st.max, st.mean, st._m2, st.hist = p["lat"]
         _, info = info_of_dev[i]
         if hasattr(info, "qlen"):
             info.qlen = p["qlen"]

@@ -72,7 +72,8 @@ class Topology:
                  sched_clock_offset_ns: Optional[int] = None, queue_if_no_path_timeout_secs: int = 0,
                  nr_cpus: Optional[int] = None, kernel: Optional[str] = None,
                  kinds: Optional[Dict[Tuple[int, int], str]] = None, host: Optional[HostModel] = None,
-                 messages: Sequence[Tuple[int, str]] = (), activation_ns: int = 0, source: str = ""):
+                 messages: Sequence[Tuple[int, str]] = (), activation_ns: int = 0, source: str = "",
+                 description: str = ""):
         self.table = table
         self.paths = paths
         self.hz = hz
@@ -90,6 +91,7 @@ class Topology:
         self.host = host
         self.source = source
         self.nvme = None      # mpathlab.nvme.topology.NvmeConfig when the file has an [nvme] section
+        self.description = description   # the file's free text, shown in reports
 
     def host_facts(self):
         """The host facts the kernel checks: the topology's devices (and their kinds) exist, nothing else."""
@@ -299,7 +301,7 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
                     force_jiffies_start=mp.get("force_jiffies_start"),
                     uptime_ns=parse_duration_ns(mp.get("uptime", "1h"), "uptime"), seed=seed,
                     messages=messages, activation_ns=parse_duration_ns(mp.get("activation", 0), "activation"),
-                    source=src)
+                    source=src, description=str(doc.get("description", "")).strip())
     if topo.table:
         validate_table(topo)
     if "nvme" in doc:
