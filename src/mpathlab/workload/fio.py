@@ -72,12 +72,31 @@ def _size_mult(suffix: str, kb_base: int) -> Optional[int]:
     return base ** _UNIT_POW[letter]
 
 
-def fio_number(text: str, kb_base: int = 1024, percent_ok: bool = False):
-    """An integer as fio's str_to_decimal(kilo=1) reads it: int, or ('%', N)."""
+def _check_start(text: str) -> None:
+    """What fio's number and time readers both refuse before reading digits."""
     if text == "":
         raise ValueProblem("empty value")
     if text[0].isspace():
         raise ValueProblem("fio 3.33 does not skip blanks after '=' and would misread %r (drop the blank)" % text)
+
+
+def _leading_integer(text: str, what: str) -> Tuple[int, str]:
+    """The decimal digits a value starts with (no sign, at most 2^63-1) and the rest, the unit."""
+    m = _NUM_RE.match(text)
+    if not m:
+        raise ValueProblem("%r is not %s" % (text, what))
+    sign, digits, suffix = m.groups()
+    if sign == "-":
+        raise ValueProblem("%r is negative" % text)
+    v = int(digits)
+    if v > S64_MAX:
+        raise ValueProblem("%r is larger than 2^63-1 (fio's limit)" % text)
+    return v, suffix
+
+
+def fio_number(text: str, kb_base: int = 1024, percent_ok: bool = False):
+    """An integer as fio's str_to_decimal(kilo=1) reads it: int, or ('%', N)."""
+    _check_start(text)
     if text[0] == "(":
         raise ValueProblem("fio 3.33 (as Debian builds it) has no arithmetic expressions")
     low = text.lower()
@@ -89,15 +108,7 @@ def fio_number(text: str, kb_base: int = 1024, percent_ok: bool = False):
         if v > S64_MAX:
             raise ValueProblem("%r is larger than 2^63-1 (fio's limit)" % text)
         return v
-    m = _NUM_RE.match(text)
-    if not m:
-        raise ValueProblem("%r is not a number" % text)
-    sign, digits, suffix = m.groups()
-    if sign == "-":
-        raise ValueProblem("%r is negative" % text)
-    v = int(digits)
-    if v > S64_MAX:
-        raise ValueProblem("%r is larger than 2^63-1 (fio's limit)" % text)
+    v, suffix = _leading_integer(text, "a number")
     if suffix.startswith("."):
         raise ValueProblem("fio ignores fractions and units after them (it reads %r as %d)" % (text, v))
     if suffix == "z" and percent_ok:
@@ -118,21 +129,10 @@ def fio_number(text: str, kb_base: int = 1024, percent_ok: bool = False):
 
 def fio_time_ns(text: str, unit: str) -> int:
     """A time as fio's check_str_time reads it, in ns; a bare number is in ``unit``."""
-    if text == "":
-        raise ValueProblem("empty value")
-    if text[0].isspace():
-        raise ValueProblem("fio 3.33 does not skip blanks after '=' and would misread %r (drop the blank)" % text)
+    _check_start(text)
     if "0x" in text.lower():
         raise ValueProblem("fio reads anything containing '0x' as hex and would misread %r" % text)
-    m = _NUM_RE.match(text)
-    if not m:
-        raise ValueProblem("%r is not a time" % text)
-    sign, digits, suffix = m.groups()
-    if sign == "-":
-        raise ValueProblem("%r is negative" % text)
-    v = int(digits)
-    if v > S64_MAX:
-        raise ValueProblem("%r is larger than 2^63-1 (fio's limit)" % text)
+    v, suffix = _leading_integer(text, "a time")
     if suffix.startswith("."):
         raise ValueProblem("fio ignores fractions (it reads %r as %d %s)" % (text, v, unit))
     s = suffix.lower()
