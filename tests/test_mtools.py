@@ -775,6 +775,17 @@ def test_cli_bad_topology_exit_3(tmp_path):
     assert r.returncode == 3 and "ALUA state must be one of" in r.stderr
 
 
+def test_cli_bad_toml_in_path_topology_names_file_and_line(tmp_path):
+    # the --conf path topology is read like every topology (inputs.load_toml): FILE:LINE first, exit 3
+    t = tmp_path / "t.toml"
+    t.write_text('[paths.sda]\nservice = "1ms"\nalua = \n')
+    r = cli("maps", "--conf", os.path.join(EX, "multipath.conf"), str(t))
+    assert r.returncode == 3 and "%s:3: invalid TOML in the topology file: Invalid value" % t in r.stderr
+    t.write_bytes(b'[paths.sda]\nservice = "1ms" # caf\xe9\n')
+    r = cli("maps", "--conf", os.path.join(EX, "multipath.conf"), str(t))
+    assert r.returncode == 3 and "%s:2: not UTF-8 text (byte 0xe9" % t in r.stderr
+
+
 # -- property tests: the path topology parser and map invariants -----------------------------------
 from mpathlab.workload.topology import TopologyError  # noqa: E402
 

@@ -31,11 +31,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Optional, Tuple
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python < 3.11
-    import tomli as tomllib  # type: ignore
-
+from ..inputs import load_toml
 from ..kernel import parse_devt
 from ..sim.devices import PathModel
 from ..units import UnitError, parse_duration_ns
@@ -284,11 +280,6 @@ def _sim_kwargs(mp: dict, src: str) -> dict:
 
 
 def load_path_topology(path: str) -> PathTopology:
-    try:
-        with open(path, "rb") as f:
-            doc = tomllib.load(f)
-    except OSError as e:
-        raise TopologyError("cannot read topology %s: %s" % (path, e.strerror or e)) from None
-    except tomllib.TOMLDecodeError as e:
-        raise TopologyError("%s is not valid TOML: %s" % (path, e)) from None
+    # read as every topology file is (inputs.load_toml): binary, non-UTF-8 and TOML errors as FILE:LINE
+    doc, _ = load_toml(path, "topology")
     return path_topology_from_dict(doc, os.path.basename(path), os.path.dirname(os.path.abspath(path)))
