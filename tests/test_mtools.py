@@ -125,6 +125,13 @@ def test_known_keywords_without_effect_are_noted():
     assert conf.notes == ["m.conf line 2: fast_io_fail_tmo accepted, no effect in the simulation"]
 
 
+def test_blacklist_property_is_noted_not_silently_dropped():
+    # paths in the simulation have no udev properties, so filter_property cannot be applied: say so
+    conf = parse_conf('blacklist_exceptions {\n    property "(SCSI_IDENT_|ID_WWN)"\n}\n', "m.conf")
+    assert conf.notes == ["m.conf line 2: blacklist_exceptions property accepted, no effect in the simulation "
+                          "(paths have no udev properties)"]
+
+
 @pytest.mark.parametrize("text,msg", [
     ("defaults {\n  failback sometimes\n}\n", 'm.conf line 2: invalid value for failback: "sometimes"'),
     ("defaults {\n  path_grouping_policy by_magic\n}\n", 'm.conf line 2: invalid value for path_grouping_policy'),

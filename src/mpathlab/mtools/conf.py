@@ -480,6 +480,9 @@ def parse_conf(text: str, source: str = "multipath.conf") -> Config:
                     getattr(bl, key).append(v_regex(val, key))
                 except ValueError as e:
                     raise ConfError("%s: %s" % (where, e)) from None
+                if key == "property":
+                    conf.notes.append("%s: %s property accepted, no effect in the simulation (paths have no "
+                                      "udev properties)" % (where, name))
             else:
                 conf.warnings.append("%s, invalid keyword in the %s section: %s" % (where, name, key))
             continue
