@@ -77,6 +77,7 @@ def tokenize(line: str) -> List[object]:
 
 
 # -- values --------------------------------------------------------------------
+DEFAULT_CHECKINT = 5       # seconds between path checks when polling_interval is not set (defaults.h)
 PGPOLICIES = ("failover", "multibus", "group_by_serial", "group_by_prio", "group_by_node_name", "group_by_tpg")
 CHECKERS = ("tur", "directio", "readsector0", "none")
 
@@ -231,7 +232,6 @@ def v_regex(v, key):
 # -- the keyword table -----------------------------------------------------------
 # One row per keyword: sections it is valid in (from dict.c's init_keywords), parser,
 # help with the built-in default.  D=defaults, H=device, O=overrides, M=multipath.
-MAP_SECTIONS = "DHOM"
 KEYWORDS: Dict[str, Tuple[str, Callable, str]] = {
     "path_selector": ("DHOM", v_selector, 'selector and args for every group (default "service-time 0")'),
     "path_grouping_policy": ("DHOM", v_pgpolicy, "how paths are grouped (default failover; group_by_prio "
@@ -295,7 +295,6 @@ _NO_EFFECT = {
 }
 NO_EFFECT = {k: set(v.split()) for k, v in _NO_EFFECT.items()}
 
-SECTION_NAMES = {"D": "defaults", "H": "devices", "O": "overrides", "M": "multipaths"}
 
 
 class Setting:
@@ -338,7 +337,6 @@ class Blacklist:
         self.devnode: List[str] = []
         self.wwid: List[str] = []
         self.property: List[str] = []
-        self.protocol: List[str] = []
         self.device: List[Tuple[Optional[str], Optional[str]]] = []
 
 
@@ -354,12 +352,12 @@ class Config:
         self.warnings: List[str] = []
         self.notes: List[str] = []
 
-    # polling intervals as init_config fills them (seconds)
+    # polling intervals as init_config fills them (seconds; DEFAULT_CHECKINT without either)
     def checkint(self) -> int:
         ci = self.defaults.get("polling_interval")
         mx = self.defaults.get("max_polling_interval")
         if mx is None:
-            return ci if ci is not None else 5
+            return ci if ci is not None else DEFAULT_CHECKINT
         if ci is None:
             return mx // 4 if mx >= 4 else 1
         return min(ci, mx)

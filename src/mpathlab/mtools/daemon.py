@@ -140,9 +140,6 @@ class Multipathd:
             return t.current_pg.pg_num
         return 1 if t.nr_priority_groups else 0
 
-    def _queueing(self) -> bool:
-        return self.target.queue_if_no_path_flag
-
     def enter_recovery_mode(self) -> None:
         mp = self.mp
         if mp.in_recovery or not isinstance(mp.no_path_retry, int):

@@ -340,10 +340,6 @@ class JobSpec:
         return min(s for s, _ in self.sizes_of(self.ddirs[0]))
 
     @property
-    def max_bs(self) -> int:
-        return max(s for d in self.ddirs for s, _ in self.sizes_of(d))
-
-    @property
     def open_loop(self) -> bool:
         return bool(any(self.rate_bps) or any(self.rate_iops) or self.thinktime_ns)
 
