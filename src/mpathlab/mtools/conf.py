@@ -78,7 +78,6 @@ def tokenize(line: str) -> List[object]:
 
 # -- values --------------------------------------------------------------------
 DEFAULT_CHECKINT = 5       # seconds between path checks when polling_interval is not set (defaults.h)
-PGPOLICIES = ("failover", "multibus", "group_by_serial", "group_by_prio", "group_by_node_name", "group_by_tpg")
 CHECKERS = ("tur", "directio", "readsector0", "none")
 
 
@@ -105,8 +104,9 @@ def v_yesno(v, key):
 
 
 def v_pgpolicy(v, key):
-    if v not in PGPOLICIES:
-        raise ValueError('invalid value for path_grouping_policy: "%s" (one of %s)' % (v, ", ".join(PGPOLICIES)))
+    from .pgpolicies import names
+    if v not in names():
+        raise ValueError('invalid value for path_grouping_policy: "%s" (one of %s)' % (v, ", ".join(names())))
     return v
 
 
