@@ -45,8 +45,8 @@ from .paths import ALUA_NO_IO, PathTopology
 from .prioritizers import PrioEnv
 
 NS = 1_000_000_000
-DRAIN_POLL_NS = 50_000
-NO_PROGRESS_STOP_NS = 600 * NS   # no I/O finished for this long: stop looping so the run can end    # how often a pending reload looks whether the in-flight I/O has drained
+DRAIN_POLL_NS = 50_000           # how often a pending reload looks whether the in-flight I/O has drained
+NO_PROGRESS_STOP_NS = 600 * NS   # no I/O finished for this long: stop looping so the run can end
 
 
 class Multipathd:
