@@ -445,15 +445,9 @@ def _set_rwmix(job, o, value):
 
 
 def _set_bs(job, o, value):
-    job.bs_rwt = _triple_values(value, lambda p: _sized(p, o, job.kb_base), 4096)
+    job.bs_rwt = _triple_values(value, lambda p: _int_value(p, o, job.kb_base), 4096)
     job.bsrange_rwt = None
     job.bssplit_rwt = None
-
-
-def _sized(p, o, kb_base):
-    v = fio_number(p, kb_base)
-    _check_range(v, o)
-    return v
 
 
 def _set_bsrange(job, o, value):
@@ -461,7 +455,7 @@ def _set_bsrange(job, o, value):
         m = re.fullmatch(r"([^:-]+)[:-]([^:-]+)", p)
         if not m:
             raise ValueProblem("%r is not a range lo-hi" % p)
-        a, b = _sized(m.group(1), o, job.kb_base), _sized(m.group(2), o, job.kb_base)
+        a, b = _int_value(m.group(1), o, job.kb_base), _int_value(m.group(2), o, job.kb_base)
         return (min(a, b), max(a, b))
     parts = value.rstrip(",").split(",") if "/" not in value else value.split("/")
     if len(parts) > 3:
@@ -532,17 +526,13 @@ def _choice(value, o):
 
 def _set_choice(attr):
     def setter(job, o, value):
-        if value not in o.choices:
-            raise ValueProblem("%r is not one of %s" % (value, ", ".join(o.choices)))
-        setattr(job, attr, value)
+        setattr(job, attr, _choice(value, o))
     return setter
 
 
 def _set_rate(job, o, value):
-    if o.name == "rate":
-        job.rate_bps = _triple_values(value, lambda p: _sized(p, o, job.kb_base), 0)
-    else:
-        job.rate_iops = _triple_values(value, lambda p: _sized(p, o, job.kb_base), 0)
+    setattr(job, "rate_bps" if o.name == "rate" else "rate_iops",
+            _triple_values(value, lambda p: _int_value(p, o, job.kb_base), 0))
 
 
 def _set_percentiles(job, o, value):
@@ -666,8 +656,8 @@ def _validate_no_effect(job: JobSpec, o: fo.Opt, value: Optional[str]) -> None:
             _triple_values(value, lambda p: fio_number(p, job.kb_base), 0)
         else:
             fio_number(value.split(",")[0] if "," in value else value, job.kb_base, percent_ok=True)
-    elif o.type == "choice" and value not in o.choices:
-        raise ValueProblem("%r is not one of %s" % (value, ", ".join(o.choices)))
+    elif o.type == "choice":
+        _choice(value, o)
 
 
 def apply_option(job: JobSpec, key: str, value: Optional[str], where: str) -> None:
@@ -681,9 +671,7 @@ def apply_option(job: JobSpec, key: str, value: Optional[str], where: str) -> No
                        "model" % (where, key, o.why))
     if value is None and o.type not in _VALUE_OPTIONAL_TYPES and o.name not in _VALUE_OPTIONAL:
         raise FioError("%s: option %r needs a value (%s=...)" % (where, key, key))
-    if value == "" and o.type not in ("str",) and o.name not in _VALUE_OPTIONAL:
-        raise FioError("%s: option %r has an empty value" % (where, key))
-    if o.type == "str" and value == "" and o.name not in _VALUE_OPTIONAL:
+    if value == "" and o.name not in _VALUE_OPTIONAL:
         raise FioError("%s: option %r has an empty value" % (where, key))
     if key not in ("name", "description"):
         if value is None and o.type == "flag":
