@@ -27,7 +27,7 @@ import sys
 from typing import Dict, List, Optional, Tuple
 
 from . import fio_options as fo
-from .fio_options import MODELLED, NO_EFFECT, REFUSED
+from .fio_options import MODELLED, REFUSED
 
 S64_MAX = fo.S64_MAX
 READ, WRITE, TRIM = 0, 1, 2
