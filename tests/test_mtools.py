@@ -793,6 +793,14 @@ def test_cli_bad_toml_in_path_topology_names_file_and_line(tmp_path):
     assert r.returncode == 3 and "%s:2: not UTF-8 text (byte 0xe9" % t in r.stderr
 
 
+@pytest.mark.parametrize("par", [0, 65537, 10 ** 12, True])
+def test_path_topology_parallelism_has_the_topology_bound(par):
+    # the same 1..65536 (MAX_PARALLELISM) as a dm topology's [paths.*]: a --conf topology took any size
+    with pytest.raises(TopologyError, match=r"t.toml: paths.sda.parallelism must be a whole number >= 1 and "
+                                            r"<= 65536, got %r" % par):
+        path_topology_from_dict({"paths": {"sda": {"service": "1ms", "parallelism": par}}}, "t.toml")
+
+
 # -- property tests: the path topology parser and map invariants -----------------------------------
 from mpathlab.workload.topology import TopologyError  # noqa: E402
 

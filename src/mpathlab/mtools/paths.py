@@ -35,7 +35,7 @@ from ..inputs import load_toml
 from ..kernel import parse_devt
 from ..sim.devices import PathModel
 from ..units import UnitError, parse_duration_ns
-from ..workload.topology import TopologyError, _faults, _service
+from ..workload.topology import MAX_PARALLELISM, TopologyError, _faults, _service
 
 ALUA_STATES = ("active/optimized", "active/non-optimized", "lba-dependent", "standby", "unavailable",
                "offline", "transitioning")
@@ -186,8 +186,9 @@ def _from_dict(doc: dict, src: str, base_dir: str) -> PathTopology:
         if isinstance(svc, dict) and "file" in svc and not os.path.isabs(svc["file"]):
             svc = dict(svc, file=os.path.join(base_dir, svc["file"]))
         par = p.get("parallelism", 1)
-        if not isinstance(par, int) or isinstance(par, bool) or par < 1:
-            raise TopologyError("%s.parallelism must be a whole number >= 1" % where)
+        if not isinstance(par, int) or isinstance(par, bool) or not 1 <= par <= MAX_PARALLELISM:
+            raise TopologyError("%s.parallelism must be a whole number >= 1 and <= %d, got %r"
+                                % (where, MAX_PARALLELISM, par))
         faults = _faults(p.get("faults", []), where)
         slow, link = [], []
         for f in faults:
