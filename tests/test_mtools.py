@@ -470,6 +470,20 @@ def test_ll_view():
     assert format_ll(mp, loaded_target(mp)) == expected
 
 
+def test_ll_group_status_is_the_kernels_letter():
+    # multipath_status prints D for a bypassed group before it looks at current_pg: with every group
+    # disabled the kernel still picks a path in group 1 (current_pg), and -ll says disabled, not active
+    ps = alua_paths(vendor="LIO-ORG", product="disk01")
+    conf = parse_conf("multipaths {\n multipath {\n wwid 3600a0980aaaa\n alias data\n }\n}\n")
+    mp = build_maps(conf, ps, size_sectors=20971520)[0][0]
+    t = loaded_target(mp)
+    for g in ("1", "2", "3"):
+        t.message("disable_group", g)
+    assert t.choose_pgpath(4096) is not None and t.current_pg is t.priority_groups[0]
+    assert t.status("info").split()[4:7] == ["3", "1", "D"]     # 3 groups, next group 1, group 1 state D
+    assert [x.split("status=")[1] for x in format_ll(mp, t).splitlines() if "status=" in x] == ["disabled"] * 3
+
+
 # -- multipathd in the simulation ----------------------------------------------------------------
 CONF_TL = """
 defaults {
