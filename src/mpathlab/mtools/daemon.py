@@ -132,13 +132,9 @@ class Multipathd:
 
     # -- helpers --------------------------------------------------------------------------
     def nextpg(self) -> int:
-        """The 'next group' of the dm status: next_pg, else current_pg, else 1."""
-        t = self.target
-        if t.next_pg is not None:
-            return t.next_pg.pg_num
-        if t.current_pg is not None:
-            return t.current_pg.pg_num
-        return 1 if t.nr_priority_groups else 0
+        """The 'next group' multipathd reads from the dm status (the target's own status number:
+        next_pg, else current_pg, else 1)."""
+        return self.target._pg_num()
 
     def enter_recovery_mode(self) -> None:
         mp = self.mp
