@@ -815,6 +815,17 @@ def test_path_topology_parallelism_has_the_topology_bound(par):
         path_topology_from_dict({"paths": {"sda": {"service": "1ms", "parallelism": par}}}, "t.toml")
 
 
+def test_path_topology_per_kib_0_is_kept_for_mixed_sizes():
+    # as in a dm topology: an explicit per_kib = 0 is the user's, a job with mixed sizes must not replace it
+    # with DEFAULT_NS_PER_KIB (which only fills in a per_kib nobody gave)
+    from mpathlab.sim.arrival import DEFAULT_NS_PER_KIB, with_default_size_cost
+    topo = path_topology_from_dict({"paths": {"sda": {"service": "1ms", "per_kib": 0}, "sdb": {"service": "1ms"}}},
+                                   "t.toml")
+    jobs = parse_fio("[j]\nrw=read\nbssplit=4k/50:64k/50\nsize=1m\n").jobs
+    models = with_default_size_cost([p.model for p in topo.paths], jobs)
+    assert [m.ns_per_kib for m in models] == [0, DEFAULT_NS_PER_KIB]
+
+
 # -- property tests: the path topology parser and map invariants -----------------------------------
 from mpathlab.workload.topology import TopologyError  # noqa: E402
 

@@ -206,6 +206,8 @@ def _from_dict(doc: dict, src: str, base_dir: str) -> PathTopology:
                           ns_per_kib=parse_duration_ns(p.get("per_kib", 0), where + ".per_kib"),
                           faults=slow,
                           fail_latency_ns=parse_duration_ns(p.get("fail_latency", 0), where + ".fail_latency"))
+        # as in a dm topology: a job with mixed I/O sizes gives paths without per_kib a default cost
+        model.per_kib_given = "per_kib" in p
         wwid = _str(p.get("wwid", mapd.get("wwid", "3600140500000000000000000000000001")), where + ".wwid")
         if not wwid:
             raise TopologyError("%s.wwid must not be empty" % where)
