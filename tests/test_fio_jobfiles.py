@@ -439,6 +439,16 @@ def test_logs_in_fio_format(tmp_path):
     assert sum(int(x.split(", ")[1]) for x in iops) == 16 * 1000                 # 16 I/Os, per-second rates
 
 
+def test_log_prio_prints_the_priority_column_in_hex(tmp_path):
+    # fio 3.33 (ioengine=null, 4k reads): log_prio=0 -> "0, 6990, 0, 4096, 0"; log_prio=1 -> "..., 4096, 0x0000";
+    # with log_offset=1 the offset column comes first: "..., 4096, 0, 0x0000"
+    for extra, tail in (("", ", 0"), ("log_prio=1\n", ", 0x0000"), ("log_prio=1\nlog_offset=1\n", ", 0, 0x0000")):
+        r = simulate(T2, two_paths(), job("[j]\nrw=read\nbs=4k\nsize=16k\nwrite_lat_log=p\n" + extra))
+        write_logs(r, str(tmp_path))
+        lines = (tmp_path / "p_lat.1.log").read_text().splitlines()
+        assert len(lines) == 4 and all(x.endswith(", 4096" + tail) for x in lines), (extra, lines)
+
+
 def test_logs_match_fio_and_its_tools(tmp_path):
     fio = require("fio", "compare the log format with fio 3.33's own")
     subprocess.run([fio, "--name=r", "--ioengine=null", "--size=1m", "--rw=randrw", "--bs=4k",

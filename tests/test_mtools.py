@@ -125,6 +125,13 @@ def test_known_keywords_without_effect_are_noted():
     assert conf.notes == ["m.conf line 2: fast_io_fail_tmo accepted, no effect in the simulation"]
 
 
+def test_blacklist_property_is_noted_not_silently_dropped():
+    # paths in the simulation have no udev properties, so filter_property cannot be applied: say so
+    conf = parse_conf('blacklist_exceptions {\n    property "(SCSI_IDENT_|ID_WWN)"\n}\n', "m.conf")
+    assert conf.notes == ["m.conf line 2: blacklist_exceptions property accepted, no effect in the simulation "
+                          "(paths have no udev properties)"]
+
+
 @pytest.mark.parametrize("text,msg", [
     ("defaults {\n  failback sometimes\n}\n", 'm.conf line 2: invalid value for failback: "sometimes"'),
     ("defaults {\n  path_grouping_policy by_magic\n}\n", 'm.conf line 2: invalid value for path_grouping_policy'),
@@ -463,6 +470,20 @@ def test_ll_view():
     assert format_ll(mp, loaded_target(mp)) == expected
 
 
+def test_ll_group_status_is_the_kernels_letter():
+    # multipath_status prints D for a bypassed group before it looks at current_pg: with every group
+    # disabled the kernel still picks a path in group 1 (current_pg), and -ll says disabled, not active
+    ps = alua_paths(vendor="LIO-ORG", product="disk01")
+    conf = parse_conf("multipaths {\n multipath {\n wwid 3600a0980aaaa\n alias data\n }\n}\n")
+    mp = build_maps(conf, ps, size_sectors=20971520)[0][0]
+    t = loaded_target(mp)
+    for g in ("1", "2", "3"):
+        t.message("disable_group", g)
+    assert t.choose_pgpath(4096) is not None and t.current_pg is t.priority_groups[0]
+    assert t.status("info").split()[4:7] == ["3", "1", "D"]     # 3 groups, next group 1, group 1 state D
+    assert [x.split("status=")[1] for x in format_ll(mp, t).splitlines() if "status=" in x] == ["disabled"] * 3
+
+
 # -- multipathd in the simulation ----------------------------------------------------------------
 CONF_TL = """
 defaults {
@@ -773,6 +794,36 @@ def test_cli_bad_topology_exit_3(tmp_path):
     t.write_text('[paths.sda]\nservice = "1ms"\nalua = "sideways"\n')
     r = cli("maps", "--conf", os.path.join(EX, "multipath.conf"), str(t))
     assert r.returncode == 3 and "ALUA state must be one of" in r.stderr
+
+
+def test_cli_bad_toml_in_path_topology_names_file_and_line(tmp_path):
+    # the --conf path topology is read like every topology (inputs.load_toml): FILE:LINE first, exit 3
+    t = tmp_path / "t.toml"
+    t.write_text('[paths.sda]\nservice = "1ms"\nalua = \n')
+    r = cli("maps", "--conf", os.path.join(EX, "multipath.conf"), str(t))
+    assert r.returncode == 3 and "%s:3: invalid TOML in the topology file: Invalid value" % t in r.stderr
+    t.write_bytes(b'[paths.sda]\nservice = "1ms" # caf\xe9\n')
+    r = cli("maps", "--conf", os.path.join(EX, "multipath.conf"), str(t))
+    assert r.returncode == 3 and "%s:2: not UTF-8 text (byte 0xe9" % t in r.stderr
+
+
+@pytest.mark.parametrize("par", [0, 65537, 10 ** 12, True])
+def test_path_topology_parallelism_has_the_topology_bound(par):
+    # the same 1..65536 (MAX_PARALLELISM) as a dm topology's [paths.*]: a --conf topology took any size
+    with pytest.raises(TopologyError, match=r"t.toml: paths.sda.parallelism must be a whole number >= 1 and "
+                                            r"<= 65536, got %r" % par):
+        path_topology_from_dict({"paths": {"sda": {"service": "1ms", "parallelism": par}}}, "t.toml")
+
+
+def test_path_topology_per_kib_0_is_kept_for_mixed_sizes():
+    # as in a dm topology: an explicit per_kib = 0 is the user's, a job with mixed sizes must not replace it
+    # with DEFAULT_NS_PER_KIB (which only fills in a per_kib nobody gave)
+    from mpathlab.sim.arrival import DEFAULT_NS_PER_KIB, with_default_size_cost
+    topo = path_topology_from_dict({"paths": {"sda": {"service": "1ms", "per_kib": 0}, "sdb": {"service": "1ms"}}},
+                                   "t.toml")
+    jobs = parse_fio("[j]\nrw=read\nbssplit=4k/50:64k/50\nsize=1m\n").jobs
+    models = with_default_size_cost([p.model for p in topo.paths], jobs)
+    assert [m.ns_per_kib for m in models] == [0, DEFAULT_NS_PER_KIB]
 
 
 # -- property tests: the path topology parser and map invariants -----------------------------------

@@ -238,6 +238,15 @@ def test_spdk_round_robin_rr_min_io_and_active_passive():
     assert e.names(1) == ["c0"]
 
 
+def test_spdk_round_robin_ana_change_restarts_the_count():
+    # bdev_nvme_clear_current_io_path drops the cached path *and* zeroes rr_counter; an ANA change
+    # clears every channel's cache that way, so the path found next takes a full rr_min_io I/Os again
+    e = Env(3, policy="spdk-round-robin", params={"rr_min_io": 3})
+    assert e.names(2) == ["c0", "c0"]
+    e.head.message("ana", "1", "c0", "optimized")
+    assert e.names(4) == ["c0", "c0", "c0", "c1"]
+
+
 def test_spdk_queue_depth_counts_per_thread_qpair():
     e = Env(2, policy="spdk-queue-depth")
     held = [e.pick(cpu=0) for _ in range(3)]

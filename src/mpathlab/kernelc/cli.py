@@ -17,10 +17,11 @@ def _features(text):
 
 
 def cmd_build(args) -> int:
+    from ..selectors.base import DM_PS_USE_HR_TIMER
     from . import canonical_name, load
     cls = load(args.file, features=args.features, shim_faults=args.shim_fault or [])
     lib = cls.lib
-    flags = "DM_PS_USE_HR_TIMER" if cls.features & 1 else "none"
+    flags = "DM_PS_USE_HR_TIMER" if cls.features & DM_PS_USE_HR_TIMER else "none"
     print("%s: path selector %s, features 0x%x (%s), table_args %d, info_args %d, io hooks %s"
           % (os.path.abspath(args.file), cls.kernel_name, cls.features, flags, cls.table_args, cls.info_args,
              "yes" if cls.has_io_hooks else "no"))

@@ -12,8 +12,6 @@ import subprocess
 from .build import BuildError, cache_dir
 
 DEFAULT_TARBALL = "/usr/src/linux-source-6.1.tar.xz"
-SELECTOR_FILES = ("dm-ps-round-robin.c", "dm-ps-queue-length.c", "dm-ps-service-time.c",
-                  "dm-ps-historical-service-time.c", "dm-ps-io-affinity.c")
 
 
 def extract_md(tarball: str = DEFAULT_TARBALL) -> str:

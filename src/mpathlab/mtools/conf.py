@@ -77,7 +77,7 @@ def tokenize(line: str) -> List[object]:
 
 
 # -- values --------------------------------------------------------------------
-PGPOLICIES = ("failover", "multibus", "group_by_serial", "group_by_prio", "group_by_node_name", "group_by_tpg")
+DEFAULT_CHECKINT = 5       # seconds between path checks when polling_interval is not set (defaults.h)
 CHECKERS = ("tur", "directio", "readsector0", "none")
 
 
@@ -104,8 +104,9 @@ def v_yesno(v, key):
 
 
 def v_pgpolicy(v, key):
-    if v not in PGPOLICIES:
-        raise ValueError('invalid value for path_grouping_policy: "%s" (one of %s)' % (v, ", ".join(PGPOLICIES)))
+    from .pgpolicies import names
+    if v not in names():
+        raise ValueError('invalid value for path_grouping_policy: "%s" (one of %s)' % (v, ", ".join(names())))
     return v
 
 
@@ -231,7 +232,6 @@ def v_regex(v, key):
 # -- the keyword table -----------------------------------------------------------
 # One row per keyword: sections it is valid in (from dict.c's init_keywords), parser,
 # help with the built-in default.  D=defaults, H=device, O=overrides, M=multipath.
-MAP_SECTIONS = "DHOM"
 KEYWORDS: Dict[str, Tuple[str, Callable, str]] = {
     "path_selector": ("DHOM", v_selector, 'selector and args for every group (default "service-time 0")'),
     "path_grouping_policy": ("DHOM", v_pgpolicy, "how paths are grouped (default failover; group_by_prio "
@@ -295,7 +295,6 @@ _NO_EFFECT = {
 }
 NO_EFFECT = {k: set(v.split()) for k, v in _NO_EFFECT.items()}
 
-SECTION_NAMES = {"D": "defaults", "H": "devices", "O": "overrides", "M": "multipaths"}
 
 
 class Setting:
@@ -338,7 +337,6 @@ class Blacklist:
         self.devnode: List[str] = []
         self.wwid: List[str] = []
         self.property: List[str] = []
-        self.protocol: List[str] = []
         self.device: List[Tuple[Optional[str], Optional[str]]] = []
 
 
@@ -354,12 +352,12 @@ class Config:
         self.warnings: List[str] = []
         self.notes: List[str] = []
 
-    # polling intervals as init_config fills them (seconds)
+    # polling intervals as init_config fills them (seconds; DEFAULT_CHECKINT without either)
     def checkint(self) -> int:
         ci = self.defaults.get("polling_interval")
         mx = self.defaults.get("max_polling_interval")
         if mx is None:
-            return ci if ci is not None else 5
+            return ci if ci is not None else DEFAULT_CHECKINT
         if ci is None:
             return mx // 4 if mx >= 4 else 1
         return min(ci, mx)
@@ -480,6 +478,9 @@ def parse_conf(text: str, source: str = "multipath.conf") -> Config:
                     getattr(bl, key).append(v_regex(val, key))
                 except ValueError as e:
                     raise ConfError("%s: %s" % (where, e)) from None
+                if key == "property":
+                    conf.notes.append("%s: %s property accepted, no effect in the simulation (paths have no "
+                                      "udev properties)" % (where, name))
             else:
                 conf.warnings.append("%s, invalid keyword in the %s section: %s" % (where, name, key))
             continue

@@ -40,13 +40,13 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 from ..target import MAP_SUBMITTED, construct
+from ..timing import NSEC_PER_SEC
 from .maps import DELAYED, DOWN, GHOST, PENDING, UP, USABLE, Multipath, checker_state, get_prio
 from .paths import ALUA_NO_IO, PathTopology
 from .prioritizers import PrioEnv
 
-NS = 1_000_000_000
-DRAIN_POLL_NS = 50_000
-NO_PROGRESS_STOP_NS = 600 * NS   # no I/O finished for this long: stop looping so the run can end    # how often a pending reload looks whether the in-flight I/O has drained
+DRAIN_POLL_NS = 50_000                    # how often a pending reload looks whether the in-flight I/O has drained
+NO_PROGRESS_STOP_NS = 600 * NSEC_PER_SEC  # no I/O finished for this long: stop looping so the run can end
 
 
 class Multipathd:
@@ -132,16 +132,9 @@ class Multipathd:
 
     # -- helpers --------------------------------------------------------------------------
     def nextpg(self) -> int:
-        """The 'next group' of the dm status: next_pg, else current_pg, else 1."""
-        t = self.target
-        if t.next_pg is not None:
-            return t.next_pg.pg_num
-        if t.current_pg is not None:
-            return t.current_pg.pg_num
-        return 1 if t.nr_priority_groups else 0
-
-    def _queueing(self) -> bool:
-        return self.target.queue_if_no_path_flag
+        """The 'next group' multipathd reads from the dm status (the target's own status number:
+        next_pg, else current_pg, else 1)."""
+        return self.target._pg_num()
 
     def enter_recovery_mode(self) -> None:
         mp = self.mp
@@ -185,7 +178,7 @@ class Multipathd:
         sim = self.sim
         mp = self.mp
         self.loops += 1
-        start_secs = sim.timebase.ktime_ns() // NS      # CLOCK_MONOTONIC seconds
+        start_secs = sim.timebase.ktime_ns() // NSEC_PER_SEC      # CLOCK_MONOTONIC seconds
         self.update_multipath()
         prio_update = None          # None, "normal", "new_path"
         checked = set()
@@ -225,7 +218,7 @@ class Multipathd:
             # e.g. a standby path reinstated and failed again forever with queueing on:
             # multipathd would go on; the simulation has to end somewhere
             self.note("no I/O finished for %d s: multipathd stops, the run ends as stalled"
-                      % (NO_PROGRESS_STOP_NS // NS))
+                      % (NO_PROGRESS_STOP_NS // NSEC_PER_SEC))
             self.stopped = True
             return
         # something the next loops will do by themselves: end queueing, fail back, or
@@ -240,7 +233,7 @@ class Multipathd:
             return
         # the loop keeps the run alive: it takes in dm events, so a path failure after
         # this point is answered (recovery mode, reinstatement) before any stall check
-        sim.daemon_timer(sim.now + NS, self.loop, keeps_alive=True)
+        sim.daemon_timer(sim.now + NSEC_PER_SEC, self.loop, keeps_alive=True)
 
     def update_multipath(self) -> None:
         """Take in dm events: paths the kernel failed on an I/O error."""
@@ -325,7 +318,7 @@ class Multipathd:
     def _check_path_reinstate_state(self, pp) -> bool:
         """True: keep the path out (check_path_reinstate_state)."""
         s = self.mp.settings
-        now = self.sim.timebase.ktime_ns() // NS
+        now = self.sim.timebase.ktime_ns() // NSEC_PER_SEC
         if pp.dis_reinstate_time is not None:
             if self.mp.active_paths() == 0:
                 self.note("%s: reinstating path early" % pp.name)

@@ -41,9 +41,6 @@ INTERNAL_DEFAULTS = {
     "marginal_path_double_failed_time": None,
 }
 
-DEFAULT_CHECKINT = 5
-
-
 def _e(**kw) -> Entry:
     e = Entry("builtin")
     for k, v in kw.items():

@@ -538,13 +538,19 @@ def _alias(mp: Multipath, mpe, n: int, used) -> str:
     return mp.wwid
 
 
+def map_target(mp: Multipath):
+    """The kernel target built from the map's table, its devices resolved by the paths' dev_t."""
+    from ..target import construct, mapping_resolver
+    return construct(mp.table_params(),
+                     resolve_device=mapping_resolver({pp.path.dev_t: pp.path.devt for pp in mp.paths}))
+
+
 def check_map(mp: Multipath, where: str = "") -> None:
     """Construct the assembled table once with the kernel target, so a setting the
     kernel would refuse (a selector argument, a feature) is reported up front."""
-    from ..target import TargetError, construct
-    devs = {pp.path.dev_t: pp.path.devt for pp in mp.paths}
+    from ..target import TargetError
     try:
-        construct(mp.table_params(), resolve_device=lambda tok: devs.get(tok) or tuple(map(int, tok.split(":"))))
+        map_target(mp)
     except TargetError as e:
         raise ConfError("%smap %s: the kernel would refuse the table \"%s\": %s"
                         % (where, mp.alias, mp.table_params(), e)) from None

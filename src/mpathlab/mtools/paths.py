@@ -31,15 +31,11 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Optional, Tuple
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python < 3.11
-    import tomli as tomllib  # type: ignore
-
+from ..inputs import load_toml
 from ..kernel import parse_devt
 from ..sim.devices import PathModel
 from ..units import UnitError, parse_duration_ns
-from ..workload.topology import TopologyError, _faults, _service
+from ..workload.topology import MAX_PARALLELISM, TopologyError, _faults, _service
 
 ALUA_STATES = ("active/optimized", "active/non-optimized", "lba-dependent", "standby", "unavailable",
                "offline", "transitioning")
@@ -190,8 +186,9 @@ def _from_dict(doc: dict, src: str, base_dir: str) -> PathTopology:
         if isinstance(svc, dict) and "file" in svc and not os.path.isabs(svc["file"]):
             svc = dict(svc, file=os.path.join(base_dir, svc["file"]))
         par = p.get("parallelism", 1)
-        if not isinstance(par, int) or isinstance(par, bool) or par < 1:
-            raise TopologyError("%s.parallelism must be a whole number >= 1" % where)
+        if not isinstance(par, int) or isinstance(par, bool) or not 1 <= par <= MAX_PARALLELISM:
+            raise TopologyError("%s.parallelism must be a whole number >= 1 and <= %d, got %r"
+                                % (where, MAX_PARALLELISM, par))
         faults = _faults(p.get("faults", []), where)
         slow, link = [], []
         for f in faults:
@@ -209,6 +206,8 @@ def _from_dict(doc: dict, src: str, base_dir: str) -> PathTopology:
                           ns_per_kib=parse_duration_ns(p.get("per_kib", 0), where + ".per_kib"),
                           faults=slow,
                           fail_latency_ns=parse_duration_ns(p.get("fail_latency", 0), where + ".fail_latency"))
+        # as in a dm topology: a job with mixed I/O sizes gives paths without per_kib a default cost
+        model.per_kib_given = "per_kib" in p
         wwid = _str(p.get("wwid", mapd.get("wwid", "3600140500000000000000000000000001")), where + ".wwid")
         if not wwid:
             raise TopologyError("%s.wwid must not be empty" % where)
@@ -284,11 +283,6 @@ def _sim_kwargs(mp: dict, src: str) -> dict:
 
 
 def load_path_topology(path: str) -> PathTopology:
-    try:
-        with open(path, "rb") as f:
-            doc = tomllib.load(f)
-    except OSError as e:
-        raise TopologyError("cannot read topology %s: %s" % (path, e.strerror or e)) from None
-    except tomllib.TOMLDecodeError as e:
-        raise TopologyError("%s is not valid TOML: %s" % (path, e)) from None
+    # read as every topology file is (inputs.load_toml): binary, non-UTF-8 and TOML errors as FILE:LINE
+    doc, _ = load_toml(path, "topology")
     return path_topology_from_dict(doc, os.path.basename(path), os.path.dirname(os.path.abspath(path)))

@@ -33,14 +33,13 @@ def format_size(sectors: int) -> str:
     return "%.*f%s" % (1 if s < 10 else 0, s, units[u])
 
 
+_PG_STATE_NAMES = {"A": "active", "D": "disabled", "E": "enabled"}
+
+
 def _pg_status(target, idx: int) -> str:
-    """dm status letter of group idx (1-based): A active, D disabled (bypassed), E enabled."""
-    pg = target.priority_groups[idx - 1]
-    if pg is target.current_pg:
-        return "active"
-    if pg.bypassed:
-        return "disabled"
-    return "enabled"
+    """Group idx (1-based) as print.c names the state letter of the dm status (the target's
+    multipath_status decides the letter: a bypassed group is D even when it is current_pg)."""
+    return _PG_STATE_NAMES[target._pg_state(target.priority_groups[idx - 1])]
 
 
 def format_ll(mp, target) -> str:

@@ -5,11 +5,10 @@ from __future__ import annotations
 import random
 from typing import Callable, Dict, List, Optional
 
-from ..target import construct
 from ..workload.topology import TopologyError
 from .conf import Config
 from .daemon import Multipathd
-from .maps import Multipath, build_maps, check_map
+from .maps import Multipath, build_maps, check_map, map_target
 from .paths import PathTopology
 from .printer import format_ll
 from .prioritizers import PrioEnv
@@ -41,8 +40,7 @@ def discover(conf: Config, topo: PathTopology, seed: Optional[int] = None):
 def loaded_target(mp: Multipath, first_io: bool = True):
     """The kernel's view of a freshly loaded map; with first_io, after one I/O has
     chosen the group (udev probes every new map), which is what -ll normally shows."""
-    devs = {pp.path.dev_t: pp.path.devt for pp in mp.paths}
-    t = construct(mp.table_params(), resolve_device=lambda tok: devs[tok])
+    t = map_target(mp)
     for pp in mp.paths:
         if pp.state not in ("ready", "ghost"):
             t.message("fail_path", pp.path.dev_t)

@@ -35,10 +35,10 @@ The weight work runs at once here (the RFC queues it on the completing CPU).
 """
 from __future__ import annotations
 
+from ..timing import NSEC_PER_SEC
 from .policy import IOPolicy, path_is_disabled, state_is_live
 from .registry import register
 
-NSEC_PER_SEC = 1_000_000_000
 DEFAULT_WEIGHT_TIMEOUT_NS = 15 * NSEC_PER_SEC
 DEFAULT_EWMA_SHIFT = 3
 

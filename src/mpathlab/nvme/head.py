@@ -32,13 +32,13 @@ from __future__ import annotations
 import collections
 from typing import Callable, Dict, List, Optional, Sequence
 
+from ..kernel import EINVAL
 from ..target import END_DONE, END_REQUEUE, MAP_KILL, MAP_REMAPPED, MAP_SUBMITTED, MessageError
 from ..target.multipath import blk_path_error
 from . import registry
 from .policy import (ANA_STATES, CTRL_CONNECTING, CTRL_DEAD, CTRL_LIVE, CTRL_RESETTING, LOCAL_DISTANCE, OPTIMIZED,
                      find_nearest, path_is_optimized, state_is_live)
 
-EINVAL = 22
 REMOTE_DISTANCE = 20
 
 

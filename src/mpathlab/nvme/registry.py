@@ -18,12 +18,10 @@ def register(cls: Type[IOPolicy]) -> Type[IOPolicy]:
 
 
 def lookup(name: str) -> Optional[Type[IOPolicy]]:
-    _load_builtin()
     return _POLICIES.get(name)
 
 
 def names() -> List[str]:
-    _load_builtin()
     return list(_POLICIES)
 
 
@@ -34,13 +32,7 @@ def create(name: str, head, params: Optional[dict] = None) -> IOPolicy:
     return cls(head, params)
 
 
-_loaded = False
-
-
-def _load_builtin() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    from . import (adaptive, numa, queue_depth, round_robin, spdk_active_passive,  # noqa: F401
-                   spdk_queue_depth, spdk_round_robin)
+# The built-ins register themselves when imported and take register() from this module, so they
+# are imported last, once, as the selectors package does with its BUILTIN tuple.
+from . import (adaptive, numa, queue_depth, round_robin, spdk_active_passive,  # noqa: E402,F401
+               spdk_queue_depth, spdk_round_robin)

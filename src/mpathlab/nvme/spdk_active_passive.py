@@ -40,14 +40,19 @@ class SpdkPolicy(IOPolicy):
         super().__init__(head, params)
         self.current = {}     # (nshead, cpu) -> ns  (nbdev_ch->current_io_path)
 
+    def clear_channel(self, key) -> None:
+        """bdev_nvme_clear_current_io_path for one channel: the one place a cached path is dropped
+        (a mode with more per-channel state resets it here too)."""
+        self.current.pop(key, None)
+
     def clear_current_path(self, ns):
         for key in [k for k, v in self.current.items() if v is ns]:
-            del self.current[key]
+            self.clear_channel(key)
 
     def paths_changed(self, nshead):
         # SPDK clears every channel's cached path on an ANA change and after a reset
         for key in [k for k in self.current if k[0] is nshead]:
-            del self.current[key]
+            self.clear_channel(key)
 
 
 @register

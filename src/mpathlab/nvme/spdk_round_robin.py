@@ -9,6 +9,7 @@ Source: spdk module/bdev/nvme/bdev_nvme.c (bdev_nvme_find_io_path).
 """
 from __future__ import annotations
 
+from .policy import PolicyError
 from .registry import register
 from .spdk_active_passive import SpdkPolicy, spdk_walk
 
@@ -22,7 +23,6 @@ class SpdkRoundRobin(SpdkPolicy):
         super().__init__(head, params)
         self.rr_min_io = int(self.params.get("rr_min_io", 1))
         if self.rr_min_io < 1:
-            from .policy import PolicyError
             raise PolicyError("rr_min_io must be at least 1")
         self.rr_counter = {}
 
@@ -42,7 +42,7 @@ class SpdkRoundRobin(SpdkPolicy):
             self.current.pop(key, None)
         return found
 
-    def clear_current_path(self, ns):
-        for key in [k for k, v in self.current.items() if v is ns]:
-            del self.current[key]
-            self.rr_counter[key] = 0
+    def clear_channel(self, key):
+        # SPDK zeroes rr_counter with the cached path (on failover, ANA change and reset alike)
+        super().clear_channel(key)
+        self.rr_counter[key] = 0

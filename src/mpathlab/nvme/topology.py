@@ -66,7 +66,6 @@ class NvmeConfig:
                  fast_io_fail_tmo_ns: int = -1):
         self.ctrl_loss_tmo_ns = ctrl_loss_tmo_ns
         self.fast_io_fail_tmo_ns = fast_io_fail_tmo_ns
-        self.all_paths = list(paths)
         by_name = {p.name: p for p in paths}
         self.controllers = controllers
         self.paths = [by_name[path] for _, path, _, _ in controllers]

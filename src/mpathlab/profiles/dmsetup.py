@@ -15,7 +15,7 @@ from __future__ import annotations
 import errno as errno_module
 from typing import List, Optional
 
-from ..target import MessageError, TargetError, parse
+from ..target import MessageError, TargetError, parse, table_line
 from ..target import ima as dm_ima
 from . import get_profile
 
@@ -79,7 +79,7 @@ class DmDevice:
         return Outcome(True, dmesg=dmesg, ima=records)
 
     def table(self) -> str:
-        return "%d %d multipath %s\n" % (self.mp.table_start, self.mp.table_length, self.mp.status("table"))
+        return table_line(self.mp) + "\n"
 
     def status(self) -> str:
         return "%d %d multipath %s\n" % (self.mp.table_start, self.mp.table_length, self.mp.status("info"))

@@ -133,26 +133,27 @@ def _direction(lat: LatencyStats, nbytes: int, runtime_ms: int, plist, spec, plu
     }
 
 
-def _dist(counts: Sequence[int], total: int) -> List[float]:
-    """fio's stat_calc_dist: percent, a non-empty slot shows at least 0.1."""
+def _percents(counts: Sequence[int], total: int, floor: float) -> List[float]:
+    """Percent of ``total`` per slot; a non-empty slot shows at least ``floor``
+    so that it never reads as empty.  fio has this twice: stat_calc_dist
+    (depths, floor 0.1) and stat_calc_lat (latency ranges, floor 0.01)."""
     out = []
     for c in counts:
         v = 100.0 * c / total if total else 0.0
-        if c and v < 0.1:
-            v = 0.1
+        if c and v < floor:
+            v = floor
         out.append(v)
     return out
+
+
+def _dist(counts: Sequence[int], total: int) -> List[float]:
+    """fio's stat_calc_dist."""
+    return _percents(counts, total, 0.1)
 
 
 def _lat_pct(counts: Sequence[int], total: int) -> List[float]:
-    """fio's stat_calc_lat: percent, a non-empty range shows at least 0.01."""
-    out = []
-    for c in counts:
-        v = 100.0 * c / total if total else 0.0
-        if c and v < 0.01:
-            v = 0.01
-        out.append(v)
-    return out
+    """fio's stat_calc_lat."""
+    return _percents(counts, total, 0.01)
 
 
 def _job_entry(name: str, groupid: int, jobs, plist, plus: bool, group_agg: Sequence[int]) -> dict:

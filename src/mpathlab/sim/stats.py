@@ -7,7 +7,7 @@ power of two), from which fio's percentiles are read.
 from __future__ import annotations
 
 import math
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Dict, List, Sequence
 
 PLAT_BITS = 6
 PLAT_VAL = 1 << PLAT_BITS  # buckets per group
@@ -109,13 +109,6 @@ class LatencyStats:
     def bins(self) -> Dict[str, int]:
         """fio json+ style bins: {bucket midpoint ns: count}."""
         return {str(int(_bucket_value(k))): c for k, c in sorted(self.hist.items())}
-
-    def as_fio(self, plist: Optional[Iterable[float]] = None, with_percentiles: bool = True) -> dict:
-        d = {"min": int(self.min), "max": int(self.max), "mean": self.mean, "stddev": self.stddev,
-             "N": self.n}
-        if with_percentiles:
-            d["percentile"] = self.percentiles(tuple(plist) if plist else FIO_DEFAULT_PERCENTILES)
-        return d
 
 
 # fio's default bw/iops sampling period (bw_avg_time / iops_avg_time, 500 ms).

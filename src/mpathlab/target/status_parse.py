@@ -156,12 +156,17 @@ def parse_dmsetup_status(text: str, source: str = "input") -> List[dict]:
     out = []
     for dl in split_dmsetup_output(text, source):
         try:
-            info = parse_status_info(dl.params)
+            out.append(_status_entry(dl))
         except StatusParseError as e:
             raise StatusParseError("%s:%d: %s" % (source, dl.lineno, e)) from None
-        info.update(name=dl.name, start=dl.start, length=dl.length, lineno=dl.lineno)
-        out.append(info)
     return out
+
+
+def _status_entry(dl: DmsetupLine) -> dict:
+    """parse_status_info of one listing line, with where the line came from."""
+    info = parse_status_info(dl.params)
+    info.update(name=dl.name, start=dl.start, length=dl.length, lineno=dl.lineno)
+    return info
 
 
 def parse_dmsetup_table(text: str, source: str = "input", resolve_device=None, nr_cpu_ids=None) -> List[tuple]:
@@ -226,9 +231,7 @@ def explain_dmsetup(text: str, source: str = "input", kind: str = "auto", table=
         status_err = None
         if kind in ("auto", "status"):
             try:
-                info = parse_status_info(dl.params)
-                info.update(name=dl.name, start=dl.start, length=dl.length, lineno=dl.lineno)
-                entry = ("status", dl, info)
+                entry = ("status", dl, _status_entry(dl))
             except StatusParseError as e:
                 status_err = e
         if entry is None and kind in ("auto", "table"):

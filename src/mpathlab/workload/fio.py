@@ -27,7 +27,7 @@ import sys
 from typing import Dict, List, Optional, Tuple
 
 from . import fio_options as fo
-from .fio_options import MODELLED, NO_EFFECT, REFUSED
+from .fio_options import MODELLED, REFUSED
 
 S64_MAX = fo.S64_MAX
 READ, WRITE, TRIM = 0, 1, 2
@@ -72,12 +72,31 @@ def _size_mult(suffix: str, kb_base: int) -> Optional[int]:
     return base ** _UNIT_POW[letter]
 
 
-def fio_number(text: str, kb_base: int = 1024, percent_ok: bool = False):
-    """An integer as fio's str_to_decimal(kilo=1) reads it: int, or ('%', N)."""
+def _check_start(text: str) -> None:
+    """What fio's number and time readers both refuse before reading digits."""
     if text == "":
         raise ValueProblem("empty value")
     if text[0].isspace():
         raise ValueProblem("fio 3.33 does not skip blanks after '=' and would misread %r (drop the blank)" % text)
+
+
+def _leading_integer(text: str, what: str) -> Tuple[int, str]:
+    """The decimal digits a value starts with (no sign, at most 2^63-1) and the rest, the unit."""
+    m = _NUM_RE.match(text)
+    if not m:
+        raise ValueProblem("%r is not %s" % (text, what))
+    sign, digits, suffix = m.groups()
+    if sign == "-":
+        raise ValueProblem("%r is negative" % text)
+    v = int(digits)
+    if v > S64_MAX:
+        raise ValueProblem("%r is larger than 2^63-1 (fio's limit)" % text)
+    return v, suffix
+
+
+def fio_number(text: str, kb_base: int = 1024, percent_ok: bool = False):
+    """An integer as fio's str_to_decimal(kilo=1) reads it: int, or ('%', N)."""
+    _check_start(text)
     if text[0] == "(":
         raise ValueProblem("fio 3.33 (as Debian builds it) has no arithmetic expressions")
     low = text.lower()
@@ -89,15 +108,7 @@ def fio_number(text: str, kb_base: int = 1024, percent_ok: bool = False):
         if v > S64_MAX:
             raise ValueProblem("%r is larger than 2^63-1 (fio's limit)" % text)
         return v
-    m = _NUM_RE.match(text)
-    if not m:
-        raise ValueProblem("%r is not a number" % text)
-    sign, digits, suffix = m.groups()
-    if sign == "-":
-        raise ValueProblem("%r is negative" % text)
-    v = int(digits)
-    if v > S64_MAX:
-        raise ValueProblem("%r is larger than 2^63-1 (fio's limit)" % text)
+    v, suffix = _leading_integer(text, "a number")
     if suffix.startswith("."):
         raise ValueProblem("fio ignores fractions and units after them (it reads %r as %d)" % (text, v))
     if suffix == "z" and percent_ok:
@@ -118,21 +129,10 @@ def fio_number(text: str, kb_base: int = 1024, percent_ok: bool = False):
 
 def fio_time_ns(text: str, unit: str) -> int:
     """A time as fio's check_str_time reads it, in ns; a bare number is in ``unit``."""
-    if text == "":
-        raise ValueProblem("empty value")
-    if text[0].isspace():
-        raise ValueProblem("fio 3.33 does not skip blanks after '=' and would misread %r (drop the blank)" % text)
+    _check_start(text)
     if "0x" in text.lower():
         raise ValueProblem("fio reads anything containing '0x' as hex and would misread %r" % text)
-    m = _NUM_RE.match(text)
-    if not m:
-        raise ValueProblem("%r is not a time" % text)
-    sign, digits, suffix = m.groups()
-    if sign == "-":
-        raise ValueProblem("%r is negative" % text)
-    v = int(digits)
-    if v > S64_MAX:
-        raise ValueProblem("%r is larger than 2^63-1 (fio's limit)" % text)
+    v, suffix = _leading_integer(text, "a time")
     if suffix.startswith("."):
         raise ValueProblem("fio ignores fractions (it reads %r as %d %s)" % (text, v, unit))
     s = suffix.lower()
@@ -340,10 +340,6 @@ class JobSpec:
         return min(s for s, _ in self.sizes_of(self.ddirs[0]))
 
     @property
-    def max_bs(self) -> int:
-        return max(s for d in self.ddirs for s, _ in self.sizes_of(d))
-
-    @property
     def open_loop(self) -> bool:
         return bool(any(self.rate_bps) or any(self.rate_iops) or self.thinktime_ns)
 
@@ -449,15 +445,9 @@ def _set_rwmix(job, o, value):
 
 
 def _set_bs(job, o, value):
-    job.bs_rwt = _triple_values(value, lambda p: _sized(p, o, job.kb_base), 4096)
+    job.bs_rwt = _triple_values(value, lambda p: _int_value(p, o, job.kb_base), 4096)
     job.bsrange_rwt = None
     job.bssplit_rwt = None
-
-
-def _sized(p, o, kb_base):
-    v = fio_number(p, kb_base)
-    _check_range(v, o)
-    return v
 
 
 def _set_bsrange(job, o, value):
@@ -465,7 +455,7 @@ def _set_bsrange(job, o, value):
         m = re.fullmatch(r"([^:-]+)[:-]([^:-]+)", p)
         if not m:
             raise ValueProblem("%r is not a range lo-hi" % p)
-        a, b = _sized(m.group(1), o, job.kb_base), _sized(m.group(2), o, job.kb_base)
+        a, b = _int_value(m.group(1), o, job.kb_base), _int_value(m.group(2), o, job.kb_base)
         return (min(a, b), max(a, b))
     parts = value.rstrip(",").split(",") if "/" not in value else value.split("/")
     if len(parts) > 3:
@@ -536,17 +526,13 @@ def _choice(value, o):
 
 def _set_choice(attr):
     def setter(job, o, value):
-        if value not in o.choices:
-            raise ValueProblem("%r is not one of %s" % (value, ", ".join(o.choices)))
-        setattr(job, attr, value)
+        setattr(job, attr, _choice(value, o))
     return setter
 
 
 def _set_rate(job, o, value):
-    if o.name == "rate":
-        job.rate_bps = _triple_values(value, lambda p: _sized(p, o, job.kb_base), 0)
-    else:
-        job.rate_iops = _triple_values(value, lambda p: _sized(p, o, job.kb_base), 0)
+    setattr(job, "rate_bps" if o.name == "rate" else "rate_iops",
+            _triple_values(value, lambda p: _int_value(p, o, job.kb_base), 0))
 
 
 def _set_percentiles(job, o, value):
@@ -670,8 +656,8 @@ def _validate_no_effect(job: JobSpec, o: fo.Opt, value: Optional[str]) -> None:
             _triple_values(value, lambda p: fio_number(p, job.kb_base), 0)
         else:
             fio_number(value.split(",")[0] if "," in value else value, job.kb_base, percent_ok=True)
-    elif o.type == "choice" and value not in o.choices:
-        raise ValueProblem("%r is not one of %s" % (value, ", ".join(o.choices)))
+    elif o.type == "choice":
+        _choice(value, o)
 
 
 def apply_option(job: JobSpec, key: str, value: Optional[str], where: str) -> None:
@@ -685,9 +671,7 @@ def apply_option(job: JobSpec, key: str, value: Optional[str], where: str) -> No
                        "model" % (where, key, o.why))
     if value is None and o.type not in _VALUE_OPTIONAL_TYPES and o.name not in _VALUE_OPTIONAL:
         raise FioError("%s: option %r needs a value (%s=...)" % (where, key, key))
-    if value == "" and o.type not in ("str",) and o.name not in _VALUE_OPTIONAL:
-        raise FioError("%s: option %r has an empty value" % (where, key))
-    if o.type == "str" and value == "" and o.name not in _VALUE_OPTIONAL:
+    if value == "" and o.name not in _VALUE_OPTIONAL:
         raise FioError("%s: option %r has an empty value" % (where, key))
     if key not in ("name", "description"):
         if value is None and o.type == "flag":

@@ -4,7 +4,7 @@ Each line is ``time, value, direction, block size, offset-or-priority``
 exactly as fio 3.33's flush_samples() prints it: time in ms since the job
 started, direction 0/1/2 (read/write/trim); without ``log_offset`` the fifth
 column is the priority (0 here), with it the offset (0: offsets are not
-modelled) and then the priority.  Files are named as fio names them:
+modelled) and then the priority (``0x0000`` with ``log_prio``).  Files are named as fio names them:
 ``PREFIX_TYPE.N.log`` (N = the clone's number among all jobs, from 1), or
 ``PREFIX_TYPE.log`` with ``per_job_logs=0``; the prefix defaults to the job
 name.
@@ -39,7 +39,10 @@ class JobLog:
 
     # -- output --------------------------------------------------------------
     def _tail(self) -> str:
-        return ", 0, 0" if self.spec.log_offset else ", 0"
+        # the priority is 0 here; fio prints it as 0/1 (real-time class or not), or in full as 0x%04x
+        # with log_prio
+        prio = ", 0x0000" if self.spec.log_prio else ", 0"
+        return (", 0" if self.spec.log_offset else "") + prio
 
     def _lines_per_io(self, kind: str) -> List[str]:
         tail = self._tail()

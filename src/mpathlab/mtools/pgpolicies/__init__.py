@@ -19,12 +19,10 @@ def register(name: str):
 
 
 def lookup(name: str) -> Callable:
-    _load()
     return _REGISTRY[name]
 
 
 def names() -> List[str]:
-    _load()
     return sorted(_REGISTRY)
 
 
@@ -47,13 +45,7 @@ def group_by_match(paths, same) -> List[list]:
     return groups
 
 
-_loaded = False
-
-
-def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    from . import (failover, group_by_node_name, group_by_prio, group_by_serial,  # noqa: F401
-                   group_by_tpg, multibus)
+# The built-ins register themselves when imported and take register() from this module, so they
+# are imported last, once, as the selectors package does with its BUILTIN tuple.
+from . import (failover, group_by_node_name, group_by_prio, group_by_serial,  # noqa: E402,F401
+               group_by_tpg, multibus)

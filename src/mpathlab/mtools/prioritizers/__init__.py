@@ -39,12 +39,10 @@ def register(cls: type) -> type:
 
 
 def lookup(name: str) -> Optional[type]:
-    _load()
     return _REGISTRY.get(name)
 
 
 def names() -> List[str]:
-    _load()
     return sorted(_REGISTRY)
 
 
@@ -60,12 +58,6 @@ def exclusive_pref_arg(args: str) -> bool:
     return "exclusive_pref_bit" in (args or "").replace("\t", " ").split(" ")
 
 
-_loaded = False
-
-
-def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    from . import alua, const, path_latency, random_prio, sysfs, weightedpath  # noqa: F401
+# The built-ins register themselves when imported and take register() from this module, so they
+# are imported last, once, as the selectors package does with its BUILTIN tuple.
+from . import alua, const, path_latency, random_prio, sysfs, weightedpath  # noqa: E402,F401

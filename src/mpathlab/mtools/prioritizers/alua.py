@@ -22,7 +22,6 @@ def alua_prio(state: str, pref: bool, args: str) -> int:
 @register
 class Alua(Prioritizer):
     name = "alua"
-    needs_io = True
 
     def getprio(self, path, args, env):
         if path.alua_state is None or path.link_down:

@@ -60,7 +60,6 @@ def prio_from_latencies_us(lat_us, base: float) -> int:
 @register
 class PathLatency(Prioritizer):
     name = "path_latency"
-    needs_io = True
 
     def getprio(self, path, args, env):
         if path.link_down or env.read_latency_ns is None:
