@@ -155,3 +155,13 @@ def test_json_plus_bins_add_up(tmp_path, capsys):
     bins = w["clat_ns"]["bins"]
     assert sum(bins.values()) == 2000
     assert min(int(k) for k in bins) <= w["clat_ns"]["min"] * 1.02
+
+
+def test_fault_and_scenario_views_fit_100_columns(capsys):
+    """The terminal views (issue 15): fault-study rows and scenario headers wrap within 100 columns."""
+    assert main(["faults", "slow-path-20x", "--selector", "queue-length"]) == 0
+    assert main(["reproduce", "hst-ktime-bio-10disk"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and max(len(l) for l in lines) <= 100, max(lines, key=len)
+    # the reaction figures moved to their own line, under the counters
+    assert any(l.strip().startswith("sdb share 0.246 -> 0.017") for l in lines)

@@ -226,14 +226,21 @@ def cmd_reproduce(args) -> int:
     return 0 if all(o.within() for o in outcomes) else EXIT_MISMATCH
 
 
+def _say(text: str, indent: str = "    ") -> None:
+    """Print text in lines of at most 100 columns (the terminal views' width)."""
+    from .report.text import wrap
+    print("\n".join(w for line in text.split("\n") for w in wrap(line, indent)))
+
+
 def _print_outcome(outcome) -> None:
     from .report import share_table
     if hasattr(outcome, "format"):      # NVMe throughput scenarios (mpathlab.nvme.scenarios)
-        print(outcome.format())
+        for line in outcome.format().splitlines():
+            _say(line)
         return
     sc = outcome.scenario
-    print("%s: %s" % (sc.name, sc.title))
-    print("share of I/O per path; in brackets the published value (%s)" % sc.source)
+    _say("%s: %s" % (sc.name, sc.title))
+    _say("share of I/O per path; in brackets the published value (%s)" % sc.source)
     print(share_table(outcome.columns, sc.rows, sc.published))
     for label, res in outcome.results.items():
         print("%-12s mean deviation from Best %.4f" % (label, res.mean_deviation))
@@ -263,12 +270,14 @@ def cmd_faults(args) -> int:
             _check_selector_arg(args.selector, "--selector")
         sels = [args.selector] if args.selector is not None else list(own or SELECTORS)
         if not args.json:
-            print("%s: %s\n  expected: %s" % (st.name, st.title, st.expect))
+            _say("%s: %s" % (st.name, st.title))
+            _say("  expected: %s" % st.expect, "    ")
         for sel in sels:
             d = getattr(st, "summarize", summarize)(st, sel, st.run(sel, seed=args.seed, kernel=args.kernel))
             out.append(d)
             if not args.json:
-                print("  " + getattr(st, "format_row", format_row)(d))
+                row = getattr(st, "format_row", format_row)(d)
+                _say("\n".join("  " + line for line in row.split("\n")), " " * 28)
     if args.json:
         json.dump(out, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -35,7 +35,7 @@ def share_table(columns: Dict[str, Dict[str, float]], rows: Sequence[str],
 WIDTH = 100   # the terminal view fits 100 columns
 
 
-def _wrap(text: str, indent: str = "    ") -> List[str]:
+def wrap(text: str, indent: str = "    ") -> List[str]:
     """Lines of at most WIDTH columns, broken at spaces; continuation lines indented."""
     import textwrap
     return textwrap.wrap(text, WIDTH, subsequent_indent=indent, break_long_words=True,
@@ -50,7 +50,7 @@ def run_summary(result) -> str:
     """
     from .model import best_shares, mean_deviation, priority_groups
     lines: List[str] = []
-    lines += _wrap("selector: %s   %s: %s   engine: %s"
+    lines += wrap("selector: %s   %s: %s   engine: %s"
                    % (result.selector, "elapsed" if result.engine == "live" else "simulated time",
                       format_ns(result.runtime_ns), result.engine))
     lines.append("I/O: %d completed, %d errored, %d pending" % (result.completed, result.errored, result.pending))
@@ -85,17 +85,17 @@ def run_summary(result) -> str:
     else:
         lines.append("mean deviation from Best: %.4f" % result.mean_deviation)
     for j in _latency_lines(result):
-        lines += _wrap(j)
+        lines += wrap(j)
     for t, msg, outcome in result.messages:
-        lines += _wrap("at %s: %s (%s)" % (format_ns(t), msg, outcome))
+        lines += wrap("at %s: %s (%s)" % (format_ns(t), msg, outcome))
     if result.stalled:
-        lines += _wrap("note: the run stopped with I/O still queued (no usable path and nothing left to "
+        lines += wrap("note: the run stopped with I/O still queued (no usable path and nothing left to "
                        "reinstate one)")
     if note:
-        lines += _wrap("note: several priority groups, so Best is per group (each path's share of its "
+        lines += wrap("note: several priority groups, so Best is per group (each path's share of its "
                        "group's capacity), weighted by the I/O each group carried; a path that was failed "
                        "for part of the run falls short of it.", "      ")
-    lines += _wrap("%s: %s" % ("nvme subsystem" if result.selector.startswith("nvme:") else "dmsetup status",
+    lines += wrap("%s: %s" % ("nvme subsystem" if result.selector.startswith("nvme:") else "dmsetup status",
                                result.status_info.strip()))
     return "\n".join(lines)
 

@@ -114,6 +114,7 @@ def format_row(d: dict) -> str:
         d["selector"], d["submitted"], d["completed"], d["errored"], d["pending"])
     if "reaction_ns" in d:
         r = d["reaction_ns"]
-        s += "  sdb share %.3f -> %.3f, halved after %s" % (
+        # on a line of its own: the row stays within the terminal views' 100 columns
+        s += "\n%-24s sdb share %.3f -> %.3f, halved after %s" % ("",
             d["sdb_share_before"], d["sdb_share_after"], format_ns(r) if r is not None else "never")
     return s
