@@ -44,6 +44,8 @@ def compare(table, paths, job, **kw):
     assert a.status_info == b.status_info and a.status_table == b.status_table
     assert a.timeline == b.timeline
     assert (a.pending, a.stalled) == (b.pending, b.stalled)
+    assert (a.errored, a.messages) == (b.errored, b.messages)
+    assert (a.window_ns, a.windows) == (b.window_ns, b.windows)   # dispatch windows (fault studies)
     for ja, jb in zip(a.jobs, b.jobs):
         for la, lb in ((ja.read_lat, jb.read_lat), (ja.write_lat, jb.write_lat)):
             assert (la.n, la.min, la.max, la.mean, la._m2, la.hist) == (lb.n, lb.min, lb.max, lb.mean, lb._m2, lb.hist)
@@ -155,13 +157,109 @@ def test_same_results_cut_short_with_io_held_in_queues(mode):
 
 
 def test_ineligible_configurations_fall_back_or_refuse():
+    from mpathlab.sim.devices import Fault
     table, paths = make("queue-length")
-    paths[0].faults = []
-    sim = Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs, window_ns=1000)
-    assert "windows" in fast.eligible(sim)
+    paths[1].faults = [Fault(10_000, "fail")]
+    sim = Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs)
+    assert "fail and reinstate faults" in fast.eligible(sim)
     assert sim.run().engine == "python"
     with pytest.raises(ValueError, match="compiled core cannot run"):
-        Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs, window_ns=1000, engine="compiled").run()
+        Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs, engine="compiled").run()
+    paths[1].faults = []
+    sim = Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs, messages=[(5000, "fail_path p1")])
+    assert "dm messages" in fast.eligible(sim)
+    two_groups = "0 2097152 multipath 0 0 2 1 queue-length 0 2 1 p0 1 p1 1 queue-length 0 2 1 p2 1 p3 1"
+    sim = Simulation(two_groups, paths, parse_fio("[j]\nnumber_ios=10\n").jobs)
+    assert "one priority group" in fast.eligible(sim)
+
+
+# ------------------------------------------------ step 1: slow faults and dispatch windows
+@pytest.mark.parametrize("selector", sorted(PER_PATH))
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+def test_same_results_with_slow_faults_and_windows(selector, mode):
+    from mpathlab.sim.devices import Fault
+    table, paths = make(selector, mode)
+    # two slow faults on one path (the second one wins) and one on another, before and during the run
+    paths[1].faults = [Fault(0, "slow", factor=3.0), Fault(8_000_000, "slow", factor=20.0)]
+    paths[2].faults = [Fault(4_000_000, "slow", factor=0.5)]
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=16\nruntime=20ms\ntime_based\n",
+                window_ns=100_000)
+    # the slowed path gets less after 8 ms than before it (every load-aware selector notices)
+    if selector != "round-robin":
+        assert a.share_in_window("p1", 10_000_000, 20_000_000) < a.share_in_window("p1", 0, 8_000_000)
+    assert sum(sum(c.values()) for _, c in a.windows) == sum(p["dispatched"] for p in a.paths)
+
+
+@pytest.mark.parametrize("study", ["slow-path-20x", "slow-path-20x-depth1"])
+@pytest.mark.parametrize("selector", ["round-robin", "historical-service-time"])
+def test_slow_fault_studies_run_in_the_core(study, selector):
+    from mpathlab.sim.faults import STUDIES
+    table, paths, job, kw = STUDIES[study].build(selector)
+    compare(table, paths, job, **kw)
+
+
+# ------------------------------------------------ step 3: selectors written in Python, in the compiled loop
+def _py_table(selector_args, per_path_args, n=4, mode="rq"):
+    feats = {"rq": "0", "bio": "2 queue_mode bio"}[mode]
+    names = ["p%d" % i for i in range(n)]
+    body = " ".join("%s %s" % (nm, per_path_args(i)) for i, nm in enumerate(names))
+    nargs = len(per_path_args(0).split())
+    return "0 2097152 multipath %s 0 1 1 %s %d %d %s" % (feats, selector_args, n, nargs, body)
+
+
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+@pytest.mark.parametrize("selector", ["p2c 1 delay", "sed 0", "peak-ewma 0", "prequal 0", "hst-latency 0"])
+def test_python_policies_run_in_the_core(selector, mode):
+    table = _py_table(selector, lambda i: "1", mode=mode)
+    _, paths = make("queue-length", k=4)
+    a = compare(table, paths, "[j]\nrw=randrw\nbs=4k\niodepth=16\nnumjobs=2\nnumber_ios=1500\n")
+    assert a.completed == 3000
+
+
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+def test_io_affinity_runs_in_the_core_with_cpus_and_tags(mode):
+    from mpathlab.sim.host import HostModel
+    # CPU masks: p0 serves CPUs 0 and 2, p1 CPU 1, p2 CPU 3, p3 none of the jobs' CPUs
+    table = _py_table("io-affinity 0", lambda i: ("5", "2", "8", "10")[i], mode=mode)
+    _, paths = make("queue-length", k=2)
+    _tagged(paths, [1, 2, 0, 0], ["mq-deadline", "none", "none", "none"])
+    a = compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=8\nnumjobs=4\nnumber_ios=400\n",
+                host=HostModel(2, 10_000, 10_000))
+    assert a.paths[3]["dispatched"] == 0 and all(p["dispatched"] for p in a.paths[:3])
+
+
+def test_third_party_selector_runs_in_the_core():
+    import importlib.util
+    import pathlib
+    from mpathlab import selectors
+    spec = importlib.util.spec_from_file_location(
+        "my_selector", pathlib.Path(__file__).parent.parent / "examples" / "my_selector.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    if selectors.get_exact("shortest-queue-tail") is None:
+        selectors.register(mod.ShortestQueueTail)
+    table = _py_table("shortest-queue-tail 0", lambda i: "1")
+    _, paths = make("queue-length", k=2)
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=16\nruntime=10ms\ntime_based\n",
+                window_ns=1_000_000)
+    assert a.completed > 0
+
+
+def test_python_selector_that_picks_no_path_is_a_clear_error():
+    from mpathlab import selectors
+    from mpathlab.selectors.queue_length import QueueLength
+
+    class Refuses(QueueLength):
+        name = "refuses-always"
+
+        def select_path(self, nr_bytes=0):
+            return None
+    if selectors.get_exact(Refuses.name) is None:
+        selectors.register(Refuses)
+    table = _py_table("refuses-always 0", lambda i: "1")
+    _, paths = make("queue-length")
+    with pytest.raises(RuntimeError, match="chose no path"):
+        Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs, engine="compiled").run()
 
 
 # ------------------------------------------------ the accelerated HST selector

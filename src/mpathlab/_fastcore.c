@@ -134,11 +134,12 @@ static void lat_add(lat_stats *s, int64_t v)
 }
 
 /* ------------------------------------------------------------ model state */
-enum { SEL_RR = 0, SEL_QL = 1, SEL_ST = 2, SEL_HST = 3 };
+/* SEL_PY: a selector written in Python (any other PathSelector), called through the C API */
+enum { SEL_RR = 0, SEL_QL = 1, SEL_ST = 2, SEL_HST = 3, SEL_PY = 4 };
 enum { DIST_CONST = 0, DIST_EXP = 1, DIST_LOGNORMAL = 2, DIST_EMPIRICAL = 3 };
 /* EV_WORK .. EV_STEAL are the Python engine's EV_CALL events of sim/blockqueue.py and sim/host.py */
 enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_WORK = 4, EV_WAKE = 5, EV_CPU = 6,
-       EV_STEAL = 7 };
+       EV_STEAL = 7, EV_FAULT = 8 };
 
 #define BLK_MQ_RESOURCE_DELAY_NS 3000000LL
 
@@ -179,6 +180,7 @@ typedef struct {
     int parallelism, busy;
     int64_t delay_ns;
     double ns_per_kib;
+    double slow_factor;     /* PathDevice.slow_factor: a 'slow' fault multiplies service times */
     int dist;
     double mean, lam, mu, sigma;
     double *samples;
@@ -323,6 +325,19 @@ typedef struct {
     int host, ncpus;
     cpu_t *cpus;
     int64_t submit_ns_cost, complete_ns_cost, wake_ns_cost, steal_ns, steal_period_ns;
+    /* faults (Simulation._fault): only 'slow' is in the core; obj of EV_FAULT indexes these */
+    int nfaults;
+    int *fault_path;
+    double *fault_factor;
+    /* dispatch windows (Simulation._windows): npaths counts per window_ns since the start */
+    int64_t window_ns, nwindows, capwindows;
+    int64_t *windows;
+    /* SEL_PY: the Python selector, its bound select_path/start_io/end_io, the pgpath of each
+       path (what the selector knows paths by), pgpath -> index, and the Simulation whose
+       now and _cur_cpu the selector's clock and cpu read */
+    PyObject *py_select, *py_start, *py_end, *py_pgpaths, *py_index, *py_sim;
+    int py_hooks;
+    int64_t py_now_set;
     /* results */
     int64_t submitted, completed, events;
     int first_choice;       /* index of the first path chosen (current_pgpath) */
@@ -388,6 +403,8 @@ static int64_t service_ns(path_t *p, int64_t nr_bytes)
     double st = sample_service(p);
     if (p->ns_per_kib != 0.0)
         st += p->ns_per_kib * (double)nr_bytes / 1024.0;
+    if (p->slow_factor != 1.0)
+        st *= p->slow_factor;
     int64_t v = (int64_t)st;
     return v > 0 ? v : 1;
 }
@@ -472,11 +489,61 @@ static int hst_cmp(sim_t *s, path_t *p1, path_t *p2, uint64_t now)
                             p2->hst, p2->outstanding, p2->stale_after, now);
 }
 
-static int select_path(sim_t *s, int64_t nr_bytes)
+/* The selector's clock() and cpu() read Simulation.now and _cur_cpu: keep them current. */
+static int py_set_clock(sim_t *s)
+{
+    if (s->py_now_set == s->now) return 0;
+    PyObject *t = PyLong_FromLongLong(s->now);
+    if (!t) return -1;
+    int r = PyObject_SetAttrString(s->py_sim, "now", t);
+    Py_DECREF(t);
+    s->py_now_set = s->now;
+    return r;
+}
+
+/* Multipath.choose_pgpath -> ps.select_path for a Python selector: -1 on an error */
+static int py_select_path(sim_t *s, int64_t nr_bytes, int cpu)
+{
+    if (py_set_clock(s) < 0) return -1;
+    PyObject *c = PyLong_FromLong(cpu);
+    if (!c) return -1;
+    int r = PyObject_SetAttrString(s->py_sim, "_cur_cpu", c);
+    Py_DECREF(c);
+    if (r < 0) return -1;
+    PyObject *nb = PyLong_FromLongLong(nr_bytes);
+    if (!nb) return -1;
+    PyObject *pgpath = PyObject_CallOneArg(s->py_select, nb);
+    Py_DECREF(nb);
+    if (!pgpath) return -1;
+    PyObject *idx = PyDict_GetItemWithError(s->py_index, pgpath);
+    Py_DECREF(pgpath);
+    if (!idx) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "the selector chose no path of the table although every path is "
+                            "valid; run it on the Python engine (engine='python') to see what the target does");
+        return -1;
+    }
+    return (int)PyLong_AsLong(idx);
+}
+
+static int py_io_hook(sim_t *s, PyObject *fn, int pi, int64_t nr_bytes, PyObject *start)
+{
+    if (py_set_clock(s) < 0) { Py_XDECREF(start); return -1; }
+    PyObject *r = start
+        ? PyObject_CallFunction(fn, "OLN", PyList_GET_ITEM(s->py_pgpaths, pi), (long long)nr_bytes, start)
+        : PyObject_CallFunction(fn, "OL", PyList_GET_ITEM(s->py_pgpaths, pi), (long long)nr_bytes);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static int select_path(sim_t *s, int64_t nr_bytes, int cpu)
 {
     int n = s->npaths, best_i = 0;
     int *v = s->valid;
     switch (s->selector) {
+    case SEL_PY:
+        return py_select_path(s, nr_bytes, cpu);
     case SEL_RR:
         best_i = 0;
         break;
@@ -521,19 +588,25 @@ static int select_path(sim_t *s, int64_t nr_bytes)
     return chosen;
 }
 
-static void sel_start(sim_t *s, path_t *p, int64_t nr_bytes)
+static int sel_start(sim_t *s, path_t *p, int64_t nr_bytes)
 {
     switch (s->selector) {
+    case SEL_PY:
+        return s->py_hooks ? py_io_hook(s, s->py_start, (int)(p - s->paths), nr_bytes, NULL) : 0;
     case SEL_QL: p->qlen_sel = (int32_t)((uint32_t)p->qlen_sel + 1U); break;
     case SEL_ST: p->inflight_size = (int32_t)((uint32_t)p->inflight_size + (uint32_t)nr_bytes); break;
     case SEL_HST: p->outstanding += 1; break;
     default: break;
     }
+    return 0;
 }
 
-static void sel_end(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
+static int sel_end(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
 {
     switch (s->selector) {
+    case SEL_PY:
+        return s->py_hooks ? py_io_hook(s, s->py_end, (int)(p - s->paths), nr_bytes,
+                                        PyLong_FromUnsignedLongLong(start)) : 0;
     case SEL_QL: p->qlen_sel = (int32_t)((uint32_t)p->qlen_sel - 1U); break;
     case SEL_ST: p->inflight_size = (int32_t)((uint32_t)p->inflight_size - (uint32_t)nr_bytes); break;
     case SEL_HST: {
@@ -549,6 +622,7 @@ static void sel_end(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
     }
     default: break;
     }
+    return 0;
 }
 
 /* ----------------------------------------------------------------- engine */
@@ -583,12 +657,31 @@ static int start_io_on_path(sim_t *s, int64_t id)
     return arrive(s, id);
 }
 
+/* Simulation._map's per-window dispatch count (Simulation._windows) */
+static int window_count(sim_t *s, int pi)
+{
+    int64_t k = s->now / s->window_ns;
+    if (k >= s->capwindows) {
+        int64_t nc = s->capwindows ? s->capwindows * 2 : 64;
+        while (nc <= k) nc *= 2;
+        int64_t *nw = PyMem_Realloc(s->windows, (size_t)(nc * s->npaths) * sizeof(int64_t));
+        if (!nw) return -1;
+        memset(nw + s->capwindows * s->npaths, 0, (size_t)((nc - s->capwindows) * s->npaths) * sizeof(int64_t));
+        s->windows = nw;
+        s->capwindows = nc;
+    }
+    if (k >= s->nwindows) s->nwindows = k + 1;
+    s->windows[k * s->npaths + pi]++;
+    return 0;
+}
+
 /* Simulation._map: 1 mapped, 0 BLK_STS_RESOURCE (request-based clone without a tag), -1 error */
 static int map_io(sim_t *s, int64_t id)
 {
     io_t *io = &s->ios[id];
     job_t *job = &s->jobs[io->job];
-    int pi = select_path(s, job->bs);
+    int pi = select_path(s, job->bs, job->cpu);
+    if (pi < 0) return -1;
     if (s->first_choice < 0) s->first_choice = pi;
     path_t *p = &s->paths[pi];
     io->path = pi;
@@ -607,18 +700,19 @@ static int map_io(sim_t *s, int64_t id)
         io->start_time_ns = s->use_hr ? s->base_ns + s->now : 0;
     else
         io->start_time_ns = s->rq_stats ? s->base_ns + s->now : 0;
-    sel_start(s, p, job->bs);
+    if (sel_start(s, p, job->bs) < 0) return -1;
     if (s->blk && !s->bio && q->nr_sched_tags) {
         /* BlockLayer.issue_directly: the clone needs a driver tag too */
         if (q->nr_tags && q->tags_used >= q->nr_tags) {
             io->start_time_ns = 0;
-            sel_end(s, p, job->bs, 0);      /* multipath_release_clone */
+            if (sel_end(s, p, job->bs, 0) < 0) return -1;      /* multipath_release_clone */
             q->sched_tags_used--;
             return 0;
         }
         q->tags_used++;
     }
     p->dispatched++;
+    if (s->window_ns && window_count(s, pi) < 0) return -1;
     p->in_flight++;
     if (p->in_flight > p->peak_in_flight) p->peak_in_flight = p->in_flight;
     if (s->blk) {
@@ -941,7 +1035,7 @@ static int complete_io(sim_t *s, int64_t id)
         start = io->start_time_ns ? (uint64_t)io->start_time_ns : jiffies_to_nsecs(s, io->dm_start_jiffies);
     else
         start = (uint64_t)io->start_time_ns;
-    sel_end(s, p, job->bs, start);
+    if (sel_end(s, p, job->bs, start) < 0) return -1;
     if (s->blk && blk_complete(s, p, id) < 0) return -1;
     p->completed++;
     job->inflight--;
@@ -1028,6 +1122,8 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
             if (cpu_end(s, (int)e.obj) < 0) return -1;
         } else if (e.kind == EV_STEAL) {
             if (cpu_steal(s, (int)e.obj) < 0) return -1;
+        } else if (e.kind == EV_FAULT) {         /* Simulation._fault: 'slow' */
+            s->paths[s->fault_path[e.obj]].slow_factor = s->fault_factor[e.obj];
         } else {
             if (submit_more(s, (int)e.obj) < 0) return -1;
         }
@@ -1119,6 +1215,12 @@ static void sim_free(sim_t *s)
             PyMem_Free(s->cpus[i].queue.v);
     }
     PyMem_Free(s->cpus);
+    PyMem_Free(s->fault_path);
+    PyMem_Free(s->fault_factor);
+    PyMem_Free(s->windows);
+    Py_XDECREF(s->py_select);
+    Py_XDECREF(s->py_start);
+    Py_XDECREF(s->py_end);
     Py_XDECREF(s->timeline);
 }
 
@@ -1160,7 +1262,26 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     if (!s.progress) s.progress = Py_None;
     s.first_choice = -1;
     s.next_progress = 65536;
+    s.window_ns = get_i64(cfg, "window_ns", &err);
+    s.py_now_set = -1;
     if (err) return NULL;
+    if (s.selector == SEL_PY) {
+        PyObject *ps = PyDict_GetItemString(cfg, "py_selector");
+        s.py_pgpaths = PyDict_GetItemString(cfg, "py_pgpaths");
+        s.py_index = PyDict_GetItemString(cfg, "py_index");
+        s.py_sim = PyDict_GetItemString(cfg, "py_sim");
+        s.py_hooks = (int)get_i64(cfg, "py_hooks", &err);
+        if (err || !ps || !s.py_pgpaths || !PyList_Check(s.py_pgpaths) || !s.py_index
+                || !PyDict_Check(s.py_index) || !s.py_sim) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "a Python selector needs py_selector, py_pgpaths, py_index, py_sim");
+            return NULL;
+        }
+        s.py_select = PyObject_GetAttrString(ps, "select_path");
+        s.py_start = PyObject_GetAttrString(ps, "start_io");
+        s.py_end = PyObject_GetAttrString(ps, "end_io");
+        if (!s.py_select || !s.py_start || !s.py_end) { sim_free(&s); return NULL; }
+    }
     PyObject *w = PyDict_GetItemString(cfg, "weights");
     if (!w || !PyList_Check(w) || PyList_GET_SIZE(w) != 64) {
         PyErr_SetString(PyExc_ValueError, "weights must be a list of 64 ints");
@@ -1199,6 +1320,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         p->parallelism = (int)get_i64(pd, "parallelism", &err);
         p->delay_ns = get_i64(pd, "delay_ns", &err);
         p->ns_per_kib = get_f(pd, "ns_per_kib", &err);
+        p->slow_factor = get_f(pd, "slow_factor", &err);
         p->dist = (int)get_i64(pd, "dist", &err);
         p->mean = get_f(pd, "mean", &err);
         p->lam = p->mean != 0.0 ? 1.0 / p->mean : 0.0;
@@ -1250,6 +1372,24 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
 
     int stalled = 0;
     int rc = 0;
+    /* Simulation.__init__ schedules the faults first, in path order */
+    PyObject *faults = PyDict_GetItemString(cfg, "faults");
+    if (faults && PyList_Check(faults) && PyList_GET_SIZE(faults)) {
+        s.nfaults = (int)PyList_GET_SIZE(faults);
+        s.fault_path = PyMem_Calloc((size_t)s.nfaults, sizeof(int));
+        s.fault_factor = PyMem_Calloc((size_t)s.nfaults, sizeof(double));
+        if (!s.fault_path || !s.fault_factor) { sim_free(&s); return PyErr_NoMemory(); }
+        for (int i = 0; i < s.nfaults && rc == 0; i++) {
+            long long at;
+            if (!PyArg_ParseTuple(PyList_GET_ITEM(faults, i), "Lid", &at, &s.fault_path[i], &s.fault_factor[i])
+                    || s.fault_path[i] < 0 || s.fault_path[i] >= s.npaths) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "fault on an unknown path");
+                sim_free(&s);
+                return NULL;
+            }
+            rc = push_ev(&s, at, EV_FAULT, i);
+        }
+    }
     if (s.host && s.steal_ns)           /* Host.start */
         for (int i = 0; i < s.ncpus && rc == 0; i++)
             rc = push_ev(&s, s.steal_period_ns, EV_STEAL, i);
@@ -1292,18 +1432,31 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         PyList_SET_ITEM(rcpus, i, PyLong_FromLongLong(s.cpus[i].busy_ns));
 
     PyObject *rpaths = PyList_New(s.npaths), *rjobs = PyList_New(s.njobs), *rorder = PyList_New(s.npaths);
-    if (!rpaths || !rjobs || !rorder) goto fail;
+    PyObject *rwin = PyDict_New();
+    if (!rpaths || !rjobs || !rorder || !rwin) goto fail;
+    for (int64_t k = 0; k < s.nwindows; k++) {
+        int64_t *w = s.windows + k * s.npaths, any = 0;
+        for (int i = 0; i < s.npaths; i++) any |= w[i];
+        if (!any) continue;         /* Simulation._windows holds only windows with a dispatch */
+        PyObject *wl = PyList_New(s.npaths), *key = PyLong_FromLongLong(k);
+        if (!wl || !key) { Py_XDECREF(wl); Py_XDECREF(key); goto fail; }
+        for (int i = 0; i < s.npaths; i++)
+            PyList_SET_ITEM(wl, i, PyLong_FromLongLong(w[i]));
+        int r = PyDict_SetItem(rwin, key, wl);
+        Py_DECREF(wl); Py_DECREF(key);
+        if (r < 0) goto fail;
+    }
     for (int i = 0; i < s.npaths; i++) {
         path_t *p = &s.paths[i];
         PyObject *pl = lat_tuple(&p->lat);
         if (!pl) goto fail;
-        PyObject *t = Py_BuildValue("{s:L,s:L,s:L,s:L,s:i,s:i,s:K,s:K,s:K,s:K,s:N}",
+        PyObject *t = Py_BuildValue("{s:L,s:L,s:L,s:L,s:i,s:i,s:K,s:K,s:K,s:K,s:d,s:N}",
             "dispatched", (long long)p->dispatched, "completed", (long long)p->completed,
             "in_flight", (long long)p->in_flight, "peak_in_flight", (long long)p->peak_in_flight,
             "qlen", (int)p->qlen_sel, "in_flight_size", (int)p->inflight_size,
             "hst", (unsigned long long)p->hst, "outstanding", (unsigned long long)p->outstanding,
             "stale_after", (unsigned long long)p->stale_after, "last_finish", (unsigned long long)p->last_finish,
-            "lat", pl);
+            "slow_factor", p->slow_factor, "lat", pl);
         if (!t) goto fail;
         PyList_SET_ITEM(rpaths, i, t);
         PyList_SET_ITEM(rorder, i, PyLong_FromLong(s.valid[i]));
@@ -1336,15 +1489,17 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         if (!t) goto fail;
         PyList_SET_ITEM(rjobs, i, t);
     }
-    PyObject *res = Py_BuildValue("{s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:L,s:N}",
+    PyObject *res = Py_BuildValue("{s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:L,s:N,s:N,s:L}",
         "paths", rpaths, "jobs", rjobs, "order", rorder, "submitted", (long long)s.submitted,
         "completed", (long long)s.completed, "events", (long long)s.events, "pending", (long long)pending,
         "stalled", stalled, "first_choice", s.first_choice, "timeline", s.timeline,
-        "resource_stalls", (long long)s.resource_stalls, "cpu_busy_ns", rcpus);
+        "resource_stalls", (long long)s.resource_stalls, "cpu_busy_ns", rcpus, "windows", rwin,
+        "now", (long long)s.now);
     rcpus = NULL;
     sim_free(&s);
     return res;
 fail:
+    Py_XDECREF(rwin);
     Py_XDECREF(rcpus);
     Py_XDECREF(rpaths);
     Py_XDECREF(rjobs);
