@@ -50,6 +50,7 @@ def compare(table, paths, job, **kw):
         for la, lb in ((ja.read_lat, jb.read_lat), (ja.write_lat, jb.write_lat)):
             assert (la.n, la.min, la.max, la.mean, la._m2, la.hist) == (lb.n, lb.min, lb.max, lb.mean, lb._m2, lb.hist)
         assert (ja.bytes_read, ja.bytes_written, ja.end_ns) == (jb.bytes_read, jb.bytes_written, jb.end_ns)
+        assert (ja.errored, ja.stopped, ja.first_error) == (jb.errored, jb.stopped, jb.first_error)
         # fio's bw/iops sample windows and iodepth_level map
         assert ja.rate_windows.windows == jb.rate_windows.windows
         assert ja.depth_map == jb.depth_map
@@ -158,16 +159,19 @@ def test_same_results_cut_short_with_io_held_in_queues(mode):
 
 def test_ineligible_configurations_fall_back_or_refuse():
     from mpathlab.sim.devices import Fault
+    from mpathlab.sim.host import HostModel
     table, paths = make("queue-length")
     paths[1].faults = [Fault(10_000, "fail")]
-    sim = Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs)
-    assert "fail and reinstate faults" in fast.eligible(sim)
+    sim = Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs, host=HostModel(1, 1000, 1000))
+    assert "host CPU costs" in fast.eligible(sim)
     assert sim.run().engine == "python"
     with pytest.raises(ValueError, match="compiled core cannot run"):
-        Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs, engine="compiled").run()
+        Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs, host=HostModel(1, 1000, 1000),
+                   engine="compiled").run()
     paths[1].faults = []
+    _tagged(paths, [1, 1, 1, 1], ["none"] * 4)
     sim = Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs, messages=[(5000, "fail_path p1")])
-    assert "dm messages" in fast.eligible(sim)
+    assert "path tags" in fast.eligible(sim)
     two_groups = "0 2097152 multipath 0 0 2 1 queue-length 0 2 1 p0 1 p1 1 queue-length 0 2 1 p2 1 p3 1"
     sim = Simulation(two_groups, paths, parse_fio("[j]\nnumber_ios=10\n").jobs)
     assert "one priority group" in fast.eligible(sim)
@@ -318,3 +322,62 @@ def test_rate_windows_and_depth_map_span_several_fio_periods():
     assert sum(w[3] + w[4] for w in job.rate_windows.windows) == job.completed
     # depth 1 once (the first submission), depth 2 for every other
     assert job.depth_map == [1, job.submitted - 1, 0, 0, 0, 0, 0]
+
+
+# ------------------------------------------------ step 1: fail/reinstate faults and dm messages
+@pytest.mark.parametrize("study", ["path-fail-reinstate", "all-fail-queue", "all-fail-queue-bio", "all-fail-error"])
+@pytest.mark.parametrize("selector", sorted(PER_PATH))
+def test_fault_studies_run_in_the_core(study, selector):
+    from mpathlab.sim.faults import STUDIES
+    table, paths, job, kw = STUDIES[study].build(selector)
+    a = compare(table, paths, job, **kw)
+    assert sum(p["errors"] for p in a.paths) > 0          # the failed paths' I/O came back through end_io
+    if study == "all-fail-error":
+        assert a.errored > 0 and a.jobs[0].first_error
+    else:
+        assert a.errored == 0
+
+
+MESSAGES = [
+    # fail a path, bring it back; queue with no path, then stop queueing (queued I/O fails)
+    [(2_000_000, "fail_path p1"), (5_000_000, "reinstate_path p1")],
+    [(1_000_000, "queue_if_no_path"), (2_000_000, "fail_path p0"), (2_000_000, "fail_path p1"),
+     (2_500_000, "fail_path p2"), (2_500_000, "fail_path p3"), (4_000_000, "reinstate_path p2"),
+     (6_000_000, "fail_path p2"), (7_000_000, "fail_if_no_path")],
+    # a message the target refuses is recorded as an error and changes nothing
+    [(1_000_000, "fail_path nosuch"), (2_000_000, "reinstate_path p0"), (3_000_000, "switch_group 1")],
+]
+
+
+@pytest.mark.parametrize("messages", range(len(MESSAGES)))
+@pytest.mark.parametrize("selector", sorted(PER_PATH))
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+def test_dm_messages_run_in_the_core(messages, selector, mode):
+    table, paths = make(selector, mode)
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=16\nruntime=10ms\ntime_based\n"
+                              "continue_on_error=io\n", messages=MESSAGES[messages], window_ns=500_000)
+    assert len(a.messages) == len(MESSAGES[messages])
+
+
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+def test_queue_if_no_path_timeout_in_the_core(mode):
+    from mpathlab.sim.devices import Fault
+    table, paths = make("queue-length", mode)
+    table = table.replace("multipath 0 " if mode == "rq" else "multipath 2 queue_mode bio ",
+                          "multipath 1 queue_if_no_path " if mode == "rq" else "multipath 3 queue_if_no_path queue_mode bio ")
+    for p in paths:
+        p.faults = [Fault(3_000_000, "fail")]
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=8\nruntime=2500ms\ntime_based\n",
+                queue_if_no_path_timeout_secs=1)
+    assert a.errored > 0             # the timeout ended the queueing: queued I/O failed
+
+
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+def test_python_selector_with_faults_in_the_core(mode):
+    from mpathlab.sim.devices import Fault
+    table = _py_table("sed 0", lambda i: "1", mode=mode)
+    _, paths = make("queue-length", k=4)
+    paths[2].faults = [Fault(2_000_000, "fail"), Fault(4_000_000, "reinstate", reinstate_after_ns=1_000_000)]
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=16\nruntime=10ms\ntime_based\n",
+                window_ns=1_000_000)
+    assert a.paths[2]["errors"] > 0 and a.errored == 0

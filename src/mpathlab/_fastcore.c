@@ -139,7 +139,15 @@ enum { SEL_RR = 0, SEL_QL = 1, SEL_ST = 2, SEL_HST = 3, SEL_PY = 4 };
 enum { DIST_CONST = 0, DIST_EXP = 1, DIST_LOGNORMAL = 2, DIST_EMPIRICAL = 3 };
 /* EV_WORK .. EV_STEAL are the Python engine's EV_CALL events of sim/blockqueue.py and sim/host.py */
 enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_WORK = 4, EV_WAKE = 5, EV_CPU = 6,
-       EV_STEAL = 7, EV_FAULT = 8 };
+       EV_STEAL = 7, EV_FAULT = 8, EV_RETRY = 9, EV_ERRDONE = 10, EV_KICK = 11, EV_MESSAGE = 12,
+       EV_NOPATH_TIMEOUT = 13 };
+enum { FAULT_FAIL = 0, FAULT_REINSTATE = 1, FAULT_SLOW = 2 };
+/* the target's answers, as fast.py's _Target codes them */
+enum { MAP_REMAPPED = 0, MAP_SUBMITTED = 1, MAP_REQUEUE = 2, MAP_DELAY_REQUEUE = 3, MAP_KILL = 4 };
+enum { END_DONE = 0, END_REQUEUE = 1, END_DELAY_REQUEUE = 2, END_INCOMPLETE = 3 };
+#define ERR_IOERR 1             /* index of "ioerr" in _Target.errors */
+#define REQUEUE_DELAY_NS 100000000LL
+#define RESUBMIT_AFTER_ERROR_NS 10000LL
 
 #define BLK_MQ_RESOURCE_DELAY_NS 3000000LL
 
@@ -186,7 +194,9 @@ typedef struct {
     double *samples;
     Py_ssize_t nsamples;
     mt_state rng;
-    int64_t dispatched, completed, in_flight, peak_in_flight;
+    int64_t dispatched, completed, in_flight, peak_in_flight, errors;
+    int offline;            /* PathDevice.offline: a 'fail' fault */
+    int64_t fail_latency_ns;
     int64_t *queue;         /* ring buffer of io ids */
     int64_t qhead, qlen, qcap;
     /* selector per-path state */
@@ -209,6 +219,8 @@ typedef struct hctx {
 typedef struct {
     int64_t bs, iodepth, remaining, stop_ns, startdelay_ns, inflight, submitted, completed, end_ns;
     int cpu, blocked;
+    int stopped, continue_on_error, first_error;    /* first_error: index into _Target.errors */
+    int64_t errored, last_error_ns;
     double read_fraction;
     mt_state rng;
     lat_stats rlat, wlat;
@@ -223,6 +235,7 @@ typedef struct {
 
 typedef struct {
     int job, path, is_read;
+    int mapped;             /* MpathIO.mapped_once */
     int64_t submit_ns, start_time_ns;
     int cpu_work;           /* host: WORK_SUBMIT or WORK_COMPLETE while on or waiting for a CPU */
     uint64_t dm_start_jiffies;
@@ -327,8 +340,16 @@ typedef struct {
     int64_t submit_ns_cost, complete_ns_cost, wake_ns_cost, steal_ns, steal_period_ns;
     /* faults (Simulation._fault): only 'slow' is in the core; obj of EV_FAULT indexes these */
     int nfaults;
-    int *fault_path;
+    int *fault_path, *fault_action, *fault_msg;
     double *fault_factor;
+    int64_t *fault_after;
+    /* the Python target (fast.py _Target) for the rare events: faults that fail or reinstate a
+       path, dm messages, I/O errors, mapping while no path or a pg switch is pending.  target_simple:
+       the target is in the state where map is select_path + start_io (every per-I/O step in C) */
+    PyObject *target;
+    int target_simple, nr_valid_paths, queue_if_no_path, kick_pending;
+    int64_t state_changes, errored;
+    int nvalid;             /* valid paths of the selector (the head of valid[]) */
     /* dispatch windows (Simulation._windows): npaths counts per window_ns since the start */
     int64_t window_ns, nwindows, capwindows;
     int64_t *windows;
@@ -412,7 +433,7 @@ static int64_t service_ns(path_t *p, int64_t nr_bytes)
 /* -------------------------------------------------------------- selectors */
 static void move_to_tail(sim_t *s, int pos)
 {
-    int n = s->npaths;
+    int n = s->nvalid;
     int v = s->valid[pos];
     if (pos != n - 1) {
         memmove(&s->valid[pos], &s->valid[pos + 1], (size_t)(n - 1 - pos) * sizeof(int));
@@ -537,9 +558,93 @@ static int py_io_hook(sim_t *s, PyObject *fn, int pi, int64_t nr_bytes, PyObject
     return 0;
 }
 
+/* ------------------------------------------- the Python target, for the rare events */
+/* The C selectors' state, for the Python selector object the target calls: (per-path
+   (qlen, in_flight_size, hst, outstanding, stale_after, last_finish), valid order, valid_count) */
+static PyObject *sel_state_out(sim_t *s)
+{
+    if (s->selector == SEL_PY)
+        Py_RETURN_NONE;
+    PyObject *paths = PyList_New(s->npaths), *order = PyList_New(s->nvalid);
+    if (!paths || !order) { Py_XDECREF(paths); Py_XDECREF(order); return NULL; }
+    for (int i = 0; i < s->npaths; i++) {
+        path_t *p = &s->paths[i];
+        PyObject *t = Py_BuildValue("(iiKKKK)", (int)p->qlen_sel, (int)p->inflight_size,
+            (unsigned long long)p->hst, (unsigned long long)p->outstanding,
+            (unsigned long long)p->stale_after, (unsigned long long)p->last_finish);
+        if (!t) { Py_DECREF(paths); Py_DECREF(order); return NULL; }
+        PyList_SET_ITEM(paths, i, t);
+    }
+    for (int i = 0; i < s->nvalid; i++)
+        PyList_SET_ITEM(order, i, PyLong_FromLong(s->valid[i]));
+    return Py_BuildValue("(NNi)", paths, order, s->valid_count);
+}
+
+static int sel_state_in(sim_t *s, PyObject *st)
+{
+    if (st == Py_None)
+        return 0;
+    PyObject *paths, *order;
+    if (!PyArg_ParseTuple(st, "O!O!i", &PyList_Type, &paths, &PyList_Type, &order, &s->valid_count))
+        return -1;
+    for (int i = 0; i < s->npaths; i++) {
+        path_t *p = &s->paths[i];
+        int ql, ifs;
+        unsigned long long hst, out, stale, last;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(paths, i), "iiKKKK", &ql, &ifs, &hst, &out, &stale, &last))
+            return -1;
+        p->qlen_sel = ql; p->inflight_size = ifs;
+        p->hst = hst; p->outstanding = out; p->stale_after = stale; p->last_finish = last;
+    }
+    s->nvalid = (int)PyList_GET_SIZE(order);
+    for (int i = 0; i < s->nvalid; i++)
+        s->valid[i] = (int)PyLong_AsLong(PyList_GET_ITEM(order, i));
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* Call _Target.<name>(selector state, *args): the target acts in Python, then its state, its
+   flags and the events it scheduled (kicks, timers, messages) come back.  Returns the result. */
+static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
+{
+    if (!args) return NULL;
+    PyObject *st = NULL, *fn = NULL, *full = NULL, *ret = NULL, *res = NULL;
+    if (py_set_clock(s) < 0 || !(st = sel_state_out(s))) goto out;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (!(full = PyTuple_New(n + 1))) goto out;
+    PyTuple_SET_ITEM(full, 0, st);
+    st = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_INCREF(PyTuple_GET_ITEM(args, i));
+        PyTuple_SET_ITEM(full, i + 1, PyTuple_GET_ITEM(args, i));
+    }
+    if (!(fn = PyObject_GetAttrString(s->target, name)) || !(ret = PyObject_Call(fn, full, NULL))) goto out;
+    PyObject *result, *st_in, *events;
+    long long delta;
+    if (!PyArg_ParseTuple(ret, "OO(iiiiL)O!", &result, &st_in, &s->nr_valid_paths, &s->target_simple,
+                          &s->queue_if_no_path, &s->kick_pending, &delta, &PyList_Type, &events))
+        goto out;
+    s->state_changes += delta;
+    if (sel_state_in(s, st_in) < 0) goto out;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
+        long long t, obj;
+        int kind;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(events, i), "LiL", &t, &kind, &obj) || push_ev(s, t, kind, obj) < 0)
+            goto out;
+    }
+    Py_INCREF(result);
+    res = result;
+out:
+    Py_XDECREF(st);
+    Py_XDECREF(fn);
+    Py_XDECREF(full);
+    Py_XDECREF(ret);
+    Py_DECREF(args);
+    return res;
+}
+
 static int select_path(sim_t *s, int64_t nr_bytes, int cpu)
 {
-    int n = s->npaths, best_i = 0;
+    int n = s->nvalid, best_i = 0;
     int *v = s->valid;
     switch (s->selector) {
     case SEL_PY:
@@ -652,6 +757,8 @@ static int blk_start(sim_t *s, int64_t id, path_t *p);
 static int start_io_on_path(sim_t *s, int64_t id)
 {
     path_t *p = &s->paths[s->ios[id].path];
+    if (p->offline)
+        return push_ev(s, s->now + p->fail_latency_ns, EV_ERRDONE, id);
     if (p->delay_ns)
         return push_ev(s, s->now + p->delay_ns, EV_ARRIVE, id);
     return arrive(s, id);
@@ -676,13 +783,20 @@ static int window_count(sim_t *s, int pi)
 }
 
 /* Simulation._map: 1 mapped, 0 BLK_STS_RESOURCE (request-based clone without a tag), -1 error */
+static int issue_mapped(sim_t *s, int64_t id);
+static int complete_err(sim_t *s, int64_t id, int err);
+static int map_in_target(sim_t *s, int64_t id);
+
 static int map_io(sim_t *s, int64_t id)
 {
     io_t *io = &s->ios[id];
     job_t *job = &s->jobs[io->job];
+    if (s->target && !s->target_simple)
+        return map_in_target(s, id);
+    io->mapped = 1;
     int pi = select_path(s, job->bs, job->cpu);
     if (pi < 0) return -1;
-    if (s->first_choice < 0) s->first_choice = pi;
+    if (s->first_choice < 0 && !s->target) s->first_choice = pi;
     path_t *p = &s->paths[pi];
     io->path = pi;
     hctx_t *q = &p->hw[job->cpu % p->nhw];      /* BlockLayer._hctx */
@@ -711,6 +825,14 @@ static int map_io(sim_t *s, int64_t id)
         }
         q->tags_used++;
     }
+    return issue_mapped(s, id);
+}
+
+/* the rest of Simulation._map once the target remapped the I/O to a path */
+static int issue_mapped(sim_t *s, int64_t id)
+{
+    int pi = s->ios[id].path;
+    path_t *p = &s->paths[pi];
     p->dispatched++;
     if (s->window_ns && window_count(s, pi) < 0) return -1;
     p->in_flight++;
@@ -720,6 +842,37 @@ static int map_io(sim_t *s, int64_t id)
         if (r <= 0) return r < 0 ? -1 : 1;
     }
     return start_io_on_path(s, id) < 0 ? -1 : 1;
+}
+
+/* Simulation._map through the Python target: no valid path, or queueing or a pg switch pending
+   (never with path tags: eligible() refuses those with faults and messages) */
+static int map_in_target(sim_t *s, int64_t id)
+{
+    io_t *io = &s->ios[id];
+    job_t *job = &s->jobs[io->job];
+    PyObject *r = target_call(s, "map", Py_BuildValue("(LLLiLi)", (long long)id, (long long)job->bs,
+        s->bio ? (long long)io->dm_start_jiffies : -1LL, io->mapped, (long long)io->start_time_ns, job->cpu));
+    if (!r) return -1;
+    int code, pi;
+    long long start;
+    int ok = PyArg_ParseTuple(r, "iiL", &code, &pi, &start);
+    Py_DECREF(r);
+    if (!ok) return -1;
+    io->mapped = 1;
+    io->start_time_ns = start;
+    switch (code) {
+    case MAP_REMAPPED:
+        io->path = pi;
+        return issue_mapped(s, id);
+    case MAP_DELAY_REQUEUE:
+        return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id) < 0 ? -1 : 1;
+    case MAP_REQUEUE:   /* 1 us keeps a persistent requeue from spinning at one instant */
+        return push_ev(s, s->now + 1000, EV_RETRY, id) < 0 ? -1 : 1;
+    case MAP_KILL:
+        return complete_err(s, id, ERR_IOERR) < 0 ? -1 : 1;
+    default:            /* MAP_SUBMITTED: queued inside the target until a kick */
+        return 1;
+    }
 }
 
 /* Simulation._dispatch */
@@ -870,7 +1023,7 @@ static int sim_active(sim_t *s)
 {
     for (int i = 0; i < s->njobs; i++) {
         job_t *j = &s->jobs[i];
-        if (j->inflight || (j->remaining != 0 && (j->stop_ns < 0 || s->now < j->stop_ns)))
+        if (j->inflight || (!j->stopped && j->remaining != 0 && (j->stop_ns < 0 || s->now < j->stop_ns)))
             return 1;
     }
     return 0;
@@ -921,6 +1074,8 @@ static int arrive(sim_t *s, int64_t id)
 {
     io_t *io = &s->ios[id];
     path_t *p = &s->paths[io->path];
+    if (p->offline)
+        return push_ev(s, s->now + p->fail_latency_ns, EV_ERRDONE, id);
     if (p->busy < p->parallelism) {
         p->busy++;
         return push_ev(s, s->now + service_ns(p, s->jobs[io->job].bs), EV_DONE, id);
@@ -991,11 +1146,13 @@ static int window_add(job_t *job, int64_t t_rel, int is_read, int64_t nbytes)
 static int submit_more(sim_t *s, int ji)
 {
     job_t *job = &s->jobs[ji];
-    if (job->stop_ns >= 0 && s->now >= job->stop_ns)
+    if (job->stopped || (job->stop_ns >= 0 && s->now >= job->stop_ns))
         return 0;
     while (job->inflight < job->iodepth) {
         if (job->blocked)
             return 0;
+        if (job->last_error_ns == s->now)
+            return 0;   /* resubmitted by the EV_SUBMIT queued at the error */
         if (job->remaining >= 0) {
             if (job->remaining <= 0) return 0;
             job->remaining--;
@@ -1008,6 +1165,7 @@ static int submit_more(sim_t *s, int ji)
         io->job = ji;
         io->submit_ns = s->now;
         io->is_read = is_read;
+        io->mapped = 0;
         job->inflight++;
         job->depth_map[depth_index(job->inflight)]++;
         job->submitted++;
@@ -1057,6 +1215,102 @@ static int complete_io(sim_t *s, int64_t id)
     return submit_more(s, io->job);
 }
 
+/* Simulation._complete with an error (err: index into _Target.errors) */
+static int complete_err(sim_t *s, int64_t id, int err)
+{
+    int ji = s->ios[id].job;
+    job_t *job = &s->jobs[ji];
+    job->inflight--;
+    job->errored++;
+    s->errored++;
+    if (!job->first_error) job->first_error = err;
+    job->end_ns = s->now;
+    s->free_ios[s->nfree++] = id;
+    if (job->last_error_ns == s->now)
+        return 0;       /* a resubmission is already queued */
+    job->last_error_ns = s->now;
+    if (!job->continue_on_error) {
+        job->stopped = 1;
+        return 0;
+    }
+    return push_ev(s, s->now + RESUBMIT_AFTER_ERROR_NS, EV_SUBMIT, ji);
+}
+
+/* Simulation._path_done with a transport error: the Python target's end_io decides */
+static int path_error(sim_t *s, int64_t id)
+{
+    io_t *io = &s->ios[id];
+    path_t *p = &s->paths[io->path];
+    p->in_flight--;
+    PyObject *r = target_call(s, "end_io", Py_BuildValue("(LLiLLi)", (long long)id, (long long)s->jobs[io->job].bs,
+        io->path, (long long)io->start_time_ns, s->bio ? (long long)io->dm_start_jiffies : -1LL, io->mapped));
+    if (!r) return -1;
+    int code, err;
+    int ok = PyArg_ParseTuple(r, "ii", &code, &err);
+    Py_DECREF(r);
+    if (!ok) return -1;
+    p->errors++;
+    switch (code) {
+    case END_DONE:
+        if (!err) {
+            PyErr_SetString(PyExc_RuntimeError, "the target completed a failed I/O without an error");
+            return -1;
+        }
+        return complete_err(s, id, err);
+    case END_REQUEUE:
+        return push_ev(s, s->now, EV_RETRY, id);
+    case END_DELAY_REQUEUE:
+        return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id);
+    default:            /* END_INCOMPLETE: the target queued it and will kick */
+        return 0;
+    }
+}
+
+/* Simulation._fault */
+static int fault(sim_t *s, int fi)
+{
+    path_t *p = &s->paths[s->fault_path[fi]];
+    s->state_changes--;
+    switch (s->fault_action[fi]) {
+    case FAULT_FAIL:    /* Simulation.fail_device */
+        p->offline = 1;
+        while (p->qlen) {
+            int64_t id = p->queue[p->qhead];
+            p->qhead = (p->qhead + 1) % p->qcap;
+            p->qlen--;
+            if (push_ev(s, s->now + p->fail_latency_ns, EV_ERRDONE, id) < 0) return -1;
+        }
+        return 0;
+    case FAULT_REINSTATE:   /* multipathd's path checker notices and reinstates the path */
+        p->offline = 0;
+        s->state_changes++;
+        return push_ev(s, s->now + s->fault_after[fi], EV_MESSAGE, s->fault_msg[fi]);
+    default:
+        p->slow_factor = s->fault_factor[fi];
+        return 0;
+    }
+}
+
+/* EV_KICK: the target hands back its queued bios, mapped again */
+static int kick(sim_t *s)
+{
+    PyObject *ids = target_call(s, "kick", PyTuple_New(0));
+    if (!ids) return -1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ids); i++) {
+        if (dispatch(s, PyLong_AsLongLong(PyList_GET_ITEM(ids, i))) < 0) { Py_DECREF(ids); return -1; }
+    }
+    Py_DECREF(ids);
+    return 0;
+}
+
+static int target_event(sim_t *s, const char *name, int64_t obj)
+{
+    PyObject *r = target_call(s, name, Py_BuildValue("(L)", (long long)obj));
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
 static int record_timeline(sim_t *s)
 {
     PyObject *counts = PyList_New(s->npaths);
@@ -1092,7 +1346,9 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
             } else {
                 p->busy--;
             }
-            if (s->host && s->complete_ns_cost) {      /* Host.complete */
+            if (p->offline) {                           /* a transport error (never with host: eligible) */
+                if (path_error(s, e.obj) < 0) return -1;
+            } else if (s->host && s->complete_ns_cost) {      /* Host.complete */
                 if (cpu_run(s, e.obj, WORK_COMPLETE) < 0) return -1;
             } else if (complete_io(s, e.obj) < 0) return -1;
             if (s->progress != Py_None && s->completed >= s->next_progress) {
@@ -1122,8 +1378,25 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
             if (cpu_end(s, (int)e.obj) < 0) return -1;
         } else if (e.kind == EV_STEAL) {
             if (cpu_steal(s, (int)e.obj) < 0) return -1;
-        } else if (e.kind == EV_FAULT) {         /* Simulation._fault: 'slow' */
-            s->paths[s->fault_path[e.obj]].slow_factor = s->fault_factor[e.obj];
+        } else if (e.kind == EV_RETRY) {
+            if (!s->nr_valid_paths && !s->state_changes && !s->kick_pending && s->queue_if_no_path) {
+                /* No path and nothing left that could bring one back: the kernel would
+                   queue (or retry) forever.  Stop here. */
+                heap_push(&s->heap, e);
+                *stalled = 1;
+                break;
+            }
+            if (dispatch(s, e.obj) < 0) return -1;
+        } else if (e.kind == EV_ERRDONE) {
+            if (path_error(s, e.obj) < 0) return -1;
+        } else if (e.kind == EV_KICK) {
+            if (kick(s) < 0) return -1;
+        } else if (e.kind == EV_MESSAGE) {
+            if (target_event(s, "message", e.obj) < 0) return -1;
+        } else if (e.kind == EV_NOPATH_TIMEOUT) {
+            if (target_event(s, "nopath_timeout", e.obj) < 0) return -1;
+        } else if (e.kind == EV_FAULT) {
+            if (fault(s, (int)e.obj) < 0) return -1;
         } else {
             if (submit_more(s, (int)e.obj) < 0) return -1;
         }
@@ -1216,6 +1489,9 @@ static void sim_free(sim_t *s)
     }
     PyMem_Free(s->cpus);
     PyMem_Free(s->fault_path);
+    PyMem_Free(s->fault_action);
+    PyMem_Free(s->fault_msg);
+    PyMem_Free(s->fault_after);
     PyMem_Free(s->fault_factor);
     PyMem_Free(s->windows);
     Py_XDECREF(s->py_select);
@@ -1264,12 +1540,19 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.next_progress = 65536;
     s.window_ns = get_i64(cfg, "window_ns", &err);
     s.py_now_set = -1;
+    s.state_changes = get_i64(cfg, "state_changes", &err);
     if (err) return NULL;
+    s.target = PyDict_GetItemString(cfg, "target");
+    if (s.target == Py_None) s.target = NULL;
+    if (s.target && !PyArg_ParseTuple(PyDict_GetItemString(cfg, "target_flags"), "iiii", &s.nr_valid_paths,
+                                      &s.target_simple, &s.queue_if_no_path, &s.kick_pending))
+        return NULL;
+    if (!s.target) s.nr_valid_paths = s.target_simple = 1;
+    s.py_sim = PyDict_GetItemString(cfg, "py_sim");     /* whose now the Python side reads */
     if (s.selector == SEL_PY) {
         PyObject *ps = PyDict_GetItemString(cfg, "py_selector");
         s.py_pgpaths = PyDict_GetItemString(cfg, "py_pgpaths");
         s.py_index = PyDict_GetItemString(cfg, "py_index");
-        s.py_sim = PyDict_GetItemString(cfg, "py_sim");
         s.py_hooks = (int)get_i64(cfg, "py_hooks", &err);
         if (err || !ps || !s.py_pgpaths || !PyList_Check(s.py_pgpaths) || !s.py_index
                 || !PyDict_Check(s.py_index) || !s.py_sim) {
@@ -1321,6 +1604,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         p->delay_ns = get_i64(pd, "delay_ns", &err);
         p->ns_per_kib = get_f(pd, "ns_per_kib", &err);
         p->slow_factor = get_f(pd, "slow_factor", &err);
+        p->fail_latency_ns = get_i64(pd, "fail_latency_ns", &err);
         p->dist = (int)get_i64(pd, "dist", &err);
         p->mean = get_f(pd, "mean", &err);
         p->lam = p->mean != 0.0 ? 1.0 / p->mean : 0.0;
@@ -1362,6 +1646,8 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         j->startdelay_ns = get_i64(jd, "startdelay_ns", &err);
         j->read_fraction = get_f(jd, "read_fraction", &err);
         j->cpu = (int)get_i64(jd, "cpu", &err);
+        j->continue_on_error = (int)get_i64(jd, "continue_on_error", &err);
+        j->last_error_ns = -1;
         j->end_ns = j->startdelay_ns;
         mt_seed_u64(&j->rng, get_u64(jd, "seed", &err));
         j->rlat.hist = PyMem_Calloc(NBUCKETS, sizeof(int64_t));
@@ -1372,23 +1658,39 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
 
     int stalled = 0;
     int rc = 0;
-    /* Simulation.__init__ schedules the faults first, in path order */
+    s.nvalid = s.npaths;
+    /* the faults: (path, action, factor, reinstate_after_ns, index of its reinstate_path message) */
     PyObject *faults = PyDict_GetItemString(cfg, "faults");
     if (faults && PyList_Check(faults) && PyList_GET_SIZE(faults)) {
         s.nfaults = (int)PyList_GET_SIZE(faults);
         s.fault_path = PyMem_Calloc((size_t)s.nfaults, sizeof(int));
+        s.fault_action = PyMem_Calloc((size_t)s.nfaults, sizeof(int));
+        s.fault_msg = PyMem_Calloc((size_t)s.nfaults, sizeof(int));
         s.fault_factor = PyMem_Calloc((size_t)s.nfaults, sizeof(double));
-        if (!s.fault_path || !s.fault_factor) { sim_free(&s); return PyErr_NoMemory(); }
-        for (int i = 0; i < s.nfaults && rc == 0; i++) {
-            long long at;
-            if (!PyArg_ParseTuple(PyList_GET_ITEM(faults, i), "Lid", &at, &s.fault_path[i], &s.fault_factor[i])
+        s.fault_after = PyMem_Calloc((size_t)s.nfaults, sizeof(int64_t));
+        if (!s.fault_path || !s.fault_action || !s.fault_msg || !s.fault_factor || !s.fault_after) {
+            sim_free(&s);
+            return PyErr_NoMemory();
+        }
+        for (int i = 0; i < s.nfaults; i++) {
+            long long after;
+            if (!PyArg_ParseTuple(PyList_GET_ITEM(faults, i), "iidLi", &s.fault_path[i], &s.fault_action[i],
+                                  &s.fault_factor[i], &after, &s.fault_msg[i])
                     || s.fault_path[i] < 0 || s.fault_path[i] >= s.npaths) {
                 if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "fault on an unknown path");
                 sim_free(&s);
                 return NULL;
             }
-            rc = push_ev(&s, at, EV_FAULT, i);
+            s.fault_after[i] = after;
         }
+    }
+    /* Simulation.__init__ schedules the faults and messages first: (t, kind, obj) in that order */
+    PyObject *initial = PyDict_GetItemString(cfg, "initial");
+    for (Py_ssize_t i = 0; initial && i < PyList_GET_SIZE(initial) && rc == 0; i++) {
+        long long t, obj;
+        int kind;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(initial, i), "LiL", &t, &kind, &obj)) { sim_free(&s); return NULL; }
+        rc = push_ev(&s, t, kind, obj);
     }
     if (s.host && s.steal_ns)           /* Host.start */
         for (int i = 0; i < s.ncpus && rc == 0; i++)
@@ -1411,7 +1713,8 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         /* I/O still under way: events carrying an I/O, device queues, and
            what the block layer and the CPUs hold (BlockLayer.drain, Host.drain) */
         for (int64_t i = 0; i < s.heap.n; i++)
-            if (s.heap.ev[i].kind == EV_DONE || s.heap.ev[i].kind == EV_ARRIVE) pending++;
+            if (s.heap.ev[i].kind == EV_DONE || s.heap.ev[i].kind == EV_ARRIVE
+                    || s.heap.ev[i].kind == EV_RETRY || s.heap.ev[i].kind == EV_ERRDONE) pending++;
         pending += s.waiting.len;
         for (int i = 0; i < s.npaths; i++) {
             pending += s.paths[i].qlen;
@@ -1431,7 +1734,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     for (int i = 0; i < s.ncpus; i++)
         PyList_SET_ITEM(rcpus, i, PyLong_FromLongLong(s.cpus[i].busy_ns));
 
-    PyObject *rpaths = PyList_New(s.npaths), *rjobs = PyList_New(s.njobs), *rorder = PyList_New(s.npaths);
+    PyObject *rpaths = PyList_New(s.npaths), *rjobs = PyList_New(s.njobs), *rorder = PyList_New(s.nvalid);
     PyObject *rwin = PyDict_New();
     if (!rpaths || !rjobs || !rorder || !rwin) goto fail;
     for (int64_t k = 0; k < s.nwindows; k++) {
@@ -1450,17 +1753,18 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         path_t *p = &s.paths[i];
         PyObject *pl = lat_tuple(&p->lat);
         if (!pl) goto fail;
-        PyObject *t = Py_BuildValue("{s:L,s:L,s:L,s:L,s:i,s:i,s:K,s:K,s:K,s:K,s:d,s:N}",
+        PyObject *t = Py_BuildValue("{s:L,s:L,s:L,s:L,s:i,s:i,s:K,s:K,s:K,s:K,s:d,s:L,s:i,s:N}",
             "dispatched", (long long)p->dispatched, "completed", (long long)p->completed,
             "in_flight", (long long)p->in_flight, "peak_in_flight", (long long)p->peak_in_flight,
             "qlen", (int)p->qlen_sel, "in_flight_size", (int)p->inflight_size,
             "hst", (unsigned long long)p->hst, "outstanding", (unsigned long long)p->outstanding,
             "stale_after", (unsigned long long)p->stale_after, "last_finish", (unsigned long long)p->last_finish,
-            "slow_factor", p->slow_factor, "lat", pl);
+            "slow_factor", p->slow_factor, "errors", (long long)p->errors, "offline", p->offline, "lat", pl);
         if (!t) goto fail;
         PyList_SET_ITEM(rpaths, i, t);
-        PyList_SET_ITEM(rorder, i, PyLong_FromLong(s.valid[i]));
     }
+    for (int i = 0; i < s.nvalid; i++)
+        PyList_SET_ITEM(rorder, i, PyLong_FromLong(s.valid[i]));
     for (int i = 0; i < s.njobs; i++) {
         job_t *j = &s.jobs[i];
         PyObject *rl = lat_tuple(&j->rlat), *wl = lat_tuple(&j->wlat);
@@ -1481,20 +1785,22 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
             if (!wt) { Py_DECREF(rl); Py_DECREF(wl); Py_DECREF(wins); Py_DECREF(dmap); Py_DECREF(lr); goto fail; }
             PyList_SET_ITEM(wins, k, wt);
         }
-        PyObject *t = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:N,s:N,s:N,s:N,s:N}",
+        PyObject *t = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:i,s:i,s:L,s:N,s:N,s:N,s:N,s:N}",
             "submitted", (long long)j->submitted, "completed", (long long)j->completed,
             "remaining", (long long)j->remaining, "end_ns", (long long)j->end_ns,
             "bytes_read", (long long)j->bytes_read, "bytes_written", (long long)j->bytes_written,
+            "errored", (long long)j->errored, "stopped", j->stopped, "first_error", j->first_error,
+            "last_error_ns", (long long)j->last_error_ns,
             "read_lat", rl, "write_lat", wl, "windows", wins, "depth_map", dmap, "lat_ranges", lr);
         if (!t) goto fail;
         PyList_SET_ITEM(rjobs, i, t);
     }
-    PyObject *res = Py_BuildValue("{s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:L,s:N,s:N,s:L}",
+    PyObject *res = Py_BuildValue("{s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:L,s:N,s:N,s:L,s:L}",
         "paths", rpaths, "jobs", rjobs, "order", rorder, "submitted", (long long)s.submitted,
         "completed", (long long)s.completed, "events", (long long)s.events, "pending", (long long)pending,
         "stalled", stalled, "first_choice", s.first_choice, "timeline", s.timeline,
         "resource_stalls", (long long)s.resource_stalls, "cpu_busy_ns", rcpus, "windows", rwin,
-        "now", (long long)s.now);
+        "now", (long long)s.now, "errored", (long long)s.errored);
     rcpus = NULL;
     sim_free(&s);
     return res;

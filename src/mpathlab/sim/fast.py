@@ -29,7 +29,10 @@ import os
 
 from ..selectors import HistoricalServiceTime, QueueLength, RoundRobin, ServiceTime as STSelector
 from ..timing import initial_jiffies
+from ..target import (END_DELAY_REQUEUE, END_DONE, END_INCOMPLETE, END_REQUEUE, MAP_DELAY_REQUEUE, MAP_KILL,
+                      MAP_REMAPPED, MAP_REQUEUE, MAP_SUBMITTED, MpathIO)
 from .devices import Empirical, Exponential, LogNormal, ServiceTime
+from .engine import EV_FAULT, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT
 
 try:
     from .. import _fastcore
@@ -64,10 +67,145 @@ def _py_selector(ps) -> bool:
 
 def _fault_events(sim):
     """The faults Simulation.__init__ scheduled, in their order: (at_ns, device index, Fault)."""
-    from .engine import EV_FAULT
     index = {d: i for i, d in enumerate(sim.devices)}
     return [(t, index[obj[0]], obj[1]) for t, _, kind, obj in sorted(sim._heap, key=lambda e: e[1])
             if kind == EV_FAULT]
+
+
+_MAP = {MAP_REMAPPED: 0, MAP_SUBMITTED: 1, MAP_REQUEUE: 2, MAP_DELAY_REQUEUE: 3, MAP_KILL: 4}
+_END = {END_DONE: 0, END_REQUEUE: 1, END_DELAY_REQUEUE: 2, END_INCOMPLETE: 3}
+# the core's event kinds for what the target schedules (_fastcore.c)
+_CORE_EV = {EV_KICK: 11, EV_MESSAGE: 12, EV_NOPATH_TIMEOUT: 13}
+_CORE_EV_FAULT, _FAULT_ACTIONS = 8, {"fail": 0, "reinstate": 1, "slow": 2}
+
+
+class _CoreIO(MpathIO):
+    """The target's view of one of the core's I/Os while the Python target handles it."""
+    __slots__ = ("cid",)
+
+
+class _Target:
+    """The Python target (and selector), called by the core for the rare events: a fault's
+    reinstate_path message, dm messages, end_io with an error, map while no path is valid or
+    queueing is pending, the kick of queued bios, the queue_if_no_path timeout.  Each call gets
+    the C selectors' state first and returns it with the target's flags and the events it
+    scheduled (through Simulation._push), so both sides stay one state."""
+
+    def __init__(self, sim, pgpaths, infos, c_selector):
+        self.sim, self.mp = sim, sim.mp
+        self.ps = sim.mp.priority_groups[0].ps
+        self.pgpaths, self.infos, self.c_selector = pgpaths, infos, c_selector
+        self.index = {p: i for i, p in enumerate(pgpaths)}
+        self.queued = {}                 # cid -> _CoreIO the target holds (queued bios)
+        self.messages = []               # texts of the core's EV_MESSAGE events
+        self.errors = [None, "ioerr"]    # job errors by code (0: none)
+        self._events = []
+        sim._push = self._capture        # the target's kicks, timers and messages go to the core
+
+    def _capture(self, t, kind, obj):
+        if kind == EV_MESSAGE:
+            obj = self.message_index(obj)
+        elif kind not in _CORE_EV:
+            raise RuntimeError("event %d is not in the compiled core" % kind)
+        self._events.append((t, _CORE_EV[kind], obj or 0))
+
+    def message_index(self, text):
+        self.messages.append(text)
+        return len(self.messages) - 1
+
+    def state(self):
+        """The C selectors' state as _fastcore.c's sel_state_out gives it."""
+        if not self.c_selector:
+            return None
+        ps = self.ps
+        return ([(getattr(i, "qlen", 0), getattr(i, "in_flight_size", 0), getattr(i, "hst", 0),
+                  getattr(i, "outstanding", 0), getattr(i, "stale_after", 0), getattr(i, "last_finish", 0))
+                 for i in self.infos], [self.infos.index(i) for i in ps._valid], getattr(ps, "valid_count", 0))
+
+    def _enter(self, state):
+        if state is not None:
+            paths, order, valid_count = state
+            for info, (ql, ifs, hst, out, stale, last) in zip(self.infos, paths):
+                _set_info(info, ql, ifs, hst, out, stale, last)
+            self.ps._valid[:] = [self.infos[i] for i in order]
+            if hasattr(self.ps, "valid_count"):
+                self.ps.valid_count = valid_count
+        self.sim._state_changes = 0
+
+    def flags(self):
+        mp = self.mp
+        simple = bool(mp.nr_valid_paths and not mp.queue_io and not mp.pg_init_required
+                      and mp.current_pg is not None)
+        return (mp.nr_valid_paths, int(simple), int(mp.queue_if_no_path_flag), int(self.sim._kick_pending))
+
+    def _leave(self, result):
+        events, self._events = self._events, []
+        return result, self.state(), self.flags() + (self.sim._state_changes,), events
+
+    def _io(self, cid, nr_bytes, dm_start_jiffies, mapped, start_ns, path=-1):
+        io = _CoreIO(nr_bytes, None if dm_start_jiffies < 0 else dm_start_jiffies)
+        io.cid, io.mapped_once, io.start_time_ns = cid, bool(mapped), start_ns
+        io.pgpath = self.pgpaths[path] if path >= 0 else None
+        return io
+
+    def map(self, state, cid, nr_bytes, dm_start_jiffies, mapped, start_ns, cpu):
+        self._enter(state)
+        io = self.queued.pop(cid, None) or self._io(cid, nr_bytes, dm_start_jiffies, mapped, start_ns)
+        self.sim._cur_cpu = cpu
+        r = self.mp.map(io)
+        if r == MAP_SUBMITTED:
+            self.queued[cid] = io
+        return self._leave((_MAP[r], self.index[io.pgpath] if io.pgpath is not None else -1, io.start_time_ns))
+
+    def end_io(self, state, cid, nr_bytes, path, start_ns, dm_start_jiffies, mapped):
+        self._enter(state)
+        io = self._io(cid, nr_bytes, dm_start_jiffies, mapped, start_ns, path)
+        r = self.mp.end_io(io, "transport")
+        if r == END_INCOMPLETE:
+            self.queued[cid] = io
+        return self._leave((_END[r], self._error_code(io.error)))
+
+    def _error_code(self, error):
+        if error is None:
+            return 0
+        if error not in self.errors:
+            self.errors.append(error)
+        return self.errors.index(error)
+
+    def kick(self, state):
+        self._enter(state)
+        self.sim._kick_pending = False
+        ids = [io.cid for io in self.mp.take_queued()]  # type: ignore[attr-defined]
+        for cid in ids:
+            self.queued.pop(cid, None)
+        return self._leave(ids)
+
+    def message(self, state, index):
+        self._enter(state)
+        self.sim._message(self.messages[index])
+        return self._leave(None)
+
+    def nopath_timeout(self, state, gen):
+        self._enter(state)
+        self.sim._nopath_timeout(gen)
+        return self._leave(None)
+
+
+def _set_info(info, qlen, in_flight_size, hst, outstanding, stale_after, last_finish):
+    """The C selector's per-path state into the Python selector's path info."""
+    if hasattr(info, "qlen"):
+        info.qlen = qlen
+    if hasattr(info, "in_flight_size"):
+        info.in_flight_size = in_flight_size
+    if hasattr(info, "hst"):
+        info.hst, info.outstanding = hst, outstanding
+        info.stale_after, info.last_finish = stale_after, last_finish
+
+
+def _needs_target(sim) -> bool:
+    """The run has rare events for the Python target: dm messages, faults that fail or reinstate."""
+    return any(kind == EV_MESSAGE or (kind == EV_FAULT and obj[1].action != "slow")
+               for _, _, kind, obj in sim._heap)
 
 
 def eligible(sim) -> str:
@@ -90,14 +228,11 @@ def eligible(sim) -> str:
         return "every device must be one active path of the table"
     if len({sim.dev_of_pgpath[p] for p in pg.pgpaths}) != len(pg.pgpaths):
         return "a device appears twice in the table"
-    from .engine import EV_FAULT, EV_MESSAGE
     kinds = {e[2] for e in sim._heap}
-    if EV_MESSAGE in kinds:
-        return "dm messages (fail_path, switch_group, queue_if_no_path, ...) need the Python engine"
-    if any(f.action != "slow" for _, _, f in _fault_events(sim)):
-        return "fail and reinstate faults need the Python engine (only 'slow' faults are in the compiled core)"
-    if kinds - {EV_FAULT}:
+    if kinds - {EV_FAULT, EV_MESSAGE}:
         return "simulation already started"
+    if _needs_target(sim) and (sim.blk is not None or sim.host is not None):
+        return "faults that fail paths and dm messages with path tags or host CPU costs need the Python engine"
     if any(_dist(d.model.service) is None for d in sim.devices):
         return "custom service-time distribution"
     if len(sim._groups) > 1:
@@ -139,7 +274,7 @@ def try_run_fast(sim) -> bool:
         kind, mean, mu, sigma, samples = _dist(d.model.service)
         paths_cfg[i] = {
             "parallelism": d.model.parallelism, "delay_ns": d.model.delay_ns, "ns_per_kib": d.model.ns_per_kib,
-            "slow_factor": float(d.slow_factor),
+            "slow_factor": float(d.slow_factor), "fail_latency_ns": d.model.fail_latency_ns,
             "dist": kind, "mean": float(mean), "mu": float(mu), "sigma": float(sigma), "samples": samples,
             "seed": d.seed, "rt": getattr(info, "relative_throughput", 1),
             "hst": getattr(info, "hst", 0), "outstanding": getattr(info, "outstanding", 0),
@@ -155,7 +290,7 @@ def try_run_fast(sim) -> bool:
                  "remaining": -1 if j.remaining is None else j.remaining,
                  "stop_ns": -1 if j.stop_ns is None else j.stop_ns, "startdelay_ns": j.spec.startdelay_ns,
                  "read_fraction": float(j.spec.read_fraction), "seed": j.seed,
-                 "cpu": j.cpu} for j in sim.jobs]
+                 "cpu": j.cpu, "continue_on_error": int(j.spec.continue_on_error)} for j in sim.jobs]
     expected, horizon, hard_stop, tl_step, tl_count = sim.run_plan()
     bio = mp.queue_mode == "bio"
     cfg = {
@@ -172,8 +307,8 @@ def try_run_fast(sim) -> bool:
         "expected": expected, "horizon": horizon,
         "hard_stop": -1 if hard_stop is None else hard_stop,
         "progress": sim.progress,
-        "window_ns": sim.window_ns,
-        "faults": [(t, i, float(f.factor)) for t, i, f in _fault_events(sim)],
+        "window_ns": sim.window_ns, "py_sim": sim,
+        "state_changes": sim._state_changes,
         "blk": int(sim.blk is not None),
         "host": int(sim.host is not None),
         "ncpus": sim.host.model.cpus if sim.host is not None else 1,
@@ -187,10 +322,31 @@ def try_run_fast(sim) -> bool:
     if py_sel:
         pgpaths = [info_of_dev[i][0] for i in range(len(devices))]
         cfg.update({"py_selector": ps, "py_pgpaths": pgpaths, "py_index": {p: i for i, p in enumerate(pgpaths)},
-                    "py_sim": sim, "py_hooks": int(ps.has_io_hooks)})
-    sim._heap.clear()           # the faults now run in the core
+                    "py_hooks": int(ps.has_io_hooks)})
+    # the faults and messages Simulation.__init__ scheduled now run in the core, in their order
+    target = None
+    if _needs_target(sim):
+        pgpaths = [info_of_dev[i][0] for i in range(len(devices))]
+        target = _Target(sim, pgpaths, [info_of_dev[i][1] for i in range(len(devices))], not py_sel)
+    faults, initial = [], []
+    for t, _, kind, obj in sorted(sim._heap, key=lambda e: e[1]):
+        if kind == EV_FAULT:
+            d, f = obj
+            msg = target.message_index("reinstate_path %s" % d.model.devname) if target is not None else 0
+            faults.append((index[d], _FAULT_ACTIONS[f.action], float(f.factor), f.reinstate_after_ns, msg))
+            initial.append((t, _CORE_EV_FAULT, len(faults) - 1))
+        else:
+            initial.append((t, _CORE_EV[EV_MESSAGE], target.message_index(obj)))  # type: ignore[union-attr]
+    cfg.update({"faults": faults, "initial": initial, "target": target,
+                "target_flags": target.flags() if target is not None else None})
+    sim._heap.clear()
     sim._state_changes = 0
-    out = _fastcore.simulate(cfg)
+    try:
+        out = _fastcore.simulate(cfg)
+    finally:
+        if target is not None:
+            del sim._push           # the Simulation's own _push again
+    out["target"] = target
     _write_back(sim, out, info_of_dev)
     return True
 
@@ -205,7 +361,7 @@ def _write_back(sim, out, info_of_dev) -> None:
         d.in_flight, d.peak_in_flight = p["in_flight"], p["peak_in_flight"]
         st = d.lat
         st.n, st.min, st.max, st.mean, st._m2, st.hist = p["lat"]
-        d.slow_factor = p["slow_factor"]
+        d.slow_factor, d.errors, d.offline = p["slow_factor"], p["errors"], bool(p["offline"])
         _, info = info_of_dev[i]
         if info is None:
             continue
@@ -220,7 +376,8 @@ def _write_back(sim, out, info_of_dev) -> None:
         ps._valid[:] = [info_of_dev[i][1] for i in out["order"]]
     sim.now = out["now"]
     sim._windows = {k: v for k, v in out["windows"].items()}
-    if out["first_choice"] >= 0:
+    target = out["target"]
+    if out["first_choice"] >= 0 and target is None:   # with a target its state is already the run's
         mp.current_pgpath = info_of_dev[out["first_choice"]][0]
         mp.current_pg = pg
         mp.next_pg = None
@@ -231,6 +388,8 @@ def _write_back(sim, out, info_of_dev) -> None:
         j.submitted, j.completed, j.end_ns = o["submitted"], o["completed"], o["end_ns"]
         j.remaining = None if o["remaining"] < 0 else o["remaining"]
         j.inflight = 0
+        j.errored, j.stopped, j.last_error_ns = o["errored"], bool(o["stopped"]), o["last_error_ns"]
+        j.first_error = target.errors[o["first_error"]] if target is not None else None
         j.bytes_read, j.bytes_written = o["bytes_read"], o["bytes_written"]
         j.rate_windows.windows = [list(w) for w in o["windows"]]
         j.depth_map = list(o["depth_map"])
@@ -239,7 +398,8 @@ def _write_back(sim, out, info_of_dev) -> None:
             st.n, st.min, st.max, st.mean, st._m2, st.hist = n, lo, hi, mean, m2, hist
     res = sim.result
     res.submitted, res.completed, res.events = out["submitted"], out["completed"], out["events"]
-    res.pending, res.stalled = out["pending"], bool(out["stalled"])
+    res.pending, res.stalled = out["pending"] + len(mp.queued_bios), bool(out["stalled"])
+    res.errored = out["errored"]
     res.timeline = [(t, dict(zip(names, counts))) for t, counts in out["timeline"]]
     if sim.blk is not None:
         sim.blk.resource_stalls = out["resource_stalls"]
