@@ -172,9 +172,9 @@ def test_ineligible_configurations_fall_back_or_refuse():
     _tagged(paths, [1, 1, 1, 1], ["none"] * 4)
     sim = Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs, messages=[(5000, "fail_path p1")])
     assert "path tags" in fast.eligible(sim)
-    two_groups = "0 2097152 multipath 0 0 2 1 queue-length 0 2 1 p0 1 p1 1 queue-length 0 2 1 p2 1 p3 1"
-    sim = Simulation(two_groups, paths, parse_fio("[j]\nnumber_ios=10\n").jobs)
-    assert "one priority group" in fast.eligible(sim)
+    two_kinds = "0 2097152 multipath 0 0 2 1 queue-length 0 2 1 p0 1 p1 1 round-robin 0 2 1 p2 1 p3 1"
+    sim = Simulation(two_kinds, paths, parse_fio("[j]\nnumber_ios=10\n").jobs)
+    assert "several priority groups" in fast.eligible(sim)
 
 
 # ------------------------------------------------ step 1: slow faults and dispatch windows
@@ -381,3 +381,51 @@ def test_python_selector_with_faults_in_the_core(mode):
     a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=16\nruntime=10ms\ntime_based\n",
                 window_ns=1_000_000)
     assert a.paths[2]["errors"] > 0 and a.errored == 0
+
+
+# ------------------------------------------------ step 2: several priority groups, pg_init
+def _groups_table(selector, mode, hw="0", groups=((0, 1), (2, 3))):
+    per = PER_PATH[selector]
+    head = per.split(" %s")[0]
+    feats = {"rq": "1 queue_if_no_path", "bio": "3 queue_if_no_path queue_mode bio"}[mode]
+    body = ""
+    for g in groups:
+        paths = " ".join(per.split(" ", 1)[1] % (("p%d" % i, i % 3 + 1) if "%d" in per else "p%d" % i) for i in g)
+        body += " %s 0 %d %s %s" % (selector, len(g), head, paths)
+    return "0 2097152 multipath %s %s %d 1%s" % (feats, hw, len(groups), body)
+
+
+GROUP_MESSAGES = [
+    [(2_000_000, "switch_group 2"), (5_000_000, "switch_group 1")],
+    [(2_000_000, "disable_group 1"), (4_000_000, "enable_group 1"), (4_000_000, "fail_path p2"),
+     (4_000_000, "fail_path p3"), (6_000_000, "reinstate_path p3")],
+    # the whole first group fails: I/O moves to the second, back after the first returns and a switch
+    [(2_000_000, "fail_path p0"), (2_000_000, "fail_path p1"), (5_000_000, "reinstate_path p0"),
+     (5_000_000, "reinstate_path p1"), (6_000_000, "switch_group 1")],
+]
+
+
+@pytest.mark.parametrize("hw", ["0", "1 alua"])
+@pytest.mark.parametrize("messages", range(len(GROUP_MESSAGES)))
+@pytest.mark.parametrize("selector", sorted(PER_PATH))
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+def test_priority_groups_switching_and_pg_init_in_the_core(hw, messages, selector, mode):
+    table = _groups_table(selector, mode, hw)
+    _, paths = make(selector, mode)
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=16\nruntime=10ms\ntime_based\n",
+                messages=GROUP_MESSAGES[messages], window_ns=500_000, activation_ns=50_000)
+    if hw == "0":       # both groups carried I/O (with ALUA, pg_init's 100 ms requeues outlast the run)
+        assert a.paths[0]["dispatched"] + a.paths[1]["dispatched"] > 0
+        assert a.paths[2]["dispatched"] + a.paths[3]["dispatched"] > 0
+
+
+@pytest.mark.parametrize("selector", ["queue-length", "historical-service-time"])
+def test_group_failover_by_faults_in_the_core(selector):
+    from mpathlab.sim.devices import Fault
+    table = _groups_table(selector, "rq", groups=((0, 1, 2), (3,)))
+    _, paths = make(selector)
+    for p in paths[:3]:
+        p.faults = [Fault(3_000_000, "fail"), Fault(6_000_000, "reinstate", reinstate_after_ns=500_000)]
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=32\nruntime=12ms\ntime_based\n",
+                window_ns=1_000_000)
+    assert a.paths[3]["dispatched"] > 0 and a.errored == 0

@@ -140,7 +140,7 @@ enum { DIST_CONST = 0, DIST_EXP = 1, DIST_LOGNORMAL = 2, DIST_EMPIRICAL = 3 };
 /* EV_WORK .. EV_STEAL are the Python engine's EV_CALL events of sim/blockqueue.py and sim/host.py */
 enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_WORK = 4, EV_WAKE = 5, EV_CPU = 6,
        EV_STEAL = 7, EV_FAULT = 8, EV_RETRY = 9, EV_ERRDONE = 10, EV_KICK = 11, EV_MESSAGE = 12,
-       EV_NOPATH_TIMEOUT = 13 };
+       EV_NOPATH_TIMEOUT = 13, EV_ACTIVATED = 14 };
 enum { FAULT_FAIL = 0, FAULT_REINSTATE = 1, FAULT_SLOW = 2 };
 /* the target's answers, as fast.py's _Target codes them */
 enum { MAP_REMAPPED = 0, MAP_SUBMITTED = 1, MAP_REQUEUE = 2, MAP_DELAY_REQUEUE = 3, MAP_KILL = 4 };
@@ -204,6 +204,7 @@ typedef struct {
     int32_t qlen_sel;       /* queue-length: atomic int */
     int32_t inflight_size;  /* service-time: atomic int */
     uint64_t hst, outstanding, stale_after, last_finish;
+    int valid_count;        /* HST: the valid_count of this path's group's selector */
     /* the path's hardware queues (sim/blockqueue.py Hctx) */
     int nhw;
     struct hctx *hw;
@@ -323,7 +324,6 @@ typedef struct {
     /* HST */
     uint32_t weights[64];
     uint32_t threshold;
-    int valid_count;
     int has_select_offset;
     int64_t select_offset;
     /* timing */
@@ -560,7 +560,8 @@ static int py_io_hook(sim_t *s, PyObject *fn, int pi, int64_t nr_bytes, PyObject
 
 /* ------------------------------------------- the Python target, for the rare events */
 /* The C selectors' state, for the Python selector object the target calls: (per-path
-   (qlen, in_flight_size, hst, outstanding, stale_after, last_finish), valid order, valid_count) */
+   (qlen, in_flight_size, hst, outstanding, stale_after, last_finish, valid_count of its group),
+   valid order of the group the core selects in) */
 static PyObject *sel_state_out(sim_t *s)
 {
     if (s->selector == SEL_PY)
@@ -569,15 +570,15 @@ static PyObject *sel_state_out(sim_t *s)
     if (!paths || !order) { Py_XDECREF(paths); Py_XDECREF(order); return NULL; }
     for (int i = 0; i < s->npaths; i++) {
         path_t *p = &s->paths[i];
-        PyObject *t = Py_BuildValue("(iiKKKK)", (int)p->qlen_sel, (int)p->inflight_size,
+        PyObject *t = Py_BuildValue("(iiKKKKi)", (int)p->qlen_sel, (int)p->inflight_size,
             (unsigned long long)p->hst, (unsigned long long)p->outstanding,
-            (unsigned long long)p->stale_after, (unsigned long long)p->last_finish);
+            (unsigned long long)p->stale_after, (unsigned long long)p->last_finish, p->valid_count);
         if (!t) { Py_DECREF(paths); Py_DECREF(order); return NULL; }
         PyList_SET_ITEM(paths, i, t);
     }
     for (int i = 0; i < s->nvalid; i++)
         PyList_SET_ITEM(order, i, PyLong_FromLong(s->valid[i]));
-    return Py_BuildValue("(NNi)", paths, order, s->valid_count);
+    return Py_BuildValue("(NN)", paths, order);
 }
 
 static int sel_state_in(sim_t *s, PyObject *st)
@@ -585,13 +586,14 @@ static int sel_state_in(sim_t *s, PyObject *st)
     if (st == Py_None)
         return 0;
     PyObject *paths, *order;
-    if (!PyArg_ParseTuple(st, "O!O!i", &PyList_Type, &paths, &PyList_Type, &order, &s->valid_count))
+    if (!PyArg_ParseTuple(st, "O!O!", &PyList_Type, &paths, &PyList_Type, &order))
         return -1;
     for (int i = 0; i < s->npaths; i++) {
         path_t *p = &s->paths[i];
         int ql, ifs;
         unsigned long long hst, out, stale, last;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(paths, i), "iiKKKK", &ql, &ifs, &hst, &out, &stale, &last))
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(paths, i), "iiKKKKi", &ql, &ifs, &hst, &out, &stale, &last,
+                              &p->valid_count))
             return -1;
         p->qlen_sel = ql; p->inflight_size = ifs;
         p->hst = hst; p->outstanding = out; p->stale_after = stale; p->last_finish = last;
@@ -722,7 +724,7 @@ static int sel_end(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
         uint64_t st = ((int64_t)(now - start) < 0) ? 0 : now - start;
         p->outstanding -= 1;
         p->hst = hst_updated(s->weights, p->hst, st);
-        p->stale_after = now + (uint64_t)(int64_t)s->valid_count * (p->hst >> 10);
+        p->stale_after = now + (uint64_t)(int64_t)p->valid_count * (p->hst >> 10);
         break;
     }
     default: break;
@@ -1395,6 +1397,8 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
             if (target_event(s, "message", e.obj) < 0) return -1;
         } else if (e.kind == EV_NOPATH_TIMEOUT) {
             if (target_event(s, "nopath_timeout", e.obj) < 0) return -1;
+        } else if (e.kind == EV_ACTIVATED) {
+            if (target_event(s, "activated", e.obj) < 0) return -1;
         } else if (e.kind == EV_FAULT) {
             if (fault(s, (int)e.obj) < 0) return -1;
         } else {
@@ -1516,7 +1520,6 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.hz = (int)get_i64(cfg, "hz", &err);
     s.initial_jiffies = get_u64(cfg, "initial_jiffies", &err);
     s.threshold = (uint32_t)get_u64(cfg, "threshold", &err);
-    s.valid_count = (int)get_i64(cfg, "valid_count", &err);
     s.has_select_offset = (int)get_i64(cfg, "has_select_offset", &err);
     s.select_offset = get_i64(cfg, "select_offset", &err);
     s.tl_step = get_i64(cfg, "timeline_step", &err);
@@ -1583,7 +1586,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     }
     s.npaths = (int)PyList_GET_SIZE(paths);
     s.njobs = (int)PyList_GET_SIZE(jobs);
-    if (s.npaths < 1 || PyList_GET_SIZE(order) != s.npaths) {
+    if (s.npaths < 1 || PyList_GET_SIZE(order) > s.npaths) {
         PyErr_SetString(PyExc_ValueError, "need at least one path and a full valid order");
         return NULL;
     }
@@ -1599,7 +1602,6 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     for (int i = 0; i < s.npaths; i++) {
         PyObject *pd = PyList_GET_ITEM(paths, i);
         path_t *p = &s.paths[i];
-        s.valid[i] = (int)PyLong_AsLong(PyList_GET_ITEM(order, i));
         p->parallelism = (int)get_i64(pd, "parallelism", &err);
         p->delay_ns = get_i64(pd, "delay_ns", &err);
         p->ns_per_kib = get_f(pd, "ns_per_kib", &err);
@@ -1615,6 +1617,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         p->outstanding = get_u64(pd, "outstanding", &err);
         p->stale_after = get_u64(pd, "stale_after", &err);
         p->last_finish = get_u64(pd, "last_finish", &err);
+        p->valid_count = (int)get_i64(pd, "valid_count", &err);
         p->nhw = (int)get_i64(pd, "nr_hw_queues", &err);
         if (p->nhw < 1) p->nhw = 1;
         p->hw = PyMem_Calloc((size_t)p->nhw, sizeof(hctx_t));
@@ -1658,7 +1661,9 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
 
     int stalled = 0;
     int rc = 0;
-    s.nvalid = s.npaths;
+    s.nvalid = (int)PyList_GET_SIZE(order);    /* the first group's valid list */
+    for (int i = 0; i < s.nvalid; i++)
+        s.valid[i] = (int)PyLong_AsLong(PyList_GET_ITEM(order, i));
     /* the faults: (path, action, factor, reinstate_after_ns, index of its reinstate_path message) */
     PyObject *faults = PyDict_GetItemString(cfg, "faults");
     if (faults && PyList_Check(faults) && PyList_GET_SIZE(faults)) {

@@ -32,7 +32,8 @@ from ..timing import initial_jiffies
 from ..target import (END_DELAY_REQUEUE, END_DONE, END_INCOMPLETE, END_REQUEUE, MAP_DELAY_REQUEUE, MAP_KILL,
                       MAP_REMAPPED, MAP_REQUEUE, MAP_SUBMITTED, MpathIO)
 from .devices import Empirical, Exponential, LogNormal, ServiceTime
-from .engine import EV_FAULT, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT
+from ..target.multipath import DH_OK
+from .engine import EV_ACTIVATED, EV_FAULT, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT
 
 try:
     from .. import _fastcore
@@ -75,7 +76,7 @@ def _fault_events(sim):
 _MAP = {MAP_REMAPPED: 0, MAP_SUBMITTED: 1, MAP_REQUEUE: 2, MAP_DELAY_REQUEUE: 3, MAP_KILL: 4}
 _END = {END_DONE: 0, END_REQUEUE: 1, END_DELAY_REQUEUE: 2, END_INCOMPLETE: 3}
 # the core's event kinds for what the target schedules (_fastcore.c)
-_CORE_EV = {EV_KICK: 11, EV_MESSAGE: 12, EV_NOPATH_TIMEOUT: 13}
+_CORE_EV = {EV_KICK: 11, EV_MESSAGE: 12, EV_NOPATH_TIMEOUT: 13, EV_ACTIVATED: 14}
 _CORE_EV_FAULT, _FAULT_ACTIONS = 8, {"fail": 0, "reinstate": 1, "slow": 2}
 
 
@@ -93,7 +94,7 @@ class _Target:
 
     def __init__(self, sim, pgpaths, infos, c_selector):
         self.sim, self.mp = sim, sim.mp
-        self.ps = sim.mp.priority_groups[0].ps
+        self.c_pg = sim.mp.priority_groups[0]   # the group whose valid list the core holds
         self.pgpaths, self.infos, self.c_selector = pgpaths, infos, c_selector
         self.index = {p: i for i, p in enumerate(pgpaths)}
         self.queued = {}                 # cid -> _CoreIO the target holds (queued bios)
@@ -105,6 +106,8 @@ class _Target:
     def _capture(self, t, kind, obj):
         if kind == EV_MESSAGE:
             obj = self.message_index(obj)
+        elif kind == EV_ACTIVATED:
+            obj = self.index[obj]
         elif kind not in _CORE_EV:
             raise RuntimeError("event %d is not in the compiled core" % kind)
         self._events.append((t, _CORE_EV[kind], obj or 0))
@@ -117,28 +120,30 @@ class _Target:
         """The C selectors' state as _fastcore.c's sel_state_out gives it."""
         if not self.c_selector:
             return None
-        ps = self.ps
         return ([(getattr(i, "qlen", 0), getattr(i, "in_flight_size", 0), getattr(i, "hst", 0),
-                  getattr(i, "outstanding", 0), getattr(i, "stale_after", 0), getattr(i, "last_finish", 0))
-                 for i in self.infos], [self.infos.index(i) for i in ps._valid], getattr(ps, "valid_count", 0))
+                  getattr(i, "outstanding", 0), getattr(i, "stale_after", 0), getattr(i, "last_finish", 0),
+                  getattr(p.pg.ps, "valid_count", 0)) for p, i in zip(self.pgpaths, self.infos)],
+                [self.infos.index(i) for i in self.c_pg.ps._valid])
 
     def _enter(self, state):
         if state is not None:
-            paths, order, valid_count = state
-            for info, (ql, ifs, hst, out, stale, last) in zip(self.infos, paths):
+            paths, order = state
+            for info, (ql, ifs, hst, out, stale, last, _) in zip(self.infos, paths):
                 _set_info(info, ql, ifs, hst, out, stale, last)
-            self.ps._valid[:] = [self.infos[i] for i in order]
-            if hasattr(self.ps, "valid_count"):
-                self.ps.valid_count = valid_count
+            # valid_count only changes in the Python selector (fail_path, reinstate_path)
+            self.c_pg.ps._valid[:] = [self.infos[i] for i in order]
         self.sim._state_changes = 0
 
     def flags(self):
         mp = self.mp
+        # map is the current group's select_path + start_io: the core may do it (in that group)
         simple = bool(mp.nr_valid_paths and not mp.queue_io and not mp.pg_init_required
-                      and mp.current_pg is not None)
+                      and mp.current_pg is not None and mp.current_pg.ps._valid)
         return (mp.nr_valid_paths, int(simple), int(mp.queue_if_no_path_flag), int(self.sim._kick_pending))
 
     def _leave(self, result):
+        if self.mp.current_pg is not None:
+            self.c_pg = self.mp.current_pg
         events, self._events = self._events, []
         return result, self.state(), self.flags() + (self.sim._state_changes,), events
 
@@ -185,6 +190,12 @@ class _Target:
         self.sim._message(self.messages[index])
         return self._leave(None)
 
+    def activated(self, state, index):
+        """The hardware handler's activation of a path ended (Simulation: EV_ACTIVATED)."""
+        self._enter(state)
+        self.mp.pg_init_done(self.pgpaths[index], DH_OK)
+        return self._leave(None)
+
     def nopath_timeout(self, state, gen):
         self._enter(state)
         self.sim._nopath_timeout(gen)
@@ -203,8 +214,10 @@ def _set_info(info, qlen, in_flight_size, hst, outstanding, stale_after, last_fi
 
 
 def _needs_target(sim) -> bool:
-    """The run has rare events for the Python target: dm messages, faults that fail or reinstate."""
-    return any(kind == EV_MESSAGE or (kind == EV_FAULT and obj[1].action != "slow")
+    """The run has rare events for the Python target: dm messages, faults that fail or reinstate,
+    group switches and hardware-handler activation."""
+    mp = sim.mp
+    return len(mp.priority_groups) > 1 or bool(mp.hw_handler_name) or any(kind == EV_MESSAGE or (kind == EV_FAULT and obj[1].action != "slow")
                for _, _, kind, obj in sim._heap)
 
 
@@ -221,13 +234,19 @@ def eligible(sim) -> str:
     mp = sim.mp
     if getattr(mp, "stack", "dm") != "dm":
         return "the %s stack is not in the compiled core" % mp.stack
-    if len(mp.priority_groups) != 1 or mp.hw_handler_name:
-        return "needs exactly one priority group and no hardware handler"
-    pg = mp.priority_groups[0]
-    if mp.nr_valid_paths != len(pg.pgpaths) or len(pg.pgpaths) != len(sim.devices):
+    pgs = mp.priority_groups
+    pgpaths = mp.pgpaths
+    if mp.nr_valid_paths != len(pgpaths) or len(pgpaths) != len(sim.devices):
         return "every device must be one active path of the table"
-    if len({sim.dev_of_pgpath[p] for p in pg.pgpaths}) != len(pg.pgpaths):
+    if len({sim.dev_of_pgpath[p] for p in pgpaths}) != len(pgpaths):
         return "a device appears twice in the table"
+    if len(pgs) > 1 or mp.hw_handler_name:
+        # the core selects in the current group with one selector's code: every group's must be alike
+        if len({type(pg.ps) for pg in pgs}) > 1 or _py_selector(pgs[0].ps):
+            return "several priority groups need one built-in load-balancing selector in all of them"
+        if len({(tuple(getattr(pg.ps, "weights", ())), getattr(pg.ps, "threshold_multiplier", 0))
+                for pg in pgs}) > 1:
+            return "several historical-service-time groups with different arguments need the Python engine"
     kinds = {e[2] for e in sim._heap}
     if kinds - {EV_FAULT, EV_MESSAGE}:
         return "simulation already started"
@@ -264,10 +283,10 @@ def try_run_fast(sim) -> bool:
     index = {d: i for i, d in enumerate(devices)}
     info_of_dev = {}
     paths_cfg: list = [None] * len(devices)
-    for pgpath in pg.pgpaths:
+    for pgpath in mp.pgpaths:
         d = sim.dev_of_pgpath[pgpath]
         # a Python selector keeps its own state: the core only needs the pgpath
-        info = None if py_sel else ps._info[pgpath]
+        info = None if py_sel else pgpath.pg.ps._info[pgpath]
         info_of_dev[index[d]] = (pgpath, info)
     for i, d in enumerate(devices):
         pgpath, info = info_of_dev[i]
@@ -279,6 +298,7 @@ def try_run_fast(sim) -> bool:
             "seed": d.seed, "rt": getattr(info, "relative_throughput", 1),
             "hst": getattr(info, "hst", 0), "outstanding": getattr(info, "outstanding", 0),
             "stale_after": getattr(info, "stale_after", 0), "last_finish": getattr(info, "last_finish", 0),
+            "valid_count": getattr(pgpath.pg.ps, "valid_count", 0),
             "nr_hw_queues": d.model.nr_hw_queues if sim.blk is not None else 1,
             "hctx_tags": d.model.hctx_tags if sim.blk is not None else 0,
             "hctx_sched_tags": d.model.hctx_sched_tags if sim.blk is not None else 0,
@@ -300,7 +320,6 @@ def try_run_fast(sim) -> bool:
         "hz": sim.timebase.hz, "initial_jiffies": initial_jiffies(sim.timebase.hz),
         "weights": list(ps.weights) if is_hst else [0] * 64,
         "threshold": ps.threshold_multiplier if is_hst else 0,
-        "valid_count": ps.valid_count if is_hst else 0,
         "has_select_offset": int(sim.sched_clock_offset_ns is not None),
         "select_offset": sim.sched_clock_offset_ns or 0,
         "timeline_step": tl_step, "timeline_count": tl_count,
@@ -372,11 +391,11 @@ def _write_back(sim, out, info_of_dev) -> None:
         if hasattr(info, "hst"):
             info.hst, info.outstanding = p["hst"], p["outstanding"]
             info.stale_after, info.last_finish = p["stale_after"], p["last_finish"]
-    if info_of_dev[0][1] is not None:
-        ps._valid[:] = [info_of_dev[i][1] for i in out["order"]]
+    target = out["target"]
+    if info_of_dev[0][1] is not None:     # the C selector's valid list: of the group it last selected in
+        (target.c_pg.ps if target is not None else ps)._valid[:] = [info_of_dev[i][1] for i in out["order"]]
     sim.now = out["now"]
     sim._windows = {k: v for k, v in out["windows"].items()}
-    target = out["target"]
     if out["first_choice"] >= 0 and target is None:   # with a target its state is already the run's
         mp.current_pgpath = info_of_dev[out["first_choice"]][0]
         mp.current_pg = pg
