@@ -429,3 +429,22 @@ def test_group_failover_by_faults_in_the_core(selector):
     a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=32\nruntime=12ms\ntime_based\n",
                 window_ns=1_000_000)
     assert a.paths[3]["dispatched"] > 0 and a.errored == 0
+
+
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+def test_io_affinity_in_c_counts_map_misses_and_with_faults_runs_as_python_code(mode):
+    from mpathlab.sim.devices import Fault
+    # CPUs 0..5 run the clones; of those only CPUs 0, 1 and 4 are mapped (p3 has CPU 7): the others miss and take CPU 0's path
+    table = _py_table("io-affinity 0", lambda i: ("1", "2", "10", "80")[i], mode=mode)
+    _, paths = make("queue-length", k=2)
+    jobs = "[a]\nrw=randwrite\nbs=4k\niodepth=4\nnumjobs=6\nnumber_ios=300\n"
+    sim = Simulation(table, paths, parse_fio(jobs).jobs, engine="compiled")
+    a = compare(table, paths, jobs)
+    res = sim.run()
+    ps = sim.mp.priority_groups[0].ps
+    assert ps.map_misses == 3 * 300        # three unmapped CPUs, every I/O of theirs
+    assert a.paths[3]["dispatched"] == 0 and a.paths[0]["dispatched"] == 4 * 300
+    assert res.status_info == a.status_info
+    paths[0].faults = [Fault(500_000, "fail"), Fault(1_000_000, "reinstate", reinstate_after_ns=200_000)]
+    b = compare(table, paths, jobs)
+    assert b.paths[0]["errors"] > 0

@@ -135,7 +135,7 @@ static void lat_add(lat_stats *s, int64_t v)
 
 /* ------------------------------------------------------------ model state */
 /* SEL_PY: a selector written in Python (any other PathSelector), called through the C API */
-enum { SEL_RR = 0, SEL_QL = 1, SEL_ST = 2, SEL_HST = 3, SEL_PY = 4 };
+enum { SEL_RR = 0, SEL_QL = 1, SEL_ST = 2, SEL_HST = 3, SEL_PY = 4, SEL_IOA = 5 };
 enum { DIST_CONST = 0, DIST_EXP = 1, DIST_LOGNORMAL = 2, DIST_EMPIRICAL = 3 };
 /* EV_WORK .. EV_STEAL are the Python engine's EV_CALL events of sim/blockqueue.py and sim/host.py */
 enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_WORK = 4, EV_WAKE = 5, EV_CPU = 6,
@@ -324,6 +324,10 @@ typedef struct {
     /* HST */
     uint32_t weights[64];
     uint32_t threshold;
+    /* io-affinity: CPU -> path (-1: no mapping), CPU -> NUMA node, map_misses */
+    int nr_cpu_ids;
+    int *ioa_map, *ioa_node;
+    int64_t map_misses;
     int has_select_offset;
     int64_t select_offset;
     /* timing */
@@ -651,6 +655,23 @@ static int select_path(sim_t *s, int64_t nr_bytes, int cpu)
     switch (s->selector) {
     case SEL_PY:
         return py_select_path(s, nr_bytes, cpu);
+    case SEL_IOA: {
+        /* the submitting CPU's path; else the first mapped CPU of its node, else of all (every path
+           is valid here: with faults io-affinity runs as SEL_PY) */
+        int pi = cpu >= 0 && cpu < s->nr_cpu_ids ? s->ioa_map[cpu] : -1;
+        if (pi >= 0)
+            return pi;
+        s->map_misses++;
+        if (cpu >= 0 && cpu < s->nr_cpu_ids)
+            for (int c = 0; c < s->nr_cpu_ids; c++)
+                if (s->ioa_node[c] == s->ioa_node[cpu] && s->ioa_map[c] >= 0)
+                    return s->ioa_map[c];
+        for (int c = 0; c < s->nr_cpu_ids; c++)
+            if (s->ioa_map[c] >= 0)
+                return s->ioa_map[c];
+        PyErr_SetString(PyExc_RuntimeError, "io-affinity: no CPU is mapped");
+        return -1;
+    }
     case SEL_RR:
         best_i = 0;
         break;
@@ -1492,6 +1513,8 @@ static void sim_free(sim_t *s)
             PyMem_Free(s->cpus[i].queue.v);
     }
     PyMem_Free(s->cpus);
+    PyMem_Free(s->ioa_map);
+    PyMem_Free(s->ioa_node);
     PyMem_Free(s->fault_path);
     PyMem_Free(s->fault_action);
     PyMem_Free(s->fault_msg);
@@ -1542,6 +1565,23 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.first_choice = -1;
     s.next_progress = 65536;
     s.window_ns = get_i64(cfg, "window_ns", &err);
+    if (s.selector == SEL_IOA) {
+        PyObject *m = PyDict_GetItemString(cfg, "ioa_map"), *nd = PyDict_GetItemString(cfg, "ioa_node");
+        if (!m || !nd || !PyList_Check(m) || !PyList_Check(nd) || PyList_GET_SIZE(m) != PyList_GET_SIZE(nd)) {
+            PyErr_SetString(PyExc_ValueError, "io-affinity needs ioa_map and ioa_node of one length");
+            return NULL;
+        }
+        s.nr_cpu_ids = (int)PyList_GET_SIZE(m);
+        s.ioa_map = PyMem_Calloc((size_t)s.nr_cpu_ids + 1, sizeof(int));
+        s.ioa_node = PyMem_Calloc((size_t)s.nr_cpu_ids + 1, sizeof(int));
+        if (!s.ioa_map || !s.ioa_node) { sim_free(&s); return PyErr_NoMemory(); }
+        for (int c = 0; c < s.nr_cpu_ids; c++) {
+            s.ioa_map[c] = (int)PyLong_AsLong(PyList_GET_ITEM(m, c));
+            s.ioa_node[c] = (int)PyLong_AsLong(PyList_GET_ITEM(nd, c));
+        }
+        s.map_misses = get_i64(cfg, "map_misses", &err);
+        if (PyErr_Occurred()) { sim_free(&s); return NULL; }
+    }
     s.py_now_set = -1;
     s.state_changes = get_i64(cfg, "state_changes", &err);
     if (err) return NULL;
@@ -1800,12 +1840,12 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         if (!t) goto fail;
         PyList_SET_ITEM(rjobs, i, t);
     }
-    PyObject *res = Py_BuildValue("{s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:L,s:N,s:N,s:L,s:L}",
+    PyObject *res = Py_BuildValue("{s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:L,s:N,s:N,s:L,s:L,s:L}",
         "paths", rpaths, "jobs", rjobs, "order", rorder, "submitted", (long long)s.submitted,
         "completed", (long long)s.completed, "events", (long long)s.events, "pending", (long long)pending,
         "stalled", stalled, "first_choice", s.first_choice, "timeline", s.timeline,
         "resource_stalls", (long long)s.resource_stalls, "cpu_busy_ns", rcpus, "windows", rwin,
-        "now", (long long)s.now, "errored", (long long)s.errored);
+        "now", (long long)s.now, "errored", (long long)s.errored, "map_misses", (long long)s.map_misses);
     rcpus = NULL;
     sim_free(&s);
     return res;

@@ -28,6 +28,7 @@ import math
 import os
 
 from ..selectors import HistoricalServiceTime, QueueLength, RoundRobin, ServiceTime as STSelector
+from ..selectors.io_affinity import IOAffinity
 from ..timing import initial_jiffies
 from ..target import (END_DELAY_REQUEUE, END_DONE, END_INCOMPLETE, END_REQUEUE, MAP_DELAY_REQUEUE, MAP_KILL,
                       MAP_REMAPPED, MAP_REQUEUE, MAP_SUBMITTED, MpathIO)
@@ -41,6 +42,7 @@ except ImportError:  # not built: pure Python only
     _fastcore = None  # type: ignore[assignment]
 
 _SELECTORS = {RoundRobin: 0, QueueLength: 1, STSelector: 2, HistoricalServiceTime: 3}
+SEL_PY, SEL_IOA = 4, 5      # a Python selector called from the core; io-affinity in C (no faults)
 
 
 def available() -> bool:
@@ -138,7 +140,7 @@ class _Target:
         mp = self.mp
         # map is the current group's select_path + start_io: the core may do it (in that group)
         simple = bool(mp.nr_valid_paths and not mp.queue_io and not mp.pg_init_required
-                      and mp.current_pg is not None and mp.current_pg.ps._valid)
+                      and mp.current_pg is not None and any(p.is_active for p in mp.current_pg.pgpaths))
         return (mp.nr_valid_paths, int(simple), int(mp.queue_if_no_path_flag), int(self.sim._kick_pending))
 
     def _leave(self, result):
@@ -279,6 +281,8 @@ def try_run_fast(sim) -> bool:
     pg = mp.priority_groups[0]
     ps = pg.ps
     py_sel = _py_selector(ps)
+    # io-affinity in C while every path stays valid; with faults or messages it runs as Python code
+    ioa = type(ps) is IOAffinity and not _needs_target(sim)
     devices = sim.devices
     index = {d: i for i, d in enumerate(devices)}
     info_of_dev = {}
@@ -286,7 +290,7 @@ def try_run_fast(sim) -> bool:
     for pgpath in mp.pgpaths:
         d = sim.dev_of_pgpath[pgpath]
         # a Python selector keeps its own state: the core only needs the pgpath
-        info = None if py_sel else pgpath.pg.ps._info[pgpath]
+        info = None if py_sel or ioa else pgpath.pg.ps._info[pgpath]
         info_of_dev[index[d]] = (pgpath, info)
     for i, d in enumerate(devices):
         pgpath, info = info_of_dev[i]
@@ -303,7 +307,7 @@ def try_run_fast(sim) -> bool:
             "hctx_tags": d.model.hctx_tags if sim.blk is not None else 0,
             "hctx_sched_tags": d.model.hctx_sched_tags if sim.blk is not None else 0,
         }
-    order = (list(range(len(devices))) if py_sel
+    order = (list(range(len(devices))) if py_sel or ioa
              else [index[sim.dev_of_pgpath[pi.path]] for pi in ps._valid])
     is_hst = type(ps) is HistoricalServiceTime
     jobs_cfg = [{"bs": j.spec.bs, "iodepth": j.spec.iodepth,
@@ -314,7 +318,7 @@ def try_run_fast(sim) -> bool:
     expected, horizon, hard_stop, tl_step, tl_count = sim.run_plan()
     bio = mp.queue_mode == "bio"
     cfg = {
-        "selector": 4 if py_sel else _SELECTORS[type(ps)], "paths": paths_cfg, "jobs": jobs_cfg, "order": order,
+        "selector": SEL_IOA if ioa else SEL_PY if py_sel else _SELECTORS[type(ps)], "paths": paths_cfg, "jobs": jobs_cfg, "order": order,
         "base_ns": sim._base, "bio": int(bio), "rq_stats": int(mp.rq_stats),
         "use_hr": int(bio and ps.uses_hr_timer() and not mp.force_jiffies_start),
         "hz": sim.timebase.hz, "initial_jiffies": initial_jiffies(sim.timebase.hz),
@@ -338,7 +342,11 @@ def try_run_fast(sim) -> bool:
         "steal_period": sim.host.model.steal_period_ns if sim.host is not None else 1,
         "work_latency": sim.host.model.work_latency_ns if sim.host is not None else 0,
     }
-    if py_sel:
+    if ioa:
+        pgpath_index = {info_of_dev[i][0]: i for i in range(len(devices))}
+        cfg.update({"ioa_map": [-1 if pi is None else pgpath_index[pi.path] for pi in ps.path_map],
+                    "ioa_node": list(ps.topology.node_of), "map_misses": ps.map_misses})
+    elif py_sel:
         pgpaths = [info_of_dev[i][0] for i in range(len(devices))]
         cfg.update({"py_selector": ps, "py_pgpaths": pgpaths, "py_index": {p: i for i, p in enumerate(pgpaths)},
                     "py_hooks": int(ps.has_io_hooks)})
@@ -366,6 +374,8 @@ def try_run_fast(sim) -> bool:
         if target is not None:
             del sim._push           # the Simulation's own _push again
     out["target"] = target
+    if ioa:
+        ps.map_misses = out["map_misses"]
     _write_back(sim, out, info_of_dev)
     return True
 
