@@ -349,7 +349,8 @@ typedef struct {
     int64_t *fault_after;
     /* the Python target (fast.py _Target) for the rare events: faults that fail or reinstate a
        path, dm messages, I/O errors, mapping while no path or a pg switch is pending.  target_simple:
-       the target is in the state where map is select_path + start_io (every per-I/O step in C) */
+       the target is in the state where map is select_path + start_io (bit 0; every per-I/O step in C)
+       or where map fails every I/O (bit 1) or requeues it after 100 ms (bit 2) without changing anything */
     PyObject *target;
     int target_simple, nr_valid_paths, queue_if_no_path, kick_pending;
     int64_t state_changes, errored;
@@ -814,8 +815,19 @@ static int map_io(sim_t *s, int64_t id)
 {
     io_t *io = &s->ios[id];
     job_t *job = &s->jobs[io->job];
-    if (s->target && !s->target_simple)
-        return map_in_target(s, id);
+    if (s->target && !(s->target_simple & 1)) {
+        if (s->target_simple & 4) {     /* no path, request-based, queueing: DM_MAPIO_DELAY_REQUEUE */
+            io->mapped = 1;
+            return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id) < 0 ? -1 : 1;
+        }
+        if (!(s->target_simple & 2))
+            return map_in_target(s, id);
+        /* Multipath.map with no path and no queueing: DM_MAPIO_KILL (target state unchanged) */
+        if (s->bio && !io->mapped)
+            io->start_time_ns = 0;
+        io->mapped = 1;
+        return complete_err(s, id, ERR_IOERR) < 0 ? -1 : 1;
+    }
     io->mapped = 1;
     int pi = select_path(s, job->bs, job->cpu);
     if (pi < 0) return -1;

@@ -141,7 +141,16 @@ class _Target:
         # map is the current group's select_path + start_io: the core may do it (in that group)
         simple = bool(mp.nr_valid_paths and not mp.queue_io and not mp.pg_init_required
                       and mp.current_pg is not None and any(p.is_active for p in mp.current_pg.pgpaths))
-        return (mp.nr_valid_paths, int(simple), int(mp.queue_if_no_path_flag), int(self.sim._kick_pending))
+        # no path and no queueing: map kills every I/O and changes nothing (choose_pgpath already
+        # cleared the current group); the core may fail them itself
+        idle = not (mp.nr_valid_paths or mp.queue_io or mp.current_pg is not None or mp.current_pgpath is not None)
+        queueing = mp.queue_if_no_path_flag or mp._noflush_suspending()
+        kill = idle and not queueing
+        # likewise request-based with queueing: every map is DM_MAPIO_DELAY_REQUEUE
+        requeue = idle and queueing and mp.queue_mode != "bio"
+        return (mp.nr_valid_paths, int(simple) | (2 if kill else 0) | (4 if requeue else 0),
+                int(mp.queue_if_no_path_flag),
+                int(self.sim._kick_pending))
 
     def _leave(self, result):
         if self.mp.current_pg is not None:
