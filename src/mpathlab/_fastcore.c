@@ -2,9 +2,10 @@
  * mpathlab._fastcore: an optional compiled core for the simulator.
  *
  * It runs the same model as the pure-Python engine (mpathlab/sim/engine.py)
- * for the common configuration -- one priority group, a round-robin,
- * queue-length, service-time or historical-service-time selector, closed-loop
- * jobs, no faults or messages -- and produces bit-identical results: the same
+ * for closed-loop jobs -- selectors in C or called in Python (SEL_PY), faults,
+ * messages and several priority groups through calls back into the Python
+ * target for the rare events (sim/fast.py says what and why) -- and produces
+ * bit-identical results: the same
  * Mersenne Twister streams as Python's `random` module, the same floating
  * point operations for service times and statistics, and the same event
  * order (a binary heap keyed on (time, sequence number)).  The Python engine

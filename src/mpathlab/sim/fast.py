@@ -1,26 +1,36 @@
 """Bridge to the optional compiled core (mpathlab._fastcore).
 
 :func:`try_run_fast` runs a :class:`~mpathlab.sim.engine.Simulation` in C when
-the configuration is one the core models and writes the final state back into the same Python objects, so results,
-status strings and JSON are produced by the same code either way.  The C
-core reproduces the Python engine exactly (same random streams, same event
-order); tests compare the two.  Set MPATHLAB_ENGINE=python to force the
-pure-Python engine.
+the configuration is one the core models, and writes the final state back
+into the same Python objects, so results, status strings and JSON are
+produced by the same code either way.  The C core reproduces the Python
+engine exactly (same random streams, same event order); tests compare the
+two run for run.  Set MPATHLAB_ENGINE=python to force the pure-Python engine.
 
 What the core runs (everything else falls back, :func:`eligible` says why):
-one priority group without a hardware handler, every path valid; the four
-load-balancing selectors in C (round-robin, queue-length, service-time,
-historical-service-time); any other selector -- io-affinity, the policies of
-mpathlab.policies, a third party's -- as Python code called from the compiled
-loop (its select_path, start_io and end_io, with the Simulation's clock and
-CPU kept current), so only the selector's own code runs at Python speed;
-'slow' faults; dispatch windows (window_ns); path tags and the host's CPUs.
+round-robin, queue-length, service-time, historical-service-time and
+io-affinity in C; any other selector (mpathlab.policies, a third party's, a
+kernelc-built one) as Python code the compiled loop calls through its
+select_path, start_io and end_io, with the Simulation's clock and CPU kept
+current, so only the selector's own code runs at Python speed; path tags and
+host CPUs; dispatch windows; faults (fail, reinstate, slow); dm messages;
+several priority groups with switching and hardware-handler pg_init;
+queue_if_no_path with its timeout; bio-based queueing.
 
-The split for what is left (fail/reinstate faults, dm messages, several
-priority groups, queue_if_no_path): the per-I/O steps those need are the
-target's map and end_io with a failed path (requeue, queue, error), so they
-belong in C; the rare events (a message, a fault) would call back into the
-Python target and copy the selector and path state across.  Not done yet.
+The split, and why: every per-I/O step (submit, map through the selector,
+tags, device, completion through end_io, fio's statistics) is in C, because
+that is where the time goes.  The dm-mpath target's logic for the rare
+events -- a message, a fault's reinstate_path, an I/O that failed on a dead
+path, a map while no path is valid or a group switch or pg_init is pending,
+the kick of queued bios, the no-path timeout -- stays in the Python target
+(:class:`_Target` calls it), so it exists in one place and a change to the
+target needs no C mirror.  Each such call copies the C selectors' state to
+the Python selector and back (O(paths), rare), and the events the target
+schedules (kicks, timers, activations, messages) land in the core's heap in
+the order the Python engine would push them.  Moving map/end_io into C for
+both engines would make failover runs faster still, at the price of a
+second target implementation; the measured cost of the calls back
+(bench/bench.py) did not justify that.
 """
 from __future__ import annotations
 
