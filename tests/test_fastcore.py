@@ -162,14 +162,13 @@ def test_ineligible_configurations_fall_back_or_refuse():
     from mpathlab.sim.host import HostModel
     table, paths = make("queue-length")
     paths[1].faults = [Fault(10_000, "fail")]
-    sim = Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs, host=HostModel(1, 1000, 1000))
-    assert "host CPU costs" in fast.eligible(sim)
+    _tagged(paths, [1, 1, 1, 1], ["none"] * 4)
+    sim = Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs)
+    assert "path tags" in fast.eligible(sim)
     assert sim.run().engine == "python"
     with pytest.raises(ValueError, match="compiled core cannot run"):
-        Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs, host=HostModel(1, 1000, 1000),
-                   engine="compiled").run()
+        Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs, engine="compiled").run()
     paths[1].faults = []
-    _tagged(paths, [1, 1, 1, 1], ["none"] * 4)
     sim = Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs, messages=[(5000, "fail_path p1")])
     assert "path tags" in fast.eligible(sim)
     two_kinds = "0 2097152 multipath 0 0 2 1 queue-length 0 2 1 p0 1 p1 1 round-robin 0 2 1 p2 1 p3 1"
@@ -448,3 +447,16 @@ def test_io_affinity_in_c_counts_map_misses_and_with_faults_runs_as_python_code(
     paths[0].faults = [Fault(500_000, "fail"), Fault(1_000_000, "reinstate", reinstate_after_ns=200_000)]
     b = compare(table, paths, jobs)
     assert b.paths[0]["errors"] > 0
+
+
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+@pytest.mark.parametrize("costs", [(20_000, 30_000), (0, 40_000), (25_000, 0)])
+def test_faults_and_messages_with_host_cpus_in_the_core(mode, costs):
+    from mpathlab.sim.devices import Fault
+    from mpathlab.sim.host import HostModel
+    table, paths = make("historical-service-time", mode, k=4)
+    paths[0].faults = [Fault(1_000_000, "fail"), Fault(3_000_000, "reinstate", reinstate_after_ns=500_000)]
+    a = compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=16\nnumjobs=3\nruntime=8ms\ntime_based\n",
+                host=HostModel(2, *costs, steal=0.2, steal_period_ns=700_000),
+                messages=[(2_000_000, "fail_path p2"), (5_000_000, "reinstate_path p2")])
+    assert a.paths[0]["errors"] > 0 and a.errored == 0

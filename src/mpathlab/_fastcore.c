@@ -240,6 +240,7 @@ typedef struct {
     int mapped;             /* MpathIO.mapped_once */
     int64_t submit_ns, start_time_ns;
     int cpu_work;           /* host: WORK_SUBMIT or WORK_COMPLETE while on or waiting for a CPU */
+    int cpu_err;            /* host: WORK_COMPLETE of an I/O that failed on its path (transport error) */
     uint64_t dm_start_jiffies;
 } io_t;
 
@@ -810,6 +811,7 @@ static int window_count(sim_t *s, int pi)
 /* Simulation._map: 1 mapped, 0 BLK_STS_RESOURCE (request-based clone without a tag), -1 error */
 static int issue_mapped(sim_t *s, int64_t id);
 static int complete_err(sim_t *s, int64_t id, int err);
+static int path_error(sim_t *s, int64_t id);
 static int map_in_target(sim_t *s, int64_t id);
 
 static int map_io(sim_t *s, int64_t id)
@@ -1103,7 +1105,9 @@ static int cpu_end(sim_t *s, int ci)
         if (dispatch(s, id) < 0) return -1;
         return submit_more(s, ji);
     }
-    return complete_io(s, id);                    /* Host._completed */
+    if (s->ios[id].cpu_err)                       /* Host._completed */
+        return path_error(s, id);
+    return complete_io(s, id);
 }
 
 static int arrive(sim_t *s, int64_t id)
@@ -1382,10 +1386,11 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
             } else {
                 p->busy--;
             }
-            if (p->offline) {                           /* a transport error (never with host: eligible) */
-                if (path_error(s, e.obj) < 0) return -1;
-            } else if (s->host && s->complete_ns_cost) {      /* Host.complete */
+            if (s->host && s->complete_ns_cost) {      /* Host.complete */
+                s->ios[e.obj].cpu_err = p->offline;
                 if (cpu_run(s, e.obj, WORK_COMPLETE) < 0) return -1;
+            } else if (p->offline) {                    /* Simulation._path_done with a transport error */
+                if (path_error(s, e.obj) < 0) return -1;
             } else if (complete_io(s, e.obj) < 0) return -1;
             if (s->progress != Py_None && s->completed >= s->next_progress) {
                 s->next_progress += 65536;

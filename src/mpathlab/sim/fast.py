@@ -271,8 +271,9 @@ def eligible(sim) -> str:
     kinds = {e[2] for e in sim._heap}
     if kinds - {EV_FAULT, EV_MESSAGE}:
         return "simulation already started"
-    if _needs_target(sim) and (sim.blk is not None or sim.host is not None):
-        return "faults that fail paths and dm messages with path tags or host CPU costs need the Python engine"
+    if _needs_target(sim) and sim.blk is not None:
+        # the Python target would allocate the clone's tag (BlockLayer.alloc_clone), which the core holds
+        return ("faults that fail paths, dm messages and several groups with path tags need the Python engine")
     if any(_dist(d.model.service) is None for d in sim.devices):
         return "custom service-time distribution"
     if len(sim._groups) > 1:
