@@ -162,15 +162,15 @@ def test_ineligible_configurations_fall_back_or_refuse():
     from mpathlab.sim.host import HostModel
     table, paths = make("queue-length")
     paths[1].faults = [Fault(10_000, "fail")]
-    _tagged(paths, [1, 1, 1, 1], ["none"] * 4)
-    sim = Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs)
-    assert "path tags" in fast.eligible(sim)
+    job = parse_fio("[j]\nnumber_ios=10\nrate_iops=1000\n").jobs
+    sim = Simulation(table, paths, job)
+    assert "open-loop" in fast.eligible(sim)
     assert sim.run().engine == "python"
     with pytest.raises(ValueError, match="compiled core cannot run"):
-        Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs, engine="compiled").run()
-    paths[1].faults = []
-    sim = Simulation(table, paths, parse_fio("[j]\nnumber_ios=10\n").jobs, messages=[(5000, "fail_path p1")])
-    assert "path tags" in fast.eligible(sim)
+        Simulation(table, paths, job, engine="compiled").run()
+    py_groups = "0 2097152 multipath 0 0 2 1 p2c 0 2 1 p0 1 p1 1 p2c 0 2 1 p2 1 p3 1"
+    sim = Simulation(py_groups, paths, parse_fio("[j]\nnumber_ios=10\n").jobs)
+    assert "several priority groups" in fast.eligible(sim)
     two_kinds = "0 2097152 multipath 0 0 2 1 queue-length 0 2 1 p0 1 p1 1 round-robin 0 2 1 p2 1 p3 1"
     sim = Simulation(two_kinds, paths, parse_fio("[j]\nnumber_ios=10\n").jobs)
     assert "several priority groups" in fast.eligible(sim)
@@ -460,3 +460,18 @@ def test_faults_and_messages_with_host_cpus_in_the_core(mode, costs):
                 host=HostModel(2, *costs, steal=0.2, steal_period_ns=700_000),
                 messages=[(2_000_000, "fail_path p2"), (5_000_000, "reinstate_path p2")])
     assert a.paths[0]["errors"] > 0 and a.errored == 0
+
+
+@pytest.mark.parametrize("selector", sorted(PER_PATH))
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+@pytest.mark.parametrize("sched", ["none", "mixed"])
+def test_faults_messages_and_groups_with_tags_in_the_core(selector, mode, sched):
+    from mpathlab.sim.devices import Fault
+    table = _groups_table(selector, mode, groups=((0, 1, 2), (3,)))
+    _, paths = make(selector, mode, k=8)
+    _tagged(paths, [1, 4, 2, 8], {"none": ["none"] * 4, "mixed": ["mq-deadline", "none", "none", "mq-deadline"]}[sched])
+    paths[1].faults = [Fault(2_000_000, "fail"), Fault(4_000_000, "reinstate", reinstate_after_ns=300_000)]
+    a = compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=16\nnumjobs=2\nruntime=10ms\ntime_based\n",
+                messages=[(1_000_000, "fail_path p0"), (3_000_000, "fail_path p2"), (5_000_000, "reinstate_path p0"),
+                          (6_000_000, "reinstate_path p2")], window_ns=500_000)
+    assert a.paths[1]["errors"] > 0 and a.paths[3]["dispatched"] > 0

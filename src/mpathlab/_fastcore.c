@@ -810,6 +810,9 @@ static int window_count(sim_t *s, int pi)
 
 /* Simulation._map: 1 mapped, 0 BLK_STS_RESOURCE (request-based clone without a tag), -1 error */
 static int issue_mapped(sim_t *s, int64_t id);
+static int issue_directly(sim_t *s, int64_t id);
+static int clone_tag_free(hctx_t *q);
+static void clone_tag_take(hctx_t *q);
 static int complete_err(sim_t *s, int64_t id, int err);
 static int path_error(sim_t *s, int64_t id);
 static int map_in_target(sim_t *s, int64_t id);
@@ -840,24 +843,44 @@ static int map_io(sim_t *s, int64_t id)
     hctx_t *q = &p->hw[job->cpu % p->nhw];      /* BlockLayer._hctx */
     if (s->blk && !s->bio) {
         /* BlockLayer.alloc_clone: BLK_MQ_REQ_NOWAIT; no tag -> DM_MAPIO_REQUEUE, no start_io */
-        if (q->nr_sched_tags) {
-            if (q->sched_tags_used >= q->nr_sched_tags) return 0;
-            q->sched_tags_used++;
-        } else {
-            if (q->nr_tags && q->tags_used >= q->nr_tags) return 0;
-            q->tags_used++;
-        }
+        if (!clone_tag_free(q)) return 0;
+        clone_tag_take(q);
     }
     if (s->bio)
         io->start_time_ns = s->use_hr ? s->base_ns + s->now : 0;
     else
         io->start_time_ns = s->rq_stats ? s->base_ns + s->now : 0;
     if (sel_start(s, p, job->bs) < 0) return -1;
+    return issue_directly(s, id);
+}
+
+/* BlockLayer.alloc_clone's tag: a scheduler tag on a path with a scheduler, else a driver tag */
+static int clone_tag_free(hctx_t *q)
+{
+    if (q->nr_sched_tags)
+        return q->sched_tags_used < q->nr_sched_tags;
+    return !q->nr_tags || q->tags_used < q->nr_tags;
+}
+
+static void clone_tag_take(hctx_t *q)
+{
+    if (q->nr_sched_tags)
+        q->sched_tags_used++;
+    else
+        q->tags_used++;
+}
+
+/* BlockLayer.issue_directly, then the rest of Simulation._map: 1 issued, 0 BLK_STS_RESOURCE, -1 error */
+static int issue_directly(sim_t *s, int64_t id)
+{
+    io_t *io = &s->ios[id];
+    path_t *p = &s->paths[io->path];
+    hctx_t *q = &p->hw[s->jobs[io->job].cpu % p->nhw];
     if (s->blk && !s->bio && q->nr_sched_tags) {
-        /* BlockLayer.issue_directly: the clone needs a driver tag too */
+        /* the clone needs a driver tag too */
         if (q->nr_tags && q->tags_used >= q->nr_tags) {
             io->start_time_ns = 0;
-            if (sel_end(s, p, job->bs, 0) < 0) return -1;      /* multipath_release_clone */
+            if (sel_end(s, p, s->jobs[io->job].bs, 0) < 0) return -1;      /* multipath_release_clone */
             q->sched_tags_used--;
             return 0;
         }
@@ -888,8 +911,17 @@ static int map_in_target(sim_t *s, int64_t id)
 {
     io_t *io = &s->ios[id];
     job_t *job = &s->jobs[io->job];
-    PyObject *r = target_call(s, "map", Py_BuildValue("(LLLiLi)", (long long)id, (long long)job->bs,
-        s->bio ? (long long)io->dm_start_jiffies : -1LL, io->mapped, (long long)io->start_time_ns, job->cpu));
+    PyObject *free = Py_None;       /* request-based with tags: which paths have a clone tag for this I/O */
+    Py_INCREF(free);
+    if (s->blk && !s->bio) {
+        Py_DECREF(free);
+        if (!(free = PyList_New(s->npaths))) return -1;
+        for (int i = 0; i < s->npaths; i++)
+            PyList_SET_ITEM(free, i, PyBool_FromLong(clone_tag_free(&s->paths[i].hw[job->cpu % s->paths[i].nhw])));
+    }
+    PyObject *r = target_call(s, "map", Py_BuildValue("(LLLiLiN)", (long long)id, (long long)job->bs,
+        s->bio ? (long long)io->dm_start_jiffies : -1LL, io->mapped, (long long)io->start_time_ns, job->cpu,
+        free));
     if (!r) return -1;
     int code, pi;
     long long start;
@@ -901,10 +933,15 @@ static int map_in_target(sim_t *s, int64_t id)
     switch (code) {
     case MAP_REMAPPED:
         io->path = pi;
-        return issue_mapped(s, id);
+        if (s->blk && !s->bio)      /* the clone tag the target's alloc_clone was told is free */
+            clone_tag_take(&s->paths[pi].hw[job->cpu % s->paths[pi].nhw]);
+        return issue_directly(s, id);
     case MAP_DELAY_REQUEUE:
         return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id) < 0 ? -1 : 1;
-    case MAP_REQUEUE:   /* 1 us keeps a persistent requeue from spinning at one instant */
+    case MAP_REQUEUE:
+        if (s->blk && !s->bio)
+            return 0;   /* no tag for the clone */
+        /* 1 us keeps a persistent requeue from spinning at one instant */
         return push_ev(s, s->now + 1000, EV_RETRY, id) < 0 ? -1 : 1;
     case MAP_KILL:
         return complete_err(s, id, ERR_IOERR) < 0 ? -1 : 1;
@@ -1289,6 +1326,7 @@ static int path_error(sim_t *s, int64_t id)
     int ok = PyArg_ParseTuple(r, "ii", &code, &err);
     Py_DECREF(r);
     if (!ok) return -1;
+    if (s->blk && blk_complete(s, p, id) < 0) return -1;
     p->errors++;
     switch (code) {
     case END_DONE:

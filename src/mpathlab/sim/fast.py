@@ -174,10 +174,12 @@ class _Target:
         io.pgpath = self.pgpaths[path] if path >= 0 else None
         return io
 
-    def map(self, state, cid, nr_bytes, dm_start_jiffies, mapped, start_ns, cpu):
+    def map(self, state, cid, nr_bytes, dm_start_jiffies, mapped, start_ns, cpu, free):
         self._enter(state)
         io = self.queued.pop(cid, None) or self._io(cid, nr_bytes, dm_start_jiffies, mapped, start_ns)
         self.sim._cur_cpu = cpu
+        if free is not None:    # the core holds the tags: it says which path has a clone tag free
+            self.mp.alloc_clone = lambda pgpath, io: free[self.index[pgpath]]
         r = self.mp.map(io)
         if r == MAP_SUBMITTED:
             self.queued[cid] = io
@@ -271,9 +273,6 @@ def eligible(sim) -> str:
     kinds = {e[2] for e in sim._heap}
     if kinds - {EV_FAULT, EV_MESSAGE}:
         return "simulation already started"
-    if _needs_target(sim) and sim.blk is not None:
-        # the Python target would allocate the clone's tag (BlockLayer.alloc_clone), which the core holds
-        return ("faults that fail paths, dm messages and several groups with path tags need the Python engine")
     if any(_dist(d.model.service) is None for d in sim.devices):
         return "custom service-time distribution"
     if len(sim._groups) > 1:
@@ -388,11 +387,13 @@ def try_run_fast(sim) -> bool:
                 "target_flags": target.flags() if target is not None else None})
     sim._heap.clear()
     sim._state_changes = 0
+    alloc_clone = mp.alloc_clone
     try:
         out = _fastcore.simulate(cfg)
     finally:
         if target is not None:
             del sim._push           # the Simulation's own _push again
+            mp.alloc_clone = alloc_clone
     out["target"] = target
     if ioa:
         ps.map_misses = out["map_misses"]
