@@ -168,9 +168,10 @@ def test_ineligible_configurations_fall_back_or_refuse():
     assert sim.run().engine == "python"
     with pytest.raises(ValueError, match="compiled core cannot run"):
         Simulation(table, paths, job, engine="compiled").run()
-    py_groups = "0 2097152 multipath 0 0 2 1 p2c 0 2 1 p0 1 p1 1 p2c 0 2 1 p2 1 p3 1"
-    sim = Simulation(py_groups, paths, parse_fio("[j]\nnumber_ios=10\n").jobs)
-    assert "several priority groups" in fast.eligible(sim)
+    hst_args = ("0 2097152 multipath 0 0 2 1 historical-service-time 0 2 1 p0 0 p1 0 "
+                "historical-service-time 2 900 0 2 1 p2 0 p3 0")
+    sim = Simulation(hst_args, paths, parse_fio("[j]\nnumber_ios=10\n").jobs)
+    assert "different arguments" in fast.eligible(sim)
     two_kinds = "0 2097152 multipath 0 0 2 1 queue-length 0 2 1 p0 1 p1 1 round-robin 0 2 1 p2 1 p3 1"
     sim = Simulation(two_kinds, paths, parse_fio("[j]\nnumber_ios=10\n").jobs)
     assert "several priority groups" in fast.eligible(sim)
@@ -475,3 +476,19 @@ def test_faults_messages_and_groups_with_tags_in_the_core(selector, mode, sched)
                 messages=[(1_000_000, "fail_path p0"), (3_000_000, "fail_path p2"), (5_000_000, "reinstate_path p0"),
                           (6_000_000, "reinstate_path p2")], window_ns=500_000)
     assert a.paths[1]["errors"] > 0 and a.paths[3]["dispatched"] > 0
+
+
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+@pytest.mark.parametrize("selector", ["p2c 1 delay", "peak-ewma 0", "io-affinity 0"])
+def test_python_selectors_in_several_groups_in_the_core(selector, mode):
+    from mpathlab.sim.devices import Fault
+    arg = (lambda i: ("1", "2", "1", "2")[i]) if selector.startswith("io-affinity") else (lambda i: "1")
+    feats = {"rq": "1 queue_if_no_path", "bio": "3 queue_if_no_path queue_mode bio"}[mode]
+    groups = " ".join("%s 2 1 p%d %s p%d %s" % (selector, a, arg(a), a + 1, arg(a + 1)) for a in (0, 2))
+    table = "0 2097152 multipath %s 0 2 1 %s" % (feats, groups)
+    _, paths = make("queue-length", k=4)
+    paths[0].faults = [Fault(2_000_000, "fail"), Fault(5_000_000, "reinstate", reinstate_after_ns=200_000)]
+    a = compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=8\nnumjobs=2\nruntime=10ms\ntime_based\n",
+                messages=[(2_000_000, "fail_path p1"), (6_000_000, "reinstate_path p1"), (7_000_000, "switch_group 2"),
+                          (8_000_000, "switch_group 1")], window_ns=1_000_000)
+    assert a.paths[0]["errors"] > 0 and a.paths[2]["dispatched"] + a.paths[3]["dispatched"] > 0

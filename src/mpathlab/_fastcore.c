@@ -206,6 +206,7 @@ typedef struct {
     int32_t inflight_size;  /* service-time: atomic int */
     uint64_t hst, outstanding, stale_after, last_finish;
     int valid_count;        /* HST: the valid_count of this path's group's selector */
+    int pg;                 /* index of the path's priority group */
     /* the path's hardware queues (sim/blockqueue.py Hctx) */
     int nhw;
     struct hctx *hw;
@@ -363,8 +364,8 @@ typedef struct {
     /* SEL_PY: the Python selector, its bound select_path/start_io/end_io, the pgpath of each
        path (what the selector knows paths by), pgpath -> index, and the Simulation whose
        now and _cur_cpu the selector's clock and cpu read */
-    PyObject *py_select, *py_start, *py_end, *py_pgpaths, *py_index, *py_sim;
-    int py_hooks;
+    PyObject *py_select, *py_start, *py_end, *py_pgpaths, *py_index, *py_sim;   /* per group: lists */
+    int cur_pg;             /* the group the core selects in (the target's current group) */
     int64_t py_now_set;
     /* results */
     int64_t submitted, completed, events;
@@ -540,7 +541,7 @@ static int py_select_path(sim_t *s, int64_t nr_bytes, int cpu)
     if (r < 0) return -1;
     PyObject *nb = PyLong_FromLongLong(nr_bytes);
     if (!nb) return -1;
-    PyObject *pgpath = PyObject_CallOneArg(s->py_select, nb);
+    PyObject *pgpath = PyObject_CallOneArg(PyList_GET_ITEM(s->py_select, s->cur_pg), nb);
     Py_DECREF(nb);
     if (!pgpath) return -1;
     PyObject *idx = PyDict_GetItemWithError(s->py_index, pgpath);
@@ -629,8 +630,8 @@ static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
     if (!(fn = PyObject_GetAttrString(s->target, name)) || !(ret = PyObject_Call(fn, full, NULL))) goto out;
     PyObject *result, *st_in, *events;
     long long delta;
-    if (!PyArg_ParseTuple(ret, "OO(iiiiL)O!", &result, &st_in, &s->nr_valid_paths, &s->target_simple,
-                          &s->queue_if_no_path, &s->kick_pending, &delta, &PyList_Type, &events))
+    if (!PyArg_ParseTuple(ret, "OO(iiiiiL)O!", &result, &st_in, &s->nr_valid_paths, &s->target_simple,
+                          &s->queue_if_no_path, &s->kick_pending, &s->cur_pg, &delta, &PyList_Type, &events))
         goto out;
     s->state_changes += delta;
     if (sel_state_in(s, st_in) < 0) goto out;
@@ -723,7 +724,8 @@ static int sel_start(sim_t *s, path_t *p, int64_t nr_bytes)
 {
     switch (s->selector) {
     case SEL_PY:
-        return s->py_hooks ? py_io_hook(s, s->py_start, (int)(p - s->paths), nr_bytes, NULL) : 0;
+        return PyList_GET_ITEM(s->py_start, p->pg) != Py_None
+            ? py_io_hook(s, PyList_GET_ITEM(s->py_start, p->pg), (int)(p - s->paths), nr_bytes, NULL) : 0;
     case SEL_QL: p->qlen_sel = (int32_t)((uint32_t)p->qlen_sel + 1U); break;
     case SEL_ST: p->inflight_size = (int32_t)((uint32_t)p->inflight_size + (uint32_t)nr_bytes); break;
     case SEL_HST: p->outstanding += 1; break;
@@ -736,7 +738,8 @@ static int sel_end(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
 {
     switch (s->selector) {
     case SEL_PY:
-        return s->py_hooks ? py_io_hook(s, s->py_end, (int)(p - s->paths), nr_bytes,
+        return PyList_GET_ITEM(s->py_end, p->pg) != Py_None
+            ? py_io_hook(s, PyList_GET_ITEM(s->py_end, p->pg), (int)(p - s->paths), nr_bytes,
                                         PyLong_FromUnsignedLongLong(start)) : 0;
     case SEL_QL: p->qlen_sel = (int32_t)((uint32_t)p->qlen_sel - 1U); break;
     case SEL_ST: p->inflight_size = (int32_t)((uint32_t)p->inflight_size - (uint32_t)nr_bytes); break;
@@ -1577,9 +1580,6 @@ static void sim_free(sim_t *s)
     PyMem_Free(s->fault_after);
     PyMem_Free(s->fault_factor);
     PyMem_Free(s->windows);
-    Py_XDECREF(s->py_select);
-    Py_XDECREF(s->py_start);
-    Py_XDECREF(s->py_end);
     Py_XDECREF(s->timeline);
 }
 
@@ -1643,26 +1643,25 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     if (err) return NULL;
     s.target = PyDict_GetItemString(cfg, "target");
     if (s.target == Py_None) s.target = NULL;
-    if (s.target && !PyArg_ParseTuple(PyDict_GetItemString(cfg, "target_flags"), "iiii", &s.nr_valid_paths,
-                                      &s.target_simple, &s.queue_if_no_path, &s.kick_pending))
+    if (s.target && !PyArg_ParseTuple(PyDict_GetItemString(cfg, "target_flags"), "iiiii", &s.nr_valid_paths,
+                                      &s.target_simple, &s.queue_if_no_path, &s.kick_pending, &s.cur_pg))
         return NULL;
     if (!s.target) s.nr_valid_paths = s.target_simple = 1;
     s.py_sim = PyDict_GetItemString(cfg, "py_sim");     /* whose now the Python side reads */
     if (s.selector == SEL_PY) {
-        PyObject *ps = PyDict_GetItemString(cfg, "py_selector");
+        /* per group: the selector's bound select_path, start_io and end_io (None: no I/O hooks) */
+        s.py_select = PyDict_GetItemString(cfg, "py_select");
+        s.py_start = PyDict_GetItemString(cfg, "py_start");
+        s.py_end = PyDict_GetItemString(cfg, "py_end");
         s.py_pgpaths = PyDict_GetItemString(cfg, "py_pgpaths");
         s.py_index = PyDict_GetItemString(cfg, "py_index");
-        s.py_hooks = (int)get_i64(cfg, "py_hooks", &err);
-        if (err || !ps || !s.py_pgpaths || !PyList_Check(s.py_pgpaths) || !s.py_index
-                || !PyDict_Check(s.py_index) || !s.py_sim) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_ValueError, "a Python selector needs py_selector, py_pgpaths, py_index, py_sim");
+        if (!s.py_select || !PyList_Check(s.py_select) || !s.py_start || !PyList_Check(s.py_start)
+                || !s.py_end || !PyList_Check(s.py_end) || !s.py_pgpaths || !PyList_Check(s.py_pgpaths)
+                || !s.py_index || !PyDict_Check(s.py_index) || !s.py_sim) {
+            PyErr_SetString(PyExc_ValueError, "a Python selector needs py_select, py_start, py_end, py_pgpaths, "
+                            "py_index and py_sim");
             return NULL;
         }
-        s.py_select = PyObject_GetAttrString(ps, "select_path");
-        s.py_start = PyObject_GetAttrString(ps, "start_io");
-        s.py_end = PyObject_GetAttrString(ps, "end_io");
-        if (!s.py_select || !s.py_start || !s.py_end) { sim_free(&s); return NULL; }
     }
     PyObject *w = PyDict_GetItemString(cfg, "weights");
     if (!w || !PyList_Check(w) || PyList_GET_SIZE(w) != 64) {
@@ -1714,6 +1713,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         p->stale_after = get_u64(pd, "stale_after", &err);
         p->last_finish = get_u64(pd, "last_finish", &err);
         p->valid_count = (int)get_i64(pd, "valid_count", &err);
+        p->pg = (int)get_i64(pd, "pg", &err);
         p->nhw = (int)get_i64(pd, "nr_hw_queues", &err);
         if (p->nhw < 1) p->nhw = 1;
         p->hw = PyMem_Calloc((size_t)p->nhw, sizeof(hctx_t));

@@ -159,8 +159,7 @@ class _Target:
         # likewise request-based with queueing: every map is DM_MAPIO_DELAY_REQUEUE
         requeue = idle and queueing and mp.queue_mode != "bio"
         return (mp.nr_valid_paths, int(simple) | (2 if kill else 0) | (4 if requeue else 0),
-                int(mp.queue_if_no_path_flag),
-                int(self.sim._kick_pending))
+                int(mp.queue_if_no_path_flag), int(self.sim._kick_pending), mp.priority_groups.index(self.c_pg))
 
     def _leave(self, result):
         if self.mp.current_pg is not None:
@@ -265,8 +264,8 @@ def eligible(sim) -> str:
         return "a device appears twice in the table"
     if len(pgs) > 1 or mp.hw_handler_name:
         # the core selects in the current group with one selector's code: every group's must be alike
-        if len({type(pg.ps) for pg in pgs}) > 1 or _py_selector(pgs[0].ps):
-            return "several priority groups need one built-in load-balancing selector in all of them"
+        if len({type(pg.ps) for pg in pgs}) > 1:
+            return "several priority groups need the same selector in all of them"
         if len({(tuple(getattr(pg.ps, "weights", ())), getattr(pg.ps, "threshold_multiplier", 0))
                 for pg in pgs}) > 1:
             return "several historical-service-time groups with different arguments need the Python engine"
@@ -321,7 +320,7 @@ def try_run_fast(sim) -> bool:
             "seed": d.seed, "rt": getattr(info, "relative_throughput", 1),
             "hst": getattr(info, "hst", 0), "outstanding": getattr(info, "outstanding", 0),
             "stale_after": getattr(info, "stale_after", 0), "last_finish": getattr(info, "last_finish", 0),
-            "valid_count": getattr(pgpath.pg.ps, "valid_count", 0),
+            "valid_count": getattr(pgpath.pg.ps, "valid_count", 0), "pg": mp.priority_groups.index(pgpath.pg),
             "nr_hw_queues": d.model.nr_hw_queues if sim.blk is not None else 1,
             "hctx_tags": d.model.hctx_tags if sim.blk is not None else 0,
             "hctx_sched_tags": d.model.hctx_sched_tags if sim.blk is not None else 0,
@@ -367,8 +366,10 @@ def try_run_fast(sim) -> bool:
                     "ioa_node": list(ps.topology.node_of), "map_misses": ps.map_misses})
     elif py_sel:
         pgpaths = [info_of_dev[i][0] for i in range(len(devices))]
-        cfg.update({"py_selector": ps, "py_pgpaths": pgpaths, "py_index": {p: i for i, p in enumerate(pgpaths)},
-                    "py_hooks": int(ps.has_io_hooks)})
+        cfg.update({"py_select": [pg.ps.select_path for pg in mp.priority_groups],
+                    "py_start": [pg.ps.start_io if pg.ps.has_io_hooks else None for pg in mp.priority_groups],
+                    "py_end": [pg.ps.end_io if pg.ps.has_io_hooks else None for pg in mp.priority_groups],
+                    "py_pgpaths": pgpaths, "py_index": {p: i for i, p in enumerate(pgpaths)}})
     # the faults and messages Simulation.__init__ scheduled now run in the core, in their order
     target = None
     if _needs_target(sim):
