@@ -147,6 +147,7 @@ enum { FAULT_FAIL = 0, FAULT_REINSTATE = 1, FAULT_SLOW = 2 };
 enum { MAP_REMAPPED = 0, MAP_SUBMITTED = 1, MAP_REQUEUE = 2, MAP_DELAY_REQUEUE = 3, MAP_KILL = 4 };
 enum { END_DONE = 0, END_REQUEUE = 1, END_DELAY_REQUEUE = 2, END_INCOMPLETE = 3 };
 #define ERR_IOERR 1             /* index of "ioerr" in _Target.errors */
+#define ERR_TRANSPORT 2         /* index of "transport" */
 #define REQUEUE_DELAY_NS 100000000LL
 #define RESUBMIT_AFTER_ERROR_NS 10000LL
 
@@ -353,11 +354,13 @@ typedef struct {
     /* the Python target (fast.py _Target) for the rare events: faults that fail or reinstate a
        path, dm messages, I/O errors, mapping while no path or a pg switch is pending.  target_simple:
        the target is in the state where map is select_path + start_io (bit 0; every per-I/O step in C)
-       or where map fails every I/O (bit 1) or requeues it after 100 ms (bit 2) without changing anything */
+       or where map fails every I/O (bit 1) or requeues it after 100 ms (bit 2) without changing anything;
+       bits 3 and 4: path_error on an already failed path (see there) */
     PyObject *target;
     int target_simple, nr_valid_paths, queue_if_no_path, kick_pending;
     int64_t state_changes, errored;
     int nvalid;             /* valid paths of the selector (the head of valid[]) */
+    int *path_active;       /* PGPath.is_active of each path, as the target last said */
     /* dispatch windows (Simulation._windows): npaths counts per window_ns since the start */
     int64_t window_ns, nwindows, capwindows;
     int64_t *windows;
@@ -614,6 +617,17 @@ static int sel_state_in(sim_t *s, PyObject *st)
 
 /* Call _Target.<name>(selector state, *args): the target acts in Python, then its state, its
    flags and the events it scheduled (kicks, timers, messages) come back.  Returns the result. */
+static int read_active(sim_t *s, PyObject *active)
+{
+    if (!PyList_Check(active) || PyList_GET_SIZE(active) != s->npaths) {
+        PyErr_SetString(PyExc_ValueError, "the target's flags need every path's is_active");
+        return -1;
+    }
+    for (int i = 0; i < s->npaths; i++)
+        s->path_active[i] = PyObject_IsTrue(PyList_GET_ITEM(active, i));
+    return 0;
+}
+
 static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
 {
     if (!args) return NULL;
@@ -628,10 +642,11 @@ static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
         PyTuple_SET_ITEM(full, i + 1, PyTuple_GET_ITEM(args, i));
     }
     if (!(fn = PyObject_GetAttrString(s->target, name)) || !(ret = PyObject_Call(fn, full, NULL))) goto out;
-    PyObject *result, *st_in, *events;
+    PyObject *result, *st_in, *events, *active;
     long long delta;
-    if (!PyArg_ParseTuple(ret, "OO(iiiiiL)O!", &result, &st_in, &s->nr_valid_paths, &s->target_simple,
-                          &s->queue_if_no_path, &s->kick_pending, &s->cur_pg, &delta, &PyList_Type, &events))
+    if (!PyArg_ParseTuple(ret, "OO(iiiiiOL)O!", &result, &st_in, &s->nr_valid_paths, &s->target_simple,
+                          &s->queue_if_no_path, &s->kick_pending, &s->cur_pg, &active, &delta, &PyList_Type, &events)
+            || read_active(s, active) < 0)
         goto out;
     s->state_changes += delta;
     if (sel_state_in(s, st_in) < 0) goto out;
@@ -1321,14 +1336,23 @@ static int path_error(sim_t *s, int64_t id)
 {
     io_t *io = &s->ios[id];
     path_t *p = &s->paths[io->path];
-    p->in_flight--;
-    PyObject *r = target_call(s, "end_io", Py_BuildValue("(LLiLLi)", (long long)id, (long long)s->jobs[io->job].bs,
-        io->path, (long long)io->start_time_ns, s->bio ? (long long)io->dm_start_jiffies : -1LL, io->mapped));
-    if (!r) return -1;
     int code, err;
-    int ok = PyArg_ParseTuple(r, "ii", &code, &err);
-    Py_DECREF(r);
-    if (!ok) return -1;
+    p->in_flight--;
+    if ((s->target_simple & 24) && !s->path_active[io->path]) {
+        /* request-based, on a path the target has failed already: end_io changes nothing but the
+           selector's end_io (bit 3: END_REQUEUE; bit 4: no path, no queueing: END_DONE with the error) */
+        if (sel_end(s, p, s->jobs[io->job].bs, (uint64_t)io->start_time_ns) < 0) return -1;
+        code = (s->target_simple & 8) ? END_REQUEUE : END_DONE;
+        err = (s->target_simple & 8) ? 0 : ERR_TRANSPORT;
+    } else {
+        PyObject *r = target_call(s, "end_io", Py_BuildValue("(LLiLLi)", (long long)id,
+            (long long)s->jobs[io->job].bs, io->path, (long long)io->start_time_ns,
+            s->bio ? (long long)io->dm_start_jiffies : -1LL, io->mapped));
+        if (!r) return -1;
+        int ok = PyArg_ParseTuple(r, "ii", &code, &err);
+        Py_DECREF(r);
+        if (!ok) return -1;
+    }
     if (s->blk && blk_complete(s, p, id) < 0) return -1;
     p->errors++;
     switch (code) {
@@ -1562,6 +1586,7 @@ static void sim_free(sim_t *s)
     }
     PyMem_Free(s->paths);
     PyMem_Free(s->valid);
+    PyMem_Free(s->path_active);
     PyMem_Free(s->jobs);
     PyMem_Free(s->ios);
     PyMem_Free(s->free_ios);
@@ -1643,8 +1668,9 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     if (err) return NULL;
     s.target = PyDict_GetItemString(cfg, "target");
     if (s.target == Py_None) s.target = NULL;
-    if (s.target && !PyArg_ParseTuple(PyDict_GetItemString(cfg, "target_flags"), "iiiii", &s.nr_valid_paths,
-                                      &s.target_simple, &s.queue_if_no_path, &s.kick_pending, &s.cur_pg))
+    PyObject *active = NULL;
+    if (s.target && !PyArg_ParseTuple(PyDict_GetItemString(cfg, "target_flags"), "iiiiiO", &s.nr_valid_paths,
+                                      &s.target_simple, &s.queue_if_no_path, &s.kick_pending, &s.cur_pg, &active))
         return NULL;
     if (!s.target) s.nr_valid_paths = s.target_simple = 1;
     s.py_sim = PyDict_GetItemString(cfg, "py_sim");     /* whose now the Python side reads */
@@ -1687,13 +1713,15 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     }
     s.paths = PyMem_Calloc((size_t)s.npaths, sizeof(path_t));
     s.valid = PyMem_Calloc((size_t)s.npaths, sizeof(int));
+    s.path_active = PyMem_Calloc((size_t)s.npaths, sizeof(int));
     s.jobs = PyMem_Calloc((size_t)(s.njobs ? s.njobs : 1), sizeof(job_t));
     s.timeline = PyList_New(0);
     if (s.ncpus < 1) s.ncpus = 1;
     s.cpus = PyMem_Calloc((size_t)s.ncpus, sizeof(cpu_t));
-    if (!s.paths || !s.valid || !s.jobs || !s.timeline || !s.cpus) { sim_free(&s); return PyErr_NoMemory(); }
+    if (!s.paths || !s.valid || !s.path_active || !s.jobs || !s.timeline || !s.cpus) { sim_free(&s); return PyErr_NoMemory(); }
     for (int i = 0; i < s.ncpus; i++)
         s.cpus[i].current = -1;
+    if (active && read_active(&s, active) < 0) { sim_free(&s); return NULL; }
     for (int i = 0; i < s.npaths; i++) {
         PyObject *pd = PyList_GET_ITEM(paths, i);
         path_t *p = &s.paths[i];

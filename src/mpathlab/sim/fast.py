@@ -111,7 +111,7 @@ class _Target:
         self.index = {p: i for i, p in enumerate(pgpaths)}
         self.queued = {}                 # cid -> _CoreIO the target holds (queued bios)
         self.messages = []               # texts of the core's EV_MESSAGE events
-        self.errors = [None, "ioerr"]    # job errors by code (0: none)
+        self.errors = [None, "ioerr", "transport"]    # job errors by code (0: none; _fastcore.c ERR_*)
         self._events = []
         sim._push = self._capture        # the target's kicks, timers and messages go to the core
 
@@ -158,8 +158,15 @@ class _Target:
         kill = idle and not queueing
         # likewise request-based with queueing: every map is DM_MAPIO_DELAY_REQUEUE
         requeue = idle and queueing and mp.queue_mode != "bio"
-        return (mp.nr_valid_paths, int(simple) | (2 if kill else 0) | (4 if requeue else 0),
-                int(mp.queue_if_no_path_flag), int(self.sim._kick_pending), mp.priority_groups.index(self.c_pg))
+        # request-based end_io with an error on a path already failed: only the selector's end_io runs,
+        # and the I/O is requeued (a path or queueing is left) or fails with the error (bits 3 and 4)
+        rq = mp.queue_mode != "bio"
+        end_requeue = rq and bool(mp.nr_valid_paths or queueing)
+        end_fail = rq and not end_requeue
+        bits = int(simple) | (2 if kill else 0) | (4 if requeue else 0) | (8 if end_requeue else 0) | (
+            16 if end_fail else 0)
+        return (mp.nr_valid_paths, bits, int(mp.queue_if_no_path_flag), int(self.sim._kick_pending),
+                mp.priority_groups.index(self.c_pg), [p.is_active for p in self.pgpaths])
 
     def _leave(self, result):
         if self.mp.current_pg is not None:
