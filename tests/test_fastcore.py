@@ -364,7 +364,8 @@ def test_queue_if_no_path_timeout_in_the_core(mode):
     from mpathlab.sim.devices import Fault
     table, paths = make("queue-length", mode)
     table = table.replace("multipath 0 " if mode == "rq" else "multipath 2 queue_mode bio ",
-                          "multipath 1 queue_if_no_path " if mode == "rq" else "multipath 3 queue_if_no_path queue_mode bio ")
+                          "multipath 1 queue_if_no_path " if mode == "rq"
+                          else "multipath 3 queue_if_no_path queue_mode bio ")
     for p in paths:
         p.faults = [Fault(3_000_000, "fail")]
     a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=8\nruntime=2500ms\ntime_based\n",
@@ -434,7 +435,8 @@ def test_group_failover_by_faults_in_the_core(selector):
 @pytest.mark.parametrize("mode", ["rq", "bio"])
 def test_io_affinity_in_c_counts_map_misses_and_with_faults_runs_as_python_code(mode):
     from mpathlab.sim.devices import Fault
-    # CPUs 0..5 run the clones; of those only CPUs 0, 1 and 4 are mapped (p3 has CPU 7): the others miss and take CPU 0's path
+    # CPUs 0..5 run the clones; of those only CPUs 0, 1 and 4 are mapped (p3 has CPU 7): the others
+    # miss and take CPU 0's path
     table = _py_table("io-affinity 0", lambda i: ("1", "2", "10", "80")[i], mode=mode)
     _, paths = make("queue-length", k=2)
     jobs = "[a]\nrw=randwrite\nbs=4k\niodepth=4\nnumjobs=6\nnumber_ios=300\n"

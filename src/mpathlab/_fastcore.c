@@ -1718,7 +1718,10 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.timeline = PyList_New(0);
     if (s.ncpus < 1) s.ncpus = 1;
     s.cpus = PyMem_Calloc((size_t)s.ncpus, sizeof(cpu_t));
-    if (!s.paths || !s.valid || !s.path_active || !s.jobs || !s.timeline || !s.cpus) { sim_free(&s); return PyErr_NoMemory(); }
+    if (!s.paths || !s.valid || !s.path_active || !s.jobs || !s.timeline || !s.cpus) {
+        sim_free(&s);
+        return PyErr_NoMemory();
+    }
     for (int i = 0; i < s.ncpus; i++)
         s.cpus[i].current = -1;
     if (active && read_active(&s, active) < 0) { sim_free(&s); return NULL; }

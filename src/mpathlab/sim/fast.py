@@ -42,8 +42,8 @@ from ..selectors.io_affinity import IOAffinity
 from ..timing import initial_jiffies
 from ..target import (END_DELAY_REQUEUE, END_DONE, END_INCOMPLETE, END_REQUEUE, MAP_DELAY_REQUEUE, MAP_KILL,
                       MAP_REMAPPED, MAP_REQUEUE, MAP_SUBMITTED, MpathIO)
-from .devices import Empirical, Exponential, LogNormal, ServiceTime
 from ..target.multipath import DH_OK
+from .devices import Empirical, Exponential, LogNormal, ServiceTime
 from .engine import EV_ACTIVATED, EV_FAULT, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT
 
 try:
@@ -246,8 +246,9 @@ def _needs_target(sim) -> bool:
     """The run has rare events for the Python target: dm messages, faults that fail or reinstate,
     group switches and hardware-handler activation."""
     mp = sim.mp
-    return len(mp.priority_groups) > 1 or bool(mp.hw_handler_name) or any(kind == EV_MESSAGE or (kind == EV_FAULT and obj[1].action != "slow")
-               for _, _, kind, obj in sim._heap)
+    return len(mp.priority_groups) > 1 or bool(mp.hw_handler_name) or any(
+        kind == EV_MESSAGE or (kind == EV_FAULT and obj[1].action != "slow")
+        for _, _, kind, obj in sim._heap)
 
 
 def eligible(sim) -> str:
@@ -343,7 +344,8 @@ def try_run_fast(sim) -> bool:
     expected, horizon, hard_stop, tl_step, tl_count = sim.run_plan()
     bio = mp.queue_mode == "bio"
     cfg = {
-        "selector": SEL_IOA if ioa else SEL_PY if py_sel else _SELECTORS[type(ps)], "paths": paths_cfg, "jobs": jobs_cfg, "order": order,
+        "selector": SEL_IOA if ioa else SEL_PY if py_sel else _SELECTORS[type(ps)],
+        "paths": paths_cfg, "jobs": jobs_cfg, "order": order,
         "base_ns": sim._base, "bio": int(bio), "rq_stats": int(mp.rq_stats),
         "use_hr": int(bio and ps.uses_hr_timer() and not mp.force_jiffies_start),
         "hz": sim.timebase.hz, "initial_jiffies": initial_jiffies(sim.timebase.hz),
