@@ -172,9 +172,10 @@ def test_ineligible_configurations_fall_back_or_refuse():
                 "historical-service-time 2 900 0 2 1 p2 0 p3 0")
     sim = Simulation(hst_args, paths, parse_fio("[j]\nnumber_ios=10\n").jobs)
     assert "different arguments" in fast.eligible(sim)
-    two_kinds = "0 2097152 multipath 0 0 2 1 queue-length 0 2 1 p0 1 p1 1 round-robin 0 2 1 p2 1 p3 1"
-    sim = Simulation(two_kinds, paths, parse_fio("[j]\nnumber_ios=10\n").jobs)
-    assert "several priority groups" in fast.eligible(sim)
+    stamps = ("0 2097152 multipath 2 queue_mode bio 0 2 1 queue-length 0 2 1 p0 1 p1 1 "
+              "historical-service-time 0 2 1 p2 0 p3 0")
+    sim = Simulation(stamps, paths, parse_fio("[j]\nnumber_ios=10\n").jobs)
+    assert "stamp start times differently" in fast.eligible(sim)
 
 
 # ------------------------------------------------ step 1: slow faults and dispatch windows
@@ -493,4 +494,33 @@ def test_python_selectors_in_several_groups_in_the_core(selector, mode):
     a = compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=8\nnumjobs=2\nruntime=10ms\ntime_based\n",
                 messages=[(2_000_000, "fail_path p1"), (6_000_000, "reinstate_path p1"), (7_000_000, "switch_group 2"),
                           (8_000_000, "switch_group 1")], window_ns=1_000_000)
+    assert a.paths[0]["errors"] > 0 and a.paths[2]["dispatched"] + a.paths[3]["dispatched"] > 0
+
+
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+@pytest.mark.parametrize("pair", [("queue-length", "round-robin"), ("service-time", "queue-length"),
+                                  ("historical-service-time", "p2c"), ("p2c", "queue-length"),
+                                  ("historical-service-time", "service-time")])
+def test_different_selectors_in_groups_in_the_core(pair, mode):
+    from mpathlab.sim.devices import Fault
+    per = {"service-time": "2 %s 1 1", "p2c": "1 %s 1"}
+    groups = " ".join("%s 0 2 %s" % (sel, " ".join(
+        (per.get(sel) or PER_PATH.get(sel, "1 %s 1")) % ("p%d" % i) if i == a else
+        ((per.get(sel) or PER_PATH.get(sel, "1 %s 1")) % ("p%d" % i)).split(" ", 1)[1] for i in (a, a + 1)))
+        for sel, a in zip(pair, (0, 2)))
+    feats = {"rq": "1 queue_if_no_path", "bio": "3 queue_if_no_path queue_mode bio"}[mode]
+    table = "0 2097152 multipath %s 0 2 1 %s" % (feats, groups)
+    _, paths = make("queue-length", k=4)
+    paths[0].faults = [Fault(2_000_000, "fail"), Fault(5_000_000, "reinstate", reinstate_after_ns=200_000)]
+    jobs = parse_fio("[a]\nrw=randwrite\nbs=4k\niodepth=8\nnumjobs=2\nruntime=10ms\ntime_based\n").jobs
+    kw = dict(messages=[(2_000_000, "fail_path p1"), (6_000_000, "reinstate_path p1"), (7_000_000, "switch_group 2"),
+                        (8_000_000, "switch_group 1")], window_ns=1_000_000)
+    sim = Simulation(table, paths, jobs, **kw)
+    why = fast.eligible(sim)
+    if mode == "bio" and ("historical-service-time" in pair or "p2c" in pair) and not set(pair) <= {
+            "historical-service-time", "p2c"}:
+        assert "stamp start times differently" in why
+        return
+    assert why == ""
+    a = compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=8\nnumjobs=2\nruntime=10ms\ntime_based\n", **kw)
     assert a.paths[0]["errors"] > 0 and a.paths[2]["dispatched"] + a.paths[3]["dispatched"] > 0

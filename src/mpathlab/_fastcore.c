@@ -208,6 +208,7 @@ typedef struct {
     uint64_t hst, outstanding, stale_after, last_finish;
     int valid_count;        /* HST: the valid_count of this path's group's selector */
     int pg;                 /* index of the path's priority group */
+    int sel;                /* SEL_*: the selector type of that group */
     /* the path's hardware queues (sim/blockqueue.py Hctx) */
     int nhw;
     struct hctx *hw;
@@ -369,6 +370,8 @@ typedef struct {
        now and _cur_cpu the selector's clock and cpu read */
     PyObject *py_select, *py_start, *py_end, *py_pgpaths, *py_index, *py_sim;   /* per group: lists */
     int cur_pg;             /* the group the core selects in (the target's current group) */
+    int *pg_sel;            /* SEL_* of each group */
+    int npgs, any_c_sel;    /* any_c_sel: some group's selector is one of the core's */
     int64_t py_now_set;
     /* results */
     int64_t submitted, completed, events;
@@ -575,7 +578,7 @@ static int py_io_hook(sim_t *s, PyObject *fn, int pi, int64_t nr_bytes, PyObject
    valid order of the group the core selects in) */
 static PyObject *sel_state_out(sim_t *s)
 {
-    if (s->selector == SEL_PY)
+    if (!s->any_c_sel)
         Py_RETURN_NONE;
     PyObject *paths = PyList_New(s->npaths), *order = PyList_New(s->nvalid);
     if (!paths || !order) { Py_XDECREF(paths); Py_XDECREF(order); return NULL; }
@@ -671,7 +674,7 @@ static int select_path(sim_t *s, int64_t nr_bytes, int cpu)
 {
     int n = s->nvalid, best_i = 0;
     int *v = s->valid;
-    switch (s->selector) {
+    switch (s->pg_sel[s->cur_pg]) {
     case SEL_PY:
         return py_select_path(s, nr_bytes, cpu);
     case SEL_IOA: {
@@ -737,7 +740,7 @@ static int select_path(sim_t *s, int64_t nr_bytes, int cpu)
 
 static int sel_start(sim_t *s, path_t *p, int64_t nr_bytes)
 {
-    switch (s->selector) {
+    switch (p->sel) {
     case SEL_PY:
         return PyList_GET_ITEM(s->py_start, p->pg) != Py_None
             ? py_io_hook(s, PyList_GET_ITEM(s->py_start, p->pg), (int)(p - s->paths), nr_bytes, NULL) : 0;
@@ -751,7 +754,7 @@ static int sel_start(sim_t *s, path_t *p, int64_t nr_bytes)
 
 static int sel_end(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
 {
-    switch (s->selector) {
+    switch (p->sel) {
     case SEL_PY:
         return PyList_GET_ITEM(s->py_end, p->pg) != Py_None
             ? py_io_hook(s, PyList_GET_ITEM(s->py_end, p->pg), (int)(p - s->paths), nr_bytes,
@@ -1586,6 +1589,7 @@ static void sim_free(sim_t *s)
     }
     PyMem_Free(s->paths);
     PyMem_Free(s->valid);
+    PyMem_Free(s->pg_sel);
     PyMem_Free(s->path_active);
     PyMem_Free(s->jobs);
     PyMem_Free(s->ios);
@@ -1674,7 +1678,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         return NULL;
     if (!s.target) s.nr_valid_paths = s.target_simple = 1;
     s.py_sim = PyDict_GetItemString(cfg, "py_sim");     /* whose now the Python side reads */
-    if (s.selector == SEL_PY) {
+    if (PyDict_GetItemString(cfg, "py_select")) {
         /* per group: the selector's bound select_path, start_io and end_io (None: no I/O hooks) */
         s.py_select = PyDict_GetItemString(cfg, "py_select");
         s.py_start = PyDict_GetItemString(cfg, "py_start");
@@ -1724,6 +1728,18 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     }
     for (int i = 0; i < s.ncpus; i++)
         s.cpus[i].current = -1;
+    PyObject *pgs = PyDict_GetItemString(cfg, "pg_selectors");   /* SEL_* of each group */
+    if (!pgs || !PyList_Check(pgs) || PyList_GET_SIZE(pgs) < 1) {
+        PyErr_SetString(PyExc_ValueError, "pg_selectors must list each group's selector");
+        sim_free(&s);
+        return NULL;
+    }
+    s.npgs = (int)PyList_GET_SIZE(pgs);
+    if (!(s.pg_sel = PyMem_Calloc((size_t)s.npgs, sizeof(int)))) { sim_free(&s); return PyErr_NoMemory(); }
+    for (int i = 0; i < s.npgs; i++) {
+        s.pg_sel[i] = (int)PyLong_AsLong(PyList_GET_ITEM(pgs, i));
+        s.any_c_sel |= s.pg_sel[i] != SEL_PY;
+    }
     if (active && read_active(&s, active) < 0) { sim_free(&s); return NULL; }
     for (int i = 0; i < s.npaths; i++) {
         PyObject *pd = PyList_GET_ITEM(paths, i);
@@ -1745,6 +1761,12 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         p->last_finish = get_u64(pd, "last_finish", &err);
         p->valid_count = (int)get_i64(pd, "valid_count", &err);
         p->pg = (int)get_i64(pd, "pg", &err);
+        if (p->pg < 0 || p->pg >= s.npgs) {
+            PyErr_SetString(PyExc_ValueError, "a path of an unknown group");
+            sim_free(&s);
+            return NULL;
+        }
+        p->sel = s.pg_sel[p->pg];
         p->nhw = (int)get_i64(pd, "nr_hw_queues", &err);
         if (p->nhw < 1) p->nhw = 1;
         p->hw = PyMem_Calloc((size_t)p->nhw, sizeof(hctx_t));

@@ -14,7 +14,8 @@ kernelc-built one) as Python code the compiled loop calls through its
 select_path, start_io and end_io, with the Simulation's clock and CPU kept
 current, so only the selector's own code runs at Python speed; path tags and
 host CPUs; dispatch windows; faults (fail, reinstate, slow); dm messages;
-several priority groups with switching and hardware-handler pg_init;
+several priority groups (each with its own selector, C or Python) with
+switching and hardware-handler pg_init;
 queue_if_no_path with its timeout; bio-based queueing.
 
 The split, and why: every per-I/O step (submit, map through the selector,
@@ -104,10 +105,12 @@ class _Target:
     the C selectors' state first and returns it with the target's flags and the events it
     scheduled (through Simulation._push), so both sides stay one state."""
 
-    def __init__(self, sim, pgpaths, infos, c_selector):
+    def __init__(self, sim, pgpaths, infos):
         self.sim, self.mp = sim, sim.mp
         self.c_pg = sim.mp.priority_groups[0]   # the group whose valid list the core holds
-        self.pgpaths, self.infos, self.c_selector = pgpaths, infos, c_selector
+        self.pgpaths, self.infos = pgpaths, infos
+        # the groups whose selector runs in C (their state is copied across on every call)
+        self.c_groups = {p.pg for p, i in zip(pgpaths, infos) if i is not None}
         self.index = {p: i for i, p in enumerate(pgpaths)}
         self.queued = {}                 # cid -> _CoreIO the target holds (queued bios)
         self.messages = []               # texts of the core's EV_MESSAGE events
@@ -130,20 +133,22 @@ class _Target:
 
     def state(self):
         """The C selectors' state as _fastcore.c's sel_state_out gives it."""
-        if not self.c_selector:
+        if not self.c_groups:
             return None
         return ([(getattr(i, "qlen", 0), getattr(i, "in_flight_size", 0), getattr(i, "hst", 0),
                   getattr(i, "outstanding", 0), getattr(i, "stale_after", 0), getattr(i, "last_finish", 0),
                   getattr(p.pg.ps, "valid_count", 0)) for p, i in zip(self.pgpaths, self.infos)],
-                [self.infos.index(i) for i in self.c_pg.ps._valid])
+                [self.infos.index(i) for i in self.c_pg.ps._valid] if self.c_pg in self.c_groups else [])
 
     def _enter(self, state):
         if state is not None:
             paths, order = state
             for info, (ql, ifs, hst, out, stale, last, _) in zip(self.infos, paths):
-                _set_info(info, ql, ifs, hst, out, stale, last)
+                if info is not None:
+                    _set_info(info, ql, ifs, hst, out, stale, last)
             # valid_count only changes in the Python selector (fail_path, reinstate_path)
-            self.c_pg.ps._valid[:] = [self.infos[i] for i in order]
+            if self.c_pg in self.c_groups:
+                self.c_pg.ps._valid[:] = [self.infos[i] for i in order]
         self.sim._state_changes = 0
 
     def flags(self):
@@ -270,13 +275,14 @@ def eligible(sim) -> str:
         return "every device must be one active path of the table"
     if len({sim.dev_of_pgpath[p] for p in pgpaths}) != len(pgpaths):
         return "a device appears twice in the table"
-    if len(pgs) > 1 or mp.hw_handler_name:
-        # the core selects in the current group with one selector's code: every group's must be alike
-        if len({type(pg.ps) for pg in pgs}) > 1:
-            return "several priority groups need the same selector in all of them"
-        if len({(tuple(getattr(pg.ps, "weights", ())), getattr(pg.ps, "threshold_multiplier", 0))
-                for pg in pgs}) > 1:
+    if len(pgs) > 1:
+        # the core keeps one set of HST arguments and one start-time clock for bio-based I/O
+        if len({(tuple(pg.ps.weights), pg.ps.threshold_multiplier) for pg in pgs
+                if type(pg.ps) is HistoricalServiceTime}) > 1:
             return "several historical-service-time groups with different arguments need the Python engine"
+        if mp.queue_mode == "bio" and len({pg.ps.uses_hr_timer() for pg in pgs}) > 1:
+            return ("bio-based groups whose selectors stamp start times differently (ktime or jiffies) "
+                    "need the Python engine")
     kinds = {e[2] for e in sim._heap}
     if kinds - {EV_FAULT, EV_MESSAGE}:
         return "simulation already started"
@@ -316,7 +322,7 @@ def try_run_fast(sim) -> bool:
     for pgpath in mp.pgpaths:
         d = sim.dev_of_pgpath[pgpath]
         # a Python selector keeps its own state: the core only needs the pgpath
-        info = None if py_sel or ioa else pgpath.pg.ps._info[pgpath]
+        info = None if ioa or _py_selector(pgpath.pg.ps) else pgpath.pg.ps._info[pgpath]
         info_of_dev[index[d]] = (pgpath, info)
     for i, d in enumerate(devices):
         pgpath, info = info_of_dev[i]
@@ -335,7 +341,7 @@ def try_run_fast(sim) -> bool:
         }
     order = (list(range(len(devices))) if py_sel or ioa
              else [index[sim.dev_of_pgpath[pi.path]] for pi in ps._valid])
-    is_hst = type(ps) is HistoricalServiceTime
+    hst = [pg.ps for pg in mp.priority_groups if type(pg.ps) is HistoricalServiceTime]
     jobs_cfg = [{"bs": j.spec.bs, "iodepth": j.spec.iodepth,
                  "remaining": -1 if j.remaining is None else j.remaining,
                  "stop_ns": -1 if j.stop_ns is None else j.stop_ns, "startdelay_ns": j.spec.startdelay_ns,
@@ -349,8 +355,9 @@ def try_run_fast(sim) -> bool:
         "base_ns": sim._base, "bio": int(bio), "rq_stats": int(mp.rq_stats),
         "use_hr": int(bio and ps.uses_hr_timer() and not mp.force_jiffies_start),
         "hz": sim.timebase.hz, "initial_jiffies": initial_jiffies(sim.timebase.hz),
-        "weights": list(ps.weights) if is_hst else [0] * 64,
-        "threshold": ps.threshold_multiplier if is_hst else 0,
+        "pg_selectors": [SEL_IOA if ioa else _SELECTORS.get(type(pg.ps), SEL_PY) for pg in mp.priority_groups],
+        "weights": list(hst[0].weights) if hst else [0] * 64,
+        "threshold": hst[0].threshold_multiplier if hst else 0,
         "has_select_offset": int(sim.sched_clock_offset_ns is not None),
         "select_offset": sim.sched_clock_offset_ns or 0,
         "timeline_step": tl_step, "timeline_count": tl_count,
@@ -373,17 +380,19 @@ def try_run_fast(sim) -> bool:
         pgpath_index = {info_of_dev[i][0]: i for i in range(len(devices))}
         cfg.update({"ioa_map": [-1 if pi is None else pgpath_index[pi.path] for pi in ps.path_map],
                     "ioa_node": list(ps.topology.node_of), "map_misses": ps.map_misses})
-    elif py_sel:
+    elif any(_py_selector(pg.ps) for pg in mp.priority_groups):
+        # per group: a Python selector's bound hooks (None for a group whose selector runs in C)
         pgpaths = [info_of_dev[i][0] for i in range(len(devices))]
-        cfg.update({"py_select": [pg.ps.select_path for pg in mp.priority_groups],
-                    "py_start": [pg.ps.start_io if pg.ps.has_io_hooks else None for pg in mp.priority_groups],
-                    "py_end": [pg.ps.end_io if pg.ps.has_io_hooks else None for pg in mp.priority_groups],
+        pys = [pg.ps if _py_selector(pg.ps) else None for pg in mp.priority_groups]
+        cfg.update({"py_select": [ps and ps.select_path for ps in pys],
+                    "py_start": [ps.start_io if ps and ps.has_io_hooks else None for ps in pys],
+                    "py_end": [ps.end_io if ps and ps.has_io_hooks else None for ps in pys],
                     "py_pgpaths": pgpaths, "py_index": {p: i for i, p in enumerate(pgpaths)}})
     # the faults and messages Simulation.__init__ scheduled now run in the core, in their order
     target = None
     if _needs_target(sim):
         pgpaths = [info_of_dev[i][0] for i in range(len(devices))]
-        target = _Target(sim, pgpaths, [info_of_dev[i][1] for i in range(len(devices))], not py_sel)
+        target = _Target(sim, pgpaths, [info_of_dev[i][1] for i in range(len(devices))])
     faults, initial = [], []
     for t, _, kind, obj in sorted(sim._heap, key=lambda e: e[1]):
         if kind == EV_FAULT:
@@ -433,8 +442,10 @@ def _write_back(sim, out, info_of_dev) -> None:
             info.hst, info.outstanding = p["hst"], p["outstanding"]
             info.stale_after, info.last_finish = p["stale_after"], p["last_finish"]
     target = out["target"]
-    if info_of_dev[0][1] is not None:     # the C selector's valid list: of the group it last selected in
-        (target.c_pg.ps if target is not None else ps)._valid[:] = [info_of_dev[i][1] for i in out["order"]]
+    # the C selector's valid list: of the group it last selected in
+    c_ps = target.c_pg.ps if target is not None else ps
+    if not (_py_selector(c_ps) or type(c_ps) is IOAffinity):
+        c_ps._valid[:] = [info_of_dev[i][1] for i in out["order"]]
     sim.now = out["now"]
     sim._windows = {k: v for k, v in out["windows"].items()}
     if out["first_choice"] >= 0 and target is None:   # with a target its state is already the run's
