@@ -10,9 +10,15 @@ Measures
   2. the same model written for SimPy (bench/simpy_model.py; `pip install simpy`);
   3. a bare heapq event loop popping and pushing the same number of events (the floor);
   4. select_path + start_io + end_io per I/O for each selector at 2, 8 and 32 paths;
-  5. peak memory (max RSS of a fresh process) for 1M and 10M I/O runs.
+  5. peak memory (max RSS of a fresh process) for 1M and 10M I/O runs;
+  6. every shipped scenario, every fault study (sim/faults.py), a 10-path run and a Python
+     plug-in selector (examples/my_selector.py), each in both engines: simulated I/Os per
+     second, and the core's rate as a ratio to the Python engine and to the bare heapq floor
+     (the heapq loop's rate for that run's events per I/O).
 Targets (issue 4): >= 20x SimPy, within 2x of the bare heapq loop, HST < 2 us per I/O
-at 8 paths, memory flat in the number of I/Os.
+at 8 paths, memory flat in the number of I/Os.  Issue 16: every shipped scenario and fault
+study >= 2 M I/Os per second in the core, a Python plug-in selector >= 3x the Python engine,
+the 4-path HST scenario (1.) >= 6 M/s.
 """
 from __future__ import annotations
 
@@ -94,6 +100,93 @@ def selector_cost(name: str, npaths: int, n: int = 100_000, accelerated: bool = 
     return (time.perf_counter() - t) / n * 1e6
 
 
+def _study(study, selector: str, engine: str):
+    table, paths, job, kw = study.build(selector)
+    return Simulation(table, paths, parse_fio(job).jobs, engine=engine, **kw)
+
+
+def _plugin_selector():
+    """examples/my_selector.py, registered as a third party would."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("my_selector", os.path.join(HERE, "..", "examples",
+                                                                             "my_selector.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    if selectors.get_exact(mod.ShortestQueueTail.name) is None:
+        selectors.register(mod.ShortestQueueTail)
+    return mod.ShortestQueueTail.name
+
+
+def core_configs(n_ios: int):
+    """(label, build(engine) -> Simulation) for every configuration issue 16 puts in the core
+    (built as mpathlab.runner.run_simulation builds them; only run() is timed)."""
+    from mpathlab.scenarios import SCENARIOS
+    from mpathlab.sim.devices import Exponential, PathModel
+    from mpathlab.sim.faults import STUDIES
+    from mpathlab.workload.fio import load_fio
+    cfgs = []
+    for sc in SCENARIOS.values():
+        for col in sc.columns:
+            cfgs.append(("scenario %s [%s]" % (sc.name, col.label),
+                         lambda eng, sc=sc, col=col: _scenario_sim(sc, col, eng)))
+    for name, st in STUDIES.items():
+        cfgs.append(("fault study %s [HST]" % name, lambda eng, st=st: _study(st, "historical-service-time", eng)))
+    ten = [PathModel("sd%s" % chr(97 + i), (8, 16 * i), Exponential(100_000 * (1 + i % 3)), parallelism=8)
+           for i in range(10)]
+    table10 = ("0 2097152 multipath 0 0 1 1 historical-service-time 0 10 1 "
+               + " ".join("sd%s 0" % chr(97 + i) for i in range(10)))
+    job = "[j]\nrw=randwrite\nbs=4k\niodepth=64\nnumber_ios=%d\n" % n_ios
+    cfgs.append(("10 paths, HST, iodepth 64",
+                 lambda eng: Simulation(table10, ten, parse_fio(job).jobs, engine=eng)))
+    plug = _plugin_selector()
+    cfgs.append(("Python plug-in selector (%s), 4 paths" % plug, lambda eng: _scenario_with(plug, n_ios, eng)))
+    return cfgs
+
+
+def _scenario_with(selector: str, n_ios: int, engine: str):
+    topo, jobs, kw = scenario(n_ios)
+    topo = topo.with_selector(selector, [])
+    return Simulation(topo.table, topo.paths, jobs, engine=engine, **kw)
+
+
+def _scenario_sim(sc, col, engine: str):
+    from mpathlab.runner import parse_selector_spec
+    from mpathlab.workload.fio import load_fio
+    name, args = parse_selector_spec(col.selector)
+    topo = load_topology(sc.topology).with_selector(name, args)
+    kw = dict(topo.sim_kwargs(), **{k: v for k, v in col.overrides.items() if v is not None})
+    return Simulation(topo.table, topo.paths, load_fio(sc.job).jobs, engine=engine, **kw)
+
+
+def core_table(n_ios: int, heap_events_per_s: float) -> dict:
+    out = {}
+    print("%-58s %11s %11s %8s %8s  %s" % ("configuration", "core IO/s", "Python IO/s", "x Python", "x heapq",
+                                           "engine"))
+    for label, run in core_configs(n_ios):
+        rates = {}
+        res = None
+        for eng in ("compiled", "python"):
+            sim = run(eng)
+            t = time.perf_counter()
+            try:
+                res = sim.run()
+            except ValueError:          # the core refuses it: eligible() says why
+                rates[eng] = None
+                continue
+            rates[eng] = res.completed / (time.perf_counter() - t)
+            if eng == "compiled":
+                events_per_io = res.events / max(1, res.completed)
+        core, py = rates["compiled"], rates["python"]
+        floor = heap_events_per_s / events_per_io if core else None
+        out[label] = {"compiled_ios_per_s": core, "python_ios_per_s": py,
+                      "ratio_vs_python": core / py if core and py else None,
+                      "ratio_vs_heapq": core / floor if core and floor else None}
+        print("%-58s %11s %11.0f %8s %8s  %s" % (
+            label[:58], "%.0f" % core if core else "-", py, "%.1fx" % (core / py) if core else "-",
+            "%.2fx" % (core / floor) if core else "-", "compiled" if core else "falls back"))
+    return out
+
+
 def rss_of_run(n_ios: int, engine: str) -> int:
     code = ("import sys,resource; sys.path.insert(0,%r); sys.path.insert(0,%r); import bench; "
             "bench.sim_rate(%d, %r); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
@@ -160,6 +253,9 @@ def main():
         row = [selector_cost("historical-service-time", n, accelerated=True) for n in (2, 8, 32)]
         out["selector_us"]["historical-service-time (accelerated)"] = row
         print("%-28s %8.2f %8.2f %8.2f   (target < 2 us at 8)" % (("hst, accelerated",) + tuple(row)))
+
+    print("\n== issue 16: every run in the core (one run; rates in simulated I/Os per second)")
+    out["core_runs"] = core_table(n_py, heapq_rate(n_py * 4))
 
     print("\n== peak memory (max RSS of a fresh process)")
     eng = "compiled" if fast.available() else "python"

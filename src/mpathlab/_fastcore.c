@@ -2,9 +2,10 @@
  * mpathlab._fastcore: an optional compiled core for the simulator.
  *
  * It runs the same model as the pure-Python engine (mpathlab/sim/engine.py)
- * for the common configuration -- one priority group, a round-robin,
- * queue-length, service-time or historical-service-time selector, closed-loop
- * jobs, no faults or messages -- and produces bit-identical results: the same
+ * for closed-loop jobs -- selectors in C or called in Python (SEL_PY), faults,
+ * messages and several priority groups through calls back into the Python
+ * target for the rare events (sim/fast.py says what and why) -- and produces
+ * bit-identical results: the same
  * Mersenne Twister streams as Python's `random` module, the same floating
  * point operations for service times and statistics, and the same event
  * order (a binary heap keyed on (time, sequence number)).  The Python engine
@@ -134,11 +135,21 @@ static void lat_add(lat_stats *s, int64_t v)
 }
 
 /* ------------------------------------------------------------ model state */
-enum { SEL_RR = 0, SEL_QL = 1, SEL_ST = 2, SEL_HST = 3 };
+/* SEL_PY: a selector written in Python (any other PathSelector), called through the C API */
+enum { SEL_RR = 0, SEL_QL = 1, SEL_ST = 2, SEL_HST = 3, SEL_PY = 4, SEL_IOA = 5 };
 enum { DIST_CONST = 0, DIST_EXP = 1, DIST_LOGNORMAL = 2, DIST_EMPIRICAL = 3 };
 /* EV_WORK .. EV_STEAL are the Python engine's EV_CALL events of sim/blockqueue.py and sim/host.py */
 enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_WORK = 4, EV_WAKE = 5, EV_CPU = 6,
-       EV_STEAL = 7 };
+       EV_STEAL = 7, EV_FAULT = 8, EV_RETRY = 9, EV_ERRDONE = 10, EV_KICK = 11, EV_MESSAGE = 12,
+       EV_NOPATH_TIMEOUT = 13, EV_ACTIVATED = 14 };
+enum { FAULT_FAIL = 0, FAULT_REINSTATE = 1, FAULT_SLOW = 2 };
+/* the target's answers, as fast.py's _Target codes them */
+enum { MAP_REMAPPED = 0, MAP_SUBMITTED = 1, MAP_REQUEUE = 2, MAP_DELAY_REQUEUE = 3, MAP_KILL = 4 };
+enum { END_DONE = 0, END_REQUEUE = 1, END_DELAY_REQUEUE = 2, END_INCOMPLETE = 3 };
+#define ERR_IOERR 1             /* index of "ioerr" in _Target.errors */
+#define ERR_TRANSPORT 2         /* index of "transport" */
+#define REQUEUE_DELAY_NS 100000000LL
+#define RESUBMIT_AFTER_ERROR_NS 10000LL
 
 #define BLK_MQ_RESOURCE_DELAY_NS 3000000LL
 
@@ -179,12 +190,15 @@ typedef struct {
     int parallelism, busy;
     int64_t delay_ns;
     double ns_per_kib;
+    double slow_factor;     /* PathDevice.slow_factor: a 'slow' fault multiplies service times */
     int dist;
     double mean, lam, mu, sigma;
     double *samples;
     Py_ssize_t nsamples;
     mt_state rng;
-    int64_t dispatched, completed, in_flight, peak_in_flight;
+    int64_t dispatched, completed, in_flight, peak_in_flight, errors;
+    int offline;            /* PathDevice.offline: a 'fail' fault */
+    int64_t fail_latency_ns;
     int64_t *queue;         /* ring buffer of io ids */
     int64_t qhead, qlen, qcap;
     /* selector per-path state */
@@ -192,6 +206,9 @@ typedef struct {
     int32_t qlen_sel;       /* queue-length: atomic int */
     int32_t inflight_size;  /* service-time: atomic int */
     uint64_t hst, outstanding, stale_after, last_finish;
+    int valid_count;        /* HST: the valid_count of this path's group's selector */
+    int pg;                 /* index of the path's priority group */
+    int sel;                /* SEL_*: the selector type of that group */
     /* the path's hardware queues (sim/blockqueue.py Hctx) */
     int nhw;
     struct hctx *hw;
@@ -207,6 +224,8 @@ typedef struct hctx {
 typedef struct {
     int64_t bs, iodepth, remaining, stop_ns, startdelay_ns, inflight, submitted, completed, end_ns;
     int cpu, blocked;
+    int stopped, continue_on_error, first_error;    /* first_error: index into _Target.errors */
+    int64_t errored, last_error_ns;
     double read_fraction;
     mt_state rng;
     lat_stats rlat, wlat;
@@ -221,8 +240,10 @@ typedef struct {
 
 typedef struct {
     int job, path, is_read;
+    int mapped;             /* MpathIO.mapped_once */
     int64_t submit_ns, start_time_ns;
     int cpu_work;           /* host: WORK_SUBMIT or WORK_COMPLETE while on or waiting for a CPU */
+    int cpu_err;            /* host: WORK_COMPLETE of an I/O that failed on its path (transport error) */
     uint64_t dm_start_jiffies;
 } io_t;
 
@@ -308,7 +329,10 @@ typedef struct {
     /* HST */
     uint32_t weights[64];
     uint32_t threshold;
-    int valid_count;
+    /* io-affinity: CPU -> path (-1: no mapping), CPU -> NUMA node, map_misses */
+    int nr_cpu_ids;
+    int *ioa_map, *ioa_node;
+    int64_t map_misses;
     int has_select_offset;
     int64_t select_offset;
     /* timing */
@@ -323,6 +347,32 @@ typedef struct {
     int host, ncpus;
     cpu_t *cpus;
     int64_t submit_ns_cost, complete_ns_cost, wake_ns_cost, steal_ns, steal_period_ns;
+    /* faults (Simulation._fault): only 'slow' is in the core; obj of EV_FAULT indexes these */
+    int nfaults;
+    int *fault_path, *fault_action, *fault_msg;
+    double *fault_factor;
+    int64_t *fault_after;
+    /* the Python target (fast.py _Target) for the rare events: faults that fail or reinstate a
+       path, dm messages, I/O errors, mapping while no path or a pg switch is pending.  target_simple:
+       the target is in the state where map is select_path + start_io (bit 0; every per-I/O step in C)
+       or where map fails every I/O (bit 1) or requeues it after 100 ms (bit 2) without changing anything;
+       bits 3 and 4: path_error on an already failed path (see there) */
+    PyObject *target;
+    int target_simple, nr_valid_paths, queue_if_no_path, kick_pending;
+    int64_t state_changes, errored;
+    int nvalid;             /* valid paths of the selector (the head of valid[]) */
+    int *path_active;       /* PGPath.is_active of each path, as the target last said */
+    /* dispatch windows (Simulation._windows): npaths counts per window_ns since the start */
+    int64_t window_ns, nwindows, capwindows;
+    int64_t *windows;
+    /* SEL_PY: the Python selector, its bound select_path/start_io/end_io, the pgpath of each
+       path (what the selector knows paths by), pgpath -> index, and the Simulation whose
+       now and _cur_cpu the selector's clock and cpu read */
+    PyObject *py_select, *py_start, *py_end, *py_pgpaths, *py_index, *py_sim;   /* per group: lists */
+    int cur_pg;             /* the group the core selects in (the target's current group) */
+    int *pg_sel;            /* SEL_* of each group */
+    int npgs, any_c_sel;    /* any_c_sel: some group's selector is one of the core's */
+    int64_t py_now_set;
     /* results */
     int64_t submitted, completed, events;
     int first_choice;       /* index of the first path chosen (current_pgpath) */
@@ -388,6 +438,8 @@ static int64_t service_ns(path_t *p, int64_t nr_bytes)
     double st = sample_service(p);
     if (p->ns_per_kib != 0.0)
         st += p->ns_per_kib * (double)nr_bytes / 1024.0;
+    if (p->slow_factor != 1.0)
+        st *= p->slow_factor;
     int64_t v = (int64_t)st;
     return v > 0 ? v : 1;
 }
@@ -395,7 +447,7 @@ static int64_t service_ns(path_t *p, int64_t nr_bytes)
 /* -------------------------------------------------------------- selectors */
 static void move_to_tail(sim_t *s, int pos)
 {
-    int n = s->npaths;
+    int n = s->nvalid;
     int v = s->valid[pos];
     if (pos != n - 1) {
         memmove(&s->valid[pos], &s->valid[pos + 1], (size_t)(n - 1 - pos) * sizeof(int));
@@ -472,11 +524,176 @@ static int hst_cmp(sim_t *s, path_t *p1, path_t *p2, uint64_t now)
                             p2->hst, p2->outstanding, p2->stale_after, now);
 }
 
-static int select_path(sim_t *s, int64_t nr_bytes)
+/* The selector's clock() and cpu() read Simulation.now and _cur_cpu: keep them current. */
+static int py_set_clock(sim_t *s)
 {
-    int n = s->npaths, best_i = 0;
+    if (s->py_now_set == s->now) return 0;
+    PyObject *t = PyLong_FromLongLong(s->now);
+    if (!t) return -1;
+    int r = PyObject_SetAttrString(s->py_sim, "now", t);
+    Py_DECREF(t);
+    s->py_now_set = s->now;
+    return r;
+}
+
+/* Multipath.choose_pgpath -> ps.select_path for a Python selector: -1 on an error */
+static int py_select_path(sim_t *s, int64_t nr_bytes, int cpu)
+{
+    if (py_set_clock(s) < 0) return -1;
+    PyObject *c = PyLong_FromLong(cpu);
+    if (!c) return -1;
+    int r = PyObject_SetAttrString(s->py_sim, "_cur_cpu", c);
+    Py_DECREF(c);
+    if (r < 0) return -1;
+    PyObject *nb = PyLong_FromLongLong(nr_bytes);
+    if (!nb) return -1;
+    PyObject *pgpath = PyObject_CallOneArg(PyList_GET_ITEM(s->py_select, s->cur_pg), nb);
+    Py_DECREF(nb);
+    if (!pgpath) return -1;
+    PyObject *idx = PyDict_GetItemWithError(s->py_index, pgpath);
+    Py_DECREF(pgpath);
+    if (!idx) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "the selector chose no path of the table although every path is "
+                            "valid; run it on the Python engine (engine='python') to see what the target does");
+        return -1;
+    }
+    return (int)PyLong_AsLong(idx);
+}
+
+static int py_io_hook(sim_t *s, PyObject *fn, int pi, int64_t nr_bytes, PyObject *start)
+{
+    if (py_set_clock(s) < 0) { Py_XDECREF(start); return -1; }
+    PyObject *r = start
+        ? PyObject_CallFunction(fn, "OLN", PyList_GET_ITEM(s->py_pgpaths, pi), (long long)nr_bytes, start)
+        : PyObject_CallFunction(fn, "OL", PyList_GET_ITEM(s->py_pgpaths, pi), (long long)nr_bytes);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* ------------------------------------------- the Python target, for the rare events */
+/* The C selectors' state, for the Python selector object the target calls: (per-path
+   (qlen, in_flight_size, hst, outstanding, stale_after, last_finish, valid_count of its group),
+   valid order of the group the core selects in) */
+static PyObject *sel_state_out(sim_t *s)
+{
+    if (!s->any_c_sel)
+        Py_RETURN_NONE;
+    PyObject *paths = PyList_New(s->npaths), *order = PyList_New(s->nvalid);
+    if (!paths || !order) { Py_XDECREF(paths); Py_XDECREF(order); return NULL; }
+    for (int i = 0; i < s->npaths; i++) {
+        path_t *p = &s->paths[i];
+        PyObject *t = Py_BuildValue("(iiKKKKi)", (int)p->qlen_sel, (int)p->inflight_size,
+            (unsigned long long)p->hst, (unsigned long long)p->outstanding,
+            (unsigned long long)p->stale_after, (unsigned long long)p->last_finish, p->valid_count);
+        if (!t) { Py_DECREF(paths); Py_DECREF(order); return NULL; }
+        PyList_SET_ITEM(paths, i, t);
+    }
+    for (int i = 0; i < s->nvalid; i++)
+        PyList_SET_ITEM(order, i, PyLong_FromLong(s->valid[i]));
+    return Py_BuildValue("(NN)", paths, order);
+}
+
+static int sel_state_in(sim_t *s, PyObject *st)
+{
+    if (st == Py_None)
+        return 0;
+    PyObject *paths, *order;
+    if (!PyArg_ParseTuple(st, "O!O!", &PyList_Type, &paths, &PyList_Type, &order))
+        return -1;
+    for (int i = 0; i < s->npaths; i++) {
+        path_t *p = &s->paths[i];
+        int ql, ifs;
+        unsigned long long hst, out, stale, last;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(paths, i), "iiKKKKi", &ql, &ifs, &hst, &out, &stale, &last,
+                              &p->valid_count))
+            return -1;
+        p->qlen_sel = ql; p->inflight_size = ifs;
+        p->hst = hst; p->outstanding = out; p->stale_after = stale; p->last_finish = last;
+    }
+    s->nvalid = (int)PyList_GET_SIZE(order);
+    for (int i = 0; i < s->nvalid; i++)
+        s->valid[i] = (int)PyLong_AsLong(PyList_GET_ITEM(order, i));
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* Call _Target.<name>(selector state, *args): the target acts in Python, then its state, its
+   flags and the events it scheduled (kicks, timers, messages) come back.  Returns the result. */
+static int read_active(sim_t *s, PyObject *active)
+{
+    if (!PyList_Check(active) || PyList_GET_SIZE(active) != s->npaths) {
+        PyErr_SetString(PyExc_ValueError, "the target's flags need every path's is_active");
+        return -1;
+    }
+    for (int i = 0; i < s->npaths; i++)
+        s->path_active[i] = PyObject_IsTrue(PyList_GET_ITEM(active, i));
+    return 0;
+}
+
+static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
+{
+    if (!args) return NULL;
+    PyObject *st = NULL, *fn = NULL, *full = NULL, *ret = NULL, *res = NULL;
+    if (py_set_clock(s) < 0 || !(st = sel_state_out(s))) goto out;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (!(full = PyTuple_New(n + 1))) goto out;
+    PyTuple_SET_ITEM(full, 0, st);
+    st = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_INCREF(PyTuple_GET_ITEM(args, i));
+        PyTuple_SET_ITEM(full, i + 1, PyTuple_GET_ITEM(args, i));
+    }
+    if (!(fn = PyObject_GetAttrString(s->target, name)) || !(ret = PyObject_Call(fn, full, NULL))) goto out;
+    PyObject *result, *st_in, *events, *active;
+    long long delta;
+    if (!PyArg_ParseTuple(ret, "OO(iiiiiOL)O!", &result, &st_in, &s->nr_valid_paths, &s->target_simple,
+                          &s->queue_if_no_path, &s->kick_pending, &s->cur_pg, &active, &delta, &PyList_Type, &events)
+            || read_active(s, active) < 0)
+        goto out;
+    s->state_changes += delta;
+    if (sel_state_in(s, st_in) < 0) goto out;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
+        long long t, obj;
+        int kind;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(events, i), "LiL", &t, &kind, &obj) || push_ev(s, t, kind, obj) < 0)
+            goto out;
+    }
+    Py_INCREF(result);
+    res = result;
+out:
+    Py_XDECREF(st);
+    Py_XDECREF(fn);
+    Py_XDECREF(full);
+    Py_XDECREF(ret);
+    Py_DECREF(args);
+    return res;
+}
+
+static int select_path(sim_t *s, int64_t nr_bytes, int cpu)
+{
+    int n = s->nvalid, best_i = 0;
     int *v = s->valid;
-    switch (s->selector) {
+    switch (s->pg_sel[s->cur_pg]) {
+    case SEL_PY:
+        return py_select_path(s, nr_bytes, cpu);
+    case SEL_IOA: {
+        /* the submitting CPU's path; else the first mapped CPU of its node, else of all (every path
+           is valid here: with faults io-affinity runs as SEL_PY) */
+        int pi = cpu >= 0 && cpu < s->nr_cpu_ids ? s->ioa_map[cpu] : -1;
+        if (pi >= 0)
+            return pi;
+        s->map_misses++;
+        if (cpu >= 0 && cpu < s->nr_cpu_ids)
+            for (int c = 0; c < s->nr_cpu_ids; c++)
+                if (s->ioa_node[c] == s->ioa_node[cpu] && s->ioa_map[c] >= 0)
+                    return s->ioa_map[c];
+        for (int c = 0; c < s->nr_cpu_ids; c++)
+            if (s->ioa_map[c] >= 0)
+                return s->ioa_map[c];
+        PyErr_SetString(PyExc_RuntimeError, "io-affinity: no CPU is mapped");
+        return -1;
+    }
     case SEL_RR:
         best_i = 0;
         break;
@@ -521,19 +738,27 @@ static int select_path(sim_t *s, int64_t nr_bytes)
     return chosen;
 }
 
-static void sel_start(sim_t *s, path_t *p, int64_t nr_bytes)
+static int sel_start(sim_t *s, path_t *p, int64_t nr_bytes)
 {
-    switch (s->selector) {
+    switch (p->sel) {
+    case SEL_PY:
+        return PyList_GET_ITEM(s->py_start, p->pg) != Py_None
+            ? py_io_hook(s, PyList_GET_ITEM(s->py_start, p->pg), (int)(p - s->paths), nr_bytes, NULL) : 0;
     case SEL_QL: p->qlen_sel = (int32_t)((uint32_t)p->qlen_sel + 1U); break;
     case SEL_ST: p->inflight_size = (int32_t)((uint32_t)p->inflight_size + (uint32_t)nr_bytes); break;
     case SEL_HST: p->outstanding += 1; break;
     default: break;
     }
+    return 0;
 }
 
-static void sel_end(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
+static int sel_end(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
 {
-    switch (s->selector) {
+    switch (p->sel) {
+    case SEL_PY:
+        return PyList_GET_ITEM(s->py_end, p->pg) != Py_None
+            ? py_io_hook(s, PyList_GET_ITEM(s->py_end, p->pg), (int)(p - s->paths), nr_bytes,
+                                        PyLong_FromUnsignedLongLong(start)) : 0;
     case SEL_QL: p->qlen_sel = (int32_t)((uint32_t)p->qlen_sel - 1U); break;
     case SEL_ST: p->inflight_size = (int32_t)((uint32_t)p->inflight_size - (uint32_t)nr_bytes); break;
     case SEL_HST: {
@@ -544,11 +769,12 @@ static void sel_end(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
         uint64_t st = ((int64_t)(now - start) < 0) ? 0 : now - start;
         p->outstanding -= 1;
         p->hst = hst_updated(s->weights, p->hst, st);
-        p->stale_after = now + (uint64_t)(int64_t)s->valid_count * (p->hst >> 10);
+        p->stale_after = now + (uint64_t)(int64_t)p->valid_count * (p->hst >> 10);
         break;
     }
     default: break;
     }
+    return 0;
 }
 
 /* ----------------------------------------------------------------- engine */
@@ -578,47 +804,119 @@ static int blk_start(sim_t *s, int64_t id, path_t *p);
 static int start_io_on_path(sim_t *s, int64_t id)
 {
     path_t *p = &s->paths[s->ios[id].path];
+    if (p->offline)
+        return push_ev(s, s->now + p->fail_latency_ns, EV_ERRDONE, id);
     if (p->delay_ns)
         return push_ev(s, s->now + p->delay_ns, EV_ARRIVE, id);
     return arrive(s, id);
 }
 
+/* Simulation._map's per-window dispatch count (Simulation._windows) */
+static int window_count(sim_t *s, int pi)
+{
+    int64_t k = s->now / s->window_ns;
+    if (k >= s->capwindows) {
+        int64_t nc = s->capwindows ? s->capwindows * 2 : 64;
+        while (nc <= k) nc *= 2;
+        int64_t *nw = PyMem_Realloc(s->windows, (size_t)(nc * s->npaths) * sizeof(int64_t));
+        if (!nw) return -1;
+        memset(nw + s->capwindows * s->npaths, 0, (size_t)((nc - s->capwindows) * s->npaths) * sizeof(int64_t));
+        s->windows = nw;
+        s->capwindows = nc;
+    }
+    if (k >= s->nwindows) s->nwindows = k + 1;
+    s->windows[k * s->npaths + pi]++;
+    return 0;
+}
+
 /* Simulation._map: 1 mapped, 0 BLK_STS_RESOURCE (request-based clone without a tag), -1 error */
+static int issue_mapped(sim_t *s, int64_t id);
+static int issue_directly(sim_t *s, int64_t id);
+static int clone_tag_free(hctx_t *q);
+static void clone_tag_take(hctx_t *q);
+static int complete_err(sim_t *s, int64_t id, int err);
+static int path_error(sim_t *s, int64_t id);
+static int map_in_target(sim_t *s, int64_t id);
+
 static int map_io(sim_t *s, int64_t id)
 {
     io_t *io = &s->ios[id];
     job_t *job = &s->jobs[io->job];
-    int pi = select_path(s, job->bs);
-    if (s->first_choice < 0) s->first_choice = pi;
+    if (s->target && !(s->target_simple & 1)) {
+        if (s->target_simple & 4) {     /* no path, request-based, queueing: DM_MAPIO_DELAY_REQUEUE */
+            io->mapped = 1;
+            return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id) < 0 ? -1 : 1;
+        }
+        if (!(s->target_simple & 2))
+            return map_in_target(s, id);
+        /* Multipath.map with no path and no queueing: DM_MAPIO_KILL (target state unchanged) */
+        if (s->bio && !io->mapped)
+            io->start_time_ns = 0;
+        io->mapped = 1;
+        return complete_err(s, id, ERR_IOERR) < 0 ? -1 : 1;
+    }
+    io->mapped = 1;
+    int pi = select_path(s, job->bs, job->cpu);
+    if (pi < 0) return -1;
+    if (s->first_choice < 0 && !s->target) s->first_choice = pi;
     path_t *p = &s->paths[pi];
     io->path = pi;
     hctx_t *q = &p->hw[job->cpu % p->nhw];      /* BlockLayer._hctx */
     if (s->blk && !s->bio) {
         /* BlockLayer.alloc_clone: BLK_MQ_REQ_NOWAIT; no tag -> DM_MAPIO_REQUEUE, no start_io */
-        if (q->nr_sched_tags) {
-            if (q->sched_tags_used >= q->nr_sched_tags) return 0;
-            q->sched_tags_used++;
-        } else {
-            if (q->nr_tags && q->tags_used >= q->nr_tags) return 0;
-            q->tags_used++;
-        }
+        if (!clone_tag_free(q)) return 0;
+        clone_tag_take(q);
     }
     if (s->bio)
         io->start_time_ns = s->use_hr ? s->base_ns + s->now : 0;
     else
         io->start_time_ns = s->rq_stats ? s->base_ns + s->now : 0;
-    sel_start(s, p, job->bs);
+    if (sel_start(s, p, job->bs) < 0) return -1;
+    return issue_directly(s, id);
+}
+
+/* BlockLayer.alloc_clone's tag: a scheduler tag on a path with a scheduler, else a driver tag */
+static int clone_tag_free(hctx_t *q)
+{
+    if (q->nr_sched_tags)
+        return q->sched_tags_used < q->nr_sched_tags;
+    return !q->nr_tags || q->tags_used < q->nr_tags;
+}
+
+static void clone_tag_take(hctx_t *q)
+{
+    if (q->nr_sched_tags)
+        q->sched_tags_used++;
+    else
+        q->tags_used++;
+}
+
+/* BlockLayer.issue_directly, then the rest of Simulation._map: 1 issued, 0 BLK_STS_RESOURCE, -1 error */
+static int issue_directly(sim_t *s, int64_t id)
+{
+    io_t *io = &s->ios[id];
+    path_t *p = &s->paths[io->path];
+    hctx_t *q = &p->hw[s->jobs[io->job].cpu % p->nhw];
     if (s->blk && !s->bio && q->nr_sched_tags) {
-        /* BlockLayer.issue_directly: the clone needs a driver tag too */
+        /* the clone needs a driver tag too */
         if (q->nr_tags && q->tags_used >= q->nr_tags) {
             io->start_time_ns = 0;
-            sel_end(s, p, job->bs, 0);      /* multipath_release_clone */
+            if (sel_end(s, p, s->jobs[io->job].bs, 0) < 0) return -1;      /* multipath_release_clone */
             q->sched_tags_used--;
             return 0;
         }
         q->tags_used++;
     }
+    return issue_mapped(s, id);
+}
+
+/* the rest of Simulation._map once the target remapped the I/O to a path */
+static int issue_mapped(sim_t *s, int64_t id)
+{
+    int pi = s->ios[id].path;
+    path_t *p = &s->paths[pi];
     p->dispatched++;
+    if (s->window_ns && window_count(s, pi) < 0) return -1;
     p->in_flight++;
     if (p->in_flight > p->peak_in_flight) p->peak_in_flight = p->in_flight;
     if (s->blk) {
@@ -626,6 +924,51 @@ static int map_io(sim_t *s, int64_t id)
         if (r <= 0) return r < 0 ? -1 : 1;
     }
     return start_io_on_path(s, id) < 0 ? -1 : 1;
+}
+
+/* Simulation._map through the Python target: no valid path, or queueing or a pg switch pending
+   (never with path tags: eligible() refuses those with faults and messages) */
+static int map_in_target(sim_t *s, int64_t id)
+{
+    io_t *io = &s->ios[id];
+    job_t *job = &s->jobs[io->job];
+    PyObject *free = Py_None;       /* request-based with tags: which paths have a clone tag for this I/O */
+    Py_INCREF(free);
+    if (s->blk && !s->bio) {
+        Py_DECREF(free);
+        if (!(free = PyList_New(s->npaths))) return -1;
+        for (int i = 0; i < s->npaths; i++)
+            PyList_SET_ITEM(free, i, PyBool_FromLong(clone_tag_free(&s->paths[i].hw[job->cpu % s->paths[i].nhw])));
+    }
+    PyObject *r = target_call(s, "map", Py_BuildValue("(LLLiLiN)", (long long)id, (long long)job->bs,
+        s->bio ? (long long)io->dm_start_jiffies : -1LL, io->mapped, (long long)io->start_time_ns, job->cpu,
+        free));
+    if (!r) return -1;
+    int code, pi;
+    long long start;
+    int ok = PyArg_ParseTuple(r, "iiL", &code, &pi, &start);
+    Py_DECREF(r);
+    if (!ok) return -1;
+    io->mapped = 1;
+    io->start_time_ns = start;
+    switch (code) {
+    case MAP_REMAPPED:
+        io->path = pi;
+        if (s->blk && !s->bio)      /* the clone tag the target's alloc_clone was told is free */
+            clone_tag_take(&s->paths[pi].hw[job->cpu % s->paths[pi].nhw]);
+        return issue_directly(s, id);
+    case MAP_DELAY_REQUEUE:
+        return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id) < 0 ? -1 : 1;
+    case MAP_REQUEUE:
+        if (s->blk && !s->bio)
+            return 0;   /* no tag for the clone */
+        /* 1 us keeps a persistent requeue from spinning at one instant */
+        return push_ev(s, s->now + 1000, EV_RETRY, id) < 0 ? -1 : 1;
+    case MAP_KILL:
+        return complete_err(s, id, ERR_IOERR) < 0 ? -1 : 1;
+    default:            /* MAP_SUBMITTED: queued inside the target until a kick */
+        return 1;
+    }
 }
 
 /* Simulation._dispatch */
@@ -776,7 +1119,7 @@ static int sim_active(sim_t *s)
 {
     for (int i = 0; i < s->njobs; i++) {
         job_t *j = &s->jobs[i];
-        if (j->inflight || (j->remaining != 0 && (j->stop_ns < 0 || s->now < j->stop_ns)))
+        if (j->inflight || (!j->stopped && j->remaining != 0 && (j->stop_ns < 0 || s->now < j->stop_ns)))
             return 1;
     }
     return 0;
@@ -820,13 +1163,17 @@ static int cpu_end(sim_t *s, int ci)
         if (dispatch(s, id) < 0) return -1;
         return submit_more(s, ji);
     }
-    return complete_io(s, id);                    /* Host._completed */
+    if (s->ios[id].cpu_err)                       /* Host._completed */
+        return path_error(s, id);
+    return complete_io(s, id);
 }
 
 static int arrive(sim_t *s, int64_t id)
 {
     io_t *io = &s->ios[id];
     path_t *p = &s->paths[io->path];
+    if (p->offline)
+        return push_ev(s, s->now + p->fail_latency_ns, EV_ERRDONE, id);
     if (p->busy < p->parallelism) {
         p->busy++;
         return push_ev(s, s->now + service_ns(p, s->jobs[io->job].bs), EV_DONE, id);
@@ -897,11 +1244,13 @@ static int window_add(job_t *job, int64_t t_rel, int is_read, int64_t nbytes)
 static int submit_more(sim_t *s, int ji)
 {
     job_t *job = &s->jobs[ji];
-    if (job->stop_ns >= 0 && s->now >= job->stop_ns)
+    if (job->stopped || (job->stop_ns >= 0 && s->now >= job->stop_ns))
         return 0;
     while (job->inflight < job->iodepth) {
         if (job->blocked)
             return 0;
+        if (job->last_error_ns == s->now)
+            return 0;   /* resubmitted by the EV_SUBMIT queued at the error */
         if (job->remaining >= 0) {
             if (job->remaining <= 0) return 0;
             job->remaining--;
@@ -914,6 +1263,7 @@ static int submit_more(sim_t *s, int ji)
         io->job = ji;
         io->submit_ns = s->now;
         io->is_read = is_read;
+        io->mapped = 0;
         job->inflight++;
         job->depth_map[depth_index(job->inflight)]++;
         job->submitted++;
@@ -941,7 +1291,7 @@ static int complete_io(sim_t *s, int64_t id)
         start = io->start_time_ns ? (uint64_t)io->start_time_ns : jiffies_to_nsecs(s, io->dm_start_jiffies);
     else
         start = (uint64_t)io->start_time_ns;
-    sel_end(s, p, job->bs, start);
+    if (sel_end(s, p, job->bs, start) < 0) return -1;
     if (s->blk && blk_complete(s, p, id) < 0) return -1;
     p->completed++;
     job->inflight--;
@@ -961,6 +1311,112 @@ static int complete_io(sim_t *s, int64_t id)
     job->end_ns = s->now;
     s->free_ios[s->nfree++] = id;
     return submit_more(s, io->job);
+}
+
+/* Simulation._complete with an error (err: index into _Target.errors) */
+static int complete_err(sim_t *s, int64_t id, int err)
+{
+    int ji = s->ios[id].job;
+    job_t *job = &s->jobs[ji];
+    job->inflight--;
+    job->errored++;
+    s->errored++;
+    if (!job->first_error) job->first_error = err;
+    job->end_ns = s->now;
+    s->free_ios[s->nfree++] = id;
+    if (job->last_error_ns == s->now)
+        return 0;       /* a resubmission is already queued */
+    job->last_error_ns = s->now;
+    if (!job->continue_on_error) {
+        job->stopped = 1;
+        return 0;
+    }
+    return push_ev(s, s->now + RESUBMIT_AFTER_ERROR_NS, EV_SUBMIT, ji);
+}
+
+/* Simulation._path_done with a transport error: the Python target's end_io decides */
+static int path_error(sim_t *s, int64_t id)
+{
+    io_t *io = &s->ios[id];
+    path_t *p = &s->paths[io->path];
+    int code, err;
+    p->in_flight--;
+    if ((s->target_simple & 24) && !s->path_active[io->path]) {
+        /* request-based, on a path the target has failed already: end_io changes nothing but the
+           selector's end_io (bit 3: END_REQUEUE; bit 4: no path, no queueing: END_DONE with the error) */
+        if (sel_end(s, p, s->jobs[io->job].bs, (uint64_t)io->start_time_ns) < 0) return -1;
+        code = (s->target_simple & 8) ? END_REQUEUE : END_DONE;
+        err = (s->target_simple & 8) ? 0 : ERR_TRANSPORT;
+    } else {
+        PyObject *r = target_call(s, "end_io", Py_BuildValue("(LLiLLi)", (long long)id,
+            (long long)s->jobs[io->job].bs, io->path, (long long)io->start_time_ns,
+            s->bio ? (long long)io->dm_start_jiffies : -1LL, io->mapped));
+        if (!r) return -1;
+        int ok = PyArg_ParseTuple(r, "ii", &code, &err);
+        Py_DECREF(r);
+        if (!ok) return -1;
+    }
+    if (s->blk && blk_complete(s, p, id) < 0) return -1;
+    p->errors++;
+    switch (code) {
+    case END_DONE:
+        if (!err) {
+            PyErr_SetString(PyExc_RuntimeError, "the target completed a failed I/O without an error");
+            return -1;
+        }
+        return complete_err(s, id, err);
+    case END_REQUEUE:
+        return push_ev(s, s->now, EV_RETRY, id);
+    case END_DELAY_REQUEUE:
+        return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id);
+    default:            /* END_INCOMPLETE: the target queued it and will kick */
+        return 0;
+    }
+}
+
+/* Simulation._fault */
+static int fault(sim_t *s, int fi)
+{
+    path_t *p = &s->paths[s->fault_path[fi]];
+    s->state_changes--;
+    switch (s->fault_action[fi]) {
+    case FAULT_FAIL:    /* Simulation.fail_device */
+        p->offline = 1;
+        while (p->qlen) {
+            int64_t id = p->queue[p->qhead];
+            p->qhead = (p->qhead + 1) % p->qcap;
+            p->qlen--;
+            if (push_ev(s, s->now + p->fail_latency_ns, EV_ERRDONE, id) < 0) return -1;
+        }
+        return 0;
+    case FAULT_REINSTATE:   /* multipathd's path checker notices and reinstates the path */
+        p->offline = 0;
+        s->state_changes++;
+        return push_ev(s, s->now + s->fault_after[fi], EV_MESSAGE, s->fault_msg[fi]);
+    default:
+        p->slow_factor = s->fault_factor[fi];
+        return 0;
+    }
+}
+
+/* EV_KICK: the target hands back its queued bios, mapped again */
+static int kick(sim_t *s)
+{
+    PyObject *ids = target_call(s, "kick", PyTuple_New(0));
+    if (!ids) return -1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ids); i++) {
+        if (dispatch(s, PyLong_AsLongLong(PyList_GET_ITEM(ids, i))) < 0) { Py_DECREF(ids); return -1; }
+    }
+    Py_DECREF(ids);
+    return 0;
+}
+
+static int target_event(sim_t *s, const char *name, int64_t obj)
+{
+    PyObject *r = target_call(s, name, Py_BuildValue("(L)", (long long)obj));
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
 }
 
 static int record_timeline(sim_t *s)
@@ -999,7 +1455,10 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
                 p->busy--;
             }
             if (s->host && s->complete_ns_cost) {      /* Host.complete */
+                s->ios[e.obj].cpu_err = p->offline;
                 if (cpu_run(s, e.obj, WORK_COMPLETE) < 0) return -1;
+            } else if (p->offline) {                    /* Simulation._path_done with a transport error */
+                if (path_error(s, e.obj) < 0) return -1;
             } else if (complete_io(s, e.obj) < 0) return -1;
             if (s->progress != Py_None && s->completed >= s->next_progress) {
                 s->next_progress += 65536;
@@ -1028,6 +1487,27 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
             if (cpu_end(s, (int)e.obj) < 0) return -1;
         } else if (e.kind == EV_STEAL) {
             if (cpu_steal(s, (int)e.obj) < 0) return -1;
+        } else if (e.kind == EV_RETRY) {
+            if (!s->nr_valid_paths && !s->state_changes && !s->kick_pending && s->queue_if_no_path) {
+                /* No path and nothing left that could bring one back: the kernel would
+                   queue (or retry) forever.  Stop here. */
+                heap_push(&s->heap, e);
+                *stalled = 1;
+                break;
+            }
+            if (dispatch(s, e.obj) < 0) return -1;
+        } else if (e.kind == EV_ERRDONE) {
+            if (path_error(s, e.obj) < 0) return -1;
+        } else if (e.kind == EV_KICK) {
+            if (kick(s) < 0) return -1;
+        } else if (e.kind == EV_MESSAGE) {
+            if (target_event(s, "message", e.obj) < 0) return -1;
+        } else if (e.kind == EV_NOPATH_TIMEOUT) {
+            if (target_event(s, "nopath_timeout", e.obj) < 0) return -1;
+        } else if (e.kind == EV_ACTIVATED) {
+            if (target_event(s, "activated", e.obj) < 0) return -1;
+        } else if (e.kind == EV_FAULT) {
+            if (fault(s, (int)e.obj) < 0) return -1;
         } else {
             if (submit_more(s, (int)e.obj) < 0) return -1;
         }
@@ -1109,6 +1589,8 @@ static void sim_free(sim_t *s)
     }
     PyMem_Free(s->paths);
     PyMem_Free(s->valid);
+    PyMem_Free(s->pg_sel);
+    PyMem_Free(s->path_active);
     PyMem_Free(s->jobs);
     PyMem_Free(s->ios);
     PyMem_Free(s->free_ios);
@@ -1119,6 +1601,14 @@ static void sim_free(sim_t *s)
             PyMem_Free(s->cpus[i].queue.v);
     }
     PyMem_Free(s->cpus);
+    PyMem_Free(s->ioa_map);
+    PyMem_Free(s->ioa_node);
+    PyMem_Free(s->fault_path);
+    PyMem_Free(s->fault_action);
+    PyMem_Free(s->fault_msg);
+    PyMem_Free(s->fault_after);
+    PyMem_Free(s->fault_factor);
+    PyMem_Free(s->windows);
     Py_XDECREF(s->timeline);
 }
 
@@ -1138,7 +1628,6 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.hz = (int)get_i64(cfg, "hz", &err);
     s.initial_jiffies = get_u64(cfg, "initial_jiffies", &err);
     s.threshold = (uint32_t)get_u64(cfg, "threshold", &err);
-    s.valid_count = (int)get_i64(cfg, "valid_count", &err);
     s.has_select_offset = (int)get_i64(cfg, "has_select_offset", &err);
     s.select_offset = get_i64(cfg, "select_offset", &err);
     s.tl_step = get_i64(cfg, "timeline_step", &err);
@@ -1160,7 +1649,50 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     if (!s.progress) s.progress = Py_None;
     s.first_choice = -1;
     s.next_progress = 65536;
+    s.window_ns = get_i64(cfg, "window_ns", &err);
+    if (s.selector == SEL_IOA) {
+        PyObject *m = PyDict_GetItemString(cfg, "ioa_map"), *nd = PyDict_GetItemString(cfg, "ioa_node");
+        if (!m || !nd || !PyList_Check(m) || !PyList_Check(nd) || PyList_GET_SIZE(m) != PyList_GET_SIZE(nd)) {
+            PyErr_SetString(PyExc_ValueError, "io-affinity needs ioa_map and ioa_node of one length");
+            return NULL;
+        }
+        s.nr_cpu_ids = (int)PyList_GET_SIZE(m);
+        s.ioa_map = PyMem_Calloc((size_t)s.nr_cpu_ids + 1, sizeof(int));
+        s.ioa_node = PyMem_Calloc((size_t)s.nr_cpu_ids + 1, sizeof(int));
+        if (!s.ioa_map || !s.ioa_node) { sim_free(&s); return PyErr_NoMemory(); }
+        for (int c = 0; c < s.nr_cpu_ids; c++) {
+            s.ioa_map[c] = (int)PyLong_AsLong(PyList_GET_ITEM(m, c));
+            s.ioa_node[c] = (int)PyLong_AsLong(PyList_GET_ITEM(nd, c));
+        }
+        s.map_misses = get_i64(cfg, "map_misses", &err);
+        if (PyErr_Occurred()) { sim_free(&s); return NULL; }
+    }
+    s.py_now_set = -1;
+    s.state_changes = get_i64(cfg, "state_changes", &err);
     if (err) return NULL;
+    s.target = PyDict_GetItemString(cfg, "target");
+    if (s.target == Py_None) s.target = NULL;
+    PyObject *active = NULL;
+    if (s.target && !PyArg_ParseTuple(PyDict_GetItemString(cfg, "target_flags"), "iiiiiO", &s.nr_valid_paths,
+                                      &s.target_simple, &s.queue_if_no_path, &s.kick_pending, &s.cur_pg, &active))
+        return NULL;
+    if (!s.target) s.nr_valid_paths = s.target_simple = 1;
+    s.py_sim = PyDict_GetItemString(cfg, "py_sim");     /* whose now the Python side reads */
+    if (PyDict_GetItemString(cfg, "py_select")) {
+        /* per group: the selector's bound select_path, start_io and end_io (None: no I/O hooks) */
+        s.py_select = PyDict_GetItemString(cfg, "py_select");
+        s.py_start = PyDict_GetItemString(cfg, "py_start");
+        s.py_end = PyDict_GetItemString(cfg, "py_end");
+        s.py_pgpaths = PyDict_GetItemString(cfg, "py_pgpaths");
+        s.py_index = PyDict_GetItemString(cfg, "py_index");
+        if (!s.py_select || !PyList_Check(s.py_select) || !s.py_start || !PyList_Check(s.py_start)
+                || !s.py_end || !PyList_Check(s.py_end) || !s.py_pgpaths || !PyList_Check(s.py_pgpaths)
+                || !s.py_index || !PyDict_Check(s.py_index) || !s.py_sim) {
+            PyErr_SetString(PyExc_ValueError, "a Python selector needs py_select, py_start, py_end, py_pgpaths, "
+                            "py_index and py_sim");
+            return NULL;
+        }
+    }
     PyObject *w = PyDict_GetItemString(cfg, "weights");
     if (!w || !PyList_Check(w) || PyList_GET_SIZE(w) != 64) {
         PyErr_SetString(PyExc_ValueError, "weights must be a list of 64 ints");
@@ -1179,26 +1711,44 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     }
     s.npaths = (int)PyList_GET_SIZE(paths);
     s.njobs = (int)PyList_GET_SIZE(jobs);
-    if (s.npaths < 1 || PyList_GET_SIZE(order) != s.npaths) {
+    if (s.npaths < 1 || PyList_GET_SIZE(order) > s.npaths) {
         PyErr_SetString(PyExc_ValueError, "need at least one path and a full valid order");
         return NULL;
     }
     s.paths = PyMem_Calloc((size_t)s.npaths, sizeof(path_t));
     s.valid = PyMem_Calloc((size_t)s.npaths, sizeof(int));
+    s.path_active = PyMem_Calloc((size_t)s.npaths, sizeof(int));
     s.jobs = PyMem_Calloc((size_t)(s.njobs ? s.njobs : 1), sizeof(job_t));
     s.timeline = PyList_New(0);
     if (s.ncpus < 1) s.ncpus = 1;
     s.cpus = PyMem_Calloc((size_t)s.ncpus, sizeof(cpu_t));
-    if (!s.paths || !s.valid || !s.jobs || !s.timeline || !s.cpus) { sim_free(&s); return PyErr_NoMemory(); }
+    if (!s.paths || !s.valid || !s.path_active || !s.jobs || !s.timeline || !s.cpus) {
+        sim_free(&s);
+        return PyErr_NoMemory();
+    }
     for (int i = 0; i < s.ncpus; i++)
         s.cpus[i].current = -1;
+    PyObject *pgs = PyDict_GetItemString(cfg, "pg_selectors");   /* SEL_* of each group */
+    if (!pgs || !PyList_Check(pgs) || PyList_GET_SIZE(pgs) < 1) {
+        PyErr_SetString(PyExc_ValueError, "pg_selectors must list each group's selector");
+        sim_free(&s);
+        return NULL;
+    }
+    s.npgs = (int)PyList_GET_SIZE(pgs);
+    if (!(s.pg_sel = PyMem_Calloc((size_t)s.npgs, sizeof(int)))) { sim_free(&s); return PyErr_NoMemory(); }
+    for (int i = 0; i < s.npgs; i++) {
+        s.pg_sel[i] = (int)PyLong_AsLong(PyList_GET_ITEM(pgs, i));
+        s.any_c_sel |= s.pg_sel[i] != SEL_PY;
+    }
+    if (active && read_active(&s, active) < 0) { sim_free(&s); return NULL; }
     for (int i = 0; i < s.npaths; i++) {
         PyObject *pd = PyList_GET_ITEM(paths, i);
         path_t *p = &s.paths[i];
-        s.valid[i] = (int)PyLong_AsLong(PyList_GET_ITEM(order, i));
         p->parallelism = (int)get_i64(pd, "parallelism", &err);
         p->delay_ns = get_i64(pd, "delay_ns", &err);
         p->ns_per_kib = get_f(pd, "ns_per_kib", &err);
+        p->slow_factor = get_f(pd, "slow_factor", &err);
+        p->fail_latency_ns = get_i64(pd, "fail_latency_ns", &err);
         p->dist = (int)get_i64(pd, "dist", &err);
         p->mean = get_f(pd, "mean", &err);
         p->lam = p->mean != 0.0 ? 1.0 / p->mean : 0.0;
@@ -1209,6 +1759,14 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         p->outstanding = get_u64(pd, "outstanding", &err);
         p->stale_after = get_u64(pd, "stale_after", &err);
         p->last_finish = get_u64(pd, "last_finish", &err);
+        p->valid_count = (int)get_i64(pd, "valid_count", &err);
+        p->pg = (int)get_i64(pd, "pg", &err);
+        if (p->pg < 0 || p->pg >= s.npgs) {
+            PyErr_SetString(PyExc_ValueError, "a path of an unknown group");
+            sim_free(&s);
+            return NULL;
+        }
+        p->sel = s.pg_sel[p->pg];
         p->nhw = (int)get_i64(pd, "nr_hw_queues", &err);
         if (p->nhw < 1) p->nhw = 1;
         p->hw = PyMem_Calloc((size_t)p->nhw, sizeof(hctx_t));
@@ -1240,6 +1798,8 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         j->startdelay_ns = get_i64(jd, "startdelay_ns", &err);
         j->read_fraction = get_f(jd, "read_fraction", &err);
         j->cpu = (int)get_i64(jd, "cpu", &err);
+        j->continue_on_error = (int)get_i64(jd, "continue_on_error", &err);
+        j->last_error_ns = -1;
         j->end_ns = j->startdelay_ns;
         mt_seed_u64(&j->rng, get_u64(jd, "seed", &err));
         j->rlat.hist = PyMem_Calloc(NBUCKETS, sizeof(int64_t));
@@ -1250,6 +1810,42 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
 
     int stalled = 0;
     int rc = 0;
+    s.nvalid = (int)PyList_GET_SIZE(order);    /* the first group's valid list */
+    for (int i = 0; i < s.nvalid; i++)
+        s.valid[i] = (int)PyLong_AsLong(PyList_GET_ITEM(order, i));
+    /* the faults: (path, action, factor, reinstate_after_ns, index of its reinstate_path message) */
+    PyObject *faults = PyDict_GetItemString(cfg, "faults");
+    if (faults && PyList_Check(faults) && PyList_GET_SIZE(faults)) {
+        s.nfaults = (int)PyList_GET_SIZE(faults);
+        s.fault_path = PyMem_Calloc((size_t)s.nfaults, sizeof(int));
+        s.fault_action = PyMem_Calloc((size_t)s.nfaults, sizeof(int));
+        s.fault_msg = PyMem_Calloc((size_t)s.nfaults, sizeof(int));
+        s.fault_factor = PyMem_Calloc((size_t)s.nfaults, sizeof(double));
+        s.fault_after = PyMem_Calloc((size_t)s.nfaults, sizeof(int64_t));
+        if (!s.fault_path || !s.fault_action || !s.fault_msg || !s.fault_factor || !s.fault_after) {
+            sim_free(&s);
+            return PyErr_NoMemory();
+        }
+        for (int i = 0; i < s.nfaults; i++) {
+            long long after;
+            if (!PyArg_ParseTuple(PyList_GET_ITEM(faults, i), "iidLi", &s.fault_path[i], &s.fault_action[i],
+                                  &s.fault_factor[i], &after, &s.fault_msg[i])
+                    || s.fault_path[i] < 0 || s.fault_path[i] >= s.npaths) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "fault on an unknown path");
+                sim_free(&s);
+                return NULL;
+            }
+            s.fault_after[i] = after;
+        }
+    }
+    /* Simulation.__init__ schedules the faults and messages first: (t, kind, obj) in that order */
+    PyObject *initial = PyDict_GetItemString(cfg, "initial");
+    for (Py_ssize_t i = 0; initial && i < PyList_GET_SIZE(initial) && rc == 0; i++) {
+        long long t, obj;
+        int kind;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(initial, i), "LiL", &t, &kind, &obj)) { sim_free(&s); return NULL; }
+        rc = push_ev(&s, t, kind, obj);
+    }
     if (s.host && s.steal_ns)           /* Host.start */
         for (int i = 0; i < s.ncpus && rc == 0; i++)
             rc = push_ev(&s, s.steal_period_ns, EV_STEAL, i);
@@ -1271,7 +1867,8 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         /* I/O still under way: events carrying an I/O, device queues, and
            what the block layer and the CPUs hold (BlockLayer.drain, Host.drain) */
         for (int64_t i = 0; i < s.heap.n; i++)
-            if (s.heap.ev[i].kind == EV_DONE || s.heap.ev[i].kind == EV_ARRIVE) pending++;
+            if (s.heap.ev[i].kind == EV_DONE || s.heap.ev[i].kind == EV_ARRIVE
+                    || s.heap.ev[i].kind == EV_RETRY || s.heap.ev[i].kind == EV_ERRDONE) pending++;
         pending += s.waiting.len;
         for (int i = 0; i < s.npaths; i++) {
             pending += s.paths[i].qlen;
@@ -1291,23 +1888,37 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     for (int i = 0; i < s.ncpus; i++)
         PyList_SET_ITEM(rcpus, i, PyLong_FromLongLong(s.cpus[i].busy_ns));
 
-    PyObject *rpaths = PyList_New(s.npaths), *rjobs = PyList_New(s.njobs), *rorder = PyList_New(s.npaths);
-    if (!rpaths || !rjobs || !rorder) goto fail;
+    PyObject *rpaths = PyList_New(s.npaths), *rjobs = PyList_New(s.njobs), *rorder = PyList_New(s.nvalid);
+    PyObject *rwin = PyDict_New();
+    if (!rpaths || !rjobs || !rorder || !rwin) goto fail;
+    for (int64_t k = 0; k < s.nwindows; k++) {
+        int64_t *w = s.windows + k * s.npaths, any = 0;
+        for (int i = 0; i < s.npaths; i++) any |= w[i];
+        if (!any) continue;         /* Simulation._windows holds only windows with a dispatch */
+        PyObject *wl = PyList_New(s.npaths), *key = PyLong_FromLongLong(k);
+        if (!wl || !key) { Py_XDECREF(wl); Py_XDECREF(key); goto fail; }
+        for (int i = 0; i < s.npaths; i++)
+            PyList_SET_ITEM(wl, i, PyLong_FromLongLong(w[i]));
+        int r = PyDict_SetItem(rwin, key, wl);
+        Py_DECREF(wl); Py_DECREF(key);
+        if (r < 0) goto fail;
+    }
     for (int i = 0; i < s.npaths; i++) {
         path_t *p = &s.paths[i];
         PyObject *pl = lat_tuple(&p->lat);
         if (!pl) goto fail;
-        PyObject *t = Py_BuildValue("{s:L,s:L,s:L,s:L,s:i,s:i,s:K,s:K,s:K,s:K,s:N}",
+        PyObject *t = Py_BuildValue("{s:L,s:L,s:L,s:L,s:i,s:i,s:K,s:K,s:K,s:K,s:d,s:L,s:i,s:N}",
             "dispatched", (long long)p->dispatched, "completed", (long long)p->completed,
             "in_flight", (long long)p->in_flight, "peak_in_flight", (long long)p->peak_in_flight,
             "qlen", (int)p->qlen_sel, "in_flight_size", (int)p->inflight_size,
             "hst", (unsigned long long)p->hst, "outstanding", (unsigned long long)p->outstanding,
             "stale_after", (unsigned long long)p->stale_after, "last_finish", (unsigned long long)p->last_finish,
-            "lat", pl);
+            "slow_factor", p->slow_factor, "errors", (long long)p->errors, "offline", p->offline, "lat", pl);
         if (!t) goto fail;
         PyList_SET_ITEM(rpaths, i, t);
-        PyList_SET_ITEM(rorder, i, PyLong_FromLong(s.valid[i]));
     }
+    for (int i = 0; i < s.nvalid; i++)
+        PyList_SET_ITEM(rorder, i, PyLong_FromLong(s.valid[i]));
     for (int i = 0; i < s.njobs; i++) {
         job_t *j = &s.jobs[i];
         PyObject *rl = lat_tuple(&j->rlat), *wl = lat_tuple(&j->wlat);
@@ -1328,23 +1939,27 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
             if (!wt) { Py_DECREF(rl); Py_DECREF(wl); Py_DECREF(wins); Py_DECREF(dmap); Py_DECREF(lr); goto fail; }
             PyList_SET_ITEM(wins, k, wt);
         }
-        PyObject *t = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:N,s:N,s:N,s:N,s:N}",
+        PyObject *t = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:i,s:i,s:L,s:N,s:N,s:N,s:N,s:N}",
             "submitted", (long long)j->submitted, "completed", (long long)j->completed,
             "remaining", (long long)j->remaining, "end_ns", (long long)j->end_ns,
             "bytes_read", (long long)j->bytes_read, "bytes_written", (long long)j->bytes_written,
+            "errored", (long long)j->errored, "stopped", j->stopped, "first_error", j->first_error,
+            "last_error_ns", (long long)j->last_error_ns,
             "read_lat", rl, "write_lat", wl, "windows", wins, "depth_map", dmap, "lat_ranges", lr);
         if (!t) goto fail;
         PyList_SET_ITEM(rjobs, i, t);
     }
-    PyObject *res = Py_BuildValue("{s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:L,s:N}",
+    PyObject *res = Py_BuildValue("{s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:L,s:N,s:N,s:L,s:L,s:L}",
         "paths", rpaths, "jobs", rjobs, "order", rorder, "submitted", (long long)s.submitted,
         "completed", (long long)s.completed, "events", (long long)s.events, "pending", (long long)pending,
         "stalled", stalled, "first_choice", s.first_choice, "timeline", s.timeline,
-        "resource_stalls", (long long)s.resource_stalls, "cpu_busy_ns", rcpus);
+        "resource_stalls", (long long)s.resource_stalls, "cpu_busy_ns", rcpus, "windows", rwin,
+        "now", (long long)s.now, "errored", (long long)s.errored, "map_misses", (long long)s.map_misses);
     rcpus = NULL;
     sim_free(&s);
     return res;
 fail:
+    Py_XDECREF(rwin);
     Py_XDECREF(rcpus);
     Py_XDECREF(rpaths);
     Py_XDECREF(rjobs);

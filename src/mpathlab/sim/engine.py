@@ -360,6 +360,13 @@ class Simulation:
             self._state_changes += 1
             self._timer_pending = True
 
+    def _nopath_timeout(self, gen: int) -> None:
+        """The queue_if_no_path timer fired (unless re-armed or deleted since)."""
+        if gen == self._timer_gen and self._timer_pending:
+            self._timer_pending = False
+            self._state_changes -= 1
+            self.mp.nopath_timeout()
+
     def _activate(self, mp, pgpath, delay_ms: int) -> None:
         self._push(self.now + delay_ms * 1_000_000 + self.activation_ns, EV_ACTIVATED, pgpath)
 
@@ -745,10 +752,7 @@ class Simulation:
             elif kind == EV_ACTIVATED:
                 mp.pg_init_done(obj, DH_OK)
             elif kind == EV_NOPATH_TIMEOUT:
-                if obj == self._timer_gen and self._timer_pending:
-                    self._timer_pending = False
-                    self._state_changes -= 1
-                    mp.nopath_timeout()
+                self._nopath_timeout(obj)
             elif kind == EV_DAEMON:
                 if obj[1]:
                     self._state_changes -= 1
