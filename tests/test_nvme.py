@@ -9,13 +9,14 @@ from hypothesis import strategies as st
 
 from mpathlab import nvme
 from mpathlab.cli import main
-from mpathlab.nvme.head import Controller, Host, NvmeHead
+from mpathlab.nvme.head import Controller, NvmeHead
 from mpathlab.nvme.scenarios import NVME_SCENARIOS, NVME_STUDIES
 from mpathlab.nvme.topology import NvmeTopologyError, parse_nvme
 from mpathlab.runner import run_simulation
 from mpathlab.sim import fast
 from mpathlab.sim.devices import PathModel, ServiceTime
 from mpathlab.sim.engine import Simulation
+from mpathlab.sim.host import HostModel
 from mpathlab.target import END_DONE, END_REQUEUE, MAP_KILL, MAP_REMAPPED, MAP_SUBMITTED, MpathIO
 from mpathlab.workload.fio import parse_fio
 from mpathlab.workload.topology import TopologyError, load_topology, topology_from_dict
@@ -39,7 +40,7 @@ class Env:
         self.cpu = 0
         ctrls = [Controller("c%d" % i, i, (259, i), (numa_nodes or [-1] * n)[i]) for i in range(n)]
         self.head = NvmeHead(ctrls, iopolicy=policy, namespaces=namespaces, ana=ana or {},
-                             host=Host(cpu_nodes), clock=lambda: self.t, cpu=lambda: self.cpu,
+                             host=HostModel(len(cpu_nodes), cpu_nodes=cpu_nodes), clock=lambda: self.t, cpu=lambda: self.cpu,
                              policy_params=params, marginal_aware=marginal_aware)
         self.c = ctrls
 
@@ -48,7 +49,10 @@ class Env:
             self.cpu = cpu
         io = IO(nsid, is_read)
         r = self.head.map(io)
-        return io if r == MAP_REMAPPED else r
+        if r == MAP_REMAPPED:
+            assert self.head.driver_start(io)     # the driver starts it at once (a free tag)
+            return io
+        return r
 
     def names(self, k, **kw):
         out = []
