@@ -3,13 +3,15 @@
 controller is lost or its path leaves the ANA live states.  Every expectation is worked out by hand in the
 comments from the kernel's rules (drivers/nvme/host/multipath.c, core.c, block/blk-mq.c of 6.1)."""
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mpathlab.cli import main
 from mpathlab.nvme.run import attach
 from mpathlab.runner import run_simulation
 from mpathlab.sim.engine import Simulation
 from mpathlab.workload.fio import parse_fio
-from mpathlab.workload.topology import TopologyError, topology_from_dict
+from mpathlab.workload.topology import TopologyError, load_topology, topology_from_dict
 
 MS = 1_000_000
 US = 1_000
@@ -195,3 +197,40 @@ def test_cancelled_io_waits_for_a_tag_then_fails_at_queue_rq():
     sim, res = _sim(t, "iodepth=2\nnumber_ios=2\n", [(1 * MS, "fail_path a")], policy="numa")
     assert res.errored == 0 and [p["completed"] for p in res.paths] == [0, 2]
     assert res.jobs[0].read_lat.max == 11 * MS and res.paths[0]["errors"] == 2
+
+
+@pytest.mark.parametrize("extra,word", [("cpus = 2\ncpu_nodes = [0, 1, 1]\n", "cpu_nodes"),
+                                        ("cpu_nodes = [true]\n", "cpu_nodes"),
+                                        ("cpus = 2\ncpu_nodes = [0, 1]\nnode_distance = [[10, 20]]\n",
+                                         "node_distance")])
+def test_host_node_keys_rejected_with_their_line(tmp_path, extra, word):
+    p = tmp_path / "t.toml"
+    p.write_text('[paths.a]\nservice = "1ms"\n\n[host]\n' + extra + '[nvme]\n')
+    with pytest.raises(TopologyError) as e:
+        load_topology(str(p))
+    msg = str(e.value)
+    line = 5 + next(i for i, l in enumerate(extra.splitlines()) if l.startswith(word))
+    assert msg.split(": ", 1)[0].endswith("t.toml:%d" % line) and word in msg and "\n" not in msg
+
+
+_node_values = st.one_of(st.integers(-2, 3), st.booleans(), st.text(max_size=3),
+                         st.lists(st.one_of(st.integers(-1, 3), st.booleans(),
+                                            st.lists(st.integers(0, 300), max_size=3)), max_size=4))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 4), st.one_of(st.none(), _node_values), st.one_of(st.none(), _node_values))
+def test_host_node_keys_construct_or_are_refused(cpus, nodes, dist):
+    host = {"cpus": cpus}
+    if nodes is not None:
+        host["cpu_nodes"] = nodes
+    if dist is not None:
+        host["node_distance"] = dist
+    try:
+        topo = topology_from_dict(doc(host=host), "t.toml")
+    except TopologyError as e:
+        assert str(e).startswith("t.toml: [host] ") and "\n" not in str(e)
+        return
+    h = topo.host
+    assert len(h.cpu_nodes) == cpus and all(0 <= h.node_of_cpu(c) < h.nr_nodes for c in range(2 * cpus))
+    assert all(h.distance(a, b) >= 1 for a in range(h.nr_nodes) for b in range(h.nr_nodes))
