@@ -447,6 +447,7 @@ def test_head_invariants_under_random_events(policy, ops):
                 # only a usable path in a live ANA state is ever chosen
                 assert ns.ctrl.state == "live" and ns.ana_state in ("optimized", "non-optimized")
                 assert ns.nshead.nsid == op[1]
+                assert head.driver_start(io)      # the controller it was chosen on is live
                 inflight.append(io)
             else:
                 assert r in (MAP_SUBMITTED, MAP_KILL)
@@ -455,8 +456,10 @@ def test_head_invariants_under_random_events(policy, ops):
                     head.take_queued()
         elif op[0] == "end" and inflight:
             io = inflight.pop(op[1] % len(inflight))
+            # a request completing without error on a path no longer in a live ANA state gets the ANA status
+            ana_error = op[2] is None and io.tag.ns.ana_state not in ("optimized", "non-optimized")
             r = head.end_io(io, op[2])
-            assert r == (END_REQUEUE if op[2] == "transport" else END_DONE)
+            assert r == (END_REQUEUE if op[2] == "transport" or ana_error else END_DONE)
         elif op[0] == "ana":
             head.message("ana", "1", "c%d" % op[1], op[2])
         elif op[0] == "ctrl":
