@@ -234,3 +234,16 @@ def test_host_node_keys_construct_or_are_refused(cpus, nodes, dist):
     h = topo.host
     assert len(h.cpu_nodes) == cpus and all(0 <= h.node_of_cpu(c) < h.nr_nodes for c in range(2 * cpus))
     assert all(h.distance(a, b) >= 1 for a in range(h.nr_nodes) for b in range(h.nr_nodes))
+
+
+@pytest.mark.parametrize("text,line,word", [
+    ('[paths.a]\nservice = "1ms"\n[nvme]\ncpu_nodes = [0]\n', 4, "cpu_nodes belongs in [host]"),
+    ('[paths.a]\nservice = "1ms"\n[nvme.controllers.a]\nmarginal = false\nnuma_node = 1\n', 5, "numa_node 1"),
+])
+def test_nvme_node_errors_name_their_line(tmp_path, text, line, word):
+    p = tmp_path / "t.toml"
+    p.write_text(text)
+    with pytest.raises(TopologyError) as e:
+        load_topology(str(p))
+    msg = str(e.value)
+    assert msg.split(": ", 1)[0].endswith("t.toml:%d" % line) and word in msg and "\n" not in msg

@@ -125,7 +125,7 @@ def parse_nvme(doc: dict, paths, src: str, host: Optional[HostModel] = None,
     try:
         return _parse(doc, paths, src, host or HostModel(), path_docs or {})
     except (NvmeTopologyError, UnitError) as e:
-        raise NvmeTopologyError("%s: [nvme] %s" % (src, e)) from None
+        raise NvmeTopologyError("%s: [nvme] %s" % (src, e), key=getattr(e, "key", None)) from None
 
 
 def _parse(doc: dict, paths, src: str, host: HostModel, path_docs: dict) -> NvmeConfig:
@@ -134,7 +134,7 @@ def _parse(doc: dict, paths, src: str, host: HostModel, path_docs: dict) -> Nvme
     moved = {"cpu_nodes", "node_distance"} & set(doc)
     if moved:
         raise NvmeTopologyError("%s belongs in [host] now (one CPU-to-node map for every stack)"
-                                % " and ".join(sorted(moved)))
+                                % " and ".join(sorted(moved)), key=("nvme", sorted(moved)[0]))
     bad = set(doc) - _KEYS
     if bad:
         raise NvmeTopologyError("has unknown key(s) %s" % ", ".join(sorted(bad)))
@@ -172,7 +172,8 @@ def _parse(doc: dict, paths, src: str, host: HostModel, path_docs: dict) -> Nvme
     for c in controllers:
         if c[2] >= host.nr_nodes:
             raise NvmeTopologyError("controllers.%s.numa_node %d: the host has node(s) 0 to %d ([host] cpu_nodes, "
-                                    "node_distance)" % (c[0], c[2], host.nr_nodes - 1))
+                                    "node_distance)" % (c[0], c[2], host.nr_nodes - 1),
+                                    key=("nvme.controllers.%s" % c[0], "numa_node"))
     cross = parse_duration_ns(doc.get("cross_node_cost", 0), "cross_node_cost")
     ma = doc.get("marginal_aware", True)
     if not isinstance(ma, bool):
