@@ -247,3 +247,26 @@ def test_nvme_node_errors_name_their_line(tmp_path, text, line, word):
         load_topology(str(p))
     msg = str(e.value)
     assert msg.split(": ", 1)[0].endswith("t.toml:%d" % line) and word in msg and "\n" not in msg
+
+
+def test_failed_over_io_sleeps_in_the_requeue_work_not_in_the_task():
+    # c0 (lost at 0.5 ms), c1 (one tag, 10 ms), c2 (1 ms); round-robin c0, c1, c2; iodepth 3, 4 I/Os; 1 ms windows.
+    # t=0    io1 -> c0, io2 -> c1 (its tag), io3 -> c2
+    # t=0.5  c0 lost: io1 cancelled and failed over; the requeue work resubmits it: the walk after c2 skips
+    #        c0 and picks c1, which has no tag: the kworker sleeps, the fio task does not
+    # t=1    io3 done: the task submits io4 -> c2 (after c1, c2), dispatched in the [1, 2) ms window; done at 2
+    #        (were the task asleep with io1, io4 would wait until io1 gets c1's tag at 10 ms)
+    # t=10   io2 done: its tag goes to io1, done at 20
+    t = doc(host={"cpus": 1}, a={"service": "1ms", "parallelism": 8},
+            b={"service": "10ms", "parallelism": 8, "hw_queue_depth": 1}, c={"service": "1ms", "parallelism": 8})
+    topo = topology_from_dict(t, "t.toml")
+    sim = Simulation("", topo.nvme.paths, jobs("iodepth=3\nnumber_ios=4\n").jobs,
+                     target=lambda env: topo.nvme.target(env, "round-robin"), host=topo.host,
+                     messages=[(500 * US, "fail_path a")], window_ns=1 * MS, engine="python")
+    attach(sim)
+    res = sim.run()
+    res.check_accounting()
+    assert res.errored == 0 and [p["completed"] for p in res.paths] == [0, 2, 2]
+    assert dict(res.windows).get(1 * MS, {}).get("c", 0) == 1
+    assert res.runtime_ns == 20 * MS and res.jobs[0].read_lat.max == 20 * MS
+    assert not sim.mp._requeued and not sim.blk._worker_sleepers

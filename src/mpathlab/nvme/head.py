@@ -168,6 +168,9 @@ class NvmeHead:
                         for nsid in range(1, namespaces + 1)]
         self.policy = registry.create(iopolicy, self, self.policy_params)
         self.queued_bios = collections.deque()
+        # bios the head's requeue work resubmits (failed over, or waiting for a path) until the driver
+        # starts them: the kworker, not the fio task, is what sleeps when such a bio finds no tag
+        self._requeued: set = set()
         # set by the simulation (mpathlab.nvme.run.attach): cancel the requests started on a controller
         self.cancel_in_flight: Optional[Callable[[Controller], None]] = None
         self._ns_of_job = {}
@@ -207,7 +210,14 @@ class NvmeHead:
         if self.available_path(nshead):
             self.queued_bios.append(io)
             return MAP_SUBMITTED
+        self._requeued.discard(io)
         return MAP_KILL
+
+    def submitted_by_worker(self, io) -> bool:
+        """True when ``io`` is being resubmitted by the head's requeue work (nvme_requeue_work on
+        kblockd) rather than by the task that first submitted it (sim/blockqueue.py asks this before
+        putting a submitter to sleep for a tag)."""
+        return io in self._requeued
 
     def available_path(self, nshead: NsHead) -> bool:
         return any(ns.ctrl.state in (CTRL_LIVE, CTRL_RESETTING, CTRL_CONNECTING) and not ns.ctrl.failfast
@@ -234,6 +244,7 @@ class NvmeHead:
         req = io.tag
         ns = req.ns
         ctrl = ns.ctrl
+        self._requeued.discard(io)
         if ctrl.state != CTRL_LIVE and ctrl.state != CTRL_DELETING:
             return False
         policy = self.policy
@@ -278,6 +289,7 @@ class NvmeHead:
             self.clear_current_path(ns)
             if error != ANA_ERROR and ctrl.state == CTRL_LIVE:
                 self._lose(ctrl)                  # the transport's error recovery
+            self._requeued.add(io)
             io.pgpath = None
             return END_REQUEUE
         if error:
@@ -287,6 +299,7 @@ class NvmeHead:
     def take_queued(self) -> list:
         items = list(self.queued_bios)
         self.queued_bios.clear()
+        self._requeued.update(items)
         return items
 
     def kick(self) -> None:

@@ -115,6 +115,9 @@ class BlockLayer:
         self.resource_stalls = 0    # BLK_STS_RESOURCE returns of dm_mq_queue_rq
         if self.rq:
             sim.mp.alloc_clone = self.alloc_clone
+        # NVMe: a bio the head's requeue work resubmits sleeps in that kworker, not in the fio task
+        self._by_worker = getattr(sim.mp, "submitted_by_worker", None)
+        self._worker_sleepers: set = set()
 
     # -- request-based ------------------------------------------------------
     def insert(self, io) -> None:
@@ -189,10 +192,16 @@ class BlockLayer:
         return True
 
     def _sleep(self, q, io) -> None:
-        io.job.blocked = True
+        if self._by_worker is not None and self._by_worker(io):
+            self._worker_sleepers.add(io)
+        else:
+            io.job.blocked = True
         q.sleepers.append(io)
 
     def _wake(self, io) -> None:
+        if io in self._worker_sleepers:
+            self._worker_sleepers.discard(io)
+            return
         job = io.job
         job.blocked = False
         self.sim._submit_more(job)
@@ -243,4 +252,5 @@ class BlockLayer:
                 n += len(q.dispatch) + len(q.sleepers)
                 q.dispatch.clear()
                 q.sleepers.clear()
+        self._worker_sleepers.clear()
         return n
