@@ -9,13 +9,14 @@ from hypothesis import strategies as st
 
 from mpathlab import nvme
 from mpathlab.cli import main
-from mpathlab.nvme.head import Controller, Host, NvmeHead
+from mpathlab.nvme.head import Controller, NvmeHead
 from mpathlab.nvme.scenarios import NVME_SCENARIOS, NVME_STUDIES
 from mpathlab.nvme.topology import NvmeTopologyError, parse_nvme
 from mpathlab.runner import run_simulation
 from mpathlab.sim import fast
 from mpathlab.sim.devices import PathModel, ServiceTime
 from mpathlab.sim.engine import Simulation
+from mpathlab.sim.host import HostModel
 from mpathlab.target import END_DONE, END_REQUEUE, MAP_KILL, MAP_REMAPPED, MAP_SUBMITTED, MpathIO
 from mpathlab.workload.fio import parse_fio
 from mpathlab.workload.topology import TopologyError, load_topology, topology_from_dict
@@ -39,7 +40,7 @@ class Env:
         self.cpu = 0
         ctrls = [Controller("c%d" % i, i, (259, i), (numa_nodes or [-1] * n)[i]) for i in range(n)]
         self.head = NvmeHead(ctrls, iopolicy=policy, namespaces=namespaces, ana=ana or {},
-                             host=Host(cpu_nodes), clock=lambda: self.t, cpu=lambda: self.cpu,
+                             host=HostModel(len(cpu_nodes), cpu_nodes=cpu_nodes), clock=lambda: self.t, cpu=lambda: self.cpu,
                              policy_params=params, marginal_aware=marginal_aware)
         self.c = ctrls
 
@@ -48,7 +49,10 @@ class Env:
             self.cpu = cpu
         io = IO(nsid, is_read)
         r = self.head.map(io)
-        return io if r == MAP_REMAPPED else r
+        if r == MAP_REMAPPED:
+            assert self.head.driver_start(io)     # the driver starts it at once (a free tag)
+            return io
+        return r
 
     def names(self, k, **kw):
         out = []
@@ -452,6 +456,7 @@ def test_head_invariants_under_random_events(policy, ops):
                 # only a usable path in a live ANA state is ever chosen
                 assert ns.ctrl.state == "live" and ns.ana_state in ("optimized", "non-optimized")
                 assert ns.nshead.nsid == op[1]
+                assert head.driver_start(io)      # the controller it was chosen on is live
                 inflight.append(io)
             else:
                 assert r in (MAP_SUBMITTED, MAP_KILL)
@@ -460,8 +465,10 @@ def test_head_invariants_under_random_events(policy, ops):
                     head.take_queued()
         elif op[0] == "end" and inflight:
             io = inflight.pop(op[1] % len(inflight))
+            # a request completing without error on a path no longer in a live ANA state gets the ANA status
+            ana_error = op[2] is None and io.tag.ns.ana_state not in ("optimized", "non-optimized")
             r = head.end_io(io, op[2])
-            assert r == (END_REQUEUE if op[2] == "transport" else END_DONE)
+            assert r == (END_REQUEUE if op[2] == "transport" or ana_error else END_DONE)
         elif op[0] == "ana":
             head.message("ana", "1", "c%d" % op[1], op[2])
         elif op[0] == "ctrl":

@@ -6,9 +6,9 @@ comparison, and an NVMe head the simulator runs like the dm target.
     nvme.names()                      # registered policies
     head = nvme.NvmeHead([nvme.Controller("c0", 0), nvme.Controller("c1", 1)], iopolicy="round-robin")
 """
-from .head import Controller, Host, NsHead, NsPath, NvmeHead
+from .head import Controller, NsHead, NsPath, NvmeHead
 from .policy import IOPolicy, PolicyError
 from .registry import create, lookup, names, register
 
-__all__ = ["Controller", "Host", "IOPolicy", "NsHead", "NsPath", "NvmeHead", "PolicyError", "create", "lookup",
+__all__ = ["Controller", "IOPolicy", "NsHead", "NsPath", "NvmeHead", "PolicyError", "create", "lookup",
            "names", "register"]

@@ -36,30 +36,11 @@ from ..kernel import EINVAL
 from ..target import END_DONE, END_REQUEUE, MAP_KILL, MAP_REMAPPED, MAP_SUBMITTED, MessageError
 from ..target.multipath import blk_path_error
 from . import registry
-from .policy import (ANA_STATES, CTRL_CONNECTING, CTRL_DEAD, CTRL_LIVE, CTRL_RESETTING, LOCAL_DISTANCE, OPTIMIZED,
+from ..sim.host import HostModel
+from .policy import (ANA_STATES, CTRL_CONNECTING, CTRL_DEAD, CTRL_DELETING, CTRL_LIVE, CTRL_RESETTING, OPTIMIZED,
                      find_nearest, path_is_optimized, state_is_live)
 
-REMOTE_DISTANCE = 20
-
-
-class Host:
-    """CPUs, NUMA nodes and distances of the host, and the cross-node cost."""
-
-    def __init__(self, cpu_nodes: Sequence[int] = (), distances: Optional[Sequence[Sequence[int]]] = None,
-                 cross_node_cost_ns: int = 0):
-        self.cpu_nodes = list(cpu_nodes)
-        n = max(self.cpu_nodes, default=0) + 1
-        if distances is None:
-            distances = [[LOCAL_DISTANCE if i == j else REMOTE_DISTANCE for j in range(n)] for i in range(n)]
-        self.distances = [list(r) for r in distances]
-        self.nr_nodes = len(self.distances)
-        self.cross_node_cost_ns = int(cross_node_cost_ns)
-
-    def node_of_cpu(self, cpu: int) -> int:
-        return self.cpu_nodes[cpu] if 0 <= cpu < len(self.cpu_nodes) else 0
-
-    def distance(self, a: int, b: int) -> int:
-        return self.distances[a][b]
+ANA_ERROR = "ana"      # NVME_SC_ANA_INACCESSIBLE / _PERSISTENT_LOSS / _TRANSITION: a path error
 
 
 class Controller:
@@ -121,10 +102,16 @@ class NsHead:
 
 
 class _Req:
-    __slots__ = ("ns", "cpu", "start_ns", "counted", "policy")
+    """What the head keeps of one request on a path (nvme_req flags and start time)."""
 
-    def __init__(self, ns, cpu, start_ns, counted, policy):
-        self.ns, self.cpu, self.start_ns, self.counted, self.policy = ns, cpu, start_ns, counted, policy
+    __slots__ = ("ns", "cpu", "start_ns", "counted", "policy", "started")
+
+    def __init__(self, ns, cpu):
+        self.ns, self.cpu = ns, cpu
+        self.start_ns = 0
+        self.counted = False       # NVME_MPATH_CNT_ACTIVE
+        self.policy = None         # the policy active when the request started
+        self.started = False
 
 
 class _PG:
@@ -154,14 +141,16 @@ class NvmeHead:
     def __init__(self, controllers: Sequence[Controller], *, iopolicy: str = "numa",
                  policy_params: Optional[dict] = None, namespaces: int = 1,
                  ana_group_of_ns: Optional[Dict[int, int]] = None,
-                 ana: Optional[Dict[int, Dict[str, str]]] = None, host: Optional[Host] = None,
+                 ana: Optional[Dict[int, Dict[str, str]]] = None, host: Optional[HostModel] = None,
+                 cross_node_cost_ns: int = 0,
                  marginal_aware: bool = True, clock: Callable[[], int] = lambda: 0,
                  cpu: Callable[[], int] = lambda: 0, on_kick: Optional[Callable] = None,
                  schedule: Optional[Callable[[int, str], None]] = None, ctrl_loss_tmo_ns: int = -1,
                  fast_io_fail_tmo_ns: int = -1):
         self.controllers = list(controllers)
         self.by_name = {c.name: c for c in self.controllers}
-        self.host = host or Host()
+        self.host = host or HostModel()     # the CPUs' NUMA nodes and distances (sim/host.py)
+        self.cross_node_cost_ns = int(cross_node_cost_ns)
         self.clock = clock
         self._cpu = cpu
         self._on_kick = on_kick
@@ -179,6 +168,11 @@ class NvmeHead:
                         for nsid in range(1, namespaces + 1)]
         self.policy = registry.create(iopolicy, self, self.policy_params)
         self.queued_bios = collections.deque()
+        # bios the head's requeue work resubmits (failed over, or waiting for a path) until the driver
+        # starts them: the kworker, not the fio task, is what sleeps when such a bio finds no tag
+        self._requeued: set = set()
+        # set by the simulation (mpathlab.nvme.run.attach): cancel the requests started on a controller
+        self.cancel_in_flight: Optional[Callable[[Controller], None]] = None
         self._ns_of_job = {}
         self.pgpaths = self.controllers
         self.priority_groups = [_PG(self)]
@@ -209,19 +203,21 @@ class NvmeHead:
         nshead = self.nshead_for(io)
         ns = self.policy.find_path(nshead, cpu, node, io)
         if ns is not None:
-            counted = self.policy.counts_active
-            if counted:
-                ns.ctrl.nr_active += 1
-            self.policy.start_request(ns, io, cpu)
-            now = self.clock()
+            # chosen now; counted and timed when the driver starts it (driver_start)
             io.pgpath = ns.ctrl
-            io.start_time_ns = now
-            io.tag = _Req(ns, cpu, now, counted, self.policy)
+            io.tag = _Req(ns, cpu)
             return MAP_REMAPPED
         if self.available_path(nshead):
             self.queued_bios.append(io)
             return MAP_SUBMITTED
+        self._requeued.discard(io)
         return MAP_KILL
+
+    def submitted_by_worker(self, io) -> bool:
+        """True when ``io`` is being resubmitted by the head's requeue work (nvme_requeue_work on
+        kblockd) rather than by the task that first submitted it (sim/blockqueue.py asks this before
+        putting a submitter to sleep for a tag)."""
+        return io in self._requeued
 
     def available_path(self, nshead: NsHead) -> bool:
         return any(ns.ctrl.state in (CTRL_LIVE, CTRL_RESETTING, CTRL_CONNECTING) and not ns.ctrl.failfast
@@ -231,24 +227,69 @@ class NvmeHead:
         """The cross-node cost: the submitting CPU's node is not the controller's."""
         req = io.tag
         c = req.ns.ctrl
-        if c.numa_node >= 0 and self.host.cross_node_cost_ns and self.host.node_of_cpu(req.cpu) != c.numa_node:
-            return self.host.cross_node_cost_ns
+        if c.numa_node >= 0 and self.cross_node_cost_ns and self.host.node_of_cpu(req.cpu) != c.numa_node:
+            return self.cross_node_cost_ns
         return 0
 
+    def driver_start(self, io) -> bool:
+        """The request has its tag and the transport's queue_rq runs (called by the engine).
+
+        queue_rq first checks the controller (nvme_check_ready): one that is not live (a fabrics
+        controller being deleted still is) fails a multipath request at once with a host path
+        error (nvme_fail_nonready_command), which fails it over: False.  Else nvme_start_request
+        marks it started: the queue-depth policy counts it in ctrl->nr_active (only while that
+        policy is active: NVME_MPATH_CNT_ACTIVE), and the policy's start accounting and the
+        latency clock begin here, so time spent waiting for a tag is not path latency.
+        """
+        req = io.tag
+        ns = req.ns
+        ctrl = ns.ctrl
+        self._requeued.discard(io)
+        if ctrl.state != CTRL_LIVE and ctrl.state != CTRL_DELETING:
+            return False
+        policy = self.policy
+        req.started = True
+        req.policy = policy
+        req.counted = policy.counts_active
+        if req.counted:
+            ctrl.nr_active += 1
+        policy.start_request(ns, io, req.cpu)
+        req.start_ns = self.clock()
+        io.start_time_ns = req.start_ns
+        return True
+
     def end_io(self, io, error: Optional[str] = None) -> str:
+        """A request on a path ended (nvme_complete_rq): complete it, or fail it over.
+
+        Failover (nvme_failover_req) on a path error: the path stops being any node's current
+        path, the bio goes back to the head's requeue list and the requeue work resubmits it
+        through the policy at once (here: END_REQUEUE, which the engine retries now).  Path
+        errors are a lost transport ("transport"), a request cancelled by error recovery
+        (HOST_ABORTED_CMD, see cancel_in_flight) or a controller that was not live at queue_rq,
+        and the ANA statuses: a command that completes while its namespace's ANA group is
+        inaccessible, persistent-loss or change on that controller returns that status
+        (the controller answers with the state it has when it completes the command; assumed,
+        the spec lets an array finish commands it already had).  An ANA error does not reset
+        the controller (it is alive, only not serving this namespace; the kernel re-reads the
+        ANA log); any other path error starts the transport's error recovery.
+        """
         req = io.tag
         io.tag = None
         ns = req.ns
         ctrl = ns.ctrl
-        if req.counted and ctrl.nr_active > 0:
-            ctrl.nr_active -= 1
-        # the policy that started the request accounts for its end (after an
-        # iopolicy switch the new policy never saw it)
-        req.policy.end_request(ns, io, self.clock() - req.start_ns, req.cpu)
+        if req.started:
+            if req.counted and ctrl.nr_active > 0:
+                ctrl.nr_active -= 1
+            # the policy that started the request accounts for its end (after an
+            # iopolicy switch the new policy never saw it)
+            req.policy.end_request(ns, io, self.clock() - req.start_ns, req.cpu)
+        if not error and not state_is_live(ns.ana_state):
+            error = ANA_ERROR
         if error and blk_path_error(error):
             self.clear_current_path(ns)
-            if ctrl.state == CTRL_LIVE:
+            if error != ANA_ERROR and ctrl.state == CTRL_LIVE:
                 self._lose(ctrl)                  # the transport's error recovery
+            self._requeued.add(io)
             io.pgpath = None
             return END_REQUEUE
         if error:
@@ -258,6 +299,7 @@ class NvmeHead:
     def take_queued(self) -> list:
         items = list(self.queued_bios)
         self.queued_bios.clear()
+        self._requeued.update(items)
         return items
 
     def kick(self) -> None:
@@ -288,9 +330,13 @@ class NvmeHead:
         self.kick()
 
     def _lose(self, ctrl: Controller) -> None:
-        """Link lost: reconnecting; arm ctrl_loss_tmo and fast_io_fail_tmo."""
+        """Link lost: reconnecting; arm ctrl_loss_tmo and fast_io_fail_tmo.  The transport's error
+        recovery tears down the I/O queues and cancels every request the controller has started
+        (nvme_cancel_tagset: HOST_ABORTED_CMD, a path error, so each fails over)."""
         ctrl.state = CTRL_CONNECTING
         ctrl.loss_gen += 1
+        if self.cancel_in_flight is not None:
+            self.cancel_in_flight(ctrl)
         if self._schedule is not None:
             if self.fast_io_fail_tmo_ns >= 0:
                 self._schedule(self.fast_io_fail_tmo_ns, "fast_io_fail_expired %s %d" % (ctrl.name, ctrl.loss_gen))

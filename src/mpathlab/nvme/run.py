@@ -1,11 +1,15 @@
-"""Run a fio job over the NVMe subsystem of a topology (what runner.run_simulation calls for nvme:POLICY)."""
+"""Run a fio job over the NVMe subsystem of a topology (what runner.run_simulation calls for nvme:POLICY),
+and what the simulator does for the NVMe transport beyond the dm surface (``attach``)."""
 from __future__ import annotations
 
+import heapq
 from typing import Callable, Optional
 
-from ..sim.engine import SimResult, Simulation
+from ..sim.engine import EV_ARRIVE, EV_CALL, EV_DONE, SimResult, Simulation
 from . import registry
 from .topology import NvmeTopologyError
+
+HOST_ABORTED = "host-aborted"     # NVME_SC_HOST_ABORTED_CMD: a path error, so the request fails over
 
 
 def run_nvme(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = None,
@@ -18,10 +22,61 @@ def run_nvme(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = 
         raise NvmeTopologyError("unknown NVMe I/O policy %r; known: %s" % (policy, ", ".join(registry.names())))
     kw = {"uptime_ns": topo.uptime_ns, "seed": topo.seed if seed is None else seed, "nr_cpus": topo.nr_cpus,
           "messages": list(cfg.events)}
+    if topo.host is not None:
+        kw["host"] = topo.host      # the same host model (CPU costs, blocking submitters) as dm runs
     kw.update({k: v for k, v in overrides.items()
                if v is not None and k in ("uptime_ns", "window_ns", "drain_ns", "timeline_points", "engine")})
     sim = Simulation("", cfg.paths, jobs.jobs, progress=progress,
                      target=lambda env: cfg.target(env, policy), **kw)
+    attach(sim)
     result = sim.run()
     result.check_accounting()
     return result
+
+
+def attach(sim: Simulation) -> None:
+    """Give the NVMe head of ``sim`` the transport's cancellation of a lost controller's requests."""
+    sim.mp.cancel_in_flight = lambda ctrl: sim.call_at(sim.now, _cancel_tagset, (sim, sim.dev_of_pgpath[ctrl]))
+
+
+def _cancel_tagset(arg) -> None:
+    """Error recovery has torn down the controller's I/O queues (nvme_cancel_tagset): every request it
+    had started and not yet completed completes now with HOST_ABORTED_CMD, and the head fails it over.
+
+    Started requests are those travelling to the device (EV_ARRIVE), waiting in its queue, or being
+    served (EV_DONE).  The device itself does not learn of it: a request it is serving keeps its server
+    until the service ends (the target finishes the command; the host no longer listens).  Requests
+    still waiting for a tag were never started; they fail at queue_rq once they get one
+    (NvmeHead.driver_start).  Completions already on a host CPU were received and stand.
+    """
+    sim, dev = arg
+    heap = sim._heap
+    aborted = []
+    keep = []
+    for ev in heap:
+        t, seq, kind, obj = ev
+        if kind == EV_ARRIVE and obj.dev is dev:
+            aborted.append(obj)
+        elif kind == EV_DONE and obj.dev is dev:
+            aborted.append(obj)
+            keep.append((t, seq, EV_CALL, (_server_free, (sim, dev))))
+        else:
+            keep.append(ev)
+    if not aborted and not dev.queue:
+        return
+    aborted.extend(dev.queue)
+    dev.queue.clear()
+    heap[:] = keep
+    heapq.heapify(heap)
+    for io in sorted(aborted, key=lambda io: io.submit_ns):
+        sim._path_done(io, HOST_ABORTED)
+
+
+def _server_free(arg) -> None:
+    """The device ends the service of a cancelled request: its server takes the next one (as EV_DONE does)."""
+    sim, dev = arg
+    if dev.queue:
+        nxt = dev.queue.popleft()
+        heapq.heappush(sim._heap, (sim.now + dev.service_ns(nxt.nr_bytes), next(sim._seq), EV_DONE, nxt))
+    else:
+        dev.busy -= 1

@@ -1,11 +1,19 @@
 """The ``[nvme]`` section of a topology file: an NVMe subsystem over the file's path models.
 
+    [host]                       # the one host model (sim/host.py), as for dm runs
+    cpus = 4
+    cpu_nodes = [0, 0, 1, 1]     # NUMA node of CPU 0, 1, ... (default: all on node 0)
+    node_distance = [[10, 20], [20, 10]]   # default: 10 local, 20 remote
+    submit_cost = "2us"          # per-I/O CPU costs, as for dm runs
+
+    [paths.sda]                  # a controller's queues: hw_queue_depth = the I/O queue's depth
+    hw_queue_depth = 128         # (nvme-tcp queue_size); nr_hw_queues defaults to [host] cpus for a
+                                 # controller (one I/O queue per CPU, as nvme-pci/nvme-tcp allocate them)
+
     [nvme]
     iopolicy = "numa"            # numa | round-robin | queue-depth | adaptive (proposed) |
                                  # spdk-active-passive | spdk-round-robin | spdk-queue-depth
     namespaces = 1               # namespaces, each reachable through every controller
-    cpu_nodes = [0, 0, 1, 1]     # NUMA node of CPU 0, 1, ... (default: all on node 0)
-    node_distance = [[10, 20], [20, 10]]   # default: 10 local, 20 remote
     cross_node_cost = "0us"      # added to an I/O whose CPU is on another node than its controller
     marginal_aware = true        # proposed FPIN marginal handling (PATCH v8, 2025): marginal = non-optimized
     adaptive_weight_timeout = "15s"   # adaptive: time between weight updates
@@ -31,15 +39,17 @@
 """
 from __future__ import annotations
 
+import copy
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..units import UnitError, parse_duration_ns
 from ..workload.topology import TopologyError
 from . import registry
-from .head import Controller, Host, NvmeHead
+from ..sim.host import HostModel
+from .head import Controller, NvmeHead
 from .policy import ANA_STATES
 
-_KEYS = {"iopolicy", "namespaces", "cpu_nodes", "node_distance", "cross_node_cost", "marginal_aware",
+_KEYS = {"iopolicy", "namespaces", "cross_node_cost", "marginal_aware",
          "adaptive_weight_timeout", "adaptive_ewma_shift", "spdk_rr_min_io", "ctrl_loss_tmo", "fast_io_fail_tmo", "controllers", "ana_groups",
          "events"}
 _CTRL_KEYS = {"path", "numa_node", "marginal"}
@@ -61,19 +71,29 @@ class NvmeConfig:
 
     def __init__(self, paths, controllers: List[Tuple[str, str, int, bool]], *, iopolicy="numa", namespaces=1,
                  ana_groups: Optional[Dict[int, Tuple[List[int], Dict[str, str]]]] = None,
-                 events: Sequence[Tuple[int, str]] = (), host: Optional[Host] = None, marginal_aware=True,
+                 events: Sequence[Tuple[int, str]] = (), host: Optional[HostModel] = None,
+                 cross_node_cost_ns: int = 0, marginal_aware=True,
                  policy_params: Optional[dict] = None, ctrl_loss_tmo_ns: int = 600 * 10 ** 9,
-                 fast_io_fail_tmo_ns: int = -1):
+                 fast_io_fail_tmo_ns: int = -1, per_cpu_queues=()):
         self.ctrl_loss_tmo_ns = ctrl_loss_tmo_ns
         self.fast_io_fail_tmo_ns = fast_io_fail_tmo_ns
         by_name = {p.name: p for p in paths}
         self.controllers = controllers
-        self.paths = [by_name[path] for _, path, _, _ in controllers]
+        self.host = host or HostModel()
+        self.cross_node_cost_ns = cross_node_cost_ns
+        # A controller has one I/O queue per CPU (nvme_tcp/nvme-pci nr_io_queues = online CPUs): a path
+        # model that does not set nr_hw_queues gets one hardware queue per [host] CPU.
+        self.paths = []
+        for _, path, _, _ in controllers:
+            pm = by_name[path]
+            if path in per_cpu_queues and pm.nr_hw_queues != self.host.cpus:
+                pm = copy.copy(pm)
+                pm.nr_hw_queues = self.host.cpus
+            self.paths.append(pm)
         self.iopolicy = iopolicy
         self.namespaces = namespaces
         self.ana_groups = ana_groups or {1: (list(range(1, namespaces + 1)), {})}
         self.events = list(events)
-        self.host = host or Host()
         self.marginal_aware = marginal_aware
         self.policy_params = dict(policy_params or {})
 
@@ -91,21 +111,29 @@ class NvmeConfig:
         return NvmeHead(ctrls, iopolicy=iopolicy or self.iopolicy, policy_params=self.policy_params,
                         namespaces=self.namespaces, ana_group_of_ns=group_of,
                         ana={g: st for g, (_, st) in self.ana_groups.items()}, host=self.host,
+                        cross_node_cost_ns=self.cross_node_cost_ns,
                         marginal_aware=self.marginal_aware, clock=env.get("clock", lambda: 0),
                         cpu=env.get("cpu", lambda: 0), on_kick=env.get("on_kick"), schedule=env.get("schedule"),
                         ctrl_loss_tmo_ns=self.ctrl_loss_tmo_ns, fast_io_fail_tmo_ns=self.fast_io_fail_tmo_ns)
 
 
-def parse_nvme(doc: dict, paths, src: str) -> NvmeConfig:
+def parse_nvme(doc: dict, paths, src: str, host: Optional[HostModel] = None,
+               path_docs: Optional[dict] = None) -> NvmeConfig:
+    """``host``: the topology's [host] (None: one CPU on node 0); ``path_docs``: the raw [paths.*] tables,
+    to tell which set nr_hw_queues themselves."""
     try:
-        return _parse(doc, paths, src)
+        return _parse(doc, paths, src, host or HostModel(), path_docs or {})
     except (NvmeTopologyError, UnitError) as e:
-        raise NvmeTopologyError("%s: [nvme] %s" % (src, e)) from None
+        raise NvmeTopologyError("%s: [nvme] %s" % (src, e), key=getattr(e, "key", None)) from None
 
 
-def _parse(doc: dict, paths, src: str) -> NvmeConfig:
+def _parse(doc: dict, paths, src: str, host: HostModel, path_docs: dict) -> NvmeConfig:
     if not isinstance(doc, dict):
         raise NvmeTopologyError("must be a table")
+    moved = {"cpu_nodes", "node_distance"} & set(doc)
+    if moved:
+        raise NvmeTopologyError("%s belongs in [host] now (one CPU-to-node map for every stack)"
+                                % " and ".join(sorted(moved)), key=("nvme", sorted(moved)[0]))
     bad = set(doc) - _KEYS
     if bad:
         raise NvmeTopologyError("has unknown key(s) %s" % ", ".join(sorted(bad)))
@@ -140,23 +168,12 @@ def _parse(doc: dict, paths, src: str) -> NvmeConfig:
                 raise NvmeTopologyError("controllers.%s.marginal must be true or false" % name)
             controllers.append((name, path, numa, marg))
     cnames = [c[0] for c in controllers]
-    cpu_nodes = doc.get("cpu_nodes", [])
-    if not isinstance(cpu_nodes, list):
-        raise NvmeTopologyError("cpu_nodes must be a list of node numbers")
-    for i, n in enumerate(cpu_nodes):
-        _int(n, "cpu_nodes[%d]" % i, 0, 1023)
-    nr_nodes = max(cpu_nodes + [c[2] for c in controllers] + [0]) + 1
-    dist = doc.get("node_distance")
-    if dist is not None:
-        if (not isinstance(dist, list) or len(dist) < nr_nodes
-                or any(not isinstance(r, list) or len(r) != len(dist) for r in dist)):
-            raise NvmeTopologyError("node_distance must be a square list of lists covering %d node(s)" % nr_nodes)
-        for i, r in enumerate(dist):
-            for j, v in enumerate(r):
-                _int(v, "node_distance[%d][%d]" % (i, j), 1, 255)
-    else:
-        dist = [[10 if i == j else 20 for j in range(nr_nodes)] for i in range(nr_nodes)]
-    host = Host(cpu_nodes, dist, parse_duration_ns(doc.get("cross_node_cost", 0), "cross_node_cost"))
+    for c in controllers:
+        if c[2] >= host.nr_nodes:
+            raise NvmeTopologyError("controllers.%s.numa_node %d: the host has node(s) 0 to %d ([host] cpu_nodes, "
+                                    "node_distance)" % (c[0], c[2], host.nr_nodes - 1),
+                                    key=("nvme.controllers.%s" % c[0], "numa_node"))
+    cross = parse_duration_ns(doc.get("cross_node_cost", 0), "cross_node_cost")
     ma = doc.get("marginal_aware", True)
     if not isinstance(ma, bool):
         raise NvmeTopologyError("marginal_aware must be true or false")
@@ -227,8 +244,10 @@ def _parse(doc: dict, paths, src: str) -> NvmeConfig:
                 raise NvmeTopologyError("%s.iopolicy %r is not an NVMe I/O policy" % (w, e["iopolicy"]))
             events.append((at, "iopolicy %s" % e["iopolicy"]))
     return NvmeConfig(paths, controllers, iopolicy=pol, namespaces=nns, ana_groups=groups or None,
-                      events=events, host=host, marginal_aware=ma, policy_params=params,
-                      ctrl_loss_tmo_ns=tmo["ctrl_loss_tmo"], fast_io_fail_tmo_ns=tmo["fast_io_fail_tmo"])
+                      events=events, host=host, cross_node_cost_ns=cross, marginal_aware=ma, policy_params=params,
+                      ctrl_loss_tmo_ns=tmo["ctrl_loss_tmo"], fast_io_fail_tmo_ns=tmo["fast_io_fail_tmo"],
+                      per_cpu_queues={p for p in path_names
+                                      if not (isinstance(path_docs.get(p), dict) and "nr_hw_queues" in path_docs[p])})
 
 
 def _ana_states(d, cnames, where) -> Dict[str, str]:

@@ -45,6 +45,14 @@ bio-based (dm.c __map_bio, dm-mpath.c __multipath_map_bio)
     the request then waits in the path queue for a driver tag, dispatched
     (in order) when one is freed.
 
+NVMe native multipath (mpathlab.nvme) takes the bio-based way:
+nvme_ns_head_submit_bio picks a path and hands the bio to that path's
+queue with submit_bio_noacct, still in the submitting task; its request
+allocation may sleep for a tag like any bio submitter's (no NOWAIT from
+fio's libaio), so a full controller queue holds the task.  The controller's
+queue depth is the path's ``hw_queue_depth``, one hardware queue per I/O
+queue (nvme-pci/nvme-tcp: one per CPU).
+
 Hardware queues: each of a path's ``nr_hw_queues`` has its own tags (and
 scheduler tags); an I/O uses the one of the CPU it is mapped on (its fio
 job's CPU, modulo nr_hw_queues, as blk_mq_map_queue maps CPUs to hardware
@@ -94,7 +102,9 @@ class BlockLayer:
 
     def __init__(self, sim):
         self.sim = sim
-        self.rq = sim.mp.queue_mode != "bio"
+        # NVMe multipath is bio-based too: nvme_ns_head_submit_bio picks the path and resubmits the bio
+        # to that path's queue from the submitting task (mpathlab.nvme)
+        self.rq = sim.mp.queue_mode not in ("bio", "nvme")
         self.queues = {d: [Hctx(d.model) for _ in range(d.model.nr_hw_queues)] for d in sim.devices}
         # the dm device's hardware queue (request-based)
         self.waiting = deque()      # dm requests not yet mapped (elevator + hctx->dispatch)
@@ -105,6 +115,9 @@ class BlockLayer:
         self.resource_stalls = 0    # BLK_STS_RESOURCE returns of dm_mq_queue_rq
         if self.rq:
             sim.mp.alloc_clone = self.alloc_clone
+        # NVMe: a bio the head's requeue work resubmits sleeps in that kworker, not in the fio task
+        self._by_worker = getattr(sim.mp, "submitted_by_worker", None)
+        self._worker_sleepers: set = set()
 
     # -- request-based ------------------------------------------------------
     def insert(self, io) -> None:
@@ -179,10 +192,16 @@ class BlockLayer:
         return True
 
     def _sleep(self, q, io) -> None:
-        io.job.blocked = True
+        if self._by_worker is not None and self._by_worker(io):
+            self._worker_sleepers.add(io)
+        else:
+            io.job.blocked = True
         q.sleepers.append(io)
 
     def _wake(self, io) -> None:
+        if io in self._worker_sleepers:
+            self._worker_sleepers.discard(io)
+            return
         job = io.job
         job.blocked = False
         self.sim._submit_more(job)
@@ -233,4 +252,5 @@ class BlockLayer:
                 n += len(q.dispatch) + len(q.sleepers)
                 q.dispatch.clear()
                 q.sleepers.clear()
+        self._worker_sleepers.clear()
         return n

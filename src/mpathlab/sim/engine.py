@@ -272,6 +272,8 @@ class Simulation:
             self.mp.table_start, self.mp.table_length = tl.start, tl.length
         # per-I/O added transport time the target may ask for (NVMe: the cross-node cost)
         self._extra_delay = getattr(self.mp, "extra_delay_ns", None)
+        # the driver's queue_rq as another stack's target sees it: False fails the request at once (NVMe)
+        self._driver_start = getattr(self.mp, "driver_start", None)
         devs_by_devt = {}
         master = random.Random(seed)
         self.devices: List[PathDevice] = []
@@ -460,6 +462,9 @@ class Simulation:
 
     def _start(self, io: SimIO, dev: PathDevice) -> None:
         """The driver has the request: it travels the path's delay to the device."""
+        if self._driver_start is not None and not self._driver_start(io):
+            self._push(self.now, EV_ERRDONE, io)
+            return
         delay = dev.model.delay_ns
         if self._extra_delay is not None:       # a per-I/O transport cost the target asks for (NVMe)
             delay += self._extra_delay(io)

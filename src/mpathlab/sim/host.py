@@ -21,6 +21,12 @@ infinitely fast CPUs.  Why the completion cost sits before end_io: a
 completion on a busy (emulated, contended) CPU waits for it, and the
 kernel lab's shares agree with that placement.
 
+``cpu_nodes`` gives the NUMA node of each CPU and ``node_distance`` the
+distances between nodes (default 10 local, 20 remote, as the kernel's
+node_distance without an SLIT).  This is the one place the nodes of the
+host's CPUs are defined: the NVMe ``numa`` iopolicy (mpathlab.nvme) picks
+by the node of the CPU an I/O is submitted on (its job's CPU mod cpus).
+
 In the kernel lab (qemu TCG) this is the emulation cost of the I/O path,
 which the guest sees as latency; see README "Validation against a real
 kernel" for the calibrated values.
@@ -34,7 +40,8 @@ class HostModel:
     """[host] of a topology: number of CPUs and per-I/O CPU costs in ns."""
 
     def __init__(self, cpus: int = 1, submit_ns: int = 0, complete_ns: int = 0, wake_ns: int = 0,
-                 steal: float = 0.0, steal_period_ns: int = 6_000_000, work_latency_ns: int = 0):
+                 steal: float = 0.0, steal_period_ns: int = 6_000_000, work_latency_ns: int = 0,
+                 cpu_nodes=None, node_distance=None):
         if cpus < 1 or submit_ns < 0 or complete_ns < 0 or wake_ns < 0:
             raise ValueError("host: cpus must be >= 1 and costs must not be negative")
         if not 0.0 <= steal < 1.0 or steal_period_ns < 1:
@@ -48,6 +55,26 @@ class HostModel:
         self.submit_ns = int(submit_ns)
         self.complete_ns = int(complete_ns)
         self.wake_ns = int(wake_ns)
+        self.cpu_nodes = [0] * self.cpus if cpu_nodes is None else [int(n) for n in cpu_nodes]
+        if len(self.cpu_nodes) != self.cpus or min(self.cpu_nodes) < 0:
+            raise ValueError("host: cpu_nodes needs one node number >= 0 per CPU (%d)" % self.cpus)
+        n = max(self.cpu_nodes) + 1
+        if node_distance is None:
+            node_distance = [[10 if i == j else 20 for j in range(n)] for i in range(n)]
+        self.node_distance = [[int(v) for v in r] for r in node_distance]
+        if len(self.node_distance) < n or any(len(r) != len(self.node_distance) for r in self.node_distance):
+            raise ValueError("host: node_distance must be a square table covering the CPUs' %d node(s)" % n)
+
+    @property
+    def nr_nodes(self) -> int:
+        return len(self.node_distance)
+
+    def node_of_cpu(self, cpu: int) -> int:
+        """The node of the CPU a job on CPU ``cpu`` runs on (CPU n runs on CPU n mod cpus, as in Host)."""
+        return self.cpu_nodes[cpu % self.cpus]
+
+    def distance(self, a: int, b: int) -> int:
+        return self.node_distance[a][b]
 
     @property
     def steal_ns(self) -> int:

@@ -34,6 +34,8 @@
     steal = 0.0               # fraction of each CPU other tenants take (a busy host descheduling a vCPU)
     steal_period = "6ms"      # ... taken in one piece every steal_period
     work_latency = "0us"      # deferred kernel work (kblockd's queue runs) starts this much later
+    cpu_nodes = [0, 0]        # NUMA node of each CPU (default all 0); the NVMe numa iopolicy reads it
+    node_distance = [[10]]    # distances between nodes (default 10 local, 20 remote)
 
     [[messages]]              # dm messages at given times
     at = "3s"
@@ -180,7 +182,8 @@ def _faults(items, where: str) -> List[Fault]:
 
 _PATH_KEYS = {"devt", "kind", "service", "parallelism", "delay", "per_kib", "faults", "fail_latency",
               "hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests"}
-_HOST_KEYS = {"cpus", "submit_cost", "complete_cost", "wake_cost", "steal", "steal_period", "work_latency"}
+_HOST_KEYS = {"cpus", "submit_cost", "complete_cost", "wake_cost", "steal", "steal_period", "work_latency",
+              "cpu_nodes", "node_distance"}
 _MP_KEYS = {"table", "hz", "rq_stats", "force_jiffies_start", "uptime", "seed", "activation",
             "hst_select_clock", "sched_clock_offset", "queue_if_no_path_timeout_secs", "nr_cpus", "kernel"}
 
@@ -306,7 +309,7 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
         validate_table(topo)
     if "nvme" in doc:
         from ..nvme.topology import parse_nvme
-        topo.nvme = parse_nvme(doc["nvme"], paths, src)
+        topo.nvme = parse_nvme(doc["nvme"], paths, src, host=topo.host, path_docs=doc.get("paths"))
     return topo
 
 
@@ -363,8 +366,29 @@ def _host(h, src: str) -> Optional[HostModel]:
         raise TopologyError("%s: %s" % (src, e), key=("host", "steal_period")) from None
     if period < 1:
         raise TopologyError("%s: [host] steal_period must be positive" % src, key=("host", "steal_period"))
+    nodes, dist = _host_nodes(h, cpus, src)
     return HostModel(cpus, costs["submit_cost"], costs["complete_cost"], costs["wake_cost"],
-                     steal=float(steal), steal_period_ns=period, work_latency_ns=costs["work_latency"])
+                     steal=float(steal), steal_period_ns=period, work_latency_ns=costs["work_latency"],
+                     cpu_nodes=nodes, node_distance=dist)
+
+
+def _host_nodes(h: dict, cpus: int, src: str):
+    """[host] cpu_nodes (the NUMA node of each CPU) and node_distance (sim/host.py)."""
+    nodes = h.get("cpu_nodes")
+    if nodes is not None:
+        if (not isinstance(nodes, list) or len(nodes) != cpus
+                or any(not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= 1023 for n in nodes)):
+            raise TopologyError("%s: [host] cpu_nodes must list one node number (0 to 1023) for each of the %d "
+                                "CPU(s)" % (src, cpus), key=("host", "cpu_nodes"))
+    dist = h.get("node_distance")
+    if dist is not None:
+        n = max(nodes or [0]) + 1
+        if (not isinstance(dist, list) or len(dist) < n
+                or any(not isinstance(r, list) or len(r) != len(dist) for r in dist)
+                or any(not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 255 for r in dist for v in r)):
+            raise TopologyError("%s: [host] node_distance must be a square table of whole numbers (1 to 255) "
+                                "covering %d node(s)" % (src, n), key=("host", "node_distance"))
+    return nodes, dist
 
 
 def validate_table(topo: Topology) -> None:
