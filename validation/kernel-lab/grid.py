@@ -35,16 +35,33 @@ BATCHES = {
     'T4q': _cells('T4q', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64]) + _cells('T4q', ['st', 'hst'], ['mq', 'bio'], [1]),
     'T4u': _cells('T4u', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64, 1]),
     'T10': _cells('T10', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64]),
+    # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
+    # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
+    'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
+              + [{'fio': '--cpus_allowed=0', 'tag': '-cpu0'}] + _cells('T4q', ['rr', 'st'], ['mq', 'bio'], [64])
+              + [{'fio': '--numjobs=2', 'tag': '-nj2'}] + _cells('T4q', ['rr', 'st'], ['mq', 'bio'], [32])
+              + [{}]),
 }
 
 
 def runs_txt(batch, rep, runtime):
-    lines, cur = [], None
+    """A batch is a list of (topo, selector, mode, depth) cells and {'sched': name, 'fio': options, 'tag': t}
+    variant switches (kept until the next switch; a new TOPO keeps them too)."""
+    lines, cur, var = [], None, {'sched': None, 'fio': '', 'tag': ''}
     for r in range(rep):
-        for topo, s, m, d in BATCHES[batch]:
+        for item in BATCHES[batch]:
+            if isinstance(item, dict):
+                var = dict({'sched': None, 'fio': '', 'tag': ''}, **item)
+                lines.append('FIO %s' % var['fio'])
+                if var['sched'] and cur:
+                    lines.append('SCHED %s' % var['sched'])
+                continue
+            topo, s, m, d = item
             if topo != cur:
                 lines.append('TOPO %s' % topo); cur = topo
-            lines.append('RUN %s_%s_%s_d%d_r%d %s %s %d %d' % (topo, s, m, d, r, SEL[s], m, d, runtime))
+                if var['sched']:
+                    lines.append('SCHED %s' % var['sched'])
+            lines.append('RUN %s%s_%s_%s_d%d_r%d %s %s %d %d' % (topo, var['tag'], s, m, d, r, SEL[s], m, d, runtime))
     return '\n'.join(lines) + '\n'
 
 
@@ -89,13 +106,17 @@ def summarise_run(rd):
     meta = open(os.path.join(rd, 'meta')).read().split('\n')
     m = dict(kv.split('=', 1) for kv in meta[0].split())
     paths = []
+    m['fio_extra'] = ''
+    m.setdefault('path_scheduler', 'default')
     for l in meta[1:]:
         f = l.split()
-        if len(f) >= 5 and not l.startswith('dm='):
+        if l.startswith('fio_extra='):
+            m['fio_extra'] = l[len('fio_extra='):].strip()
+        elif len(f) >= 5 and f[0] == m['topo']:
             kv = dict(x.split('=', 1) for x in f[3:])
             paths.append({'label': f[1], 'completion_ns': int(kv['completion_nsec']),
                           'hw_queue_depth': int(kv['hw_queue_depth']), 'submit_queues': int(kv.get('submit_queues', 1))})
-        if l.startswith('dm='):
+        elif l.startswith('dm='):
             m['dm'] = l[3:]
     b, a = _stat(os.path.join(rd, 'stat_before')), _stat(os.path.join(rd, 'stat_after'))
     t0, t1 = (float(x) for x in open(os.path.join(rd, 'uptime')).read().split())
@@ -152,6 +173,7 @@ def summarise_run(rd):
     return {
         'run': os.path.basename(rd), 'topology': m['topo'], 'selector': m['selector'], 'queue_mode': m['queue_mode'],
         'iodepth': int(m['iodepth']), 'runtime_s': int(m['runtime']), 'selector_args': m['selector_args'],
+        'path_scheduler': m['path_scheduler'], 'fio_extra': m['fio_extra'],
         'paths': paths, 'dm': m.get('dm'), 'table': open(os.path.join(rd, 'table')).read().strip(),
         'shares': shares, 'writes_total': tot, 'devices': dev, 'fio': fio, 'queue': queue,
         'guest_cpu': {'ticks': cpu, 'busy_frac_of_2cpus': round(busy / allt, 3) if allt else None,
@@ -193,6 +215,16 @@ def _mean_sd(xs):
     return round(mu, 4), (round(sd, 4) if sd is not None else None)
 
 
+def variant_name(sched, fio_extra):
+    """'' for the plain grid; otherwise e.g. 'sched=mq-deadline,numjobs=2' (part of the cell's topology name)."""
+    parts = []
+    if sched and sched != 'default':
+        parts.append('sched=' + sched)
+    for o in fio_extra.split():
+        parts.append(o.lstrip('-'))
+    return ','.join(parts)
+
+
 def collect():
     cells = {}
     for batch in sorted(os.listdir(RUNS)) if os.path.isdir(RUNS) else []:
@@ -204,9 +236,12 @@ def collect():
             if not os.path.exists(sp):
                 continue
             s = json.load(open(sp))
-            key = (s['topology'], s['queue_mode'], s['iodepth'], s['selector'], s['selector_args'])
+            variant = variant_name(s.get('path_scheduler', 'default'), s.get('fio_extra', ''))
+            topo = s['topology'] + ('/' + variant if variant else '')
+            key = (topo, s['queue_mode'], s['iodepth'], s['selector'], s['selector_args'])
             c = cells.setdefault(key, {
-                'topology': s['topology'],
+                'topology': topo, 'base_topology': s['topology'],
+                'path_scheduler': s.get('path_scheduler', 'default'), 'fio_extra': s.get('fio_extra', ''),
                 'paths': [{'label': p['label'], 'completion_ns': p['completion_ns'], 'hw_queue_depth': p['hw_queue_depth']}
                           for p in s['paths']],
                 'queue_mode': s['queue_mode'], 'iodepth': s['iodepth'], 'selector': s['selector'],
@@ -227,8 +262,8 @@ def collect():
                 'guest_cpu_busy_ms_per_io': s['guest_cpu']['busy_ms_per_io'],
                 'host_load': s['host_load']})
     out = []
-    for key in sorted(cells, key=lambda k: (['calib', 'c0', 'c1', 'c4', 'c0x2', 'c4x2', 'T4q', 'T4u', 'T10'].index(k[0])
-                                            if k[0] in ['c0', 'c1', 'c4', 'c0x2', 'c4x2', 'T4q', 'T4u', 'T10'] else 99,
+    order = ['c0', 'c1', 'c4', 'c0x2', 'c4x2', 'T4q', 'T4u', 'T10']
+    for key in sorted(cells, key=lambda k: (order.index(k[0].split('/')[0]) if k[0].split('/')[0] in order else 99, k[0],
                                             k[1], -k[2], ['round-robin', 'queue-length', 'service-time',
                                                           'historical-service-time'].index(k[3]))):
         c = cells[key]

@@ -6,7 +6,8 @@
 # /exp/topo/<T>.txt : "<label> <completion_nsec> [hw_queue_depth, default 256]" per path
 # /exp/runs.txt     : one directive per line
 #   TOPO <T>                         tear down the current null_blk paths, build topology T
-#   SCHED <name>                     set the I/O scheduler of every path device (none, mq-deadline)
+#   SCHED <name>                     set the I/O scheduler of every path device (none, mq-deadline); TOPO resets it
+#   FIO <options...>                 extra fio options for the following runs (FIO alone clears them)
 #   RUN <name> <selector> <bio|mq> <iodepth> <runtime_s> [<#selector_args> <args>...]
 #   SH <command>
 # Per run, /out/runs/<name>/ gets: meta, table, stat_before/after (path + dm lines "dev <13 stat fields>"),
@@ -14,7 +15,7 @@
 # samples (inflight + dmsetup status every 2 s during fio), status_end, fio.json.
 C=/sys/kernel/config/nullb
 modprobe null_blk nr_devices=0 || echo "null_blk load failed"
-DEVS=""; TOPO=none
+DEVS=""; TOPO=none; FIOX=""; SCHEDX=default
 uname -a > /out/uname.txt
 
 topo_down() {
@@ -53,8 +54,9 @@ sampler() {  # $1 = run dir, $2 = runtime; samples every 2 s while fio runs
 
 while read -r kind name sel qmode depth rt rest; do
   case "$kind" in
-    TOPO) topo_down; topo_up $name; continue;;
-    SCHED) for b in $DEVS; do echo $name > /sys/block/$b/queue/scheduler; done; continue;;
+    TOPO) topo_down; topo_up $name; SCHEDX=default; continue;;
+    SCHED) for b in $DEVS; do echo $name > /sys/block/$b/queue/scheduler; done; SCHEDX=$name; continue;;
+    FIO) FIOX="$name $sel $qmode $depth $rt $rest"; FIOX=$(echo $FIOX); continue;;
     SH) sh -c "$name $sel $qmode $depth $rt $rest" >> /out/sh.log 2>&1; echo "SH rc=$?" >> /out/sh.log; continue;;
     RUN) ;;
     *) continue;;
@@ -65,7 +67,8 @@ while read -r kind name sel qmode depth rt rest; do
   for b in $DEVS; do paths="$paths $(cat /sys/block/$b/dev) 1"; N=$((N+1)); done
   feat="0"; [ $qmode = bio ] && feat="2 queue_mode bio"
   T="0 $(blockdev --getsz /dev/$(echo $DEVS | cut -d' ' -f1)) multipath $feat 0 1 1 $sel $sargs $N 1$paths"
-  echo "topo=$TOPO name=$name selector=$sel queue_mode=$qmode iodepth=$depth runtime=$rt selector_args=$sargs" > $o/meta
+  echo "topo=$TOPO name=$name selector=$sel queue_mode=$qmode iodepth=$depth runtime=$rt selector_args=$sargs path_scheduler=$SCHEDX" > $o/meta
+  echo "fio_extra=$FIOX" >> $o/meta
   grep "^$TOPO " /out/paths_map.txt >> $o/meta
   dmsetup create mp --table "$T" > $o/create.out 2>&1 || { echo "create failed: $(cat $o/create.out)"; continue; }
   DM=dm-$(dmsetup info -c --noheadings -o minor mp | tr -d ' ')
@@ -78,7 +81,7 @@ while read -r kind name sel qmode depth rt rest; do
   SP=$!
   fio --name=$name --filename=/dev/mapper/mp --ioengine=libaio --direct=1 --rw=randwrite --bs=4k \
       --iodepth=$depth --runtime=$rt --time_based --size=1800M --randrepeat=0 \
-      --output-format=json --output=$o/fio.json > $o/fio.stderr 2>&1
+      --group_reporting $FIOX --output-format=json --output=$o/fio.json > $o/fio.stderr 2>&1
   t1=$(cut -d' ' -f1 /proc/uptime)
   snap > $o/stat_after; grep '^cpu' /proc/stat > $o/cpu_after
   wait $SP
