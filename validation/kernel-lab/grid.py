@@ -6,8 +6,9 @@
                                          boot the kernel lab once, run BATCH N times (default 1) inside that boot,
                                          summarise each run into runs/<batch>-<stamp>/runs/<run>/summary.json,
                                          then rebuild results.json
-    grid.py collect [--mirror DIR]       rebuild results.json from every runs/*/runs/*/summary.json
-                                         (and copy it to DIR, default none)
+    grid.py collect [--mirror DIR] [--md]
+                                         rebuild results.json and TABLE.md from every runs/*/runs/*/summary.json
+                                         (and copy both to DIR, default none)
 
 Batches: calib, T4q, T4u, T10 (see BATCHES below). Needs KLAB_DIR (default /work/klab) and
 /work/shared/kernel-lab/run.sh (KLAB_LAB overrides). One qemu at a time: the machine has 2 cores.
@@ -102,6 +103,31 @@ def _pct(clat, p):
     return None
 
 
+def _dbg(rd):
+    """blk-mq debugfs counters (dbg_before/after), differenced: {'dev/hctxN/file': [numbers]}."""
+    pb, pa = os.path.join(rd, 'dbg_before'), os.path.join(rd, 'dbg_after')
+    if not (os.path.exists(pb) and os.path.exists(pa)):
+        return None
+
+    def rd_(p):
+        out = {}
+        for l in open(p):
+            f = l.split()
+            if f:
+                out[f[0]] = [int(x) for x in f[1:] if x.lstrip('-').isdigit()]
+        return out
+    b, a = rd_(pb), rd_(pa)
+    out = {}
+    for k, v in a.items():
+        w = b.get(k, [0] * len(v))
+        if '/dispatched' in k and '/cpu' not in k:
+            # histogram "0 n0 1 n1 2 n2 4 n4 ..." -> {bucket: count}
+            out[k] = {str(v[i]): v[i + 1] - (w[i + 1] if i + 1 < len(w) else 0) for i in range(0, len(v) - 1, 2)}
+        else:
+            out[k] = [x - y for x, y in zip(v, w)]
+    return out
+
+
 def summarise_run(rd):
     meta = open(os.path.join(rd, 'meta')).read().split('\n')
     m = dict(kv.split('=', 1) for kv in meta[0].split())
@@ -180,6 +206,7 @@ def summarise_run(rd):
                       'busy_ms_per_io': round(busy * 10.0 / tot, 3)},
         'guest_seconds': round(t1 - t0, 2), 'samples': samples,
         'status_end': open(os.path.join(rd, 'status_end')).read().strip(),
+        'blkmq_debugfs': _dbg(rd),
     }
 
 
@@ -292,6 +319,22 @@ def table(cells):
     return '\n'.join(rows)
 
 
+def markdown(cells):
+    """Markdown table: one row per cell, share mean (and sample stddev) per path, IOPS, clat."""
+    rows = ['| topology | mode | depth | selector | n | shares mean (stddev) per path | IOPS mean (sd) | clat mean ms |',
+            '|---|---|---|---|---|---|---|---|']
+    for c in cells:
+        if len(c['paths']) < 2:
+            continue
+        sh = ' '.join('%.3f%s' % (v, '(%.3f)' % c['stddev_share'][l] if c['stddev_share'][l] is not None else '')
+                      for l, v in c['mean_share'].items())
+        rows.append('| %s | %s | %d | %s | %d | %s | %.0f%s | %.1f |' % (
+            c['topology'], c['queue_mode'], c['iodepth'], ABBR.get(c['selector'], c['selector']), c['n'], sh,
+            c['mean_fio_iops'] or 0, ' (%.0f)' % c['stddev_fio_iops'] if c['stddev_fio_iops'] is not None else '',
+            (c['mean_clat_mean_us'] or 0) / 1e3))
+    return '\n'.join(rows)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest='cmd', required=True)
@@ -304,6 +347,7 @@ def main():
     p.add_argument('--runtime', type=int, default=8, help='fio runtime per run in seconds (default 8)')
     p = sub.add_parser('collect', help='rebuild results.json from the run folders')
     p.add_argument('--mirror', default=None, help='also copy results.json into this folder (default: none)')
+    p.add_argument('--md', action='store_true', help='print a markdown table instead of the text one (default: text)')
     a = ap.parse_args()
     if a.cmd == 'plan':
         for b in a.batch or BATCHES:
@@ -311,9 +355,11 @@ def main():
         return
     if a.cmd == 'collect':
         cells = collect()
-        print(table(cells))
+        print(markdown(cells) if a.md else table(cells))
+        open(os.path.join(HERE, 'TABLE.md'), 'w').write(markdown(cells) + '\n')
         if a.mirror:
-            shutil.copy(os.path.join(HERE, 'results.json'), os.path.join(a.mirror, 'results.json'))
+            for f in ('results.json', 'TABLE.md'):
+                shutil.copy(os.path.join(HERE, f), os.path.join(a.mirror, f))
         return
     for b in a.batch:
         if b not in BATCHES:

@@ -17,6 +17,7 @@ C=/sys/kernel/config/nullb
 modprobe null_blk nr_devices=0 || echo "null_blk load failed"
 DEVS=""; TOPO=none; FIOX=""; SCHEDX=default
 uname -a > /out/uname.txt
+mount -t debugfs none /sys/kernel/debug 2>/dev/null
 
 topo_down() {
   for b in $DEVS; do echo 0 > $C/$b/power; rmdir $C/$b; done
@@ -36,6 +37,17 @@ topo_up() {
 }
 # "dev f1..f17" for every path and the dm device
 snap() { for b in $DEVS $DM; do echo "$b $(cat /sys/block/$b/stat)"; done; }
+# blk-mq debugfs counters: per hw queue runs, requests queued, dispatch batch histogram; per sw queue (CPU)
+# requests dispatched/completed. "file value value ..." per line.
+dbg() {
+  for b in $DEVS $DM; do
+    for f in /sys/kernel/debug/block/$b/hctx*/run /sys/kernel/debug/block/$b/hctx*/queued \
+             /sys/kernel/debug/block/$b/hctx*/dispatched /sys/kernel/debug/block/$b/hctx*/cpu*/dispatched \
+             /sys/kernel/debug/block/$b/hctx*/cpu*/completed; do
+      [ -f $f ] && echo "${f#/sys/kernel/debug/block/} $(cat $f | tr '\n\t' '  ')"
+    done
+  done
+}
 queueinfo() {
   for b in $DEVS $DM; do
     q=/sys/block/$b/queue
@@ -75,7 +87,7 @@ while read -r kind name sel qmode depth rt rest; do
   echo "dm=$DM" >> $o/meta
   dmsetup table mp > $o/table
   queueinfo > $o/queue
-  snap > $o/stat_before; grep '^cpu' /proc/stat > $o/cpu_before
+  snap > $o/stat_before; grep '^cpu' /proc/stat > $o/cpu_before; dbg > $o/dbg_before
   t0=$(cut -d' ' -f1 /proc/uptime)
   sampler $o $rt &
   SP=$!
@@ -83,7 +95,7 @@ while read -r kind name sel qmode depth rt rest; do
       --iodepth=$depth --runtime=$rt --time_based --size=1800M --randrepeat=0 \
       --group_reporting $FIOX --output-format=json --output=$o/fio.json > $o/fio.stderr 2>&1
   t1=$(cut -d' ' -f1 /proc/uptime)
-  snap > $o/stat_after; grep '^cpu' /proc/stat > $o/cpu_after
+  snap > $o/stat_after; grep '^cpu' /proc/stat > $o/cpu_after; dbg > $o/dbg_after
   wait $SP
   dmsetup status mp > $o/status_end
   dmsetup remove mp
