@@ -36,6 +36,8 @@ BATCHES = {
     'T4q': _cells('T4q', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64]) + _cells('T4q', ['st', 'hst'], ['mq', 'bio'], [1]),
     'T4u': _cells('T4u', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64, 1]),
     'T10': _cells('T10', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64]),
+    # mixed queue depths, equal completion times: does a selector that ignores tags keep choosing a full path?
+    'Tmix': _cells('Tmix', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64]),
     # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
     # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
     'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
@@ -52,10 +54,10 @@ def runs_txt(batch, rep, runtime):
     for r in range(rep):
         for item in BATCHES[batch]:
             if isinstance(item, dict):
-                var = dict({'sched': None, 'fio': '', 'tag': ''}, **item)
+                prev, var = var, dict({'sched': None, 'fio': '', 'tag': ''}, **item)
                 lines.append('FIO %s' % var['fio'])
-                if var['sched'] and cur:
-                    lines.append('SCHED %s' % var['sched'])
+                if cur and (var['sched'] or prev['sched']):
+                    lines.append('SCHED %s' % (var['sched'] or 'none'))   # 'none' is the paths' default here
                 continue
             topo, s, m, d = item
             if topo != cur:
@@ -149,8 +151,14 @@ def summarise_run(rd):
     dev = {}
     for k in a:
         d = [x - y for x, y in zip(a[k], b[k])]
-        # /sys/block/X/stat: 4 = writes completed, 5 = merged, 7 = write ticks (ms), 9 = io_ticks, 10 = time in queue
-        dev[k] = {'writes': d[4], 'write_merges': d[5], 'write_ticks_ms': d[7], 'io_ticks_ms': d[9],
+        # /sys/block/X/stat (0-based): 4 = writes, 5 = merged, 6 = sectors written, 7 = write ticks (ms),
+        # 9 = io_ticks, 10 = time in queue. Completed writes are counted from the sectors (all I/O is 4k,
+        # never merged): 6.1's blk_insert_cloned_request() calls blk_account_io_done() when the direct issue
+        # of a clone fails (no driver tag behind a path scheduler), so field 4 then also counts every failed
+        # dispatch attempt, while sectors are only added when a request really completes.
+        done = d[6] // 8
+        dev[k] = {'writes': done, 'ios_accounted': d[4], 'failed_issue_attempts': d[4] - done,
+                  'write_merges': d[5], 'write_ticks_ms': d[7], 'io_ticks_ms': d[9],
                   'time_in_queue_ms': d[10], 'mean_write_ms': round(d[7] / d[4], 3) if d[4] else None,
                   'mean_inflight': round(d[10] / ((t1 - t0) * 1e3), 3)}
     labels = [p['label'] for p in paths]
@@ -169,7 +177,9 @@ def summarise_run(rd):
                        'hw_tags': int(kv['hw_tags']) if kv.get('hw_tags') else None}
     fio = {}
     fp = os.path.join(rd, 'fio.json')
-    if os.path.exists(fp):
+    if not os.path.exists(fp) and os.path.exists(os.path.join(rd, 'summary.json')):
+        fio = json.load(open(os.path.join(rd, 'summary.json'))).get('fio', {})   # fio.json is dropped once summarised
+    elif os.path.exists(fp):
         try:
             txt = open(fp).read()
             j = json.loads(txt[txt.index('{'):])
@@ -245,7 +255,7 @@ def _mean_sd(xs):
 def variant_name(sched, fio_extra):
     """'' for the plain grid; otherwise e.g. 'sched=mq-deadline,numjobs=2' (part of the cell's topology name)."""
     parts = []
-    if sched and sched != 'default':
+    if sched and sched not in ('default', 'none'):   # null_blk with 2 hw queues defaults to none
         parts.append('sched=' + sched)
     for o in fio_extra.split():
         parts.append(o.lstrip('-'))
@@ -282,6 +292,7 @@ def collect():
                 'path_mean_write_ms': {l: s['devices'][l]['mean_write_ms'] for l in s['shares']},
                 'path_mean_inflight': {l: s['devices'][l]['mean_inflight'] for l in s['shares']},
                 'dm_mean_inflight': s['devices'][dm]['mean_inflight'] if dm in s['devices'] else None,
+                'path_failed_issue_attempts': {l: s['devices'][l].get('failed_issue_attempts') for l in s['shares']},
                 'scheduler': {'paths': sorted({q[l]['scheduler'] for l in s['shares']}), 'dm': q.get(dm, {}).get('scheduler')},
                 'nr_requests': {'paths': sorted({q[l]['nr_requests'] for l in s['shares']}), 'dm': q.get(dm, {}).get('nr_requests')},
                 'hw_tags': {'paths': sorted({q[l]['hw_tags'] for l in s['shares']}), 'dm': q.get(dm, {}).get('hw_tags')},
@@ -289,7 +300,7 @@ def collect():
                 'guest_cpu_busy_ms_per_io': s['guest_cpu']['busy_ms_per_io'],
                 'host_load': s['host_load']})
     out = []
-    order = ['c0', 'c1', 'c4', 'c0x2', 'c4x2', 'T4q', 'T4u', 'T10']
+    order = ['c0', 'c1', 'c4', 'c0x2', 'c4x2', 'T4q', 'T4u', 'T10', 'Tmix']
     for key in sorted(cells, key=lambda k: (order.index(k[0].split('/')[0]) if k[0].split('/')[0] in order else 99, k[0],
                                             k[1], -k[2], ['round-robin', 'queue-length', 'service-time',
                                                           'historical-service-time'].index(k[3]))):
@@ -345,6 +356,7 @@ def main():
     p.add_argument('batch', nargs='+', help='one or more of %s, run in this order in one boot' % ', '.join(BATCHES))
     p.add_argument('--rep', type=int, default=1, help='repeats of the batch inside the boot (default 1)')
     p.add_argument('--runtime', type=int, default=8, help='fio runtime per run in seconds (default 8)')
+    p = sub.add_parser('resummarise', help='rebuild every summary.json from the raw run files, then results.json')
     p = sub.add_parser('collect', help='rebuild results.json from the run folders')
     p.add_argument('--mirror', default=None, help='also copy results.json into this folder (default: none)')
     p.add_argument('--md', action='store_true', help='print a markdown table instead of the text one (default: text)')
@@ -353,6 +365,11 @@ def main():
         for b in a.batch or BATCHES:
             print('# %s' % b); print(runs_txt(b, 1, a.runtime), end='')
         return
+    if a.cmd == 'resummarise':
+        for b in sorted(os.listdir(RUNS)):
+            if os.path.exists(os.path.join(RUNS, b, 'host_load.json')):
+                finish_batch(os.path.join(RUNS, b))
+        a.cmd, a.mirror, a.md = 'collect', None, False
     if a.cmd == 'collect':
         cells = collect()
         print(markdown(cells) if a.md else table(cells))
