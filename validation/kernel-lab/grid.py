@@ -33,6 +33,8 @@ BATCHES = {
     'calib': (_cells('c0', ['rr'], ['mq', 'bio'], [1, 64]) + _cells('c1', ['rr'], ['mq', 'bio'], [1, 64])
               + _cells('c4', ['rr'], ['mq', 'bio'], [1, 64]) + _cells('c0x2', ['rr'], ['mq', 'bio'], [1, 64])
               + _cells('c4x2', ['rr'], ['mq', 'bio'], [1, 64])),
+    # depth 1 on one path: the wake-up part of the emulation cost (run once plain, once with --append idle=poll)
+    'calib1': _cells('c0', ['rr'], ['mq', 'bio'], [1]) + _cells('c4', ['rr'], ['mq', 'bio'], [1]),
     'T4q': _cells('T4q', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64]) + _cells('T4q', ['st', 'hst'], ['mq', 'bio'], [1]),
     'T4u': _cells('T4u', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64, 1]),
     'T10': _cells('T10', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64]),
@@ -229,6 +231,7 @@ def finish_batch(out):
         s = summarise_run(rd)
         s['batch'] = os.path.basename(out)
         s['host_load'] = json.load(open(os.path.join(out, 'host_load.json')))
+        s['kernel_append'] = s['host_load'].get('kernel_append', '')
         json.dump(s, open(os.path.join(rd, 'summary.json'), 'w'), indent=1)
         if os.path.exists(os.path.join(rd, 'fio.json')):
             os.remove(os.path.join(rd, 'fio.json'))
@@ -252,12 +255,12 @@ def _mean_sd(xs):
     return round(mu, 4), (round(sd, 4) if sd is not None else None)
 
 
-def variant_name(sched, fio_extra):
+def variant_name(sched, fio_extra, append=''):
     """'' for the plain grid; otherwise e.g. 'sched=mq-deadline,numjobs=2' (part of the cell's topology name)."""
     parts = []
     if sched and sched not in ('default', 'none'):   # null_blk with 2 hw queues defaults to none
         parts.append('sched=' + sched)
-    for o in fio_extra.split():
+    for o in fio_extra.split() + append.split():
         parts.append(o.lstrip('-'))
     return ','.join(parts)
 
@@ -273,7 +276,7 @@ def collect():
             if not os.path.exists(sp):
                 continue
             s = json.load(open(sp))
-            variant = variant_name(s.get('path_scheduler', 'default'), s.get('fio_extra', ''))
+            variant = variant_name(s.get('path_scheduler', 'default'), s.get('fio_extra', ''), s.get('kernel_append', ''))
             topo = s['topology'] + ('/' + variant if variant else '')
             key = (topo, s['queue_mode'], s['iodepth'], s['selector'], s['selector_args'])
             c = cells.setdefault(key, {
@@ -356,6 +359,8 @@ def main():
     p.add_argument('batch', nargs='+', help='one or more of %s, run in this order in one boot' % ', '.join(BATCHES))
     p.add_argument('--rep', type=int, default=1, help='repeats of the batch inside the boot (default 1)')
     p.add_argument('--runtime', type=int, default=8, help='fio runtime per run in seconds (default 8)')
+    p.add_argument('--append', default='', help='extra guest kernel command line (KLAB_APPEND), e.g. idle=poll; '
+                   'becomes part of the cells\' variant name (default: none)')
     p = sub.add_parser('resummarise', help='rebuild every summary.json from the raw run files, then results.json')
     p = sub.add_parser('collect', help='rebuild results.json from the run folders')
     p.add_argument('--mirror', default=None, help='also copy results.json into this folder (default: none)')
@@ -391,7 +396,8 @@ def main():
     os.makedirs(out)
     shutil.copy(os.path.join(exp, 'runs.txt'), out)
     load = {'before': loadavg(), 'utc_start': stamp}
-    env = dict(os.environ, KLAB_DIR=os.environ.get('KLAB_DIR', '/work/klab'))
+    env = dict(os.environ, KLAB_DIR=os.environ.get('KLAB_DIR', '/work/klab'), KLAB_APPEND=a.append)
+    load['kernel_append'] = a.append
     t0 = time.time(); hb = host_cpu()
     r = subprocess.run([os.path.join(LAB, 'run.sh'), exp, out], env=env)
     ha = host_cpu()
