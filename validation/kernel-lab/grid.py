@@ -316,6 +316,13 @@ def collect():
         for f in ('fio_iops', 'clat_mean_us', 'clat_p99_us'):
             c['mean_' + f], c['stddev_' + f] = _mean_sd([r[f] for r in reps])
         c['host_load_1min'] = [r['host_load']['before'][0] for r in reps]
+        c['others_cpus'] = [r['host_load'].get('others_cpus') for r in reps]
+        # effective per-path service time (device-level latency) and occupancy, averaged over the repeats
+        c['mean_path_write_ms'] = {p['label']: _mean_sd([r['path_mean_write_ms'][p['label']] for r in reps])[0]
+                                   for p in c['paths']}
+        c['mean_path_inflight'] = {p['label']: _mean_sd([r['path_mean_inflight'][p['label']] for r in reps])[0]
+                                   for p in c['paths']}
+        c['mean_slat_mean_us'] = _mean_sd([r['slat_mean_us'] for r in reps])[0]
         out.append(c)
     p = os.path.join(HERE, 'results.json')
     json.dump(out, open(p, 'w'), indent=1)
