@@ -110,8 +110,18 @@ def test_runs_txt_restores_the_path_scheduler_after_a_variant(monkeypatch):
     monkeypatch.setitem(grid.BATCHES, "t", [{"sched": "mq-deadline", "tag": "-s"}, ("T4q", "rr", "mq", 64),
                                             {"fio": "--numjobs=2", "tag": "-n"}, ("T4q", "st", "bio", 32)])
     lines = grid.runs_txt("t", 1, 8).split("\n")
-    assert lines[:4] == ["FIO ", "TOPO T4q", "SCHED mq-deadline", "RUN T4q-s_rr_mq_d64_r0 round-robin mq 64 8"]
-    assert lines[4:7] == ["FIO --numjobs=2", "SCHED none", "RUN T4q-n_st_bio_d32_r0 service-time bio 32 8"]
+    assert lines[:5] == ["FIO ", "TRACE 0", "TOPO T4q", "SCHED mq-deadline", "RUN T4q-s_rr_mq_d64_r0 round-robin mq 64 8"]
+    assert lines[5:9] == ["FIO --numjobs=2", "TRACE 0", "SCHED none", "RUN T4q-n_st_bio_d32_r0 service-time bio 32 8"]
+
+
+def test_trace_hist_maps_kernel_dev_numbers_to_names(tmp_path):
+    # hist trigger output keys dev_t as major << 20 | minor
+    p = tmp_path / "trace_hist"
+    p.write_text("block_rq_issue { dev:  %d } hitcount:  1234\n"
+                 "block_rq_issue { dev:  %d } hitcount:  99\n"
+                 "block_rq_complete { dev:  %d } hitcount:  77\n" % ((254 << 20) | 0, (252 << 20) | 3, (252 << 20) | 3))
+    t = grid._trace(str(tmp_path), {"252:3": "p3", "254:0": "dm-0"})
+    assert t == {"block_rq_issue": {"dm-0": 1234, "p3": 99}, "block_rq_complete": {"p3": 77}}
 
 
 @settings(max_examples=30, deadline=None)

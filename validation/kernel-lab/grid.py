@@ -40,6 +40,10 @@ BATCHES = {
     'T10': _cells('T10', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64]),
     # mixed queue depths, equal completion times: does a selector that ignores tags keep choosing a full path?
     'Tmix': _cells('Tmix', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64]),
+    # block tracepoint counts per device (hist triggers): dm starts vs completions = failed map attempts (mq)
+    'trace': ([{'trace': 1, 'tag': '-tr'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
+              + _cells('T10', ['rr', 'st'], ['mq', 'bio'], [64]) + _cells('Tmix', ['rr', 'st'], ['mq', 'bio'], [64])
+              + [{}]),
     # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
     # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
     'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
@@ -52,12 +56,13 @@ BATCHES = {
 def runs_txt(batch, rep, runtime):
     """A batch is a list of (topo, selector, mode, depth) cells and {'sched': name, 'fio': options, 'tag': t}
     variant switches (kept until the next switch; a new TOPO keeps them too)."""
-    lines, cur, var = [], None, {'sched': None, 'fio': '', 'tag': ''}
+    lines, cur, var = [], None, {'sched': None, 'fio': '', 'tag': '', 'trace': 0}
     for r in range(rep):
         for item in BATCHES[batch]:
             if isinstance(item, dict):
-                prev, var = var, dict({'sched': None, 'fio': '', 'tag': ''}, **item)
+                prev, var = var, dict({'sched': None, 'fio': '', 'tag': '', 'trace': 0}, **item)
                 lines.append('FIO %s' % var['fio'])
+                lines.append('TRACE %d' % var['trace'])
                 if cur and (var['sched'] or prev['sched']):
                     lines.append('SCHED %s' % (var['sched'] or 'none'))   # 'none' is the paths' default here
                 continue
@@ -132,6 +137,22 @@ def _dbg(rd):
     return out
 
 
+def _trace(rd, devno):
+    """trace_hist (hist triggers keyed by dev) -> {event: {device name: count}}."""
+    import re
+    p = os.path.join(rd, 'trace_hist')
+    if not os.path.exists(p):
+        return None
+    out = {}
+    for l in open(p):
+        mm = re.match(r'(\S+) .*dev:\s*(\d+)\s*\}\s*hitcount:\s*(\d+)', l)
+        if mm:
+            dev = int(mm.group(2))
+            key = '%d:%d' % (dev >> 20, dev & 0xfffff)   # the kernel's dev_t: major << 20 | minor
+            out.setdefault(mm.group(1), {})[devno.get(key, key)] = int(mm.group(3))
+    return out
+
+
 def summarise_run(rd):
     meta = open(os.path.join(rd, 'meta')).read().split('\n')
     m = dict(kv.split('=', 1) for kv in meta[0].split())
@@ -148,6 +169,12 @@ def summarise_run(rd):
                           'hw_queue_depth': int(kv['hw_queue_depth']), 'submit_queues': int(kv.get('submit_queues', 1))})
         elif l.startswith('dm='):
             m['dm'] = l[3:]
+        elif l.startswith('dmdev='):
+            m['dmdev'] = l[6:].strip()
+        elif l.startswith('trace='):
+            m['trace'] = l[6:].strip()
+        if len(f) >= 3 and f[0] == m['topo'] and ':' in f[2]:
+            m.setdefault('devno', {})[f[2]] = f[1]
     b, a = _stat(os.path.join(rd, 'stat_before')), _stat(os.path.join(rd, 'stat_after'))
     t0, t1 = (float(x) for x in open(os.path.join(rd, 'uptime')).read().split())
     dev = {}
@@ -211,7 +238,7 @@ def summarise_run(rd):
     return {
         'run': os.path.basename(rd), 'topology': m['topo'], 'selector': m['selector'], 'queue_mode': m['queue_mode'],
         'iodepth': int(m['iodepth']), 'runtime_s': int(m['runtime']), 'selector_args': m['selector_args'],
-        'path_scheduler': m['path_scheduler'], 'fio_extra': m['fio_extra'],
+        'path_scheduler': m['path_scheduler'], 'fio_extra': m['fio_extra'], 'traced': m.get('trace') == '1',
         'paths': paths, 'dm': m.get('dm'), 'table': open(os.path.join(rd, 'table')).read().strip(),
         'shares': shares, 'writes_total': tot, 'devices': dev, 'fio': fio, 'queue': queue,
         'guest_cpu': {'ticks': cpu, 'busy_frac_of_2cpus': round(busy / allt, 3) if allt else None,
@@ -219,6 +246,7 @@ def summarise_run(rd):
         'guest_seconds': round(t1 - t0, 2), 'samples': samples,
         'status_end': open(os.path.join(rd, 'status_end')).read().strip(),
         'blkmq_debugfs': _dbg(rd),
+        'trace': _trace(rd, dict(m.get('devno', {}), **({m['dmdev']: m.get('dm')} if m.get('dmdev') else {}))),
     }
 
 
@@ -276,7 +304,8 @@ def collect():
             if not os.path.exists(sp):
                 continue
             s = json.load(open(sp))
-            variant = variant_name(s.get('path_scheduler', 'default'), s.get('fio_extra', ''), s.get('kernel_append', ''))
+            variant = variant_name(s.get('path_scheduler', 'default'), s.get('fio_extra', ''),
+                                   s.get('kernel_append', '') + (' traced' if s.get('traced') else ''))
             topo = s['topology'] + ('/' + variant if variant else '')
             key = (topo, s['queue_mode'], s['iodepth'], s['selector'], s['selector_args'])
             c = cells.setdefault(key, {
@@ -296,6 +325,7 @@ def collect():
                 'path_mean_inflight': {l: s['devices'][l]['mean_inflight'] for l in s['shares']},
                 'dm_mean_inflight': s['devices'][dm]['mean_inflight'] if dm in s['devices'] else None,
                 'path_failed_issue_attempts': {l: s['devices'][l].get('failed_issue_attempts') for l in s['shares']},
+                'trace_counts': s.get('trace'),
                 'scheduler': {'paths': sorted({q[l]['scheduler'] for l in s['shares']}), 'dm': q.get(dm, {}).get('scheduler')},
                 'nr_requests': {'paths': sorted({q[l]['nr_requests'] for l in s['shares']}), 'dm': q.get(dm, {}).get('nr_requests')},
                 'hw_tags': {'paths': sorted({q[l]['hw_tags'] for l in s['shares']}), 'dm': q.get(dm, {}).get('hw_tags')},

@@ -7,6 +7,7 @@
 # /exp/runs.txt     : one directive per line
 #   TOPO <T>                         tear down the current null_blk paths, build topology T
 #   SCHED <name>                     set the I/O scheduler of every path device (none, mq-deadline); TOPO resets it
+#   TRACE 1|0                        count block tracepoints per device (hist triggers) in the following runs
 #   FIO <options...>                 extra fio options for the following runs (FIO alone clears them)
 #   RUN <name> <selector> <bio|mq> <iodepth> <runtime_s> [<#selector_args> <args>...]
 #   SH <command>
@@ -15,7 +16,13 @@
 # samples (inflight + dmsetup status every 2 s during fio), status_end, fio.json.
 C=/sys/kernel/config/nullb
 modprobe null_blk nr_devices=0 || echo "null_blk load failed"
-DEVS=""; TOPO=none; FIOX=""; SCHEDX=default
+DEVS=""; TOPO=none; FIOX=""; SCHEDX=default; TRACE=0
+TR=/sys/kernel/tracing; mount -t tracefs nodev $TR 2>/dev/null
+EVS="block_rq_issue block_rq_requeue block_rq_insert block_rq_complete block_getrq"
+# hist triggers keyed by dev: per-device event counts at little cost (no trace buffer)
+trace_on() { for e in $EVS; do echo 'hist:keys=dev' > $TR/events/block/$e/trigger; done; }
+trace_read() { for e in $EVS; do grep hitcount $TR/events/block/$e/hist | sed "s/^/$e /"; done; }
+trace_off() { for e in $EVS; do echo '!hist:keys=dev' > $TR/events/block/$e/trigger; done; }
 uname -a > /out/uname.txt
 mount -t debugfs none /sys/kernel/debug 2>/dev/null
 
@@ -68,6 +75,7 @@ while read -r kind name sel qmode depth rt rest; do
   case "$kind" in
     TOPO) topo_down; topo_up $name; SCHEDX=default; continue;;
     SCHED) for b in $DEVS; do echo $name > /sys/block/$b/queue/scheduler; done; SCHEDX=$name; continue;;
+    TRACE) TRACE=$name; continue;;
     FIO) FIOX="$name $sel $qmode $depth $rt $rest"; FIOX=$(echo $FIOX); continue;;
     SH) sh -c "$name $sel $qmode $depth $rt $rest" >> /out/sh.log 2>&1; echo "SH rc=$?" >> /out/sh.log; continue;;
     RUN) ;;
@@ -81,20 +89,23 @@ while read -r kind name sel qmode depth rt rest; do
   T="0 $(blockdev --getsz /dev/$(echo $DEVS | cut -d' ' -f1)) multipath $feat 0 1 1 $sel $sargs $N 1$paths"
   echo "topo=$TOPO name=$name selector=$sel queue_mode=$qmode iodepth=$depth runtime=$rt selector_args=$sargs path_scheduler=$SCHEDX" > $o/meta
   echo "fio_extra=$FIOX" >> $o/meta
+  echo "trace=$TRACE" >> $o/meta
   grep "^$TOPO " /out/paths_map.txt >> $o/meta
   dmsetup create mp --table "$T" > $o/create.out 2>&1 || { echo "create failed: $(cat $o/create.out)"; continue; }
   DM=dm-$(dmsetup info -c --noheadings -o minor mp | tr -d ' ')
-  echo "dm=$DM" >> $o/meta
+  echo "dm=$DM" >> $o/meta; echo "dmdev=$(cat /sys/block/$DM/dev)" >> $o/meta
   dmsetup table mp > $o/table
   queueinfo > $o/queue
   snap > $o/stat_before; grep '^cpu' /proc/stat > $o/cpu_before; dbg > $o/dbg_before
   t0=$(cut -d' ' -f1 /proc/uptime)
+  [ "$TRACE" = 1 ] && trace_on
   sampler $o $rt &
   SP=$!
   fio --name=$name --filename=/dev/mapper/mp --ioengine=libaio --direct=1 --rw=randwrite --bs=4k \
       --iodepth=$depth --runtime=$rt --time_based --size=1800M --randrepeat=0 \
       --group_reporting $FIOX --output-format=json --output=$o/fio.json > $o/fio.stderr 2>&1
   t1=$(cut -d' ' -f1 /proc/uptime)
+  [ "$TRACE" = 1 ] && { trace_read > $o/trace_hist; trace_off; }
   snap > $o/stat_after; grep '^cpu' /proc/stat > $o/cpu_after; dbg > $o/dbg_after
   wait $SP
   dmsetup status mp > $o/status_end
