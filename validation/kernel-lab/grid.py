@@ -38,6 +38,8 @@ BATCHES = {
     'T4q': _cells('T4q', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64]) + _cells('T4q', ['st', 'hst'], ['mq', 'bio'], [1]),
     'T4u': _cells('T4u', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64, 1]),
     'T10': _cells('T10', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64]),
+    # T4q between depth 1 and 64: below, at and above the 16 tags of the four paths
+    'T4qd': _cells('T4q', ['rr', 'st'], ['mq', 'bio'], [8, 16, 32]),
     # mixed queue depths, equal completion times: does a selector that ignores tags keep choosing a full path?
     'Tmix': _cells('Tmix', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64]),
     # block tracepoint counts per device (hist triggers): dm starts vs completions = failed map attempts (mq)
@@ -345,6 +347,17 @@ def collect():
             c['mean_share'][p['label']], c['stddev_share'][p['label']] = _mean_sd([r['shares'][p['label']] for r in reps])
         for f in ('fio_iops', 'clat_mean_us', 'clat_p99_us'):
             c['mean_' + f], c['stddev_' + f] = _mean_sd([r[f] for r in reps])
+        # identical paths (same completion time and tags) as a group: which of them HST piles onto is arbitrary,
+        # so the group's mean share per path (and its spread over repeats) is the comparable quantity
+        groups = {}
+        for p in c['paths']:
+            groups.setdefault((p['completion_ns'], p['hw_queue_depth']), []).append(p['label'])
+        c['groups'] = []
+        for (ns, qd), labels in groups.items():
+            per = [sum(r['shares'][l] for l in labels) / len(labels) for r in reps]
+            mu, sd = _mean_sd(per)
+            c['groups'].append({'labels': labels, 'completion_ns': ns, 'hw_queue_depth': qd,
+                                'mean_share_per_path': mu, 'stddev_share_per_path': sd})
         c['host_load_1min'] = [r['host_load']['before'][0] for r in reps]
         c['others_cpus'] = [r['host_load'].get('others_cpus') for r in reps]
         # effective per-path service time (device-level latency) and occupancy, averaged over the repeats
@@ -371,14 +384,18 @@ def table(cells):
 
 
 def markdown(cells):
-    """Markdown table: one row per cell, share mean (and sample stddev) per path, IOPS, clat."""
-    rows = ['| topology | mode | depth | selector | n | shares mean (stddev) per path | IOPS mean (sd) | clat mean ms |',
-            '|---|---|---|---|---|---|---|---|']
+    """Markdown table: one row per cell; per group of identical paths (ms/tags, x count) the mean share per
+    path and its sample stddev over the repeats; IOPS, clat."""
+    rows = ['| topology | mode | depth | selector | n | share per path, by group: mean (stddev) | IOPS mean (sd) '
+            '| clat mean ms |', '|---|---|---|---|---|---|---|---|']
     for c in cells:
         if len(c['paths']) < 2:
             continue
-        sh = ' '.join('%.3f%s' % (v, '(%.3f)' % c['stddev_share'][l] if c['stddev_share'][l] is not None else '')
-                      for l, v in c['mean_share'].items())
+        sh = ', '.join('%gms/%st x%d: %.3f%s' % (
+            g['completion_ns'] / 1e6, g['hw_queue_depth'] if g['hw_queue_depth'] < 256 else '-', len(g['labels']),
+            g['mean_share_per_path'],
+            ' (%.3f)' % g['stddev_share_per_path'] if g['stddev_share_per_path'] is not None else '')
+            for g in c['groups'])
         rows.append('| %s | %s | %d | %s | %d | %s | %.0f%s | %.1f |' % (
             c['topology'], c['queue_mode'], c['iodepth'], ABBR.get(c['selector'], c['selector']), c['n'], sh,
             c['mean_fio_iops'] or 0, ' (%.0f)' % c['stddev_fio_iops'] if c['stddev_fio_iops'] is not None else '',
