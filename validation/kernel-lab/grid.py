@@ -358,6 +358,11 @@ def collect():
             mu, sd = _mean_sd(per)
             c['groups'].append({'labels': labels, 'completion_ns': ns, 'hw_queue_depth': qd,
                                 'mean_share_per_path': mu, 'stddev_share_per_path': sd})
+        # traced runs: requeues of the dm request per completed I/O (request-based: failed maps)
+        rq = [(r['trace_counts'] or {}).get('block_rq_requeue', {}) for r in reps if r.get('trace_counts')]
+        if rq and len(rq) == len(reps):
+            c['mean_dm_requeues_per_io'] = _mean_sd([sum(v for k, v in q.items() if k.startswith('dm-')) / r['writes_total']
+                                                     for q, r in zip(rq, reps)])[0]
         c['host_load_1min'] = [r['host_load']['before'][0] for r in reps]
         c['others_cpus'] = [r['host_load'].get('others_cpus') for r in reps]
         # effective per-path service time (device-level latency) and occupancy, averaged over the repeats
@@ -403,6 +408,21 @@ def markdown(cells):
     return '\n'.join(rows)
 
 
+def update_readme(cells):
+    """Rewrite the generated results block of README.md (between the results-table markers)."""
+    import re
+    main_ = [c for c in cells if c['topology'] in ('T4q', 'T4u', 'T10', 'Tmix')]
+    var = [c for c in cells if '/' in c['topology'] and c['topology'].split('/')[0] in ('T4q', 'T10', 'Tmix')]
+    txt = ('Grid cells (share per path of each group of identical paths: mean over the n repeats, sample stddev in\n'
+           'brackets; `ms/tags`, `-` = 256 tags; IOPS from fio):\n\n' + markdown(main_) +
+           '\n\nVariants (see Findings; `traced` cells count block tracepoints):\n\n' + markdown(var) + '\n')
+    p = os.path.join(HERE, 'README.md')
+    s = open(p).read()
+    s = re.sub(r'<!-- results-table-begin -->.*<!-- results-table-end -->',
+               lambda m: '<!-- results-table-begin -->\n' + txt + '<!-- results-table-end -->', s, flags=re.S)
+    open(p, 'w').write(s)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest='cmd', required=True)
@@ -419,6 +439,7 @@ def main():
     p = sub.add_parser('collect', help='rebuild results.json from the run folders')
     p.add_argument('--mirror', default=None, help='also copy results.json into this folder (default: none)')
     p.add_argument('--md', action='store_true', help='print a markdown table instead of the text one (default: text)')
+    p.add_argument('--readme', action='store_true', help='also rewrite the results block of README.md (default: no)')
     a = ap.parse_args()
     if a.cmd == 'plan':
         for b in a.batch or BATCHES:
@@ -433,6 +454,8 @@ def main():
         cells = collect()
         print(markdown(cells) if a.md else table(cells))
         open(os.path.join(HERE, 'TABLE.md'), 'w').write(markdown(cells) + '\n')
+        if getattr(a, 'readme', False):
+            update_readme(cells)
         if a.mirror:
             for f in ('results.json', 'TABLE.md'):
                 shutil.copy(os.path.join(HERE, f), os.path.join(a.mirror, f))
