@@ -1,0 +1,497 @@
+#!/usr/bin/env python3
+"""Driver for the issue-9 kernel validation grid (host side).
+
+    grid.py plan [BATCH...]              print the runs.txt of each batch
+    grid.py run BATCH [--rep N] [--runtime S]
+                                         boot the kernel lab once, run BATCH N times (default 1) inside that boot,
+                                         summarise each run into runs/<batch>-<stamp>/runs/<run>/summary.json,
+                                         then rebuild results.json
+    grid.py collect [--mirror DIR] [--md]
+                                         rebuild results.json and TABLE.md from every runs/*/runs/*/summary.json
+                                         (and copy both to DIR, default none)
+
+Batches: calib, T4q, T4u, T10 (see BATCHES below). Needs KLAB_DIR (default /work/klab) and
+/work/shared/kernel-lab/run.sh (KLAB_LAB overrides). One qemu at a time: the machine has 2 cores.
+"""
+import argparse, json, math, os, shutil, subprocess, sys, tempfile, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXP = os.path.join(HERE, 'experiments', 'grid')
+RUNS = os.path.join(HERE, 'runs')
+LAB = os.environ.get('KLAB_LAB', '/work/shared/kernel-lab')
+SEL = {'rr': 'round-robin', 'ql': 'queue-length', 'st': 'service-time', 'hst': 'historical-service-time'}
+ABBR = {v: k for k, v in SEL.items()}
+
+
+def _cells(topo, sels, modes, depths):
+    return [(topo, s, m, d) for d in depths for s in sels for m in modes]
+
+
+BATCHES = {
+    'smoke': _cells('T4q', ['st'], ['mq', 'bio'], [64]),  # checks the scripts end to end (use --runtime 3)
+    # single path and two paths: the emulation cost; selector irrelevant (rr) with identical paths
+    'calib': (_cells('c0', ['rr'], ['mq', 'bio'], [1, 64]) + _cells('c1', ['rr'], ['mq', 'bio'], [1, 64])
+              + _cells('c4', ['rr'], ['mq', 'bio'], [1, 64]) + _cells('c0x2', ['rr'], ['mq', 'bio'], [1, 64])
+              + _cells('c4x2', ['rr'], ['mq', 'bio'], [1, 64])),
+    # depth 1 on one path: the wake-up part of the emulation cost (run once plain, once with --append idle=poll)
+    'calib1': _cells('c0', ['rr'], ['mq', 'bio'], [1]) + _cells('c4', ['rr'], ['mq', 'bio'], [1]),
+    'T4q': _cells('T4q', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64]) + _cells('T4q', ['st', 'hst'], ['mq', 'bio'], [1]),
+    'T4u': _cells('T4u', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64, 1]),
+    'T10': _cells('T10', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64]),
+    # T4q between depth 1 and 64: below, at and above the 16 tags of the four paths
+    'T4qd': _cells('T4q', ['rr', 'st'], ['mq', 'bio'], [8, 16, 32]),
+    # mixed queue depths, equal completion times: does a selector that ignores tags keep choosing a full path?
+    'Tmix': _cells('Tmix', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64]),
+    # block tracepoint counts per device (hist triggers): dm starts vs completions = failed map attempts (mq)
+    'trace': ([{'trace': 1, 'tag': '-tr'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
+              + _cells('T10', ['rr', 'st'], ['mq', 'bio'], [64]) + _cells('Tmix', ['rr', 'st'], ['mq', 'bio'], [64])
+              + [{}]),
+    # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
+    # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
+    'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
+              + [{'fio': '--cpus_allowed=0', 'tag': '-cpu0'}] + _cells('T4q', ['rr', 'st'], ['mq', 'bio'], [64])
+              + [{'fio': '--numjobs=2', 'tag': '-nj2'}] + _cells('T4q', ['rr', 'st'], ['mq', 'bio'], [32])
+              + [{}]),
+}
+
+
+def runs_txt(batch, rep, runtime):
+    """A batch is a list of (topo, selector, mode, depth) cells and {'sched': name, 'fio': options, 'tag': t}
+    variant switches (kept until the next switch; a new TOPO keeps them too)."""
+    lines, cur, var = [], None, {'sched': None, 'fio': '', 'tag': '', 'trace': 0}
+    for r in range(rep):
+        for item in BATCHES[batch]:
+            if isinstance(item, dict):
+                prev, var = var, dict({'sched': None, 'fio': '', 'tag': '', 'trace': 0}, **item)
+                lines.append('FIO %s' % var['fio'])
+                lines.append('TRACE %d' % var['trace'])
+                if cur and (var['sched'] or prev['sched']):
+                    lines.append('SCHED %s' % (var['sched'] or 'none'))   # 'none' is the paths' default here
+                continue
+            topo, s, m, d = item
+            if topo != cur:
+                lines.append('TOPO %s' % topo); cur = topo
+                if var['sched']:
+                    lines.append('SCHED %s' % var['sched'])
+            lines.append('RUN %s%s_%s_%s_d%d_r%d %s %s %d %d' % (topo, var['tag'], s, m, d, r, SEL[s], m, d, runtime))
+    return '\n'.join(lines) + '\n'
+
+
+def loadavg():
+    return open('/proc/loadavg').read().split()[:3]
+
+
+def host_cpu():
+    """(busy, total) jiffies of the host from /proc/stat, and this process's children's CPU seconds."""
+    import resource
+    v = [int(x) for x in open('/proc/stat').readline().split()[1:]]
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return sum(v) - v[3] - v[4], sum(v), ru.ru_utime + ru.ru_stime
+
+
+# ---------------------------------------------------------------- per-run summary (host side)
+def _stat(path):
+    out = {}
+    for l in open(path):
+        f = l.split()
+        out[f[0]] = [int(x) for x in f[1:]]
+    return out
+
+
+def _cpu(path):
+    for l in open(path):
+        f = l.split()
+        if f[0] == 'cpu':
+            v = [int(x) for x in f[1:]]
+            return {'user': v[0] + v[1], 'system': v[2], 'idle': v[3] + v[4], 'irq': v[5], 'softirq': v[6]}
+
+
+def _pct(clat, p):
+    pc = clat.get('percentile') or {}
+    for k, v in pc.items():
+        if abs(float(k) - p) < 1e-6:
+            return v / 1e3
+    return None
+
+
+def _dbg(rd):
+    """blk-mq debugfs counters (dbg_before/after), differenced: {'dev/hctxN/file': [numbers]}."""
+    pb, pa = os.path.join(rd, 'dbg_before'), os.path.join(rd, 'dbg_after')
+    if not (os.path.exists(pb) and os.path.exists(pa)):
+        return None
+
+    def rd_(p):
+        out = {}
+        for l in open(p):
+            f = l.split()
+            if f:
+                out[f[0]] = [int(x) for x in f[1:] if x.lstrip('-').isdigit()]
+        return out
+    b, a = rd_(pb), rd_(pa)
+    out = {}
+    for k, v in a.items():
+        w = b.get(k, [0] * len(v))
+        if '/dispatched' in k and '/cpu' not in k:
+            # histogram "0 n0 1 n1 2 n2 4 n4 ..." -> {bucket: count}
+            out[k] = {str(v[i]): v[i + 1] - (w[i + 1] if i + 1 < len(w) else 0) for i in range(0, len(v) - 1, 2)}
+        else:
+            out[k] = [x - y for x, y in zip(v, w)]
+    return out
+
+
+def _trace(rd, devno):
+    """trace_hist (hist triggers keyed by dev) -> {event: {device name: count}}."""
+    import re
+    p = os.path.join(rd, 'trace_hist')
+    if not os.path.exists(p):
+        return None
+    out = {}
+    for l in open(p):
+        mm = re.match(r'(\S+) .*dev:\s*(\d+)\s*\}\s*hitcount:\s*(\d+)', l)
+        if mm:
+            dev = int(mm.group(2))
+            key = '%d:%d' % (dev >> 20, dev & 0xfffff)   # the kernel's dev_t: major << 20 | minor
+            out.setdefault(mm.group(1), {})[devno.get(key, key)] = int(mm.group(3))
+    return out
+
+
+def summarise_run(rd):
+    meta = open(os.path.join(rd, 'meta')).read().split('\n')
+    m = dict(kv.split('=', 1) for kv in meta[0].split())
+    paths = []
+    m['fio_extra'] = ''
+    m.setdefault('path_scheduler', 'default')
+    for l in meta[1:]:
+        f = l.split()
+        if l.startswith('fio_extra='):
+            m['fio_extra'] = l[len('fio_extra='):].strip()
+        elif len(f) >= 5 and f[0] == m['topo']:
+            kv = dict(x.split('=', 1) for x in f[3:])
+            paths.append({'label': f[1], 'completion_ns': int(kv['completion_nsec']),
+                          'hw_queue_depth': int(kv['hw_queue_depth']), 'submit_queues': int(kv.get('submit_queues', 1))})
+        elif l.startswith('dm='):
+            m['dm'] = l[3:]
+        elif l.startswith('dmdev='):
+            m['dmdev'] = l[6:].strip()
+        elif l.startswith('trace='):
+            m['trace'] = l[6:].strip()
+        if len(f) >= 3 and f[0] == m['topo'] and ':' in f[2]:
+            m.setdefault('devno', {})[f[2]] = f[1]
+    b, a = _stat(os.path.join(rd, 'stat_before')), _stat(os.path.join(rd, 'stat_after'))
+    t0, t1 = (float(x) for x in open(os.path.join(rd, 'uptime')).read().split())
+    dev = {}
+    for k in a:
+        d = [x - y for x, y in zip(a[k], b[k])]
+        # /sys/block/X/stat (0-based): 4 = writes, 5 = merged, 6 = sectors written, 7 = write ticks (ms),
+        # 9 = io_ticks, 10 = time in queue. Completed writes are counted from the sectors (all I/O is 4k,
+        # never merged): 6.1's blk_insert_cloned_request() calls blk_account_io_done() when the direct issue
+        # of a clone fails (no driver tag behind a path scheduler), so field 4 then also counts every failed
+        # dispatch attempt, while sectors are only added when a request really completes.
+        done = d[6] // 8
+        dev[k] = {'writes': done, 'ios_accounted': d[4], 'failed_issue_attempts': d[4] - done,
+                  'write_merges': d[5], 'write_ticks_ms': d[7], 'io_ticks_ms': d[9],
+                  'time_in_queue_ms': d[10], 'mean_write_ms': round(d[7] / d[4], 3) if d[4] else None,
+                  'mean_inflight': round(d[10] / ((t1 - t0) * 1e3), 3)}
+    labels = [p['label'] for p in paths]
+    tot = sum(dev[l]['writes'] for l in labels) or 1
+    shares = {l: round(dev[l]['writes'] / tot, 4) for l in labels}
+    cb, ca = _cpu(os.path.join(rd, 'cpu_before')), _cpu(os.path.join(rd, 'cpu_after'))
+    cpu = {k: ca[k] - cb[k] for k in ca}  # USER_HZ ticks (100/s), summed over the guest's CPUs
+    busy = cpu['user'] + cpu['system'] + cpu['irq'] + cpu['softirq']
+    allt = busy + cpu['idle']
+    queue = {}
+    for l in open(os.path.join(rd, 'queue')):
+        f = l.split()
+        kv = dict(x.split('=', 1) for x in f[1:])
+        queue[f[0]] = {'scheduler': kv['scheduler'].strip('[]'), 'nr_requests': int(kv['nr_requests']),
+                       'nr_hw_queues': int(kv['nr_hw_queues']) if kv['nr_hw_queues'] else None,
+                       'hw_tags': int(kv['hw_tags']) if kv.get('hw_tags') else None}
+    fio = {}
+    fp = os.path.join(rd, 'fio.json')
+    if not os.path.exists(fp) and os.path.exists(os.path.join(rd, 'summary.json')):
+        fio = json.load(open(os.path.join(rd, 'summary.json'))).get('fio', {})   # fio.json is dropped once summarised
+    elif os.path.exists(fp):
+        try:
+            txt = open(fp).read()
+            j = json.loads(txt[txt.index('{'):])
+            job = j['jobs'][0]; w = job['write']
+            fio = {'iops': round(w['iops'], 1), 'total_ios': w['total_ios'], 'runtime_ms': w['runtime'],
+                   'clat_mean_us': round(w['clat_ns']['mean'] / 1e3, 1),
+                   'clat_stddev_us': round(w['clat_ns']['stddev'] / 1e3, 1),
+                   'clat_p50_us': _pct(w['clat_ns'], 50.0), 'clat_p99_us': _pct(w['clat_ns'], 99.0),
+                   'slat_mean_us': round(w['slat_ns']['mean'] / 1e3, 1),
+                   'lat_mean_us': round(w['lat_ns']['mean'] / 1e3, 1),
+                   'usr_cpu_pct': round(job['usr_cpu'], 2), 'sys_cpu_pct': round(job['sys_cpu'], 2), 'ctx': job['ctx']}
+        except Exception as e:  # a failed fio run is recorded, not hidden
+            fio = {'error': 'fio.json unreadable: %s' % e}
+    samples = {'dm_inflight': [], 'path_inflight': {l: [] for l in labels}, 'status': []}
+    sp = os.path.join(rd, 'samples')
+    if os.path.exists(sp):
+        for l in open(sp):
+            f = l.split()
+            if f[0] == 'I' and len(f) >= 4:
+                n = int(f[2]) + int(f[3])
+                if f[1] in samples['path_inflight']:
+                    samples['path_inflight'][f[1]].append(n)
+                else:
+                    samples['dm_inflight'].append(n)
+            elif f[0] == 'S':
+                samples['status'].append(' '.join(f[1:]))
+    return {
+        'run': os.path.basename(rd), 'topology': m['topo'], 'selector': m['selector'], 'queue_mode': m['queue_mode'],
+        'iodepth': int(m['iodepth']), 'runtime_s': int(m['runtime']), 'selector_args': m['selector_args'],
+        'path_scheduler': m['path_scheduler'], 'fio_extra': m['fio_extra'], 'traced': m.get('trace') == '1',
+        'paths': paths, 'dm': m.get('dm'), 'table': open(os.path.join(rd, 'table')).read().strip(),
+        'shares': shares, 'writes_total': tot, 'devices': dev, 'fio': fio, 'queue': queue,
+        'guest_cpu': {'ticks': cpu, 'busy_frac_of_2cpus': round(busy / allt, 3) if allt else None,
+                      'busy_ms_per_io': round(busy * 10.0 / tot, 3)},
+        'guest_seconds': round(t1 - t0, 2), 'samples': samples,
+        'status_end': open(os.path.join(rd, 'status_end')).read().strip(),
+        'blkmq_debugfs': _dbg(rd),
+        'trace': _trace(rd, dict(m.get('devno', {}), **({m['dmdev']: m.get('dm')} if m.get('dmdev') else {}))),
+    }
+
+
+def finish_batch(out):
+    """Summarise every run of one boot and shrink the raw files (fio.json -> summary, no big logs)."""
+    for name in sorted(os.listdir(os.path.join(out, 'runs'))):
+        rd = os.path.join(out, 'runs', name)
+        if not os.path.exists(os.path.join(rd, 'stat_after')):
+            continue
+        s = summarise_run(rd)
+        s['batch'] = os.path.basename(out)
+        s['host_load'] = json.load(open(os.path.join(out, 'host_load.json')))
+        s['kernel_append'] = s['host_load'].get('kernel_append', '')
+        json.dump(s, open(os.path.join(rd, 'summary.json'), 'w'), indent=1)
+        if os.path.exists(os.path.join(rd, 'fio.json')):
+            os.remove(os.path.join(rd, 'fio.json'))
+    for big in ('dmesg.txt',):
+        p = os.path.join(out, big)
+        if os.path.exists(p):
+            os.remove(p)
+    cl = os.path.join(out, 'console.log')
+    if os.path.exists(cl) and os.path.getsize(cl) > 100_000:
+        txt = open(cl, errors='replace').read()
+        open(cl, 'w').write(txt[:20_000] + '\n[... trimmed by grid.py ...]\n' + txt[-60_000:])
+
+
+# ---------------------------------------------------------------- results.json
+def _mean_sd(xs):
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return None, None
+    mu = sum(xs) / len(xs)
+    sd = math.sqrt(sum((x - mu) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else None
+    return round(mu, 4), (round(sd, 4) if sd is not None else None)
+
+
+def variant_name(sched, fio_extra, append=''):
+    """'' for the plain grid; otherwise e.g. 'sched=mq-deadline,numjobs=2' (part of the cell's topology name)."""
+    parts = []
+    if sched and sched not in ('default', 'none'):   # null_blk with 2 hw queues defaults to none
+        parts.append('sched=' + sched)
+    for o in fio_extra.split() + append.split():
+        parts.append(o.lstrip('-'))
+    return ','.join(parts)
+
+
+def collect():
+    cells = {}
+    for batch in sorted(os.listdir(RUNS)) if os.path.isdir(RUNS) else []:
+        rr = os.path.join(RUNS, batch, 'runs')
+        if not os.path.isdir(rr):
+            continue
+        for name in sorted(os.listdir(rr)):
+            sp = os.path.join(rr, name, 'summary.json')
+            if not os.path.exists(sp):
+                continue
+            s = json.load(open(sp))
+            variant = variant_name(s.get('path_scheduler', 'default'), s.get('fio_extra', ''),
+                                   s.get('kernel_append', '') + (' traced' if s.get('traced') else ''))
+            topo = s['topology'] + ('/' + variant if variant else '')
+            key = (topo, s['queue_mode'], s['iodepth'], s['selector'], s['selector_args'])
+            c = cells.setdefault(key, {
+                'topology': topo, 'base_topology': s['topology'],
+                'path_scheduler': s.get('path_scheduler', 'default'), 'fio_extra': s.get('fio_extra', ''),
+                'paths': [{'label': p['label'], 'completion_ns': p['completion_ns'], 'hw_queue_depth': p['hw_queue_depth']}
+                          for p in s['paths']],
+                'queue_mode': s['queue_mode'], 'iodepth': s['iodepth'], 'selector': s['selector'],
+                'selector_args': s['selector_args'], 'repeats': []})
+            dm = s['dm']
+            q = s['queue']
+            c['repeats'].append({
+                'run': '%s/%s' % (s['batch'], s['run']), 'shares': s['shares'], 'writes_total': s['writes_total'],
+                'fio_iops': s['fio'].get('iops'), 'clat_mean_us': s['fio'].get('clat_mean_us'),
+                'clat_p99_us': s['fio'].get('clat_p99_us'), 'slat_mean_us': s['fio'].get('slat_mean_us'),
+                'path_mean_write_ms': {l: s['devices'][l]['mean_write_ms'] for l in s['shares']},
+                'path_mean_inflight': {l: s['devices'][l]['mean_inflight'] for l in s['shares']},
+                'dm_mean_inflight': s['devices'][dm]['mean_inflight'] if dm in s['devices'] else None,
+                'path_failed_issue_attempts': {l: s['devices'][l].get('failed_issue_attempts') for l in s['shares']},
+                'trace_counts': s.get('trace'),
+                'scheduler': {'paths': sorted({q[l]['scheduler'] for l in s['shares']}), 'dm': q.get(dm, {}).get('scheduler')},
+                'nr_requests': {'paths': sorted({q[l]['nr_requests'] for l in s['shares']}), 'dm': q.get(dm, {}).get('nr_requests')},
+                'hw_tags': {'paths': sorted({q[l]['hw_tags'] for l in s['shares']}), 'dm': q.get(dm, {}).get('hw_tags')},
+                'guest_cpu_busy_frac': s['guest_cpu']['busy_frac_of_2cpus'],
+                'guest_cpu_busy_ms_per_io': s['guest_cpu']['busy_ms_per_io'],
+                'host_load': s['host_load']})
+    out = []
+    order = ['c0', 'c1', 'c4', 'c0x2', 'c4x2', 'T4q', 'T4u', 'T10', 'Tmix']
+    for key in sorted(cells, key=lambda k: (order.index(k[0].split('/')[0]) if k[0].split('/')[0] in order else 99, k[0],
+                                            k[1], -k[2], ['round-robin', 'queue-length', 'service-time',
+                                                          'historical-service-time'].index(k[3]))):
+        c = cells[key]
+        reps = c['repeats']
+        c['n'] = len(reps)
+        c['mean_share'], c['stddev_share'] = {}, {}
+        for p in c['paths']:
+            c['mean_share'][p['label']], c['stddev_share'][p['label']] = _mean_sd([r['shares'][p['label']] for r in reps])
+        for f in ('fio_iops', 'clat_mean_us', 'clat_p99_us'):
+            c['mean_' + f], c['stddev_' + f] = _mean_sd([r[f] for r in reps])
+        # identical paths (same completion time and tags) as a group: which of them HST piles onto is arbitrary,
+        # so the group's mean share per path (and its spread over repeats) is the comparable quantity
+        groups = {}
+        for p in c['paths']:
+            groups.setdefault((p['completion_ns'], p['hw_queue_depth']), []).append(p['label'])
+        c['groups'] = []
+        for (ns, qd), labels in groups.items():
+            per = [sum(r['shares'][l] for l in labels) / len(labels) for r in reps]
+            mu, sd = _mean_sd(per)
+            c['groups'].append({'labels': labels, 'completion_ns': ns, 'hw_queue_depth': qd,
+                                'mean_share_per_path': mu, 'stddev_share_per_path': sd})
+        # traced runs: requeues of the dm request per completed I/O (request-based: failed maps)
+        rq = [(r['trace_counts'] or {}).get('block_rq_requeue', {}) for r in reps if r.get('trace_counts')]
+        if rq and len(rq) == len(reps):
+            c['mean_dm_requeues_per_io'] = _mean_sd([sum(v for k, v in q.items() if k.startswith('dm-')) / r['writes_total']
+                                                     for q, r in zip(rq, reps)])[0]
+        c['host_load_1min'] = [r['host_load']['before'][0] for r in reps]
+        c['others_cpus'] = [r['host_load'].get('others_cpus') for r in reps]
+        # effective per-path service time (device-level latency) and occupancy, averaged over the repeats
+        c['mean_path_write_ms'] = {p['label']: _mean_sd([r['path_mean_write_ms'][p['label']] for r in reps])[0]
+                                   for p in c['paths']}
+        c['mean_path_inflight'] = {p['label']: _mean_sd([r['path_mean_inflight'][p['label']] for r in reps])[0]
+                                   for p in c['paths']}
+        c['mean_slat_mean_us'] = _mean_sd([r['slat_mean_us'] for r in reps])[0]
+        out.append(c)
+    p = os.path.join(HERE, 'results.json')
+    json.dump(out, open(p, 'w'), indent=1)
+    return out
+
+
+def table(cells):
+    rows = []
+    for c in cells:
+        sh = ' '.join('%s=%.3f±%s' % (l, v, ('%.3f' % c['stddev_share'][l]) if c['stddev_share'][l] is not None else '-')
+                      for l, v in c['mean_share'].items())
+        rows.append('%-5s %-4s d%-3d %-4s n=%d iops=%-7s clat=%-8s %s' % (
+            c['topology'], c['queue_mode'], c['iodepth'], ABBR.get(c['selector'], c['selector']), c['n'],
+            c['mean_fio_iops'], c['mean_clat_mean_us'], sh))
+    return '\n'.join(rows)
+
+
+def markdown(cells):
+    """Markdown table: one row per cell; per group of identical paths (ms/tags, x count) the mean share per
+    path and its sample stddev over the repeats; IOPS, clat."""
+    rows = ['| topology | mode | depth | selector | n | share per path, by group: mean (stddev) | IOPS mean (sd) '
+            '| clat mean ms |', '|---|---|---|---|---|---|---|---|']
+    for c in cells:
+        if len(c['paths']) < 2:
+            continue
+        sh = ', '.join('%gms/%st x%d: %.3f%s' % (
+            g['completion_ns'] / 1e6, g['hw_queue_depth'] if g['hw_queue_depth'] < 256 else '-', len(g['labels']),
+            g['mean_share_per_path'],
+            ' (%.3f)' % g['stddev_share_per_path'] if g['stddev_share_per_path'] is not None else '')
+            for g in c['groups'])
+        rows.append('| %s | %s | %d | %s | %d | %s | %.0f%s | %.1f |' % (
+            c['topology'], c['queue_mode'], c['iodepth'], ABBR.get(c['selector'], c['selector']), c['n'], sh,
+            c['mean_fio_iops'] or 0, ' (%.0f)' % c['stddev_fio_iops'] if c['stddev_fio_iops'] is not None else '',
+            (c['mean_clat_mean_us'] or 0) / 1e3))
+    return '\n'.join(rows)
+
+
+def update_readme(cells):
+    """Rewrite the generated results block of README.md (between the results-table markers)."""
+    import re
+    main_ = [c for c in cells if c['topology'] in ('T4q', 'T4u', 'T10', 'Tmix')]
+    var = [c for c in cells if '/' in c['topology'] and c['topology'].split('/')[0] in ('T4q', 'T10', 'Tmix')]
+    txt = ('Grid cells (share per path of each group of identical paths: mean over the n repeats, sample stddev in\n'
+           'brackets; `ms/tags`, `-` = 256 tags; IOPS from fio):\n\n' + markdown(main_) +
+           '\n\nVariants (see Findings; `traced` cells count block tracepoints):\n\n' + markdown(var) + '\n')
+    p = os.path.join(HERE, 'README.md')
+    s = open(p).read()
+    s = re.sub(r'<!-- results-table-begin -->.*<!-- results-table-end -->',
+               lambda m: '<!-- results-table-begin -->\n' + txt + '<!-- results-table-end -->', s, flags=re.S)
+    open(p, 'w').write(s)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest='cmd', required=True)
+    p = sub.add_parser('plan', help='print the runs.txt of each batch')
+    p.add_argument('batch', nargs='*', help='batches to print (default: all)')
+    p.add_argument('--runtime', type=int, default=8, help='fio runtime per run in seconds (default 8)')
+    p = sub.add_parser('run', help='boot once and run a batch')
+    p.add_argument('batch', nargs='+', help='one or more of %s, run in this order in one boot' % ', '.join(BATCHES))
+    p.add_argument('--rep', type=int, default=1, help='repeats of the batch inside the boot (default 1)')
+    p.add_argument('--runtime', type=int, default=8, help='fio runtime per run in seconds (default 8)')
+    p.add_argument('--append', default='', help='extra guest kernel command line (KLAB_APPEND), e.g. idle=poll; '
+                   'becomes part of the cells\' variant name (default: none)')
+    p = sub.add_parser('resummarise', help='rebuild every summary.json from the raw run files, then results.json')
+    p = sub.add_parser('collect', help='rebuild results.json from the run folders')
+    p.add_argument('--mirror', default=None, help='also copy results.json into this folder (default: none)')
+    p.add_argument('--md', action='store_true', help='print a markdown table instead of the text one (default: text)')
+    p.add_argument('--readme', action='store_true', help='also rewrite the results block of README.md (default: no)')
+    a = ap.parse_args()
+    if a.cmd == 'plan':
+        for b in a.batch or BATCHES:
+            print('# %s' % b); print(runs_txt(b, 1, a.runtime), end='')
+        return
+    if a.cmd == 'resummarise':
+        for b in sorted(os.listdir(RUNS)):
+            if os.path.exists(os.path.join(RUNS, b, 'host_load.json')):
+                finish_batch(os.path.join(RUNS, b))
+        a.cmd, a.mirror, a.md = 'collect', None, False
+    if a.cmd == 'collect':
+        cells = collect()
+        print(markdown(cells) if a.md else table(cells))
+        open(os.path.join(HERE, 'TABLE.md'), 'w').write(markdown(cells) + '\n')
+        if getattr(a, 'readme', False):
+            update_readme(cells)
+        if a.mirror:
+            for f in ('results.json', 'TABLE.md'):
+                shutil.copy(os.path.join(HERE, f), os.path.join(a.mirror, f))
+        return
+    for b in a.batch:
+        if b not in BATCHES:
+            print('grid.py: unknown batch %r (choose from %s)' % (b, ', '.join(BATCHES)), file=sys.stderr)
+            sys.exit(3)
+    stamp = time.strftime('%Y%m%dT%H%M%S', time.gmtime())
+    out = os.path.join(RUNS, '%s-%s' % ('+'.join(a.batch), stamp))
+    exp = tempfile.mkdtemp(prefix='grid-exp-')
+    shutil.copy(os.path.join(EXP, 'main.sh'), exp)
+    shutil.copytree(os.path.join(EXP, 'topo'), os.path.join(exp, 'topo'))
+    open(os.path.join(exp, 'runs.txt'), 'w').write(''.join(runs_txt(b, a.rep, a.runtime) for b in a.batch))
+    os.makedirs(out)
+    shutil.copy(os.path.join(exp, 'runs.txt'), out)
+    load = {'before': loadavg(), 'utc_start': stamp}
+    env = dict(os.environ, KLAB_DIR=os.environ.get('KLAB_DIR', '/work/klab'), KLAB_APPEND=a.append)
+    load['kernel_append'] = a.append
+    t0 = time.time(); hb = host_cpu()
+    r = subprocess.run([os.path.join(LAB, 'run.sh'), exp, out], env=env)
+    ha = host_cpu()
+    load['after'] = loadavg(); load['wall_s'] = round(time.time() - t0, 1)
+    hz = os.sysconf('SC_CLK_TCK')
+    # host CPU seconds used by everything, by this boot (qemu and its scripts), and by everyone else
+    busy = (ha[0] - hb[0]) / hz; ours = ha[2] - hb[2]
+    load['host_busy_cpus'] = round(busy / load['wall_s'], 2)
+    load['qemu_cpus'] = round(ours / load['wall_s'], 2)
+    load['others_cpus'] = round(max(0.0, busy - ours) / load['wall_s'], 2)
+    json.dump(load, open(os.path.join(out, 'host_load.json'), 'w'))
+    shutil.rmtree(exp)
+    if r.returncode:
+        print('grid.py: run.sh exited %d' % r.returncode, file=sys.stderr)
+    finish_batch(out)
+    print(table(collect()))
+
+
+if __name__ == '__main__':
+    main()
