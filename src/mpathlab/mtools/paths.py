@@ -35,7 +35,7 @@ from ..inputs import load_toml
 from ..kernel import parse_devt
 from ..sim.devices import PathModel
 from ..units import UnitError, parse_duration_ns
-from ..workload.topology import MAX_PARALLELISM, TopologyError, _faults, _service
+from ..workload.topology import TopologyError, _faults, path_model
 
 ALUA_STATES = ("active/optimized", "active/non-optimized", "lba-dependent", "standby", "unavailable",
                "offline", "transitioning")
@@ -180,15 +180,6 @@ def _from_dict(doc: dict, src: str, base_dir: str) -> PathTopology:
         if devt in seen:
             raise TopologyError("%s: %s and %s have the same devt" % (src, seen[devt], name))
         seen[devt] = name
-        if "service" not in p:
-            raise TopologyError("%s needs a service time" % where)
-        svc = p["service"]
-        if isinstance(svc, dict) and "file" in svc and not os.path.isabs(svc["file"]):
-            svc = dict(svc, file=os.path.join(base_dir, svc["file"]))
-        par = p.get("parallelism", 1)
-        if not isinstance(par, int) or isinstance(par, bool) or not 1 <= par <= MAX_PARALLELISM:
-            raise TopologyError("%s.parallelism must be a whole number >= 1 and <= %d, got %r"
-                                % (where, MAX_PARALLELISM, par))
         faults = _faults(p.get("faults", []), where)
         slow, link = [], []
         for f in faults:
@@ -201,13 +192,8 @@ def _from_dict(doc: dict, src: str, base_dir: str) -> PathTopology:
                 link.append((f.at_ns, f.action))
             else:
                 raise TopologyError("%s: fault action must be fail, reinstate or slow, not %r" % (where, f.action))
-        model = PathModel(name, devt, _service(svc, where), parallelism=par,
-                          delay_ns=parse_duration_ns(p.get("delay", 0), where + ".delay"),
-                          ns_per_kib=parse_duration_ns(p.get("per_kib", 0), where + ".per_kib"),
-                          faults=slow,
-                          fail_latency_ns=parse_duration_ns(p.get("fail_latency", 0), where + ".fail_latency"))
-        # as in a dm topology: a job with mixed I/O sizes gives paths without per_kib a default cost
-        model.per_kib_given = "per_kib" in p
+        # the device keeps only the slow faults; fail/reinstate are the link's, seen by multipathd
+        model = path_model(name, devt, p, src, "paths.%s" % name, base_dir, faults=slow)
         wwid = _str(p.get("wwid", mapd.get("wwid", "3600140500000000000000000000000001")), where + ".wwid")
         if not wwid:
             raise TopologyError("%s.wwid must not be empty" % where)

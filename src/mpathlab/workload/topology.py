@@ -232,24 +232,7 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
             if p["kind"] not in DEVICE_KINDS:
                 raise TopologyError("%s: %s.kind must be one of %s" % (src, where, ", ".join(DEVICE_KINDS)))
             kinds[devt] = p["kind"]
-        if "service" not in p:
-            raise TopologyError("%s: %s needs a service time" % (src, where))
-        svc = p["service"]
-        if isinstance(svc, dict) and "file" in svc and not os.path.isabs(svc["file"]):
-            svc = dict(svc, file=os.path.join(base_dir, svc["file"]))
-        par = p.get("parallelism", 1)
-        if not isinstance(par, int) or isinstance(par, bool) or not 1 <= par <= MAX_PARALLELISM:
-            raise TopologyError("%s: %s.parallelism must be a whole number >= 1 and <= %d, got %r"
-                                % (src, where, MAX_PARALLELISM, par))
-        blk = _path_queue_keys(p, src, where)
-        paths.append(PathModel(
-            name, devt, _service(svc, where), parallelism=par, **blk,
-            delay_ns=parse_duration_ns(p.get("delay", 0), where + ".delay"),
-            ns_per_kib=parse_duration_ns(p.get("per_kib", 0), where + ".per_kib"),
-            faults=_faults(p.get("faults", []), where),
-            fail_latency_ns=parse_duration_ns(p.get("fail_latency", 0), where + ".fail_latency")))
-        # a job with mixed I/O sizes gives paths without per_kib a default cost (sim/arrival.py)
-        paths[-1].per_kib_given = "per_kib" in p
+        paths.append(path_model(name, devt, p, src, where, base_dir))
     hz = mp.get("hz", 250)
     if hz not in VALID_HZ:
         raise TopologyError("%s: hz must be one of %s" % (src, ", ".join(map(str, VALID_HZ))))
@@ -318,6 +301,32 @@ def _whole(v, src: str, section: str, key: str) -> int:
         raise TopologyError("%s: [%s] %s must be a whole number >= 1, not %r" % (src, section, key, v),
                             key=(section, key))
     return v
+
+
+def path_model(name: str, devt: Tuple[int, int], p: dict, src: str, where: str, base_dir: str,
+               faults: Optional[List[Fault]] = None) -> PathModel:
+    """The device model of one ``[paths.NAME]`` table (``where`` = "paths.NAME" of file ``src``): service
+    time, servers, tags, added delay, per-KiB cost, faults and fail latency.  Shared by dm topologies and
+    multipath-tools' path topologies (mpathlab.mtools.paths), which pass the faults the device itself
+    keeps."""
+    if "service" not in p:
+        raise TopologyError("%s: %s needs a service time" % (src, where))
+    svc = p["service"]
+    if isinstance(svc, dict) and "file" in svc and not os.path.isabs(svc["file"]):
+        svc = dict(svc, file=os.path.join(base_dir, svc["file"]))
+    par = p.get("parallelism", 1)
+    if not isinstance(par, int) or isinstance(par, bool) or not 1 <= par <= MAX_PARALLELISM:
+        raise TopologyError("%s: %s.parallelism must be a whole number >= 1 and <= %d, got %r"
+                            % (src, where, MAX_PARALLELISM, par))
+    model = PathModel(
+        name, devt, _service(svc, where), parallelism=par, **_path_queue_keys(p, src, where),
+        delay_ns=parse_duration_ns(p.get("delay", 0), where + ".delay"),
+        ns_per_kib=parse_duration_ns(p.get("per_kib", 0), where + ".per_kib"),
+        faults=_faults(p.get("faults", []), where) if faults is None else faults,
+        fail_latency_ns=parse_duration_ns(p.get("fail_latency", 0), where + ".fail_latency"))
+    # a job with mixed I/O sizes gives paths without per_kib a default cost (sim/arrival.py)
+    model.per_kib_given = "per_kib" in p
+    return model
 
 
 def _path_queue_keys(p: dict, src: str, where: str) -> dict:
