@@ -159,7 +159,8 @@ def _check_selector_arg(spec: Optional[str], option: str) -> None:
     if spec is None:
         return
     from .runner import parse_selector_spec
-    if not spec.strip() or not parse_selector_spec(spec)[0]:
+    name = parse_selector_spec(spec)[0]
+    if not spec.strip() or not name:
         raise InputError("%s: empty selector name (give e.g. service-time or historical-service-time:972,2)"
                          % option)
     if spec.startswith("nvme:"):
@@ -168,7 +169,6 @@ def _check_selector_arg(spec: Optional[str], option: str) -> None:
             raise InputError("%s: unknown NVMe I/O policy %r; known: %s" % (option, spec[5:], ", ".join(nvme.names())))
         return
     from . import selectors as _s
-    name = parse_selector_spec(spec)[0]
     if _s.lookup(name) is None:
         known = [n for n in _s.names() if not n.startswith("c:")]
         raise InputError("%s: unknown path selector %r; known: %s (NVMe policies are nvme:NAME, C selectors "
@@ -395,19 +395,17 @@ def cmd_report(args) -> int:
 
 
 def _check_report_selectors(sels, topo) -> None:
-    """dm selectors need the [multipath] table, nvme:POLICY the [nvme] section."""
-    from . import nvme, selectors
+    """Each name must be known (_check_selector_arg); dm selectors need the [multipath] table, nvme:POLICY
+    the [nvme] section."""
     for sel in sels:
+        _check_selector_arg(sel, "--selectors")
         if sel.startswith("nvme:"):
-            if nvme.lookup(sel[5:]) is None:
-                raise InputError("--selectors: unknown NVMe I/O policy %r; known: %s"
-                                 % (sel[5:], ", ".join(nvme.names())))
             if topo.nvme is None:
                 raise InputError("--selectors %s: %s has no [nvme] section" % (sel, topo.source))
-        else:
-            _check_selector_arg(sel, "--selectors")
-            if not topo.table:
-                raise InputError("--selectors %s: %s has no [multipath] table" % (sel, topo.source))
+        elif not topo.table:
+            raise InputError("--selectors %s: %s has no [multipath] table" % (sel, topo.source))
+
+
 def cmd_maps(args) -> int:
     from .mtools.cli import cmd_maps as maps
     return maps(args)
