@@ -43,8 +43,7 @@ from .stats import LatencyStats, RateWindows, depth_index, lat_range_index, mean
 
 (EV_DONE, EV_ARRIVE, EV_SUBMIT, EV_RETRY, EV_KICK, EV_FAULT, EV_MESSAGE, EV_ERRDONE, EV_ACTIVATED,
  EV_NOPATH_TIMEOUT) = range(10)
-EV_CALL = 10        # obj = (fn, arg): a part plugged into the loop (blockqueue, host) asked to be called
-EV_DAEMON = 11       # a user-space daemon's timer (multipathd's checker loop): see Simulation.daemon_timer
+EV_CALL = 10        # obj = (fn, arg): a part plugged into the loop (blockqueue, host, a daemon's timer) asked to be called
 
 DEFAULT_UPTIME_NS = 3600 * 10 ** 9
 REQUEUE_DELAY_NS = REQUEUE_DELAY_MS * 1_000_000
@@ -634,7 +633,13 @@ class Simulation:
         as stalled while it is pending."""
         if keeps_alive:
             self._state_changes += 1
-        self._push(max(at_ns, self.now), EV_DAEMON, (fn, keeps_alive))
+        self.call_at(max(at_ns, self.now), self._daemon_call, (fn, keeps_alive))
+
+    def _daemon_call(self, call) -> None:
+        fn, keeps_alive = call
+        if keeps_alive:
+            self._state_changes -= 1
+        fn()
 
     def send_message(self, text: str) -> bool:
         """A dm message (``dmsetup message``) now; recorded in the result."""
@@ -758,10 +763,6 @@ class Simulation:
                 mp.pg_init_done(obj, DH_OK)
             elif kind == EV_NOPATH_TIMEOUT:
                 self._nopath_timeout(obj)
-            elif kind == EV_DAEMON:
-                if obj[1]:
-                    self._state_changes -= 1
-                obj[0]()
         res.events = events
         res.pending += len(mp.queued_bios)
         if res.stalled:
