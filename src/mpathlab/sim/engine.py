@@ -328,8 +328,7 @@ class Simulation:
                 self._push(f.at_ns, EV_FAULT, (d, f))
                 self._state_changes += 1
         for at, msg in messages:
-            self._push(at, EV_MESSAGE, msg)
-            self._state_changes += 1
+            self._schedule_message(at, msg)     # now is 0
 
     # -- plumbing ---------------------------------------------------------
     def _ktime(self) -> int:
@@ -604,13 +603,13 @@ class Simulation:
         elif fault.action == "reinstate":
             dev.offline = False
             # multipathd's path checker notices and reinstates the path
-            self._push(self.now + fault.reinstate_after_ns, EV_MESSAGE, "reinstate_path %s" % dev.model.devname)
-            self._state_changes += 1
+            self._schedule_message(fault.reinstate_after_ns, "reinstate_path %s" % dev.model.devname)
         elif fault.action == "slow":
             dev.slow_factor = fault.factor
 
     def _schedule_message(self, delay_ns: int, text: str) -> None:
-        """A target's own timer (NVMe ctrl_loss_tmo): a message to itself later."""
+        """A dm message later: the topology's [[messages]], multipathd's reinstate after a fault, a target's own
+        timer (NVMe ctrl_loss_tmo).  It can bring a path back, so it counts as a pending state change."""
         self._push(self.now + delay_ns, EV_MESSAGE, text)
         self._state_changes += 1
 
