@@ -154,8 +154,8 @@ def test_refused_option_is_one_line_naming_it():
         job("[j]\nsize=1m\nrate_ignore_thinktime=1\n")
     assert str(ei.value).startswith("t.fio line 3 [j]: fio option 'rate_ignore_thinktime' is refused: it would "
                                     "change")
-    with pytest.raises(FioError, match="ioengine=cpuio: this engine burns CPU and does no I/O"):
-        job("[j]\nioengine=cpuio\n")
+    with pytest.raises(FioError, match="ioengine=exec: this engine runs a program instead of doing I/O"):
+        job("[j]\nioengine=exec\n")
 
 
 def test_option_table_declares_each_name_once_with_help():

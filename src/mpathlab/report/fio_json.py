@@ -90,10 +90,12 @@ def rate_samples(job, direction: int) -> tuple:
         if (k + 1) * FIO_AVG_TIME_NS > span:
             break                     # fio takes no sample of the last, partial period
         nbytes, nios = w[direction], w[3 + direction]
-        if not nbytes:
-            continue                  # "No entries for interval"
-        bw.add(nbytes * 1000 // period_ms // 1024)
-        iops.add(nios * 1000 // period_ms)
+        # "No entries for interval": each log skips a period without its own kind of entry (a cpuio
+        # burner's 'I/Os' carry no bytes: iops samples, no bw samples)
+        if nbytes:
+            bw.add(nbytes * 1000 // period_ms // 1024)
+        if nios:
+            iops.add(nios * 1000 // period_ms)
     return bw, iops
 
 
@@ -109,7 +111,7 @@ def _lat_object(lat: LatencyStats, plist, percentiles: bool, plus: bool) -> dict
 
 def _direction(lat: LatencyStats, nbytes: int, runtime_ms: int, plist, spec, plus: bool,
                bw: _SampleStat, iops_st: _SampleStat, group_agg_bytes: int) -> dict:
-    runt = runtime_ms if lat.n else 0
+    runt = runtime_ms if nbytes else 0        # fio keeps a direction's runtime only when it moved bytes
     bw_bytes = 1000 * nbytes // runt if runt else 0
     iops = 1000.0 * lat.n / runt if runt else 0.0
     zero = {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}
@@ -156,9 +158,17 @@ def _lat_pct(counts: Sequence[int], total: int) -> List[float]:
     return _percents(counts, total, 0.01)
 
 
+def _usr_cpu(jobs) -> float:
+    """Percent of the run the clones spent on a CPU in user space: a cpuio burner's spin time
+    (sim/host.py); the simulator charges I/O jobs' CPU work to the kernel, not to fio (0)."""
+    runtime = sum(j.end_ns - j.start_ns for j in jobs)
+    usr = sum(getattr(j, "usr_ns", 0) for j in jobs)
+    return 100.0 * usr / runtime if runtime > 0 else 0.0
+
+
 def _job_entry(name: str, groupid: int, jobs, plist, plus: bool, group_agg: Sequence[int]) -> dict:
     spec = jobs[0].spec
-    read, write = merged_latency(jobs, ("read",)), merged_latency(jobs, ("write",))
+    read, write = merged_latency(jobs, ("read",), burners=True), merged_latency(jobs, ("write",), burners=True)
     trim = LatencyStats()             # trims, where the engine models them (trim_lat, bytes_trimmed)
     for j in jobs:
         if getattr(j, "trim_lat", None) is not None:
@@ -198,7 +208,7 @@ def _job_entry(name: str, groupid: int, jobs, plist, plus: bool, group_agg: Sequ
                             group_agg[1]),
         "trim": _direction(trim, tb, runtime_ms, plist, spec, plus, samples[2][0], samples[2][1], group_agg[2]),
         "sync": {"total_ios": 0, "lat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}},
-        "job_runtime": runtime_ms, "usr_cpu": 0.0, "sys_cpu": 0.0, "ctx": 0, "majf": 0, "minf": 0,
+        "job_runtime": runtime_ms, "usr_cpu": _usr_cpu(jobs), "sys_cpu": 0.0, "ctx": 0, "majf": 0, "minf": 0,
         "iodepth_level": dict(zip(_DEPTH_KEYS, _dist(depth, submitted))),
         "iodepth_submit": dict(zip(_SUBMIT_KEYS, _dist(one_per_call, submitted))),
         "iodepth_complete": dict(zip(_SUBMIT_KEYS, _dist(reaped, total))),

@@ -79,7 +79,9 @@ def run_summary(result) -> str:
     lines.append(fmt(hdr))
     for r in rows:
         lines.append(fmt(r))
-    if note:
+    if not sum(p["completed"] for p in result.paths):
+        lines.append("mean deviation from Best: - (no I/O completed on any path)")
+    elif note:
         lines.append("mean deviation from Best: %.4f (Best per priority group, weighted by the I/O each "
                      "group carried)" % mean_deviation(result.shares, best))
     else:
@@ -106,8 +108,15 @@ def _latency_lines(result):
         st = merged_latency(result.jobs, (name,))
         if not st.n:
             continue
-        secs = result.runtime_ns / 1e9 if result.runtime_ns else 0
+        io_jobs = [j for j in result.jobs if not getattr(j, "burner", False)]
+        secs = (max(j.end_ns for j in io_jobs) - min(j.start_ns for j in io_jobs)) / 1e9
         pct = st.percentiles((50.0, 99.0, 99.9))
         yield ("%s: IOPS=%.0f  lat mean=%s  p50=%s  p99=%s  p99.9=%s  max=%s"
                % (name, st.n / secs if secs else 0.0, format_ns(st.mean), format_ns(pct["50.000000"]),
                   format_ns(pct["99.000000"]), format_ns(pct["99.900000"]), format_ns(st.max)))
+    for j in result.jobs:
+        if getattr(j, "burner", False):
+            span = j.end_ns - j.start_ns
+            yield ("%s (cpuio, clone %d): %d burns of %s, usr=%.1f%% (cpuload=%d)"
+                   % (j.name, j.clone, j.completed, format_ns(j.spec.cpu_cycle_us * 1000),
+                      100.0 * j.usr_ns / span if span > 0 else 0.0, j.spec.cpuload))

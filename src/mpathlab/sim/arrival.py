@@ -15,7 +15,10 @@ sizes), trims, or open-loop arrivals (``rate``, ``rate_iops``,
   cap: when it is reached, the next I/O goes out at the first completion;
 - ``thinktime`` idles the job for that long after every
   ``thinktime_blocks`` I/Os: once they completed (``complete``, fio's
-  default) or once they were issued (``issue``).
+  default) or once they were issued (``issue``);
+- a cpuio job (``ioengine=cpuio``) is a thinktime job whose "I/O" is a
+  burn of its CPU (the engine's ``_burn``): it has no size, only a runtime,
+  ``number_ios`` or ``exit_on_io_done`` to end it.
 
 A generator draws from its own random stream (seeded from the job's), so the
 read/write choice stream of the engine is unchanged.
@@ -39,7 +42,7 @@ DEFAULT_NS_PER_KIB = 1000.0
 
 def needs_gen(spec: JobSpec) -> bool:
     return bool(spec.mixed_sizes or spec.open_loop or TRIM in spec.ddirs or spec.verify or spec.flow
-                or spec.latency_target_ns or 0 < spec.iodepth_low < spec.iodepth)
+                or spec.burns_cpu or spec.latency_target_ns or 0 < spec.iodepth_low < spec.iodepth)
 
 
 def with_default_size_cost(paths: Sequence, jobs: Sequence[JobSpec]) -> List:
@@ -183,7 +186,7 @@ class IoGen:
     def __init__(self, spec: JobSpec, seed: int, io_bytes: Optional[int]):
         self.spec = spec
         self.rng = random.Random(seed ^ 0x5EED)
-        self.bytes_left = None if spec.time_based else io_bytes
+        self.bytes_left = None if spec.time_based or spec.burns_cpu else io_bytes
         self.ios_left = spec.number_ios or None
         self.issued_bytes = [0, 0, 0]
         self.next_ns = [0.0, 0.0, 0.0]      # rate schedule, ns since the job started

@@ -109,6 +109,9 @@ class JobState:
         self.first_error: Optional[str] = None
         self.last_error_ns = -1
         self.blocked = False      # the submitting task sleeps in tag allocation or works on its CPU
+        self.burner = spec.burns_cpu    # ioengine=cpuio: its "I/Os" burn its CPU and never reach the target
+        self.usr_ns = 0           # a burner's CPU time (fio's usr_cpu)
+        self.spin_mark = 0.0
 
     def reset_stats(self, now: int) -> None:
         """fio's reset_all_stats (latency_target's final window): the report
@@ -181,7 +184,9 @@ class SimResult:
             % (self.submitted, self.completed, self.errored, self.pending))
         per_path = sum(p["completed"] for p in self.paths)
         assert per_path == self.completed, "per-path completions %d != total %d" % (per_path, self.completed)
-        assert sum(j.completed for j in self.jobs) == self.completed
+        # a cpuio burner's 'I/Os' burn its CPU and never reach the target
+        io_jobs = [j for j in self.jobs if not getattr(j, "burner", False)]
+        assert sum(j.completed for j in io_jobs) == self.completed
         assert sum(j.errored for j in self.jobs) == self.errored
         assert all(p["in_flight"] == 0 for p in self.paths), "I/O still in flight on a path at the end"
 
@@ -289,7 +294,12 @@ class Simulation:
             self.dev_of_pgpath[pgpath] = dev
         # Tags and the host's CPUs exist only when configured, so a run where
         # tags never run out and CPUs cost nothing is the same run as before.
-        self.host = Host(self, host) if host is not None and host.costs else None
+        # cpuio burners need the CPUs (without costs, as many as the jobs' CPUs)
+        burners = any(s.burns_cpu for s in specs)
+        if host is not None and (host.costs or burners):
+            self.host: Optional[Host] = Host(self, host)
+        else:
+            self.host = Host(self, HostModel(cpus=nr_cpus)) if burners else None
         self.blk = (BlockLayer(self) if any(d.model.nr_tags or d.model.nr_sched_tags for d in self.devices)
                     else None)
         # a job without size= covers the whole device: the table's length (another stack's target may say
@@ -376,6 +386,14 @@ class Simulation:
         now = self.now
         if job.stopped or (job.stop_ns is not None and now >= job.stop_ns
                            and (job.gen is None or job.gen.over(job, now))):
+            if not job.inflight and not job.stopped:
+                if job.wake_ns == now:
+                    job.end_ns = now    # it slept (think time, rate) until its runtime ended: fio counts the sleep
+                elif job.end_ns == now and spec.thinktime_ns and spec.thinktime_blocks_type == "complete" \
+                        and job.gen is not None and job.gen.batch >= spec.thinktime_blocks:
+                    # its last I/O completed after the runtime ended: fio still thinks in full before it
+                    # looks at the clock again (fio 3.34+ cuts a think short only while time is left)
+                    job.end_ns = now + spec.thinktime_ns
             return
         while job.inflight < spec.iodepth:
             if job.blocked:
@@ -394,9 +412,16 @@ class Simulation:
                         job.wake_ns = nxt
                         self._push(nxt, EV_SUBMIT, job)
                     return
+                if job.burner and spec.exit_on_io_done and not self._io_jobs_left():
+                    # fio's cpuio, about to burn again (after its think time): no I/O job runs or waits
+                    job.gen.done = True
+                    job.remaining = 0
+                    if job.submitted:
+                        job.end_ns = now
+                    return
                 if job.remaining is not None:
                     job.remaining -= 1
-                io = SimIO(nxt[1], job, now, nxt[0] == 0, nxt[0])
+                io = SimIO(0 if job.burner else nxt[1], job, now, nxt[0] == 0, nxt[0])
                 if job.gen.flow is not None:
                     for w in job.gen.flow.take_waiters(job):
                         self._push(now, EV_SUBMIT, w)
@@ -411,6 +436,9 @@ class Simulation:
             job.inflight += 1
             job.depth_map[depth_index(job.inflight)] += 1
             job.submitted += 1
+            if job.burner:
+                self._burn(io)
+                continue
             self.result.submitted += 1
             if self.mp.queue_mode == "bio":
                 io.dm_start_jiffies = self.timebase.jiffies()
@@ -528,7 +556,8 @@ class Simulation:
                 self._push(now + RESUBMIT_AFTER_ERROR_NS, EV_SUBMIT, job)
             return
         job.completed += 1
-        res.completed += 1
+        if not job.burner:
+            res.completed += 1
         lat = now - io.submit_ns
         if job.log is not None:
             job.log.add(now - job.start_ns, lat, io.ddir, io.nr_bytes)
@@ -549,6 +578,21 @@ class Simulation:
         self._submit_more(job)
         if job.inflight == 0 and (len(self._groups) > 1 or self._waits):
             self._check_finished(job)
+
+    # -- cpuio burners ----------------------------------------------------------
+    def _burn(self, io: SimIO) -> None:
+        """fio's cpuio 'I/O': spin the job's CPU for one cycle (sim/host.py)."""
+        self.host.spin(io.job, True)    # type: ignore[union-attr]  # a burner always has a host
+        self.call_at(self.now + io.job.spec.cpu_cycle_us * 1000, self._burned, io)
+
+    def _burned(self, io: SimIO) -> None:
+        self.host.spin(io.job, False)   # type: ignore[union-attr]
+        self._complete(io, None)
+
+    def _io_jobs_left(self) -> bool:
+        """Some job other than a burner is running or still to start (fio's
+        fio_running_or_pending_io_threads)."""
+        return any(self._job_active(j) for j in self.jobs if not j.burner)
 
     def _start_job(self, job: JobState) -> None:
         if job.spec.wait_for and not job.started and any(
@@ -770,9 +814,11 @@ class Simulation:
 
     def _active(self) -> bool:
         """Some job still has I/O in flight or may submit more."""
-        now = self.now
-        return any(j.inflight or (not j.stopped and (j.remaining is None or j.remaining > 0)
-                                  and (j.stop_ns is None or now < j.stop_ns)) for j in self.jobs)
+        return any(self._job_active(j) for j in self.jobs)
+
+    def _job_active(self, j: JobState) -> bool:
+        return bool(j.inflight or (not j.stopped and (j.remaining is None or j.remaining > 0)
+                                   and (j.stop_ns is None or self.now < j.stop_ns)))
 
     def run_plan(self):
         """(expected I/Os, horizon, hard stop, timeline step in ns, timeline step in
@@ -821,8 +867,9 @@ class Simulation:
         res.runtime_ns = max([j.end_ns for j in self.jobs] + [0]) - min([j.start_ns for j in self.jobs] + [0])
         res.jobs = self.jobs
         total = sum(d.completed for d in self.devices)
-        bs = (self.jobs[0].spec.bs if not self.jobs[0].spec.mixed_sizes else int(mean_size(self.jobs[0].spec))) \
-            if self.jobs else 4096
+        io_jobs = [j for j in self.jobs if not j.burner]
+        bs = (io_jobs[0].spec.bs if not io_jobs[0].spec.mixed_sizes else int(mean_size(io_jobs[0].spec))) \
+            if io_jobs else 4096
         res.best = best_distribution(self.paths, bs)
         for d in self.devices:
             m = d.model

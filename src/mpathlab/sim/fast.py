@@ -293,7 +293,8 @@ def eligible(sim) -> str:
     for j in sim.jobs:
         # not in the core (sim/arrival.py): mixed sizes, trims, open-loop arrivals
         if j.gen is not None:
-            return "mixed I/O sizes, trims and open-loop arrivals (rate, thinktime) need the Python engine"
+            return ("mixed I/O sizes, trims, open-loop arrivals (rate, thinktime) and cpuio burners need the "
+                    "Python engine")
         if j.spec.bs > 0x7FFFFFFF:
             return "block sizes of 2 GiB and more need the Python engine"
         if j.log is not None:

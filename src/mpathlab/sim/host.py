@@ -27,6 +27,14 @@ node_distance without an SLIT).  This is the one place the nodes of the
 host's CPUs are defined: the NVMe ``numa`` iopolicy (mpathlab.nvme) picks
 by the node of the CPU an I/O is submitted on (its job's CPU mod cpus).
 
+fio's cpuio jobs burn these CPUs (``spin``): a burner spins for its
+cycle's wall time on its job's CPU, as fio's usec_spin does.  It is the
+lowest-priority work there: I/O work and other tenants' work preempt it at
+once (the kernel's softirqs do; a woken fio task preempts a CPU hog under
+CFS), so I/O never queues behind a burn, but a spinning CPU is not idle and
+its I/O pays no ``wake_cost``.  The burner's CPU time (fio's usr_cpu) is its
+spin time less that preempting work, split evenly among burners sharing a CPU.
+
 In the kernel lab (qemu TCG) this is the emulation cost of the I/O path,
 which the guest sees as latency; see README "Validation against a real
 kernel" for the calibrated values.
@@ -91,7 +99,8 @@ def _nothing(_) -> None:
 
 
 class Cpu:
-    __slots__ = ("busy", "queue", "busy_ns", "current", "idle_since")
+    __slots__ = ("busy", "queue", "busy_ns", "current", "idle_since", "busy_until", "spinners", "spin_share",
+                 "spin_t")
 
     def __init__(self):
         self.busy = False
@@ -99,6 +108,10 @@ class Cpu:
         self.queue = deque()    # (cost, fn, arg): arg is the I/O or (I/O, error)
         self.busy_ns = 0
         self.current = None
+        self.busy_until = 0     # when the work now on it ends
+        self.spinners = 0       # cpuio burners spinning here now
+        self.spin_share = 0.0   # CPU time one burner here has had since the start (ns)
+        self.spin_t = 0         # when spin_share was last brought up to date
 
 
 class Host:
@@ -128,13 +141,19 @@ class Host:
             cpu.queue.append((cost, fn, io))
             return
         now = self.sim.now
-        self._begin(cpu, cost, fn, io, self.model.wake_ns if now > cpu.idle_since else 0)
+        idle = now > cpu.idle_since and not cpu.spinners
+        self._begin(cpu, cost, fn, io, self.model.wake_ns if idle else 0)
 
     def _begin(self, cpu: Cpu, cost: int, fn, io, wake: int = 0) -> None:
+        if cpu.spinners:
+            # this work preempts the burners spinning here: it is not their CPU time
+            self._spin_update(cpu)
+            cpu.spin_share -= cost / cpu.spinners
         cpu.busy = True
         cpu.current = io
         cpu.busy_ns += cost
-        self.sim.call_at(self.sim.now + wake + cost, self._end, (cpu, fn, io))
+        cpu.busy_until = self.sim.now + wake + cost
+        self.sim.call_at(cpu.busy_until, self._end, (cpu, fn, io))
 
     def _end(self, arg) -> None:
         cpu, fn, io = arg
@@ -170,6 +189,29 @@ class Host:
 
     def _completed(self, item) -> None:
         self.sim._path_done(*item)
+
+    # -- cpuio burners --------------------------------------------------------
+    def _spin_update(self, cpu: Cpu) -> None:
+        now = self.sim.now
+        if cpu.spinners:
+            cpu.spin_share += (now - cpu.spin_t) / cpu.spinners
+        cpu.spin_t = now
+
+    def spin(self, job, on: bool) -> None:
+        """A cpuio burn of ``job`` starts (on) or ends on its CPU; at the end
+        its CPU time is added to ``job.usr_ns``."""
+        cpu = self._cpu(job)
+        self._spin_update(cpu)
+        if on:
+            cpu.spinners += 1
+            job.spin_mark = cpu.spin_share
+            if cpu.busy:        # preempted at once until the work on the CPU now is done
+                job.spin_mark += (cpu.busy_until - self.sim.now) / cpu.spinners
+            return
+        cpu.spinners -= 1
+        job.usr_ns += max(0, int(cpu.spin_share - job.spin_mark))
+        if not cpu.spinners and not cpu.busy:
+            cpu.idle_since = self.sim.now
 
     def drain(self) -> int:
         """I/O waiting for or on a CPU when a run is cut short (counted as pending), dropped."""

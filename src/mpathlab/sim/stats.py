@@ -167,10 +167,14 @@ class RateWindows:
         w[3 + ddir] += 1
 
 
-def merged_latency(jobs, directions=("read", "write")) -> LatencyStats:
-    """One LatencyStats over the given directions of several job clones."""
+def merged_latency(jobs, directions=("read", "write"), burners: bool = False) -> LatencyStats:
+    """One LatencyStats over the given directions of several job clones: the
+    I/O latency of a run.  A cpuio burner's cycles are not I/O and count only
+    with ``burners`` (fio's own report of such a job)."""
     st = LatencyStats()
     for j in jobs:
+        if getattr(j, "burner", False) and not burners:
+            continue
         for d in directions:
             st.merge(getattr(j, d + "_lat"))
     return st

@@ -303,6 +303,11 @@ class JobSpec:
         self.new_group = False
         self.iodepth_low = 0
         self.exitall_on_error = False
+        # ioengine=cpuio: a burner of the host's CPUs instead of an I/O job
+        self.cpuload = 0
+        self.cpu_cycle_us = 50_000          # cpuchunks
+        self.cpumode = "noop"
+        self.exit_on_io_done = False
         self._zones: Dict[str, int] = {}       # size/io_size given in zones, resolved with zonesize
         self.notes: List[str] = []
         self.options: Dict[str, str] = {}   # what the file said, for the JSON "job options"
@@ -338,6 +343,12 @@ class JobSpec:
     def bs(self) -> int:
         """The job's block size (of its first direction; the smallest of a mix)."""
         return min(s for s, _ in self.sizes_of(self.ddirs[0]))
+
+    @property
+    def burns_cpu(self) -> bool:
+        """ioengine=cpuio: each 'I/O' is a burn of cpu_cycle_us on the job's CPU
+        (fio's cpuio engine), followed by the think time fio derives from cpuload."""
+        return self.ioengine == fo.CPU_BURN_ENGINE
 
     @property
     def open_loop(self) -> bool:
@@ -636,6 +647,8 @@ SETTERS = {
     "latency_percentile": _set_latency_percentile, "latency_run": _set_bool("latency_run"),
     "exitall": _set_bool("exitall"), "exit_what": _set_choice("exit_what"),
     "iodepth_low": _set_int("iodepth_low"), "exitall_on_error": _set_bool("exitall_on_error"),
+    "cpuload": _set_int("cpuload"), "cpuchunks": _set_int("cpu_cycle_us"), "cpumode": _set_choice("cpumode"),
+    "exit_on_io_done": _set_bool("exit_on_io_done"),
 }
 # options whose value may be left out (fio's FIO_OPT_STR_SET, and the log options)
 _VALUE_OPTIONAL_TYPES = ("flag",)
@@ -901,6 +914,8 @@ def _finish_job(job: JobSpec, source: str, earlier: List[str]) -> None:
         job.read_fraction = 0.5
     elif job.ddir_mode != "mix":
         job.read_fraction = 1.0 if job.ddir_mode == "read" else 0.0
+    if job.burns_cpu:
+        _finish_cpu_burner(job, where)
     if job.thinktime_spin_ns > job.thinktime_ns:
         job.thinktime_spin_ns = job.thinktime_ns     # fio clamps it
     if any(job.rate_bps) and any(job.rate_iops):
@@ -915,19 +930,42 @@ def _finish_job(job: JobSpec, source: str, earlier: List[str]) -> None:
     if job.mixed_sizes and job.ddir_mode == "trimwrite":
         pass
     size = job.region_bytes(None)
-    if size is not None and job.io_size is None and size < job.bs and not job.time_based:
+    if size is not None and job.io_size is None and size < job.bs and not job.time_based and not job.burns_cpu:
         raise FioError("%s: size %d is smaller than the block size %d (fio refuses: size too small)"
                        % (where, size, job.bs))
+
+
+def _finish_cpu_burner(job: JobSpec, where: str) -> None:
+    """fio's cpuio set-up: the job issues one 'I/O' at a time, each a spin of
+    cpuchunks, and thinks cpuchunks x (100 - cpuload) / cpuload microseconds
+    (integer, as fio computes it) after each one completes."""
+    if not job.cpuload:
+        raise FioError("%s: ioengine=cpuio needs cpuload= (fio: \"cpu thread needs rate\")" % where)
+    load = min(job.cpuload, 100)              # fio caps it
+    job.cpuload = load
+    job.thinktime_ns = job.cpu_cycle_us * (100 - load) // load * 1000
+    job.thinktime_spin_ns = 0
+    job.thinktime_blocks = 1
+    job.thinktime_blocks_type = "complete"
+    job.iodepth = 1                           # a synchronous engine
+    if not (job.runtime_ns or job.number_ios or job.exit_on_io_done):
+        raise FioError("%s: ioengine=cpuio without runtime=, number_ios= or exit_on_io_done=1 burns until fio "
+                       "is killed; give one of them" % where)
+    if job.cpumode == "qsort":
+        job.notes.append("job %r: cpumode=qsort: each sort is taken to last cpuchunks (%d us); fio measures "
+                         "the real CPU's sort time" % (job.name, job.cpu_cycle_us))
 
 
 def sim_only(spec: JobSpec) -> Optional[str]:
     """What of this job only the simulator models ('' when live mode can run it)."""
     what = []
+    if spec.burns_cpu:
+        what.append("ioengine=cpuio")
     if spec.mixed_sizes:
         what.append("mixed block sizes")
     if TRIM in spec.ddirs:
         what.append("trims")
-    if spec.open_loop:
+    if spec.open_loop and not spec.burns_cpu:
         what.append("rate/thinktime")
     if spec.verify and spec.do_verify:
         what.append("verify")

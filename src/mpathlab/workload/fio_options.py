@@ -63,7 +63,6 @@ S64_MAX = (1 << 63) - 1
 # ioengines that move no data through the block device: a job using one has
 # nothing to simulate in a multipath simulation.
 NO_BLOCK_IO_ENGINES = {
-    "cpuio": "burns CPU and does no I/O",
     "exec": "runs a program instead of doing I/O",
     "net": "does network I/O, not block I/O",
     "netsplice": "does network I/O, not block I/O",
@@ -76,6 +75,10 @@ NO_BLOCK_IO_ENGINES = {
     "ftruncate": "truncates a file (no data I/O)",
     "page_fault": "touches anonymous memory, no storage at all",
 }
+# cpuio moves no data either, but what it does (keep a CPU busy) is part of
+# the model: its clones burn the host's CPUs (sim/host.py) in cycles, as fio
+# does, and I/O jobs sharing those CPUs see it.
+CPU_BURN_ENGINE = "cpuio"
 # Engines whose I/O units are file-system operations that do move data but
 # not exactly as plain reads and writes: simulated as the job's plain I/O,
 # with a note.
@@ -185,8 +188,9 @@ OPTIONS: List[Opt] = [
     _O("unit_base", NO_EFFECT, "choice", "bits or bytes in fio's human output", "0",
        choices=("0", "1", "8")),
     # -- only matter to a real engine, file or process ------------------------
-    _O("ioengine", NO_EFFECT, "str", "the engine of a real run; engines that move no data through the "
-       "block device (%s) are refused" % ", ".join(sorted(NO_BLOCK_IO_ENGINES)), "psync"),
+    _O("ioengine", NO_EFFECT, "str", "the engine of a real run; cpuio burns the host model's CPUs; other "
+       "engines that move no data through the block device (%s) are refused"
+       % ", ".join(sorted(NO_BLOCK_IO_ENGINES)), "psync"),
     _O("direct", NO_EFFECT, "bool", "O_DIRECT", "0"),
     _O("buffered", NO_EFFECT, "bool", "page-cache I/O", "1"),
     _O("sync", NO_EFFECT, "str", "O_SYNC/O_DSYNC (the device models have no write cache, so FUA costs "
@@ -294,8 +298,14 @@ OPTIONS: List[Opt] = [
     _O("block_error_percentiles", NO_EFFECT, "bool", "trim error report", "0"),
     _O("donorname", NO_EFFECT, "str", "e4defrag donor file"),
     _O("inplace", NO_EFFECT, "int", "e4defrag option"),
-    _O("cpuload", NO_EFFECT, "int", "cpuio engine option"),
-    _O("cpumode", NO_EFFECT, "str", "cpuio engine option"),
+    _O("cpuload", MODELLED, "int", "cpuio: percent of a CPU each clone burns (required; above 100 means "
+       "100): spins of cpuchunks, then sleeps cpuchunks x (100 - cpuload) / cpuload", None, lo=0, hi=1 << 31),
+    _O("cpuchunks", MODELLED, "int", "cpuio: length of one burn cycle in microseconds", "50000", lo=1,
+       hi=1 << 31),
+    _O("cpumode", MODELLED, "choice", "cpuio: noop spins; qsort sorts, and fio sizes each sleep from the "
+       "sort's measured time (here each sort takes cpuchunks: the real CPU's speed is not modelled)",
+       "noop", choices=("noop", "qsort")),
+    _O("exit_on_io_done", MODELLED, "bool", "cpuio: the burner ends once every job doing I/O has ended", "0"),
     _O("program", NO_EFFECT, "str", "exec engine option"),
     _O("arguments", NO_EFFECT, "str", "exec engine option"),
     _O("grace_time", NO_EFFECT, "int", "exec engine option"),
