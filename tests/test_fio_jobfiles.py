@@ -466,11 +466,12 @@ def test_logs_match_fio_and_its_tools(tmp_path):
 # -- property test: nothing but a one-line FioError ---------------------------------
 
 KEYS = [o.name for o in fo.OPTIONS][:60] + ["bs", "size", "rate_iops", "thinktime", "bssplit", "bsrange", "rw",
-                                           "runtime", "include", "zz_unknown", "number_ios", "verify", "flow"]
+                                           "runtime", "include", "zz_unknown", "number_ios", "verify", "flow",
+                                           "ioengine", "cpuload", "cpuchunks", "cpumode", "exit_on_io_done"]
 VALS = ["", "0", "-1", "4k", "1m", "9223372036854775808", "18446744073709551616k", "99999999999999999999",
         "4k,8k,16k", "4k/50:8k/50", "4k-64k", "1:2", "randtrimwrite", "poisson", "${NOPE}", "10sec", "1.5",
         "0x10", "50%", "3z", "( 1+2 )", "a", "1,2,3,4", "$ncpus/0", "$pagesize*$ncpus", "((($ncpus",
-        "4k;c", "1k-4k/8k", "-", ",", "read:8k", "4k/0:8k/"]
+        "4k;c", "1k-4k/8k", "-", ",", "read:8k", "4k/0:8k/", "cpuio", "qsort", "101"]
 
 
 @st.composite
