@@ -70,6 +70,18 @@ def test_sweep_table_round_trip(sweep_rows, tmp_path):
     assert back[0]["selector"] == rows[0]["selector"] and back[0]["share_sdd"] == pytest.approx(rows[0]["share_sdd"])
 
 
+def test_sweep_table_keeps_names_that_look_like_numbers(tmp_path):
+    # a kernel profile "5.10" must come back as "5.10", not as the number 5.1; numbers come back exact
+    rows = [{"selector": "round-robin", "iodepth": 4, "seed": 1, "multipath.kernel": k, "mean_deviation": v,
+             "lat_p99_ns": 1662976, "steal": 0.1, "flag": True} for k, v in (("5.10", 0.30000000000000004),
+                                                                              ("6.1", 1e-05))]
+    out = tmp_path / "k.csv"
+    write_rows(rows, str(out))
+    back = read_rows(str(out))
+    assert back == rows
+    assert [type(r["multipath.kernel"]) for r in back] == [str, str]
+
+
 def test_sweep_errors(tmp_path):
     with pytest.raises(SweepError, match="KEY=V1,V2"):
         parse_set(["nokey"])

@@ -40,6 +40,21 @@ def parse_value(text: str):
         return t
 
 
+def _cell(column: str, text: str):
+    """A CSV cell as write_rows wrote it.  Name columns (the selector, the
+    engine, a kernel profile) stay text, so "5.10" and "6.1" stay names;
+    elsewhere a number only when the text is that number's own spelling
+    (Python writes numbers with repr), so nothing else changes on the way."""
+    if text == "":
+        return None
+    if column in ("selector", "engine") or column.endswith("kernel"):
+        return text
+    v = parse_value(text)
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and repr(v) != text:
+        return text
+    return v
+
+
 def parse_set(items: Sequence[str]) -> List[Tuple[str, list]]:
     """['paths.sdd.parallelism=1,4'] -> [('paths.sdd.parallelism', [1, 4])]."""
     out = []
@@ -244,7 +259,7 @@ def read_rows(path: str) -> List[Dict[str, object]]:
                 continue
             if len(rec) != len(header):
                 raise SweepError("%s:%d: %d fields, the header has %d" % (path, no, len(rec), len(header)))
-            rows.append({k: parse_value(v) if v != "" else None for k, v in zip(header, rec)})
+            rows.append({k: _cell(k, v) for k, v in zip(header, rec)})
             lines.append(no)
     missing = [c for c in REPORT_COLUMNS if c not in header]
     if missing:
