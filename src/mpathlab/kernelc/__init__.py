@@ -55,18 +55,12 @@ def canonical_name(path: str, features: Optional[int] = None, shim_faults: Seque
 
 def load(path: str, *, features: Optional[int] = None, shim_faults: Sequence[str] = ()):
     """Build (or reuse) and register the C selector in ``path``; returns its type."""
-    from ..selectors.registry import _lock, _types, register
+    from ..selectors.registry import register_once
     from .selector import selector_class
 
     name = canonical_name(path, features, shim_faults)
-    with _lock:
-        cls = _types.get(name)
-        if cls is not None:
-            return cls
-        cls = selector_class(build(path, features=features, shim_faults=shim_faults), name)
-        if name not in _types:
-            register(cls)
-        return _types[name]
+    return register_once(name, lambda: selector_class(build(path, features=features, shim_faults=shim_faults),
+                                                      name))
 
 
 def resolve(name: str):

@@ -134,7 +134,7 @@ class Multipathd:
     def nextpg(self) -> int:
         """The 'next group' multipathd reads from the dm status (the target's own status number:
         next_pg, else current_pg, else 1)."""
-        return self.target._pg_num()
+        return self.target.status_pg_num()
 
     def enter_recovery_mode(self) -> None:
         mp = self.mp

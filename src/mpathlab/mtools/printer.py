@@ -39,7 +39,7 @@ _PG_STATE_NAMES = {"A": "active", "D": "disabled", "E": "enabled"}
 def _pg_status(target, idx: int) -> str:
     """Group idx (1-based) as print.c names the state letter of the dm status (the target's
     multipath_status decides the letter: a bypassed group is D even when it is current_pg)."""
-    return _PG_STATE_NAMES[target._pg_state(target.priority_groups[idx - 1])]
+    return _PG_STATE_NAMES[target.pg_state(target.priority_groups[idx - 1])]
 
 
 def format_ll(mp, target) -> str:

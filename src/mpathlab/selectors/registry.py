@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Dict, List, Optional, Type
+from typing import Callable, Dict, List, Optional, Type
 
 from ..kernel import EEXIST, EINVAL
 from .base import PathSelector
@@ -48,6 +48,18 @@ def register(cls: Type[PathSelector]) -> None:
         _types[cls.name] = cls
     if cls.version:
         log.info("version %s loaded", cls.version)
+
+
+def register_once(name: str, make: Callable[[], Type[PathSelector]]) -> Type[PathSelector]:
+    """The type registered as ``name``; on a miss ``make()`` builds it and it is
+    registered, all under the registry's lock (two threads asking for one
+    kernel-C selector build it once)."""
+    with _lock:
+        cls = _types.get(name)
+        if cls is None:
+            cls = make()
+            register(cls)
+        return cls
 
 
 def unregister(name: str) -> None:

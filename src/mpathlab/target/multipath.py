@@ -662,15 +662,17 @@ class Multipath:
 
     # ------------------------------------------------------------------
     # status
-    def _pg_num(self) -> int:
-        # the kernel's status names the group it will switch to first, then the current one
+    def status_pg_num(self) -> int:
+        """The group number status prints: the one the target will switch to first, else the current one
+        (as the kernel's status does); multipathd and `multipath -ll` read it too."""
         if self.next_pg is not None:
             return self.next_pg.pg_num
         if self.current_pg is not None:
             return self.current_pg.pg_num
         return 1 if self.nr_priority_groups else 0
 
-    def _pg_state(self, pg: PriorityGroup) -> str:
+    def pg_state(self, pg: PriorityGroup) -> str:
+        """A group's state letter in status: D bypassed, A current, E enabled."""
         if pg.bypassed:
             return "D"
         if pg is self.current_pg:
@@ -702,10 +704,10 @@ class Multipath:
 
     def _status_info(self) -> str:
         out = ["2 %u %u " % (int(self.queue_io), self.pg_init_count), "0 ",
-               "%u %u " % (self.nr_priority_groups, self._pg_num())]
+               "%u %u " % (self.nr_priority_groups, self.status_pg_num())]
         for pg in self.priority_groups:
             ps = pg.ps
-            out.append("%s " % self._pg_state(pg))
+            out.append("%s " % self.pg_state(pg))
             out.append(ps.status(None, "info"))
             out.append("%u %u " % (pg.nr_pgpaths, ps.info_args))
             for p in pg.pgpaths:
@@ -734,7 +736,7 @@ class Multipath:
     def _status_table(self) -> str:
         out = [self.features_table()]
         out.append("1 %s " % self.hw_handler_name if self.hw_handler_name else "0 ")
-        out.append("%u %u " % (self.nr_priority_groups, self._pg_num()))
+        out.append("%u %u " % (self.nr_priority_groups, self.status_pg_num()))
         for pg in self.priority_groups:
             ps = pg.ps
             out.append("%s " % ps.name)
@@ -752,7 +754,7 @@ class Multipath:
         out = ["target_name=%s,target_version=%u.%u.%u" % ((TARGET_NAME,) + tuple(self.profile.target_version)),
                ",nr_priority_groups=%u" % self.nr_priority_groups]
         for i, pg in enumerate(self.priority_groups):
-            out.append(",pg_state_%d=%s" % (i, self._pg_state(pg)))
+            out.append(",pg_state_%d=%s" % (i, self.pg_state(pg)))
             out.append(",nr_pgpaths_%d=%u" % (i, pg.nr_pgpaths))
             out.append(",path_selector_name_%d=%s" % (i, pg.ps.name))
             for j, p in enumerate(pg.pgpaths):
