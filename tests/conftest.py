@@ -31,3 +31,21 @@ def require(path_or_command: str, why: str) -> str:
     if os.environ.get("CI") == "true":
         pytest.fail("%s is missing under CI: %s" % (path_or_command, why))
     pytest.skip("%s is not installed (%s); scripts/test-deps.sh installs it as root" % (path_or_command, why))
+
+
+def require_module(module: str, why: str):
+    """The imported Python module a test needs (a test dependency: pip install -e ".[test]").
+
+    As require(): missing on a developer's machine, the test skips; missing
+    under CI (CI=true), it fails.
+    """
+    import importlib
+
+    import pytest
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        if os.environ.get("CI") == "true":
+            pytest.fail("Python module %s is missing under CI: %s (%s)" % (module, why, e))
+        pytest.skip("Python module %s is not installed (%s); pip install -e \".[test]\" installs it" % (module, why))

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import require
+from conftest import require, require_module
 from mpathlab.report import fio_json
 from mpathlab.report.fio_json import fio_time
 from mpathlab.runner import run_simulation
@@ -177,7 +177,7 @@ def test_time_is_formatted_as_fio_formats_it(monkeypatch):
 
 
 def test_fio_plot_reads_our_json_in_every_json_mode(tmp_path):
-    pytest.importorskip("fio_plot", reason="fio-plot (PyPI) is not a test dependency; pip install fio-plot")
+    require_module("fio_plot", "fio-plot (PyPI, a test dependency) must draw every JSON mode from our output")
     d1, d2 = tmp_path / "a", tmp_path / "b"
     d1.mkdir()
     d2.mkdir()

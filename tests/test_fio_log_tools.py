@@ -1,0 +1,166 @@
+"""fio's own log readers on mpathlab's log files (write_lat_log, write_bw_log,
+write_iops_log with log_avg_msec): fio-plot's log graph (-g) and fio's
+fiologparser.py, with the values they print checked against the simulation."""
+import gzip
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import require, require_module
+from mpathlab.sim.devices import PathModel, ServiceTime
+from mpathlab.sim.engine import simulate
+from mpathlab.workload.fio import parse_fio
+from mpathlab.workload.fio_logs import write_logs
+
+T2 = "0 2097152 multipath 0 0 1 1 service-time 0 2 2 sda 1 1 sdb 1 1"
+AVG_MS = 10          # log_avg_msec of the runs below
+
+
+def _run(job_text, directory):
+    """Simulate on two 1 ms paths that serve one I/O at a time (so a few MiB take about two seconds,
+    several of fiologparser's 1 s intervals) and write the logs; the result."""
+    paths = [PathModel("sda", (8, 0), ServiceTime(1_000_000), parallelism=1),
+             PathModel("sdb", (8, 16), ServiceTime(1_000_000), parallelism=1)]
+    r = simulate(T2, paths, parse_fio(job_text, "t.fio").jobs)
+    os.makedirs(directory, exist_ok=True)
+    write_logs(r, str(directory))
+    return r
+
+
+def _log(path):
+    return [[int(c, 0) for c in line.split(", ")] for line in path.read_text().splitlines()]
+
+
+# -- fio-plot -g ------------------------------------------------------------------
+
+def test_fio_plot_draws_our_logs(tmp_path):
+    require_module("fio_plot", "fio-plot (PyPI, a test dependency) must draw mpathlab's fio logs (-g)")
+    from fio_plot.fiolib import dataimport, defaultsettings
+
+    # fio-plot finds logs by bench-fio's naming: the log prefix is RW-iodepth-D-numjobs-N (bench-fio sets
+    # write_*_log to it); the files are then named as fio names them, PREFIX_TYPE.CLONE.log
+    prefix = "randrw-iodepth-8-numjobs-2"
+    avg = 100       # ms: about 50 reads and 50 writes per clone and window, so no window goes without
+    r = _run("[j]\nrw=randrw\nbs=4k\nsize=4m\niodepth=8\nnumjobs=2\nlog_avg_msec=%d\nwrite_lat_log=%s\n"
+             "write_bw_log=%s\nwrite_iops_log=%s\n" % (avg, prefix, prefix, prefix), tmp_path / "run")
+    # fio-plot 1.1 draws at most three metrics in one graph (one y axis each; a fourth is a KeyError)
+    for types in (["lat", "iops", "bw"], ["clat", "slat"]):
+        png = tmp_path / ("logs-%s.png" % "-".join(types))
+        p = subprocess.run([sys.executable, "-m", "fio_plot", "-i", str(tmp_path / "run"), "-T", "t", "-g",
+                            "-t", *types, "-r", "randrw", "-d", "8", "-n", "2", "-o", str(png)],
+                           capture_output=True, text=True, timeout=300, env=dict(os.environ, MPLBACKEND="Agg"),
+                           cwd=str(tmp_path))
+        assert p.returncode == 0 and png.exists(), (types, p.stdout[-500:], p.stderr[-500:])
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+    # what -g plots, read by fio-plot's own importer: per window, the two clones' iops summed, and each
+    # value is the clone's I/Os of that direction completed in the window, per second
+    settings = dict(defaultsettings.get_default_settings(), rw="randrw", iodepth=[8], numjobs=[2], type=["iops"])
+    files = dataimport.filterLogFiles(settings, dataimport.list_fio_log_files(str(tmp_path / "run")))
+    assert sorted(os.path.basename(f["filename"]["filename"]) for f in files) == [
+        prefix + "_iops.1.log", prefix + "_iops.2.log"]
+    merged = dataimport.mergeDataSet(settings, dataimport.readLogDataFromFiles(settings, files))
+    (data,) = merged[0]["data"]
+    for ddir, name in ((0, "read"), (1, "write")):
+        counts = {}
+        for job in r.jobs:
+            for t, _lat, d, _n in job.log.samples:
+                if d == ddir:
+                    key = (job.log.number, t // (avg * 1_000_000))
+                    counts[key] = counts.get(key, 0) + 1
+        windows = [sorted(k for (num, k) in counts if num == n) for n in (1, 2)]
+        assert all(w == list(range(len(w))) for w in windows)     # I/O in every window, so rows line up
+        expect = [sum(counts[(n, k)] * 1000 // avg for n in (1, 2))
+                  for k in range(min(len(w) for w in windows))]
+        assert [v for _ts, v in data[name]] == expect, name
+
+
+# -- fiologparser.py ------------------------------------------------------------------
+
+# fio 3.33's copy (Debian's) unpacks exactly four columns, the format before fio 3.18 added the priority
+# column, so it fails on fio 3.33's own logs; upstream fixed that line in fio 3.34 (commit 5f2a90b8, "fix
+# fiologparser.py to work with new logging format") to read the first two columns, which are all it uses.
+OLD_UNPACK = "(time, value, foo, bar) = line.rstrip('\\r\\n').rsplit(', ')"
+FIXED_UNPACK = "(time, value) = line.rstrip('\\r\\n').rsplit(', ')[:2]"
+
+
+def _fiologparser(tmp_path):
+    """Debian's fiologparser.py, gunzipped into tmp_path (with fio 3.34's one-line fix where it is the 3.33
+    copy, after checking that copy fails on fio's own log exactly as it fails on ours); its path."""
+    gz = require("/usr/share/doc/fio/fiologparser.py.gz", "fio's fiologparser.py reads mpathlab's logs")
+    with gzip.open(gz, "rt") as f:
+        src = f.read()
+    script = tmp_path / "fiologparser.py"
+    if OLD_UNPACK in src:
+        script.write_text(src)
+        fio = require("fio", "fio 3.33's own log, to show the shipped fiologparser.py fails on it too")
+        subprocess.run([fio, "--name=f", "--ioengine=null", "--size=64k", "--rw=read", "--bs=4k",
+                        "--write_bw_log=f", "--output=/dev/null"], cwd=tmp_path, check=True, timeout=60)
+        for log in ("f_bw.1.log", "m_bw.1.log"):
+            p = subprocess.run([sys.executable, str(script), log], cwd=tmp_path, capture_output=True, text=True,
+                               timeout=60)
+            assert p.returncode != 0 and "too many values to unpack (expected 4)" in p.stderr, (log, p.stderr)
+        assert src.count(OLD_UNPACK) == 1
+        src = src.replace(OLD_UNPACK, FIXED_UNPACK)
+    script.write_text(src)
+    return script
+
+
+def _parser_out(script, args, cwd):
+    p = subprocess.run([sys.executable, str(script), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, (args, p.stderr[-800:])
+    return [[float(c) for c in line.split(", ")] for line in p.stdout.splitlines()]
+
+
+def test_fiologparser_reads_our_bw_and_clat_logs(tmp_path):
+    size = 10 << 20
+    r = _run("[m]\nrw=read\nbs=4k\nsize=10m\niodepth=4\nnumjobs=2\nlog_avg_msec=%d\nwrite_bw_log=m\n"
+             "write_lat_log=m\n" % AVG_MS, tmp_path)
+    script = _fiologparser(tmp_path)
+    logs = {kind: [_log(tmp_path / ("m_%s.%d.log" % (kind, n))) for n in (1, 2)] for kind in ("bw", "clat")}
+    # fiologparser spreads a sample over the time since the previous line: that is its window only when
+    # every window has a line, which a steady run gives (checked, so the values below mean what they say)
+    for kind in logs:
+        for lines in logs[kind]:
+            assert [t for t, *_ in lines] == [AVG_MS * (k + 1) for k in range(len(lines))], kind
+    samples = {job.log.number: job.log.samples for job in r.jobs}
+    assert sorted(samples) == [1, 2]
+
+    # default mode, one bw log: the run's mean bandwidth (KiB/s) over the time the log covers; every
+    # byte of clone 1 lies in it, so that is size / 1 KiB over the log's last time (each window's
+    # KiB/s is rounded down: less than 1 KiB/s low in all)
+    end1 = logs["bw"][0][-1][0]
+    ((mean_bw,),) = _parser_out(script, ["m_bw.1.log"], tmp_path)
+    assert size / 1024 * 1000 / end1 - 1 < mean_bw <= size / 1024 * 1000 / end1 + 0.0005
+
+    # -s, both bw logs: per 1 s interval (the last one cut at the earlier log's end), the KiB/s both
+    # clones read in it, counted from the simulation's completions (each window's rounding: < 1 KiB/s
+    # per clone)
+    ftime = min(lines[-1][0] for lines in logs["bw"])
+    sums = _parser_out(script, ["-s", "m_bw.1.log", "m_bw.2.log"], tmp_path)
+    ends = [e for e in range(1000, ftime, 1000)] + [ftime]
+    assert [e for e, _ in sums] == ends and len(ends) >= 3
+    for (end, got), start in zip(sums, [0] + ends):
+        nbytes = sum(n for s in samples.values() for t, _lat, _d, n in s if start * 10**6 <= t < end * 10**6)
+        want = nbytes / 1024 * 1000 / (end - start)
+        assert want - 2 < got <= want + 0.0005, (start, end, got, want)
+
+    # -a, both clat logs: per interval, the mean over the two clones of the mean of their windows' mean
+    # completion latencies (ns), from the simulation (each logged window mean is rounded: 0.5 ns)
+    avgs = _parser_out(script, ["-a", "m_clat.1.log", "m_clat.2.log"], tmp_path)
+    assert [e for e, _ in avgs] == ends
+    for (end, got), start in zip(avgs, [0] + ends):
+        per_clone = []
+        for s in samples.values():
+            win = {}
+            for t, lat, _d, _n in s:
+                if start * 10**6 <= t < end * 10**6:
+                    win.setdefault(t // (AVG_MS * 10**6), []).append(lat)
+            assert len(win) == (end - start) // AVG_MS
+            per_clone.append(sum(sum(v) / len(v) for v in win.values()) / len(win))
+        want = sum(per_clone) / 2
+        assert abs(got - want) <= 0.5 + 0.0005, (start, end, got, want)
+        # 4 I/Os in flight per clone, 8 on two paths that serve one at a time for 1 ms: 4 ms each
+        assert got == pytest.approx(4_000_000, rel=0.05)
