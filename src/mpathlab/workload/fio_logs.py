@@ -10,19 +10,24 @@ modelled) and then the priority (``0x0000`` with ``log_prio``).  Files are named
 name.
 
 - lat/clat/slat logs: one line per I/O with its latency in ns and size; the
-  simulated submission latency is 0, so clat equals lat and slat is 0.
+  simulated submission latency is 0, so clat equals lat and slat is 0.  The
+  slat log stays empty for a synchronous engine (psync, the default), as fio
+  times submissions only of I/O an engine queues (fio_options.is_async_engine).
 - bw log: per I/O, its size over its latency (fio's per-unit bw sample,
   ``bytes * 10^6 / ns``); iops log: per I/O, the value 1.
 - With ``log_avg_msec=M``: one line per direction and M-ms window that saw
   I/O, at the window's end: the mean latency (rounded), bandwidth in KiB/s,
   or I/Os per second over the window; the size column is 0, as in fio's
-  averaged entries.
+  averaged entries.  A last, partial window: its latency line is stamped
+  with the job's end, and it has no bw/iops line (fio 3.33 writes neither a
+  rate for less than a full window).
 """
 from __future__ import annotations
 
 import os
 from typing import Dict, List, Tuple
 
+from . import fio_options as fo
 from .fio import JobSpec
 
 
@@ -46,7 +51,7 @@ class JobLog:
 
     def _lines_per_io(self, kind: str) -> List[str]:
         tail = self._tail()
-        out = []
+        out: List[str] = []
         for t, lat, d, n in self.samples:
             if kind in ("lat", "clat"):
                 v = lat
@@ -59,31 +64,39 @@ class JobLog:
             out.append("%d, %d, %d, %d%s" % (t // 1_000_000, v, d, n, tail))
         return out
 
-    def _lines_avg(self, kind: str) -> List[str]:
-        avg_ns = self.spec.log_avg_msec * 1_000_000
+    def _lines_avg(self, kind: str, span_ns: int) -> List[str]:
+        avg = self.spec.log_avg_msec
+        span_ms = span_ns // 1_000_000
         bs = 0            # fio's averaged entries carry no block size
         windows: Dict[Tuple[int, int], List[int]] = {}
         for t, lat, d, n in self.samples:
-            w = windows.setdefault((t // avg_ns, d), [0, 0, 0])
+            # fio counts in whole ms since the job started; the sample that reaches a window's end
+            # closes it, so a window holds (k x M, (k + 1) x M] (the first one from 0)
+            w = windows.setdefault((max(0, t // 1_000_000 - 1) // avg, d), [0, 0, 0])
             w[0] += 1
             w[1] += lat
             w[2] += n
         tail = self._tail()
         out = []
         for (k, d), (count, lat_sum, nbytes) in sorted(windows.items()):
+            end_ms = (k + 1) * avg
+            if end_ms > span_ms:                     # the job ended inside this window
+                if kind in ("bw", "iops"):
+                    continue
+                end_ms = span_ms
             if kind in ("lat", "clat"):
                 v = int(lat_sum / count + 0.5)
             elif kind == "slat":
                 v = 0
             elif kind == "bw":
-                v = nbytes * 1000 // self.spec.log_avg_msec // 1024
+                v = nbytes * 1000 // avg // 1024
             else:
-                v = count * 1000 // self.spec.log_avg_msec
-            out.append("%d, %d, %d, %d%s" % ((k + 1) * self.spec.log_avg_msec, v, d, bs, tail))
+                v = count * 1000 // avg
+            out.append("%d, %d, %d, %d%s" % (end_ms, v, d, bs, tail))
         return out
 
-    def files(self) -> Dict[str, List[str]]:
-        """{file name: lines} this clone writes."""
+    def files(self, span_ns: int) -> Dict[str, List[str]]:
+        """{file name: lines} this clone writes; ``span_ns``: how long it ran."""
         spec = self.spec
         out: Dict[str, List[str]] = {}
         kinds = []
@@ -97,7 +110,10 @@ class JobLog:
             prefix = prefix or spec.name
             name = ("%s_%s.%d.log" % (prefix, kind, self.number) if spec.per_job_logs
                     else "%s_%s.log" % (prefix, kind))
-            lines = self._lines_avg(kind) if spec.log_avg_msec else self._lines_per_io(kind)
+            if kind == "slat" and not fo.is_async_engine(spec.ioengine, spec.iodepth):
+                lines: List[str] = []
+            else:
+                lines = self._lines_avg(kind, span_ns) if spec.log_avg_msec else self._lines_per_io(kind)
             out.setdefault(name, []).extend(lines)
         return out
 
@@ -111,7 +127,7 @@ def write_logs(result, directory: str = ".") -> List[str]:
     merged: Dict[str, List[str]] = {}
     for job in result.jobs:
         if job.log is not None:
-            for name, lines in job.log.files().items():
+            for name, lines in job.log.files(job.end_ns - job.start_ns).items():
                 merged.setdefault(name, []).extend(lines)
     written = []
     for name, lines in merged.items():

@@ -87,6 +87,17 @@ APPROXIMATE_ENGINES = {
     "e4defrag": "extent moves are simulated as plain writes of the job's sizes",
 }
 
+# Engines that queue I/O asynchronously (no FIO_SYNCIO in fio): only their
+# submissions are timed separately, so only they write slat log lines (fio's
+# io_u_queued).  fio's null engine is asynchronous only with iodepth > 1.
+ASYNC_ENGINES = frozenset({"libaio", "io_uring", "io_uring_cmd", "posixaio", "solarisaio", "windowsaio",
+                           "rdma", "rbd", "nbd", "libblkio", "xnvme", "gfapi_async", "http", "nfs"})
+
+
+def is_async_engine(ioengine: str, iodepth: int) -> bool:
+    return ioengine in ASYNC_ENGINES or (ioengine == "null" and iodepth > 1)
+
+
 RW_CHOICES = ("read", "write", "trim", "randread", "randwrite", "randtrim", "rw", "readwrite", "randrw",
               "trimwrite", "randtrimwrite")
 
