@@ -159,3 +159,11 @@ def test_compiled_core_leaves_burners_to_the_python_engine():
     sim = Simulation(T2, paths(), jobs("[b]\nioengine=cpuio\ncpuload=30\nruntime=1\n"), engine="compiled")
     with pytest.raises(ValueError, match="cpuio burners need the Python engine"):
         sim.run()
+
+
+def test_report_has_fios_shape_key_for_key():
+    from test_fio_json import _shape
+    theirs = _shape(json.load(open(os.path.join(HERE, "cpuio.jsonplus.json"))))
+    jf = load_fio(os.path.join(HERE, "cpuio.fio"))
+    ours = _shape(json.loads(json.dumps(fio_json(simulate(T2, paths(), jf.jobs), jf.global_options, plus=True))))
+    assert {k: v for k, v in ours.items() if not k.startswith("/mpath")} == theirs
