@@ -245,12 +245,12 @@ def gen_job(draw):
         lines.append("rwmixread=%d" % draw(st.integers(0, 100)))
     end = draw(st.sampled_from(["number_ios", "size", "runtime"]))
     if end == "number_ios":
-        lines.append("number_ios=%d" % draw(st.integers(1, 3000 // numjobs)))
+        lines.append("number_ios=%d" % draw(st.integers(100, 3000 // numjobs)))
     elif end == "size":
         lines.append("size=%dm" % draw(st.integers(2, 16)))
         lines.append("number_ios=%d" % (3000 // numjobs))      # a few thousand I/Os at most
     else:
-        lines += ["runtime=%dms" % draw(st.integers(1, 20)), "time_based"]
+        lines += ["runtime=%dms" % draw(st.integers(3, 20)), "time_based"]
     if draw(st.booleans()):
         lines.append("startdelay=%dus" % draw(st.integers(1, 2000)))
     text = "\n".join(l for l in lines if l) + "\n"
@@ -260,7 +260,7 @@ def gen_job(draw):
     return text
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gen_job(), st.sampled_from(sorted(PER_PATH) + ["p2c 1 delay", "sed 0"]), st.sampled_from(["rq", "bio"]),
        st.sampled_from([0.0, 400.0]))
 def test_random_generator_jobs_are_identical_in_both_engines(job, selector, mode, per_kib):
