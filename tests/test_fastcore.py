@@ -32,7 +32,7 @@ def make(selector, mode="rq", ps_args="0", n=4, dist="exp", delay=0, per_kib=0.0
 
 
 def compare(table, paths, job, **kw):
-    jobs = parse_fio(job).jobs
+    jobs = parse_fio(job).jobs if isinstance(job, str) else job     # a job file's text, or its JobSpecs
     a = Simulation(table, paths, jobs, engine="python", **kw).run()
     b = Simulation(table, paths, jobs, engine="compiled", **kw).run()
     assert a.engine == "python" and b.engine == "compiled"

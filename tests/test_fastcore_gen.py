@@ -275,3 +275,30 @@ def test_random_generator_jobs_are_identical_in_both_engines(job, selector, mode
         w = j.rate_windows.windows
         assert [sum(x[d] for x in w) for d in range(3)] == [j.bytes_read, j.bytes_written, j.bytes_trimmed]
         assert sum(x[3] + x[4] + x[5] for x in w) == j.completed
+
+
+def test_fio_examples_the_core_takes_run_identically():
+    # fio's own example job files (tests/data/fio-examples), a thousand I/Os each at most: every one the
+    # core takes gives the Python engine's results, and the ones with mixed sizes or rates are among them
+    import os
+    from test_fio_examples import EXPECTED_REFUSED, HERE, PARSED, TABLE
+    from mpathlab.workload.fio import load_fio
+    from mpathlab.workload.topology import topology_from_table
+    ran = []
+    for name in PARSED:
+        if name in EXPECTED_REFUSED:
+            continue
+        jobs = load_fio(os.path.join(HERE, name)).jobs
+        for j in jobs:
+            j.number_ios = min(j.number_ios or 1000, 1000)
+            j.runtime_ns = min(j.runtime_ns or 20_000_000, 20_000_000)
+            j.startdelay_ns = min(j.startdelay_ns, 1_000_000)
+            j.numjobs = min(j.numjobs, 4)
+            j.lat_log = j.bw_log = j.iops_log = None
+        topo = topology_from_table(TABLE, service="exponential:100us", parallelism=4)
+        if fast.eligible(Simulation(topo.table, topo.paths, jobs)):
+            continue
+        compare(topo.table, topo.paths, jobs)
+        ran.append(name)
+    assert {"1mbs_clients.fio", "fixed-rate-submission.fio", "iometer-file-access-server.fio", "jesd219.fio",
+            "poisson-rate-submission.fio"} <= set(ran) and len(ran) >= 30
