@@ -2,7 +2,8 @@
  * mpathlab._fastcore: an optional compiled core for the simulator.
  *
  * It runs the same model as the pure-Python engine (mpathlab/sim/engine.py)
- * for closed-loop jobs -- selectors in C or called in Python (SEL_PY), faults,
+ * for closed-loop jobs and jobs with arrival.py's IoGen (mixed sizes, trims,
+ * open-loop arrivals; section "IoGen") -- selectors in C or called in Python (SEL_PY), faults,
  * messages and several priority groups through calls back into the Python
  * target for the rare events (sim/fast.py says what and why) -- and produces
  * bit-identical results: the same

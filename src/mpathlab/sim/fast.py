@@ -16,7 +16,9 @@ current, so only the selector's own code runs at Python speed; path tags and
 host CPUs; dispatch windows; faults (fail, reinstate, slow); dm messages;
 several priority groups (each with its own selector, C or Python) with
 switching and hardware-handler pg_init;
-queue_if_no_path with its timeout; bio-based queueing.
+queue_if_no_path with its timeout; bio-based queueing; jobs with an IoGen
+(sim/arrival.py: mixed sizes, trims, open-loop arrivals; :mod:`.fast_gen`
+hands it over and names what of it stays in Python).
 
 The split, and why: every per-I/O step (submit, map through the selector,
 tags, device, completion through end_io, fio's statistics) is in C, because
