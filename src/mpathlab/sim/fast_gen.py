@@ -30,7 +30,7 @@ def fallback(job) -> str:
     g: IoGen = job.gen
     s = g.spec
     if job.burner:
-        return "cpuio burners (ioengine=cpuio) need the Python engine"
+        return "cpuio burners need the Python engine"
     if g.verify:
         return "verify needs the Python engine"
     if s.flow:
