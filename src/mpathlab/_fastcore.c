@@ -1208,7 +1208,12 @@ static int arrive(sim_t *s, int64_t id)
    gen_advance_rate = _advance_rate, gen_next_io = next_io) and with its field names.  Only the
    part eligible() lets into the core is here: verify, flow, latency_target, iodepth_low draining
    and cpuio burners stay in Python.  Python's None is -1 in the fields that can hold it (they
-   are never negative otherwise). */
+   are never negative otherwise).
+   Bit for bit: the stream is IoGen.rng itself (random.Random(seed ^ 0x5EED), its state handed
+   over and back, so the seeding exists only in arrival.py); mt_random is random.random() (53 bits
+   from two draws); every float step below is the one Python performs, in its order (int -> double
+   conversions, then IEEE double * / + -, and libm's log as math.log calls it); int() of a
+   positive double is a C cast (truncation). */
 
 /* workload/fio.py READ, WRITE, TRIM (SimIO.ddir) */
 enum { DDIR_READ = 0, DDIR_WRITE = 1, DDIR_TRIM = 2 };
@@ -1341,7 +1346,7 @@ static void gen_advance_rate(iogen_t *g, int d, int64_t n)
         /* iops = bps / minbs (Python's true division of two ints below 2^53: one rounding, as here);
            last_poisson += -math.log(1.0 - rng.random()) * 1e9 / iops, left to right */
         double iops = (double)bps / (double)g->minbs[d];
-        g->last_poisson[d] += -log(1.0 - mt_random(&g->rng)) * 1e9 / iops;
+        g->last_poisson[d] += -log(1.0 - mt_random(&g->rng)) * 1e9 / iops;   /* not * (1e9 / iops) */
         g->next_ns[d] = g->last_poisson[d];
     } else {
         /* issued_bytes * 1e9 / bps: the int made a double, then two float operations */

@@ -295,8 +295,9 @@ def eligible(sim) -> str:
         return "stonewall groups need the Python engine"
     for j in sim.jobs:
         # sim/arrival.py's IoGen: mixed sizes, trims and open-loop arrivals are in the core, the rest is not
-        if j.gen is not None and fast_gen.fallback(j):
-            return fast_gen.fallback(j)
+        why = fast_gen.fallback(j) if j.gen is not None else ""
+        if why:
+            return why
         if j.spec.bs > 0x7FFFFFFF:
             return "block sizes of 2 GiB and more need the Python engine"
         if j.log is not None:
