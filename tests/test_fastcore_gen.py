@@ -159,6 +159,13 @@ def test_generators_with_python_selectors(selector):
                           "thinktime=10us\nthinktime_blocks=8\niodepth=16\nnumjobs=2\nnumber_ios=1200\n")
 
 
+def test_verify_on_a_read_only_job_has_nothing_to_verify_and_runs_in_the_core():
+    # IoGen.verify needs writes or trims to read back: a reading job with verify= is the plain generator
+    table, paths = make("service-time", per_kib=100.0)
+    a = in_core(table, paths, "[j]\nrw=randread\nbsrange=4k-32k\nverify=md5\nsize=2m\niodepth=4\n")
+    assert a.jobs[0].bytes_read == 2 << 20
+
+
 # ------------------------------------------------------------------ what stays in Python
 @pytest.mark.parametrize("text, reason", [
     ("[j]\nrw=write\nbssplit=4k/50:8k/50\nverify=md5\nsize=256k\n", "verify needs the Python engine"),
