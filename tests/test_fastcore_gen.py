@@ -136,6 +136,15 @@ def test_runtime_ends_while_the_job_sleeps():
     assert b.jobs[0].completed == 4 and b.jobs[0].end_ns == 12_000_000
 
 
+def test_timeline_step_is_planned_before_the_paced_jobs_first_submissions():
+    # no runtime: the in-flight timeline steps by completions, from the I/O count known up front (398 of job
+    # k); the paced clones' first I/Os at 0 must not count (found by the property test below)
+    table, paths = make("historical-service-time")
+    a = in_core(table, paths, "[j]\nrw=read\nbs=512\nrate_iops=500\niodepth=1\nnumjobs=2\nnumber_ios=100\n"
+                              "[k]\nrw=randwrite\nbs=4k\niodepth=4\nnumber_ios=398\n")
+    assert len(a.timeline) == a.completed == 598           # 398 // 200 points: a step of one completion
+
+
 # ------------------------------------------------------------------ with the rest of the core
 @pytest.mark.parametrize("mode", ["rq", "bio"])
 def test_generators_with_cpus_tags_faults_and_messages(mode):

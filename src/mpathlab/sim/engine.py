@@ -724,6 +724,9 @@ class Simulation:
             if self.engine == "compiled":
                 raise ValueError("the compiled core cannot run this simulation: %s" % fast.eligible(self))
         self.result.engine = "python"
+        # planned before any job starts, as fast.py plans the core's run (a job with an IoGen has no
+        # I/O count up front: counted after its first submissions, it would shift the timeline's step)
+        expected, horizon, hard_stop, tl_step, tl_count = self.run_plan()
         if self.host is not None:
             self.host.start()
         for job in self._groups[0] if self._groups else []:
@@ -734,7 +737,6 @@ class Simulation:
                 self._push(job.spec.startdelay_ns, EV_SUBMIT, job)
             else:
                 self._submit_more(job)
-        expected, horizon, hard_stop, tl_step, tl_count = self.run_plan()
         heap = self._heap
         pop = heapq.heappop
         push = heapq.heappush
