@@ -276,16 +276,23 @@ def gen_job(draw):
     return text
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gen_job(), st.sampled_from(sorted(PER_PATH) + ["p2c 1 delay", "sed 0"]), st.sampled_from(["rq", "bio"]),
-       st.sampled_from([0.0, 400.0]))
-def test_random_generator_jobs_are_identical_in_both_engines(job, selector, mode, per_kib):
+       st.sampled_from([0.0, 400.0]), st.sampled_from(["", "cpus", "tags", "fault"]))
+def test_random_generator_jobs_are_identical_in_both_engines(job, selector, mode, per_kib, extra):
     if selector in PER_PATH:
-        table, paths = make(selector, mode, per_kib=per_kib)
+        table, paths = make(selector, mode, per_kib=per_kib, k=4)
     else:
         table = _py_table(selector, lambda i: "1", mode=mode)
-        _, paths = make("queue-length", per_kib=per_kib)
-    a = in_core(table, paths, job)
+        _, paths = make("queue-length", per_kib=per_kib, k=4)
+    kw = {}
+    if extra == "cpus":     # the host's CPUs: submission and completion costs
+        kw["host"] = HostModel(2, 8_000, 12_000)
+    elif extra == "tags":   # path tags, with and without a scheduler
+        _tagged(paths, [2, 0, 3, 1], ["none", "none", "mq-deadline", "none"])
+    elif extra == "fault":  # a path fails and comes back (the Python target's end_io and reinstate)
+        paths[1].faults = [Fault(1_000_000, "fail"), Fault(3_000_000, "reinstate", reinstate_after_ns=200_000)]
+    a = in_core(table, paths, job, **kw)
     for j in a.jobs:
         # every byte accounted once, by direction, in the job's totals and in its rate windows
         w = j.rate_windows.windows
