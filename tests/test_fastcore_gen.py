@@ -137,12 +137,20 @@ def test_runtime_ends_while_the_job_sleeps():
 
 
 def test_timeline_step_is_planned_before_the_paced_jobs_first_submissions():
-    # no runtime: the in-flight timeline steps by completions, from the I/O count known up front (398 of job
-    # k); the paced clones' first I/Os at 0 must not count (found by the property test below)
+    # no runtime: the in-flight timeline steps by completions, from the I/O count planned before the run
+    # (Simulation.run_plan): 398 of job k and number_ios of each paced clone, 598 -> a point every 2
+    # completions; the paced clones' first I/Os at 0 must not change that (found by the property test below)
     table, paths = make("historical-service-time")
     a = in_core(table, paths, "[j]\nrw=read\nbs=512\nrate_iops=500\niodepth=1\nnumjobs=2\nnumber_ios=100\n"
                               "[k]\nrw=randwrite\nbs=4k\niodepth=4\nnumber_ios=398\n")
-    assert len(a.timeline) == a.completed == 598           # 398 // 200 points: a step of one completion
+    assert a.completed == 598 and len(a.timeline) == 299
+
+
+def test_a_size_bounded_generator_job_gets_a_bounded_timeline():
+    # its I/O count is estimated from its bytes at its mean size: about 200 points, not one per completion
+    table, paths = make("queue-length")
+    a = in_core(table, paths, "[j]\nrw=randrw\nbssplit=4k/50:64k/50\nsize=64m\niodepth=8\n")
+    assert a.completed > 1500 and 150 <= len(a.timeline) <= 250
 
 
 # ------------------------------------------------------------------ with the rest of the core
