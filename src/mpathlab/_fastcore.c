@@ -1234,7 +1234,7 @@ typedef struct iogen {
     int nsplit[3];
     int64_t split_size[3][BSSPLIT_MAX];
     double split_weight[3][BSSPLIT_MAX];
-    double split_total[3];      /* sum(w for _, w in ch), as Python summed it (fast.py) */
+    double split_total[3];      /* sum(w for _, w in ch), as Python summed it (sim/fast_gen.py) */
     int64_t thinktime_ns, thinktime_blocks;
     /* IoGen's state */
     mt_state rng;               /* IoGen.rng: random.Random(seed ^ 0x5EED), handed over as its getstate() */
