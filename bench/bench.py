@@ -11,8 +11,8 @@ Measures
   3. a bare heapq event loop popping and pushing the same number of events (the floor);
   4. select_path + start_io + end_io per I/O for each selector at 2, 8 and 32 paths;
   5. peak memory (max RSS of a fresh process) for 1M and 10M I/O runs;
-  6. every shipped scenario, every fault study (sim/faults.py), a 10-path run and a Python
-     plug-in selector (examples/my_selector.py), each in both engines: simulated I/Os per
+  6. every shipped scenario, every fault study (sim/faults.py), a 10-path run, a Python
+     plug-in selector (examples/my_selector.py) and a bssplit + rate_iops job (IoGen), each in both engines: simulated I/Os per
      second, and the core's rate as a ratio to the Python engine and to the bare heapq floor
      (the heapq loop's rate for that run's events per I/O).
 Targets (issue 4): >= 20x SimPy, within 2x of the bare heapq loop, HST < 2 us per I/O
@@ -140,7 +140,18 @@ def core_configs(n_ios: int):
                  lambda eng: Simulation(table10, ten, parse_fio(job).jobs, engine=eng)))
     plug = _plugin_selector()
     cfgs.append(("Python plug-in selector (%s), 4 paths" % plug, lambda eng: _scenario_with(plug, n_ios, eng)))
+    cfgs.append(("bssplit + rate_iops (sim/arrival.py IoGen), HST, 4 paths", lambda eng: _generator_sim(n_ios, eng)))
     return cfgs
+
+
+def _generator_sim(n_ios: int, engine: str):
+    """A job with an IoGen (sim/arrival.py): mixed sizes drawn by bssplit, submissions paced by rate_iops."""
+    topo, _, kw = scenario(n_ios)
+    # rate_iops paces the bytes (rate_iops x the smallest size, as fio): the two clones complete about
+    # 18 k I/Os per simulated second on this topology, so the runtime gives about n_ios I/Os
+    jobs = parse_fio("[j]\nrw=randrw\nrwmixread=70\nbssplit=4k/60:16k/25:64k/10:256k/5\nrate_iops=40000\n"
+                     "iodepth=64\nnumjobs=2\nruntime=%dms\ntime_based\n" % max(100, n_ios // 18)).jobs
+    return Simulation(topo.table, topo.paths, jobs, engine=engine, **kw)
 
 
 def _scenario_with(selector: str, n_ios: int, engine: str):

@@ -4,7 +4,7 @@ import os
 import pytest
 
 from mpathlab.sim import Empirical, Exponential, LogNormal, PathModel, ServiceTime
-from mpathlab.sim import fast
+from mpathlab.sim import fast, fast_gen
 from mpathlab.sim.engine import Simulation
 from mpathlab.workload.fio import parse_fio
 
@@ -32,7 +32,7 @@ def make(selector, mode="rq", ps_args="0", n=4, dist="exp", delay=0, per_kib=0.0
 
 
 def compare(table, paths, job, **kw):
-    jobs = parse_fio(job).jobs
+    jobs = parse_fio(job).jobs if isinstance(job, str) else job     # a job file's text, or its JobSpecs
     a = Simulation(table, paths, jobs, engine="python", **kw).run()
     b = Simulation(table, paths, jobs, engine="compiled", **kw).run()
     assert a.engine == "python" and b.engine == "compiled"
@@ -55,6 +55,13 @@ def compare(table, paths, job, **kw):
         assert ja.rate_windows.windows == jb.rate_windows.windows
         assert ja.depth_map == jb.depth_map
         assert ja.lat_ranges == jb.lat_ranges
+        # trims, open-loop wake-ups and the generator's final state (sim/arrival.py IoGen; tests/test_fastcore_gen.py)
+        la, lb = ja.trim_lat, jb.trim_lat
+        assert (la.n, la.min, la.max, la.mean, la._m2, la.hist) == (lb.n, lb.min, lb.max, lb.mean, lb._m2, lb.hist)
+        assert (ja.bytes_trimmed, ja.wake_ns, ja.remaining) == (jb.bytes_trimmed, jb.wake_ns, jb.remaining)
+        if ja.gen is not None:
+            assert fast_gen.state(ja.gen) == fast_gen.state(jb.gen)
+            assert ja.gen.rng.getstate() == jb.gen.rng.getstate()
     # per-path latency (the reports' per-path view): same numbers from both engines
     assert list(a.path_latency) == list(b.path_latency) == [p["name"] for p in a.paths]
     for name, la in a.path_latency.items():
@@ -162,9 +169,9 @@ def test_ineligible_configurations_fall_back_or_refuse():
     from mpathlab.sim.host import HostModel
     table, paths = make("queue-length")
     paths[1].faults = [Fault(10_000, "fail")]
-    job = parse_fio("[j]\nnumber_ios=10\nrate_iops=1000\n").jobs
+    job = parse_fio("[j]\nrw=write\nnumber_ios=10\nrate_iops=1000\nverify=crc32c\n").jobs
     sim = Simulation(table, paths, job)
-    assert "open-loop" in fast.eligible(sim)
+    assert "verify" in fast.eligible(sim)
     assert sim.run().engine == "python"
     with pytest.raises(ValueError, match="compiled core cannot run"):
         Simulation(table, paths, job, engine="compiled").run()

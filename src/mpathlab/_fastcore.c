@@ -2,7 +2,8 @@
  * mpathlab._fastcore: an optional compiled core for the simulator.
  *
  * It runs the same model as the pure-Python engine (mpathlab/sim/engine.py)
- * for closed-loop jobs -- selectors in C or called in Python (SEL_PY), faults,
+ * for closed-loop jobs and jobs with arrival.py's IoGen (mixed sizes, trims,
+ * open-loop arrivals; section "IoGen") -- selectors in C or called in Python (SEL_PY), faults,
  * messages and several priority groups through calls back into the Python
  * target for the rare events (sim/fast.py says what and why) -- and produces
  * bit-identical results: the same
@@ -236,10 +237,17 @@ typedef struct {
     int64_t nwin, capwin;
     int64_t depth_map[7];   /* fio's io_u_map (iodepth_level) */
     int64_t lat_ranges[32]; /* fio's io_u_lat_n/u/m (lat_range_index) */
+    /* JobState.gen: mixed sizes, trims, open-loop arrivals (NULL: the plain closed loop) */
+    struct iogen *gen;
+    int64_t wake_ns;        /* JobState.wake_ns: the pending EV_SUBMIT of an open-loop job, -1 none */
+    lat_stats tlat;         /* JobState.trim_lat (allocated for a job with a generator) */
+    int64_t bytes_trimmed;
 } job_t;
 
 typedef struct {
-    int job, path, is_read;
+    int job, path;
+    int ddir;               /* SimIO.ddir: DDIR_READ, DDIR_WRITE or DDIR_TRIM */
+    int64_t nr_bytes;       /* MpathIO.nr_bytes: the job's bs, or what its IoGen drew */
     int mapped;             /* MpathIO.mapped_once */
     int64_t submit_ns, start_time_ns;
     int cpu_work;           /* host: WORK_SUBMIT or WORK_COMPLETE while on or waiting for a CPU */
@@ -856,7 +864,7 @@ static int map_io(sim_t *s, int64_t id)
         return complete_err(s, id, ERR_IOERR) < 0 ? -1 : 1;
     }
     io->mapped = 1;
-    int pi = select_path(s, job->bs, job->cpu);
+    int pi = select_path(s, io->nr_bytes, job->cpu);
     if (pi < 0) return -1;
     if (s->first_choice < 0 && !s->target) s->first_choice = pi;
     path_t *p = &s->paths[pi];
@@ -871,7 +879,7 @@ static int map_io(sim_t *s, int64_t id)
         io->start_time_ns = s->use_hr ? s->base_ns + s->now : 0;
     else
         io->start_time_ns = s->rq_stats ? s->base_ns + s->now : 0;
-    if (sel_start(s, p, job->bs) < 0) return -1;
+    if (sel_start(s, p, io->nr_bytes) < 0) return -1;
     return issue_directly(s, id);
 }
 
@@ -901,7 +909,7 @@ static int issue_directly(sim_t *s, int64_t id)
         /* the clone needs a driver tag too */
         if (q->nr_tags && q->tags_used >= q->nr_tags) {
             io->start_time_ns = 0;
-            if (sel_end(s, p, s->jobs[io->job].bs, 0) < 0) return -1;      /* multipath_release_clone */
+            if (sel_end(s, p, io->nr_bytes, 0) < 0) return -1;      /* multipath_release_clone */
             q->sched_tags_used--;
             return 0;
         }
@@ -940,7 +948,7 @@ static int map_in_target(sim_t *s, int64_t id)
         for (int i = 0; i < s->npaths; i++)
             PyList_SET_ITEM(free, i, PyBool_FromLong(clone_tag_free(&s->paths[i].hw[job->cpu % s->paths[i].nhw])));
     }
-    PyObject *r = target_call(s, "map", Py_BuildValue("(LLLiLiN)", (long long)id, (long long)job->bs,
+    PyObject *r = target_call(s, "map", Py_BuildValue("(LLLiLiN)", (long long)id, (long long)io->nr_bytes,
         s->bio ? (long long)io->dm_start_jiffies : -1LL, io->mapped, (long long)io->start_time_ns, job->cpu,
         free));
     if (!r) return -1;
@@ -1176,7 +1184,7 @@ static int arrive(sim_t *s, int64_t id)
         return push_ev(s, s->now + p->fail_latency_ns, EV_ERRDONE, id);
     if (p->busy < p->parallelism) {
         p->busy++;
-        return push_ev(s, s->now + service_ns(p, s->jobs[io->job].bs), EV_DONE, id);
+        return push_ev(s, s->now + service_ns(p, io->nr_bytes), EV_DONE, id);
     }
     if (p->qlen == p->qcap) {
         int64_t nc = p->qcap ? p->qcap * 2 : 64;
@@ -1192,6 +1200,324 @@ static int arrive(sim_t *s, int64_t id)
     p->queue[(p->qhead + p->qlen) % p->qcap] = id;
     p->qlen++;
     return 0;
+}
+
+/* ------------------------------------------------- IoGen (sim/arrival.py) */
+/* The generator of a job with mixed sizes, trims or open-loop arrivals, function for function
+   as arrival.py's IoGen (gen_ddir = IoGen._ddir, gen_size = _size, gen_draw = _draw,
+   gen_advance_rate = _advance_rate, gen_next_io = next_io) and with its field names.  Only the
+   part eligible() lets into the core is here: verify, flow, latency_target, iodepth_low draining
+   and cpuio burners stay in Python.  Python's None is -1 in the fields that can hold it (they
+   are never negative otherwise).
+   Bit for bit: the stream is IoGen.rng itself (random.Random(seed ^ 0x5EED), its state handed
+   over and back, so the seeding exists only in arrival.py); mt_random is random.random() (53 bits
+   from two draws); every float step below is the one Python performs, in its order (int -> double
+   conversions, then IEEE double * / + -, and libm's log as math.log calls it); int() of a
+   positive double is a C cast (truncation). */
+
+/* workload/fio.py READ, WRITE, TRIM (SimIO.ddir) */
+enum { DDIR_READ = 0, DDIR_WRITE = 1, DDIR_TRIM = 2 };
+/* JobSpec.ddir_mode; read, write and trim are the direction they issue */
+enum { MODE_READ = 0, MODE_WRITE = 1, MODE_TRIM = 2, MODE_MIX = 3, MODE_TRIMWRITE = 4 };
+/* where JobSpec gives the sizes: bs_rwt, bsrange_rwt or bssplit_rwt */
+enum { SIZES_BS = 0, SIZES_BSRANGE = 1, SIZES_BSSPLIT = 2 };
+#define BSSPLIT_MAX 64          /* fio's BSSPLIT_MAX (workload/fio.py parse_bssplit refuses more) */
+/* IoGen.next_io's answers: a (direction, bytes), a time to ask again (an int), None */
+enum { GEN_ERROR = -1, GEN_NONE = 0, GEN_WAIT = 1, GEN_IO = 2 };
+
+typedef struct iogen {
+    /* the job's spec, as IoGen reads it */
+    int ddir_mode, sizes, bs_unaligned;
+    int poisson;                /* rate_process=poisson (else linear) */
+    int think_issue;            /* thinktime_blocks_type=issue (else complete) */
+    int64_t bs_rwt[3], bsrange_rwt[3][2];
+    int nsplit[3];
+    int64_t split_size[3][BSSPLIT_MAX];
+    double split_weight[3][BSSPLIT_MAX];
+    double split_total[3];      /* sum(w for _, w in ch), as Python summed it (sim/fast_gen.py) */
+    int64_t thinktime_ns, thinktime_blocks;
+    /* IoGen's state */
+    mt_state rng;               /* IoGen.rng: random.Random(seed ^ 0x5EED), handed over as its getstate() */
+    int64_t bytes_left, ios_left;
+    int64_t issued_bytes[3];
+    double next_ns[3];          /* the rate schedule, ns since the job started: a float, as in Python */
+    double last_poisson[3];
+    int pending_d;              /* IoGen.pending: (pending_d, pending_n), pending_d -1 for None */
+    int64_t pending_n;
+    int64_t batch, think_until, trim_next_write;
+    int writing_done, done;
+    int64_t bps[3], minbs[3];
+} iogen_t;
+
+/* IoGen._ddir: a mix draws from the job's own stream (JobState.rng), as the closed loop does */
+static int gen_ddir(iogen_t *g, job_t *job)
+{
+    if (g->ddir_mode == MODE_MIX) {
+        double rf = job->read_fraction;
+        return rf >= 1.0 || (rf > 0.0 && mt_random(&job->rng) < rf) ? DDIR_READ : DDIR_WRITE;
+    }
+    if (g->ddir_mode == MODE_TRIMWRITE)     /* each block is trimmed, then written with the trim's size */
+        return g->trim_next_write >= 0 ? DDIR_WRITE : DDIR_TRIM;
+    return g->ddir_mode;
+}
+
+/* IoGen._size: fio's get_next_buflen */
+static int64_t gen_size(iogen_t *g, int d)
+{
+    int64_t n, minbs, maxbs;
+    if (d == DDIR_WRITE && g->trim_next_write >= 0) {
+        n = g->trim_next_write;
+        g->trim_next_write = -1;
+        return n;
+    }
+    if (g->sizes == SIZES_BSSPLIT) {
+        int k = g->nsplit[d];
+        const int64_t *size = g->split_size[d];
+        const double *w = g->split_weight[d];
+        if (k == 1) {
+            n = size[0];
+        } else {
+            /* rng.random() * sum(weights), then walk the weights subtracting, all in doubles as Python */
+            double r = mt_random(&g->rng) * g->split_total[d];
+            n = size[k - 1];
+            for (int i = 0; i < k; i++) {
+                if (r < w[i]) {
+                    n = size[i];
+                    break;
+                }
+                r -= w[i];
+            }
+        }
+        minbs = maxbs = size[0];
+        for (int i = 1; i < k; i++) {
+            if (size[i] < minbs) minbs = size[i];
+            if (size[i] > maxbs) maxbs = size[i];
+        }
+    } else if (g->sizes == SIZES_BSRANGE) {
+        minbs = g->bsrange_rwt[d][0];
+        maxbs = g->bsrange_rwt[d][1];
+        if (minbs == maxbs)
+            return minbs;
+        /* int(maxbs * rng.random()): the int as a double (exact below 2^53), the product truncated */
+        n = minbs + (int64_t)((double)maxbs * mt_random(&g->rng));
+    } else {
+        return g->bs_rwt[d];
+    }
+    if (!g->bs_unaligned)
+        n -= n % minbs;         /* both positive: C's % is Python's */
+    return n < maxbs ? n : maxbs;
+}
+
+/* IoGen._draw: 1 with the next I/O of the job's own pattern in *d, *n; 0 when that is done */
+static int gen_draw(sim_t *s, job_t *job, iogen_t *g, int *d, int64_t *n)
+{
+    if (g->writing_done)
+        return 0;
+    if ((g->ios_left >= 0 && g->ios_left <= 0) || (job->stop_ns >= 0 && s->now >= job->stop_ns)) {
+        g->writing_done = 1;
+        return 0;
+    }
+    *d = gen_ddir(g, job);
+    *n = gen_size(g, *d);
+    if (g->bytes_left >= 0 && !(g->ddir_mode == MODE_TRIMWRITE && *d == DDIR_WRITE)) {
+        if (g->bytes_left < g->minbs[*d]) {
+            g->writing_done = 1;
+            return 0;
+        }
+        if (*n > g->bytes_left)
+            *n = g->bytes_left - g->bytes_left % g->minbs[*d];
+        g->bytes_left -= *n;
+    }
+    if (g->ios_left >= 0)
+        g->ios_left--;
+    if (g->ddir_mode == MODE_TRIMWRITE && *d == DDIR_TRIM)
+        g->trim_next_write = *n;
+    return 1;
+}
+
+/* IoGen._advance_rate: fio's usec_for_io */
+static void gen_advance_rate(iogen_t *g, int d, int64_t n)
+{
+    int64_t bps = g->bps[d];
+    if (!bps)
+        return;
+    g->issued_bytes[d] += n;
+    if (g->poisson) {
+        /* iops = bps / minbs (Python's true division of two ints below 2^53: one rounding, as here);
+           last_poisson += -math.log(1.0 - rng.random()) * 1e9 / iops, left to right */
+        double iops = (double)bps / (double)g->minbs[d];
+        g->last_poisson[d] += -log(1.0 - mt_random(&g->rng)) * 1e9 / iops;   /* not * (1e9 / iops) */
+        g->next_ns[d] = g->last_poisson[d];
+    } else {
+        /* issued_bytes * 1e9 / bps: the int made a double, then two float operations */
+        g->next_ns[d] = (double)g->issued_bytes[d] * 1e9 / (double)bps;
+    }
+}
+
+/* IoGen.next_io: GEN_IO with (*d, *n) to submit now; GEN_WAIT: ask again at *at; GEN_NONE:
+   nothing now (done, or waiting for completions) */
+static int gen_next_io(sim_t *s, job_t *job, iogen_t *g, int *d, int64_t *n, int64_t *at)
+{
+    int64_t now = s->now, stop = job->stop_ns;
+    if (g->done)
+        return GEN_NONE;
+    if (g->thinktime_ns && g->batch >= g->thinktime_blocks && !g->writing_done) {
+        if (!g->think_issue && job->inflight)
+            return GEN_NONE;                    /* complete_io asks again */
+        if (g->think_until < 0)
+            g->think_until = now + g->thinktime_ns;
+        if (now < g->think_until) {
+            *at = stop < 0 || g->think_until < stop ? g->think_until : stop;
+            return GEN_WAIT;
+        }
+        g->batch = 0;
+        g->think_until = -1;
+    }
+    if (g->pending_d < 0) {
+        if (!gen_draw(s, job, g, &g->pending_d, &g->pending_n)) {
+            g->pending_d = -1;
+            g->done = 1;
+            job->remaining = 0;
+            return GEN_NONE;
+        }
+    }
+    *d = g->pending_d;
+    *n = g->pending_n;
+    if (g->bps[*d]) {
+        /* job.start_ns + int(next_ns): the float truncated toward zero */
+        double next = g->next_ns[*d];
+        if (!(next < 4611686018427387904.0)) {      /* 2^62: beyond the core's int64 clock */
+            PyErr_SetString(PyExc_OverflowError, "a rate schedule beyond 2^62 ns");
+            return GEN_ERROR;
+        }
+        int64_t due = job->startdelay_ns + (int64_t)next;
+        if (due > now) {
+            *at = stop < 0 || due < stop ? due : stop;
+            return GEN_WAIT;
+        }
+    }
+    g->pending_d = -1;
+    gen_advance_rate(g, *d, *n);
+    g->batch++;
+    if (g->thinktime_ns && g->think_issue && g->batch >= g->thinktime_blocks)
+        g->think_until = now + g->thinktime_ns;     /* fio thinks right after issuing the batch */
+    return GEN_IO;
+}
+
+/* IoGen's state in and out, as fast.py's _gen_state lays it out:
+   (bytes_left, ios_left, issued_bytes, next_ns, last_poisson, pending_d, pending_n, batch,
+    think_until, trim_next_write, writing_done, done), and the stream as random's getstate() words */
+static int gen_state_in(iogen_t *g, PyObject *st, PyObject *rng)
+{
+    long long bl, il, ib0, ib1, ib2, pn, batch, tu, tnw;
+    if (!PyArg_ParseTuple(st, "LL(LLL)(ddd)(ddd)iLLLLii", &bl, &il, &ib0, &ib1, &ib2,
+                          &g->next_ns[0], &g->next_ns[1], &g->next_ns[2],
+                          &g->last_poisson[0], &g->last_poisson[1], &g->last_poisson[2],
+                          &g->pending_d, &pn, &batch, &tu, &tnw, &g->writing_done, &g->done))
+        return -1;
+    g->bytes_left = bl; g->ios_left = il;
+    g->issued_bytes[0] = ib0; g->issued_bytes[1] = ib1; g->issued_bytes[2] = ib2;
+    g->pending_n = pn; g->batch = batch; g->think_until = tu; g->trim_next_write = tnw;
+    if (!PyTuple_Check(rng) || PyTuple_GET_SIZE(rng) != MT_N + 1) {
+        PyErr_SetString(PyExc_ValueError, "the generator's stream must be random's 625 state words");
+        return -1;
+    }
+    for (int i = 0; i < MT_N; i++)
+        g->rng.mt[i] = (uint32_t)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(rng, i));
+    g->rng.mti = (int)PyLong_AsLong(PyTuple_GET_ITEM(rng, MT_N));
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *gen_state_out(iogen_t *g)
+{
+    PyObject *rng = PyTuple_New(MT_N + 1);
+    if (!rng) return NULL;
+    for (int i = 0; i < MT_N; i++)
+        PyTuple_SET_ITEM(rng, i, PyLong_FromUnsignedLong(g->rng.mt[i]));
+    PyTuple_SET_ITEM(rng, MT_N, PyLong_FromLong(g->rng.mti));
+    return Py_BuildValue("((LL(LLL)(ddd)(ddd)iLLLLii)N)", (long long)g->bytes_left, (long long)g->ios_left,
+        (long long)g->issued_bytes[0], (long long)g->issued_bytes[1], (long long)g->issued_bytes[2],
+        g->next_ns[0], g->next_ns[1], g->next_ns[2], g->last_poisson[0], g->last_poisson[1], g->last_poisson[2],
+        g->pending_d, (long long)g->pending_n, (long long)g->batch, (long long)g->think_until,
+        (long long)g->trim_next_write, g->writing_done, g->done, rng);
+}
+
+static int get_i64_triple(PyObject *d, const char *k, int64_t out[3])
+{
+    long long a, b, c;
+    PyObject *v = PyDict_GetItemString(d, k);
+    if (!v) { PyErr_Format(PyExc_KeyError, "missing %s", k); return -1; }
+    if (!PyArg_ParseTuple(v, "LLL", &a, &b, &c)) return -1;
+    out[0] = a; out[1] = b; out[2] = c;
+    return 0;
+}
+
+/* the generator of one job from fast.py's _gen_cfg */
+static iogen_t *gen_load(PyObject *gd)
+{
+    iogen_t *g = PyMem_Calloc(1, sizeof(iogen_t));
+    if (!g) { PyErr_NoMemory(); return NULL; }
+    PyObject *v;
+    long long x;
+#define GEN_INT(field, key) \
+    if (!(v = PyDict_GetItemString(gd, key))) { PyErr_Format(PyExc_KeyError, "missing %s", key); goto fail; } \
+    x = PyLong_AsLongLong(v); if (x == -1 && PyErr_Occurred()) goto fail; g->field = x;
+    GEN_INT(ddir_mode, "ddir_mode")
+    GEN_INT(sizes, "sizes")
+    GEN_INT(bs_unaligned, "bs_unaligned")
+    GEN_INT(poisson, "poisson")
+    GEN_INT(think_issue, "think_issue")
+    GEN_INT(thinktime_ns, "thinktime_ns")
+    GEN_INT(thinktime_blocks, "thinktime_blocks")
+#undef GEN_INT
+    if (get_i64_triple(gd, "bs_rwt", g->bs_rwt) < 0 || get_i64_triple(gd, "bps", g->bps) < 0
+            || get_i64_triple(gd, "minbs", g->minbs) < 0)
+        goto fail;
+    v = PyDict_GetItemString(gd, "bsrange_rwt");      /* ((lo, hi) per direction) or None */
+    if (v && v != Py_None) {
+        long long r[3][2];
+        if (!PyArg_ParseTuple(v, "(LL)(LL)(LL)", &r[0][0], &r[0][1], &r[1][0], &r[1][1], &r[2][0], &r[2][1]))
+            goto fail;
+        for (int d = 0; d < 3; d++) {
+            g->bsrange_rwt[d][0] = r[d][0];
+            g->bsrange_rwt[d][1] = r[d][1];
+        }
+    }
+    v = PyDict_GetItemString(gd, "bssplit_rwt");      /* ([(size, weight)...] per direction, total) or None */
+    if (v && v != Py_None) {
+        PyObject *lists, *totals;
+        if (!PyArg_ParseTuple(v, "OO", &lists, &totals)) goto fail;
+        for (int d = 0; d < 3; d++) {
+            PyObject *ch = PySequence_GetItem(lists, d);
+            PyObject *tot = PySequence_GetItem(totals, d);
+            if (!ch || !tot) { Py_XDECREF(ch); Py_XDECREF(tot); goto fail; }
+            g->split_total[d] = PyFloat_AsDouble(tot);
+            Py_DECREF(tot);
+            Py_ssize_t k = PySequence_Size(ch);
+            if (k < 1 || k > BSSPLIT_MAX) {
+                Py_DECREF(ch);
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bssplit: 1 to 64 sizes per direction");
+                goto fail;
+            }
+            g->nsplit[d] = (int)k;
+            for (Py_ssize_t i = 0; i < k; i++) {
+                PyObject *e = PySequence_GetItem(ch, i);
+                long long size;
+                int ok = e && PyArg_ParseTuple(e, "Ld", &size, &g->split_weight[d][i]);
+                Py_XDECREF(e);
+                if (!ok) { Py_DECREF(ch); goto fail; }
+                g->split_size[d][i] = size;
+            }
+            Py_DECREF(ch);
+        }
+    }
+    PyObject *st = PyDict_GetItemString(gd, "state"), *rng = PyDict_GetItemString(gd, "rng");
+    if (!st || !rng) { PyErr_SetString(PyExc_KeyError, "missing the generator's state"); goto fail; }
+    if (gen_state_in(g, st, rng) < 0) goto fail;
+    return g;
+fail:
+    PyMem_Free(g);
+    return NULL;
 }
 
 #define FIO_AVG_TIME_NS 500000000LL
@@ -1222,7 +1548,7 @@ static int lat_range_index(int64_t ns)
     return base + 9;
 }
 
-static int window_add(job_t *job, int64_t t_rel, int is_read, int64_t nbytes)
+static int window_add(job_t *job, int64_t t_rel, int ddir, int64_t nbytes)
 {
     int64_t k = t_rel / FIO_AVG_TIME_NS;
     if (k >= job->capwin) {
@@ -1236,33 +1562,63 @@ static int window_add(job_t *job, int64_t t_rel, int is_read, int64_t nbytes)
     }
     if (k >= job->nwin) job->nwin = k + 1;
     int64_t *w = job->win + k * 6;
-    w[is_read ? 0 : 1] += nbytes;
-    w[is_read ? 3 : 4] += 1;
+    w[ddir] += nbytes;
+    w[3 + ddir] += 1;
     return 0;
 }
 
 static int submit_more(sim_t *s, int ji)
 {
     job_t *job = &s->jobs[ji];
-    if (job->stopped || (job->stop_ns >= 0 && s->now >= job->stop_ns))
+    iogen_t *g = job->gen;
+    /* (IoGen.over: past the stop, a generator without verify issues nothing more) */
+    if (job->stopped || (job->stop_ns >= 0 && s->now >= job->stop_ns)) {
+        if (g && !job->inflight && !job->stopped) {
+            if (job->wake_ns == s->now)
+                job->end_ns = s->now;   /* it slept (think time, rate) until its runtime ended: fio counts the sleep */
+            else if (job->end_ns == s->now && g->thinktime_ns && !g->think_issue
+                     && g->batch >= g->thinktime_blocks)
+                /* its last I/O completed after the runtime ended: fio still thinks in full */
+                job->end_ns = s->now + g->thinktime_ns;
+        }
         return 0;
+    }
     while (job->inflight < job->iodepth) {
         if (job->blocked)
             return 0;
         if (job->last_error_ns == s->now)
             return 0;   /* resubmitted by the EV_SUBMIT queued at the error */
-        if (job->remaining >= 0) {
-            if (job->remaining <= 0) return 0;
-            job->remaining--;
+        int ddir;
+        int64_t nr_bytes;
+        if (g) {
+            /* (JobState.remaining stays None until the generator is done) */
+            int64_t at;
+            int r = gen_next_io(s, job, g, &ddir, &nr_bytes, &at);
+            if (r == GEN_ERROR) return -1;
+            if (r == GEN_NONE) return 0;
+            if (r == GEN_WAIT) {                /* open loop: not before this time */
+                if (job->wake_ns != at) {
+                    job->wake_ns = at;
+                    return push_ev(s, at, EV_SUBMIT, ji);
+                }
+                return 0;
+            }
+        } else {
+            if (job->remaining >= 0) {
+                if (job->remaining <= 0) return 0;
+                job->remaining--;
+            }
+            double rf = job->read_fraction;
+            ddir = rf >= 1.0 || (rf > 0.0 && mt_random(&job->rng) < rf) ? DDIR_READ : DDIR_WRITE;
+            nr_bytes = job->bs;
         }
-        double rf = job->read_fraction;
-        int is_read = rf >= 1.0 || (rf > 0.0 && mt_random(&job->rng) < rf);
         int64_t id = new_io(s);
         if (id < 0) return -1;
         io_t *io = &s->ios[id];
         io->job = ji;
         io->submit_ns = s->now;
-        io->is_read = is_read;
+        io->ddir = ddir;
+        io->nr_bytes = nr_bytes;
         io->mapped = 0;
         job->inflight++;
         job->depth_map[depth_index(job->inflight)]++;
@@ -1291,7 +1647,7 @@ static int complete_io(sim_t *s, int64_t id)
         start = io->start_time_ns ? (uint64_t)io->start_time_ns : jiffies_to_nsecs(s, io->dm_start_jiffies);
     else
         start = (uint64_t)io->start_time_ns;
-    if (sel_end(s, p, job->bs, start) < 0) return -1;
+    if (sel_end(s, p, io->nr_bytes, start) < 0) return -1;
     if (s->blk && blk_complete(s, p, id) < 0) return -1;
     p->completed++;
     job->inflight--;
@@ -1299,14 +1655,17 @@ static int complete_io(sim_t *s, int64_t id)
     s->completed++;
     int64_t lat = s->now - io->submit_ns;
     lat_add(&p->lat, lat);
-    if (io->is_read) {
+    if (io->ddir == DDIR_READ) {
         lat_add(&job->rlat, lat);
-        job->bytes_read += job->bs;
+        job->bytes_read += io->nr_bytes;
+    } else if (io->ddir == DDIR_TRIM) {
+        lat_add(&job->tlat, lat);
+        job->bytes_trimmed += io->nr_bytes;
     } else {
         lat_add(&job->wlat, lat);
-        job->bytes_written += job->bs;
+        job->bytes_written += io->nr_bytes;
     }
-    if (window_add(job, s->now - job->startdelay_ns, io->is_read, job->bs) < 0) return -1;
+    if (window_add(job, s->now - job->startdelay_ns, io->ddir, io->nr_bytes) < 0) return -1;
     job->lat_ranges[lat_range_index(lat)]++;
     job->end_ns = s->now;
     s->free_ios[s->nfree++] = id;
@@ -1344,12 +1703,12 @@ static int path_error(sim_t *s, int64_t id)
     if ((s->target_simple & 24) && !s->path_active[io->path]) {
         /* request-based, on a path the target has failed already: end_io changes nothing but the
            selector's end_io (bit 3: END_REQUEUE; bit 4: no path, no queueing: END_DONE with the error) */
-        if (sel_end(s, p, s->jobs[io->job].bs, (uint64_t)io->start_time_ns) < 0) return -1;
+        if (sel_end(s, p, io->nr_bytes, (uint64_t)io->start_time_ns) < 0) return -1;
         code = (s->target_simple & 8) ? END_REQUEUE : END_DONE;
         err = (s->target_simple & 8) ? 0 : ERR_TRANSPORT;
     } else {
         PyObject *r = target_call(s, "end_io", Py_BuildValue("(LLiLLi)", (long long)id,
-            (long long)s->jobs[io->job].bs, io->path, (long long)io->start_time_ns,
+            (long long)io->nr_bytes, io->path, (long long)io->start_time_ns,
             s->bio ? (long long)io->dm_start_jiffies : -1LL, io->mapped));
         if (!r) return -1;
         int ok = PyArg_ParseTuple(r, "ii", &code, &err);
@@ -1449,7 +1808,7 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
                 int64_t nxt = p->queue[p->qhead];
                 p->qhead = (p->qhead + 1) % p->qcap;
                 p->qlen--;
-                if (push_ev(s, e.t + service_ns(p, s->jobs[s->ios[nxt].job].bs), EV_DONE, nxt) < 0)
+                if (push_ev(s, e.t + service_ns(p, s->ios[nxt].nr_bytes), EV_DONE, nxt) < 0)
                     return -1;
             } else {
                 p->busy--;
@@ -1584,6 +1943,8 @@ static void sim_free(sim_t *s)
         for (int i = 0; i < s->njobs; i++) {
             PyMem_Free(s->jobs[i].rlat.hist);
             PyMem_Free(s->jobs[i].wlat.hist);
+            PyMem_Free(s->jobs[i].tlat.hist);
+            PyMem_Free(s->jobs[i].gen);
             PyMem_Free(s->jobs[i].win);
         }
     }
@@ -1800,7 +2161,16 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         j->cpu = (int)get_i64(jd, "cpu", &err);
         j->continue_on_error = (int)get_i64(jd, "continue_on_error", &err);
         j->last_error_ns = -1;
+        j->wake_ns = -1;
         j->end_ns = j->startdelay_ns;
+        PyObject *gd = PyDict_GetItemString(jd, "gen");
+        if (gd && gd != Py_None) {
+            if (!(j->gen = gen_load(gd)) || !(j->tlat.hist = PyMem_Calloc(NBUCKETS, sizeof(int64_t)))) {
+                if (!PyErr_Occurred()) PyErr_NoMemory();
+                sim_free(&s);
+                return NULL;
+            }
+        }
         mt_seed_u64(&j->rng, get_u64(jd, "seed", &err));
         j->rlat.hist = PyMem_Calloc(NBUCKETS, sizeof(int64_t));
         j->wlat.hist = PyMem_Calloc(NBUCKETS, sizeof(int64_t));
@@ -1948,6 +2318,15 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
             "read_lat", rl, "write_lat", wl, "windows", wins, "depth_map", dmap, "lat_ranges", lr);
         if (!t) goto fail;
         PyList_SET_ITEM(rjobs, i, t);
+        if (j->gen) {       /* a generator's job: its trims, wake-up and IoGen state (fast.py _write_back) */
+            PyObject *tl = lat_tuple(&j->tlat), *gs = gen_state_out(j->gen);
+            PyObject *bt = PyLong_FromLongLong(j->bytes_trimmed), *wk = PyLong_FromLongLong(j->wake_ns);
+            int bad = !tl || !gs || !bt || !wk || PyDict_SetItemString(t, "trim_lat", tl) < 0
+                || PyDict_SetItemString(t, "gen", gs) < 0 || PyDict_SetItemString(t, "bytes_trimmed", bt) < 0
+                || PyDict_SetItemString(t, "wake_ns", wk) < 0;
+            Py_XDECREF(tl); Py_XDECREF(gs); Py_XDECREF(bt); Py_XDECREF(wk);
+            if (bad) goto fail;
+        }
     }
     PyObject *res = Py_BuildValue("{s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:L,s:N,s:N,s:L,s:L,s:L}",
         "paths", rpaths, "jobs", rjobs, "order", rorder, "submitted", (long long)s.submitted,

@@ -724,6 +724,9 @@ class Simulation:
             if self.engine == "compiled":
                 raise ValueError("the compiled core cannot run this simulation: %s" % fast.eligible(self))
         self.result.engine = "python"
+        # planned before any job starts, as fast.py plans the core's run (a job with an IoGen has no
+        # I/O count up front: counted after its first submissions, it would shift the timeline's step)
+        expected, horizon, hard_stop, tl_step, tl_count = self.run_plan()
         if self.host is not None:
             self.host.start()
         for job in self._groups[0] if self._groups else []:
@@ -734,7 +737,6 @@ class Simulation:
                 self._push(job.spec.startdelay_ns, EV_SUBMIT, job)
             else:
                 self._submit_more(job)
-        expected, horizon, hard_stop, tl_step, tl_count = self.run_plan()
         heap = self._heap
         pop = heapq.heappop
         push = heapq.heappush
@@ -823,7 +825,7 @@ class Simulation:
     def run_plan(self):
         """(expected I/Os, horizon, hard stop, timeline step in ns, timeline step in
         I/Os): one definition for the Python engine and the compiled core."""
-        expected = sum((j.remaining or 0) + j.submitted for j in self.jobs)
+        expected = sum(_expected_ios(j) for j in self.jobs)
         horizon = max(((j.stop_ns or 0) for j in self.jobs), default=0)
         # later stonewall groups start at run time, so only a single group
         # has a known horizon to stop at
@@ -890,6 +892,20 @@ class Simulation:
         res.status_info = mp.status("info")
         res.status_table = mp.status("table")
         return res
+
+
+def _expected_ios(j: JobState) -> int:
+    """A job's I/O count for Simulation.run_plan.  A job with an IoGen counts its own I/Os and bytes:
+    estimated from those (number_ios; its bytes at its mean I/O size, twice for trimwrite), or with
+    no runtime the in-flight timeline would take a point at every completion."""
+    g = j.gen
+    if g is None:
+        return (j.remaining or 0) + j.submitted
+    n = g.ios_left
+    if g.bytes_left is not None:
+        by_bytes = int(g.bytes_left // max(1.0, mean_size(g.spec))) * (2 if g.spec.ddir_mode == "trimwrite" else 1)
+        n = by_bytes if n is None else min(n, by_bytes)
+    return (n or 0) + j.submitted
 
 
 def simulate(table_line: str, paths: Sequence[PathModel], jobs: Sequence[JobSpec], **kw) -> SimResult:

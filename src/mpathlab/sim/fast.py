@@ -16,7 +16,9 @@ current, so only the selector's own code runs at Python speed; path tags and
 host CPUs; dispatch windows; faults (fail, reinstate, slow); dm messages;
 several priority groups (each with its own selector, C or Python) with
 switching and hardware-handler pg_init;
-queue_if_no_path with its timeout; bio-based queueing.
+queue_if_no_path with its timeout; bio-based queueing; jobs with an IoGen
+(sim/arrival.py: mixed sizes, trims, open-loop arrivals; :mod:`.fast_gen`
+hands it over and names what of it stays in Python).
 
 The split, and why: every per-I/O step (submit, map through the selector,
 tags, device, completion through end_io, fio's statistics) is in C, because
@@ -46,6 +48,7 @@ from ..target import (END_DELAY_REQUEUE, END_DONE, END_INCOMPLETE, END_REQUEUE, 
 from ..target.multipath import DH_OK
 from .devices import Empirical, Exponential, LogNormal, ServiceTime
 from .engine import EV_ACTIVATED, EV_FAULT, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT
+from . import fast_gen
 
 try:
     from .. import _fastcore
@@ -291,10 +294,10 @@ def eligible(sim) -> str:
     if len(sim._groups) > 1:
         return "stonewall groups need the Python engine"
     for j in sim.jobs:
-        # not in the core (sim/arrival.py): mixed sizes, trims, open-loop arrivals
-        if j.gen is not None:
-            return ("mixed I/O sizes, trims, open-loop arrivals (rate, thinktime) and cpuio burners need the "
-                    "Python engine")
+        # sim/arrival.py's IoGen: mixed sizes, trims and open-loop arrivals are in the core, the rest is not
+        why = fast_gen.fallback(j) if j.gen is not None else ""
+        if why:
+            return why
         if j.spec.bs > 0x7FFFFFFF:
             return "block sizes of 2 GiB and more need the Python engine"
         if j.log is not None:
@@ -347,7 +350,8 @@ def try_run_fast(sim) -> bool:
                  "remaining": -1 if j.remaining is None else j.remaining,
                  "stop_ns": -1 if j.stop_ns is None else j.stop_ns, "startdelay_ns": j.spec.startdelay_ns,
                  "read_fraction": float(j.spec.read_fraction), "seed": j.seed,
-                 "cpu": j.cpu, "continue_on_error": int(j.spec.continue_on_error)} for j in sim.jobs]
+                 "cpu": j.cpu, "continue_on_error": int(j.spec.continue_on_error),
+                 "gen": fast_gen.config(j)} for j in sim.jobs]
     expected, horizon, hard_stop, tl_step, tl_count = sim.run_plan()
     bio = mp.queue_mode == "bio"
     cfg = {
@@ -463,6 +467,11 @@ def _write_back(sim, out, info_of_dev) -> None:
         j.errored, j.stopped, j.last_error_ns = o["errored"], bool(o["stopped"]), o["last_error_ns"]
         j.first_error = target.errors[o["first_error"]] if target is not None else None
         j.bytes_read, j.bytes_written = o["bytes_read"], o["bytes_written"]
+        if j.gen is not None:
+            j.bytes_trimmed, j.wake_ns = o["bytes_trimmed"], o["wake_ns"]
+            st = j.trim_lat
+            st.n, st.min, st.max, st.mean, st._m2, st.hist = o["trim_lat"]
+            fast_gen.set_state(j.gen, o["gen"])
         j.rate_windows.windows = [list(w) for w in o["windows"]]
         j.depth_map = list(o["depth_map"])
         j.lat_ranges = list(o["lat_ranges"])
