@@ -354,9 +354,38 @@ class JobSpec:
         return device_bytes
 
     def io_bytes(self, device_bytes: Optional[int] = None) -> Optional[int]:
-        """Bytes one clone transfers (io_size or size, times loops)."""
-        base = self.io_size if self.io_size is not None else self.region_bytes(device_bytes)
-        return None if base is None else base * self.loops
+        """Bytes one clone transfers, as fio 3.33 counts them (backend.c).
+
+        Each of fio's passes covers each file once in whole blocks (a file's
+        tail shorter than a block is skipped) and issues I/O while the bytes
+        issued so far are below io_size (or size) x loops, so the last I/O may
+        go past it.  fio runs `loops` passes, then more while io_size exceeds
+        what is done by at least the largest block size: io_size up to the
+        size gives io_size x loops, a larger one whole passes until it is
+        covered (size=1m io_size=3m loops=2: 3 MiB, not 6).  Mixed sizes are
+        counted in blocks of the smallest size."""
+        region = self.region_bytes(device_bytes)
+        base = self.io_size if self.io_size is not None else region
+        if base is None:
+            return None
+        bs = self.bs
+        nfiles = max(1, self.nrfiles)
+        per_pass = None
+        if region is not None:
+            per_file = region // nfiles
+            blocks = per_file // bs
+            if per_file % bs and region == (self.filesize or 0) * nfiles and not self.rw.startswith("rand"):
+                blocks += 1     # fio rounds size= down to the block size, not filesize=: a sequential pass does the tail
+            per_pass = blocks * bs * nfiles
+        limit = base * self.loops
+        if not per_pass:
+            return limit
+        reach = -(-limit // bs) * bs          # the I/O that crosses the limit is still issued
+        passes = self.loops
+        if self.io_size is not None:
+            max_bs = max(s for d in range(3) for s, _ in self.sizes_of(d))
+            passes = max(passes, max(0, self.io_size - max_bs) // per_pass + 1)
+        return min(passes * per_pass, reach)
 
     def ios_for(self, device_bytes: Optional[int] = None) -> Optional[int]:
         """I/Os one clone issues (fixed block size), None when unknown or mixed."""
@@ -897,6 +926,13 @@ def _finish_job(job: JobSpec, source: str, earlier: List[str]) -> None:
         job.time_based = False
         job.notes.append("job %r: time_based without runtime: fio ignores time_based and the job runs until "
                          "its size is done" % job.name)
+    if job.number_ios and job.time_based:
+        # fio 3.33's do_io loops on while time_based, whatever exceeds_number_ios says
+        job.number_ios = None
+        job.notes.append("job %r: number_ios with time_based: fio 3.33 ignores number_ios and the job runs "
+                         "for its runtime" % job.name)
+    elif job.number_ios:
+        job.number_ios *= job.loops      # fio: exceeds_number_ios counts against number_ios x loops
     if job.ddir_mode == "mix" and not getattr(job, "_rwmix_set", False):
         job.read_fraction = 0.5
     elif job.ddir_mode != "mix":
@@ -918,6 +954,9 @@ def _finish_job(job: JobSpec, source: str, earlier: List[str]) -> None:
     if size is not None and job.io_size is None and size < job.bs and not job.time_based:
         raise FioError("%s: size %d is smaller than the block size %d (fio refuses: size too small)"
                        % (where, size, job.bs))
+    if size is not None and job.nrfiles > 1 and size // job.nrfiles < job.bs and not job.time_based:
+        raise FioError("%s: size %d over nrfiles=%d leaves each file less than the block size %d (fio: "
+                       "blocksize is larger than data set range)" % (where, size, job.nrfiles, job.bs))
 
 
 def sim_only(spec: JobSpec) -> Optional[str]:

@@ -114,13 +114,14 @@ OPTIONS: List[Opt] = [
        None, unit="bytes", lo=1, hi=S64_MAX),
     _O("nrfiles", MODELLED, "int", "files per job; only multiplies filesize into the job's size", "1",
        ("nr_files",), lo=1, hi=1 << 31),
-    _O("io_size", MODELLED, "size", "bytes of I/O per clone and loop (default: size)", None, ("io_limit",),
+    _O("io_size", MODELLED, "size", "bytes of I/O per clone and loop (default: size); beyond the size, whole passes over the size "
+       "until it is covered, as fio 3.33 counts", None, ("io_limit",),
        "bytes", 1, S64_MAX),
     _O("fill_device", MODELLED, "bool", "write until the device is full: size becomes the device size",
        "0", ("fill_fs",)),
     _O("loops", MODELLED, "int", "times the job repeats its size", "1", lo=1, hi=1 << 31),
-    _O("number_ios", MODELLED, "int", "stop a clone after this many I/Os, if the size is not done first "
-       "(0: no limit)", "0", lo=0, hi=S64_MAX),
+    _O("number_ios", MODELLED, "int", "stop a clone after this many I/Os per loop, if the size is not done first; "
+       "ignored with time_based, as fio 3.33 ignores it (0: no limit)", "0", lo=0, hi=S64_MAX),
     _O("runtime", MODELLED, "time", "stop a clone after this time (0: no limit)", "0", ("timeout",), "s",
        0, S64_MAX),
     _O("time_based", MODELLED, "flag", "run for the whole runtime, repeating the size; without a runtime "
