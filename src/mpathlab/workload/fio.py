@@ -602,6 +602,11 @@ def _set_cpus(job, o, value):
     job.cpus_allowed = sorted(set(cpus))
 
 
+def _set_verify(job, o, value):
+    # fio 3.33 matches the method up to a ':' (verify=md5:x is md5); 0 is off, anything else reads back
+    job.verify = _choice(value.split(":")[0], o) != "0"
+
+
 def _set_coe(job, o, value):
     v = (value or "").lower()
     if v not in ("", "none", "0", "read", "write", "io", "verify", "all", "1"):
@@ -656,7 +661,7 @@ SETTERS = {
     "log_offset": _set_bool("log_offset"), "log_prio": _set_bool("log_prio"),
     "per_job_logs": _set_bool("per_job_logs"), "kb_base": lambda j, o, v: setattr(j, "kb_base", int(_choice(v, o))),
     "ioengine": _set_ioengine,
-    "verify": lambda j, o, v: setattr(j, "verify", v.split(":")[0] not in ("0", "none")),
+    "verify": _set_verify,
     "do_verify": _set_bool("do_verify"), "verify_backlog": _set_int("verify_backlog"),
     "flow": _set_int("flow"), "flow_id": _set_int("flow_id"),
     "flow_sleep": lambda j, o, v: setattr(j, "flow_sleep_ns", _int_value(v, o, j.kb_base) * 1000),
@@ -687,6 +692,8 @@ def _validate_no_effect(job: JobSpec, o: fo.Opt, value: Optional[str]) -> None:
             fio_number(value.split(",")[0] if "," in value else value, job.kb_base, percent_ok=True)
     elif o.type == "choice":
         _choice(value, o)
+    elif o.type == "time":
+        fio_time_ns(value, o.unit)
 
 
 def apply_option(job: JobSpec, key: str, value: Optional[str], where: str) -> None:

@@ -326,7 +326,10 @@ OPTIONS: List[Opt] = [
        choices=("group", "stonewall", "all")),
     # -- change what reaches multipath, not modelled --------------------------
     _O("verify", MODELLED, "str", "verify written data: after its writes (and trims) the job reads every "
-       "written block back, at the same depth, once per run (fio: once per loop); 0/none: off", "0"),
+       "written block back, at the same depth, once per run (fio: once per loop); 0: off; the method "
+       "(md5, crc32c, ...) only names what fio would check", "0",
+       choices=("0", "md5", "crc64", "crc32", "crc32c-intel", "crc32c", "crc16", "crc7", "sha1", "sha256",
+                "sha512", "sha3-224", "sha3-256", "sha3-384", "sha3-512", "xxhash", "meta", "pattern", "null")),
     _O("do_verify", MODELLED, "bool", "run the read-back phase (only with verify)", "1"),
     _O("verify_backlog", MODELLED, "int", "read back after every N written blocks instead of at the end",
        "0", lo=0, hi=S64_MAX),
