@@ -177,7 +177,8 @@ def test_time_is_formatted_as_fio_formats_it(monkeypatch):
 
 
 def test_fio_plot_reads_our_json_in_every_json_mode(tmp_path):
-    pytest.importorskip("fio_plot", reason="fio-plot (PyPI) is not a test dependency; pip install fio-plot")
+    if os.environ.get("CI") != "true":      # in the test extra: CI must run it, not skip it
+        pytest.importorskip("fio_plot", reason="fio-plot (PyPI, in the test extra) is not installed")
     d1, d2 = tmp_path / "a", tmp_path / "b"
     d1.mkdir()
     d2.mkdir()
