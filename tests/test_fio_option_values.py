@@ -48,3 +48,30 @@ def test_verify_table_is_what_the_fio_binary_says(tmp_path, value, fio_accepts):
     job.write_text("[j]\nrw=write\nsize=1m\nverify=%s\n" % value)
     p = subprocess.run([fio, "--parse-only", str(job)], capture_output=True, text=True)
     assert ("failed parsing" not in p.stderr and p.returncode == 0) == fio_accepts
+
+
+# fio 3.33 --debug=parse reads each of these as two values (parse.c handle_option splits a number or a
+# time at ',', else ':', else '-'): runtime=1-5 is 1 s (not "1 microsecond"), size=1m-2m is 1 MiB (not
+# "1 byte"), startdelay=1-5 a random delay from 1 to 5 s
+TWO_VALUES = [("runtime=1-5", "-"), ("size=1m-2m", "-"), ("iodepth=4,8", ","), ("startdelay=1-5", "-"),
+              ("thinktime=1:5", ":"), ("numjobs=2,3", ",")]
+
+
+@pytest.mark.parametrize("line,sep", TWO_VALUES)
+def test_two_values_are_refused_saying_what_fio_does(line, sep):
+    with pytest.raises(FioError) as ei:
+        parse_fio("[j]\nrw=read\nsize=1m\n%s\n" % line, "t.fio")
+    msg = str(ei.value)
+    assert msg == ("t.fio line 4 [j]: %s: fio 3.33 splits %r at %r into two values (a range, or more of a "
+                   "read,write,trim list); mpathlab takes one value here" % (line, line.split("=")[1], sep))
+
+
+@pytest.mark.parametrize("line,sep", TWO_VALUES)
+def test_fio_reads_them_as_two_values(tmp_path, line, sep):
+    fio = require("fio", "fio 3.33 itself, to see how it splits a value")
+    job = tmp_path / "t.fio"
+    job.write_text("[j]\nrw=read\n%s\n" % line)
+    p = subprocess.run([fio, "--parse-only", "--debug=parse", str(job)], capture_output=True, text=True)
+    name = line.split("=")[0]
+    handled = [l for l in (p.stdout + p.stderr).splitlines() if "__handle_option=%s," % name in l]
+    assert len(handled) == 2, handled

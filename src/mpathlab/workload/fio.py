@@ -80,6 +80,15 @@ def _check_start(text: str) -> None:
         raise ValueProblem("fio 3.33 does not skip blanks after '=' and would misread %r (drop the blank)" % text)
 
 
+def _check_one_value(text: str) -> None:
+    """fio's handle_option splits a number or time at ',', else ':', else '-' and reads each part as
+    another value (a range, or the next of read,write,trim), so '1m-2m' is not 1 byte to fio."""
+    sep = next((c for c in ",:-" if c in text[1:]), None)
+    if sep is not None:
+        raise ValueProblem("fio 3.33 splits %r at %r into two values (a range, or more of a read,write,trim "
+                           "list); mpathlab takes one value here" % (text, sep))
+
+
 def _leading_integer(text: str, what: str) -> Tuple[int, str]:
     """The decimal digits a value starts with (no sign, at most 2^63-1) and the rest, the unit."""
     m = _NUM_RE.match(text)
@@ -119,6 +128,7 @@ def fio_number(text: str, kb_base: int = 1024, percent_ok: bool = False):
         return ("%", v)
     mult = _size_mult(suffix, kb_base)
     if mult is None:
+        _check_one_value(text)
         raise ValueProblem("unit %r is not one fio knows (it would read %r as %d bytes); use k, m, g, t, p "
                            "with optional b, i or ib" % (suffix, text, v))
     v *= mult
@@ -141,6 +151,7 @@ def fio_time_ns(text: str, unit: str) -> int:
     elif s in _TIME_US:
         mult = _TIME_US[s]
     else:
+        _check_one_value(text)
         raise ValueProblem("unit %r is not one fio 3.33 knows (it would read %r as %d microseconds); use us, "
                            "ms, s, m, h or d" % (suffix, text, v))
     ns = v * mult * 1000
