@@ -78,6 +78,7 @@ def test_live_delay_without_unit(tmp_path, capsys):
     ('[paths.sda]\nservice = "1ms"\n[paths.sdb]\nservice = 0\n',
      "pt.toml:4: paths.sdb.service: the mean service time must be above 0"),
     ('[paths.sda]\nservice = "1ms"\nbogus = 1\n', "pt.toml:3: paths.sda has unknown key(s) bogus"),
+    ('[map]\nsize = "abc"\n[paths.sda]\nservice = "1ms"\n', "pt.toml:2: [map] size: size must be like"),
 ])
 def test_conf_path_topology_errors_name_file_and_line_once(tmp_path, capsys, job, body, needle):
     topo = tmp_path / "pt.toml"

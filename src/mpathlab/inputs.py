@@ -130,6 +130,9 @@ def locate_topology_error(text: str, message: str) -> Optional[int]:
     """The line a topology error message is about, found from the option it names."""
     if "[nvme] " in message:
         return _locate_nvme(text, message)
+    m = re.search(r"\[map\] (?:has unknown key\(s\) )?([A-Za-z_]+)", message)     # --conf path topologies
+    if m:
+        return toml_key_line(text, "map", m.group(1))
     m = _PATH_KEY.search(message)
     unknown = re.search(r"unknown key\(s\) ([A-Za-z0-9_\-]+)", message)
     if m:
