@@ -75,3 +75,33 @@ def test_fio_reads_them_as_two_values(tmp_path, line, sep):
     name = line.split("=")[0]
     handled = [l for l in (p.stdout + p.stderr).splitlines() if "__handle_option=%s," % name in l]
     assert len(handled) == 2, handled
+
+
+# fio 3.33 --parse-only on no-effect string options: the value is matched up to a ',' or ':' against fio's
+# own list, case-sensitively (parse.c opt_len / str_match_len)
+STRINGS = [("random_distribution=zipf:1.2", True), ("random_distribution=zipff", False), ("sync=dsync", True),
+           ("sync=bogus", False), ("clocksource=clock_gettime", True), ("clocksource=rdtsc", False),
+           ("mem=mmaphuge:/hugepages/x", True), ("mem=heap", False), ("steadystate=iops_slope:0.3%", True),
+           ("ss=iops_slop", False), ("zonemode=zbd", True), ("zonemode=ZBD", False),
+           ("continue_on_error=all", True), ("continue_on_error=", False), ("continue_on_error", False),
+           ("continue_on_error=ALL", False)]
+
+
+@pytest.mark.parametrize("line,fio_accepts", STRINGS)
+def test_no_effect_strings_and_continue_on_error_as_fio_3_33_reads_them(line, fio_accepts):
+    assert _parses("[j]\nrw=read\nsize=1m\n%s\n" % line) == fio_accepts
+
+
+def test_bare_continue_on_error_no_longer_turns_it_on():
+    # it was read as continue_on_error=all: failed I/O counted and resubmitted where fio refuses the job
+    with pytest.raises(FioError, match="option 'continue_on_error' needs a value"):
+        parse_fio("[j]\nrw=read\nsize=1m\ncontinue_on_error\n", "t.fio")
+
+
+@pytest.mark.parametrize("line,fio_accepts", STRINGS)
+def test_strings_table_is_what_the_fio_binary_says(tmp_path, line, fio_accepts):
+    fio = require("fio", "fio 3.33 itself, to check which values it parses")
+    job = tmp_path / "v.fio"
+    job.write_text("[j]\nrw=read\nsize=1m\n%s\n" % line)
+    p = subprocess.run([fio, "--parse-only", str(job)], capture_output=True, text=True)
+    assert ("failed parsing" not in p.stderr and p.returncode == 0) == fio_accepts, p.stderr

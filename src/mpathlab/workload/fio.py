@@ -613,14 +613,23 @@ def _set_cpus(job, o, value):
     job.cpus_allowed = sorted(set(cpus))
 
 
+def fio_str_head(value: str) -> str:
+    """What fio matches against a string option's values (parse.c opt_len): up to the first ',', else
+    the first ':' (random_distribution=zipf:1.2 is zipf, verify=md5:x is md5)."""
+    for c in ",:":
+        if c in value:
+            return value[:value.index(c)]
+    return value
+
+
 def _set_verify(job, o, value):
-    # fio 3.33 matches the method up to a ':' (verify=md5:x is md5); 0 is off, anything else reads back
-    job.verify = _choice(value.split(":")[0], o) != "0"
+    # 0 is off; every method (null too) reads the written blocks back
+    job.verify = _choice(fio_str_head(value), o) != "0"
 
 
 def _set_coe(job, o, value):
-    v = (value or "").lower()
-    if v not in ("", "none", "0", "read", "write", "io", "verify", "all", "1"):
+    v = value or ""                 # fio 3.33 refuses it bare, empty or in capitals ("failed parsing ...")
+    if v not in ("none", "0", "read", "write", "io", "verify", "all", "1"):
         raise ValueProblem("takes none, read, write, io, verify or all, not %r" % value)
     job.continue_on_error = v not in ("none", "0")
 
@@ -684,7 +693,7 @@ SETTERS = {
 }
 # options whose value may be left out (fio's FIO_OPT_STR_SET, and the log options)
 _VALUE_OPTIONAL_TYPES = ("flag",)
-_VALUE_OPTIONAL = {"write_lat_log", "write_bw_log", "write_iops_log", "continue_on_error"}
+_VALUE_OPTIONAL = {"write_lat_log", "write_bw_log", "write_iops_log"}
 
 
 def _validate_no_effect(job: JobSpec, o: fo.Opt, value: Optional[str]) -> None:
@@ -705,6 +714,8 @@ def _validate_no_effect(job: JobSpec, o: fo.Opt, value: Optional[str]) -> None:
         _choice(value, o)
     elif o.type == "time":
         fio_time_ns(value, o.unit)
+    elif o.choices:
+        _choice(fio_str_head(value), o)     # e.g. random_distribution=zipf:1.2
 
 
 def apply_option(job: JobSpec, key: str, value: Optional[str], where: str) -> None:
