@@ -41,6 +41,8 @@ FIO_3_33 = [
     ("rw=randread bs=4k size=1m number_ios=10 loops=3", 30),         # number_ios counts over all loops
     ("rw=randread bs=4k size=1m number_ios=300 loops=3", 768),
     ("rw=randread bs=4k size=1m io_size=2m number_ios=300", 300),
+    ("rw=trimwrite bs=4k size=1m number_ios=10", 20),               # fio doubles number_ios: 10 trims, 10 writes
+    ("rw=randtrimwrite bs=4k size=1m number_ios=300", 512),
 ]
 
 

@@ -962,6 +962,10 @@ def _finish_job(job: JobSpec, source: str, earlier: List[str]) -> None:
                          "for its runtime" % job.name)
     elif job.number_ios:
         job.number_ios *= job.loops      # fio: exceeds_number_ios counts against number_ios x loops
+        if job.ddir_mode == "trimwrite":
+            # fio's do_io doubles number_ios for trimwrite (a trim and a write per block); it does so again
+            # in each loop's pass, which this does not follow (loops > 1 with number_ios: fewer I/Os)
+            job.number_ios *= 2
     if job.ddir_mode == "mix" and not getattr(job, "_rwmix_set", False):
         job.read_fraction = 0.5
     elif job.ddir_mode != "mix":
