@@ -128,6 +128,11 @@ _BARE = ("table", "hz", "uptime", "seed", "activation", "sched_clock_offset", "h
 
 def locate_topology_error(text: str, message: str) -> Optional[int]:
     """The line a topology error message is about, found from the option it names."""
+    if "[nvme] " in message:
+        return _locate_nvme(text, message)
+    m = re.search(r"\[map\] (?:has unknown key\(s\) )?([A-Za-z_]+)", message)     # --conf path topologies
+    if m:
+        return toml_key_line(text, "map", m.group(1))
     m = _PATH_KEY.search(message)
     unknown = re.search(r"unknown key\(s\) ([A-Za-z0-9_\-]+)", message)
     if m:
@@ -146,6 +151,26 @@ def locate_topology_error(text: str, message: str) -> Optional[int]:
             if line:
                 return line
     return None
+
+
+_NVME_TABLE = re.compile(r"\[nvme\] (controllers)\.([^\s.:,'\"]+)(?:\.([A-Za-z_]+))?|"
+                         r"\[nvme\] (ana_groups|events)\[(\d+)\](?:\.([A-Za-z_]+))?|\[nvme\] ([A-Za-z_]+)")
+
+
+def _locate_nvme(text: str, message: str) -> Optional[int]:
+    """[nvme] errors (mpathlab.nvme.topology): "[nvme] KEY ...", "[nvme] controllers.NAME[.KEY]",
+    "[nvme] ana_groups[N][.KEY]", "[nvme] events[N][.KEY]", "... unknown key(s) KEY"."""
+    m = _NVME_TABLE.search(message)
+    if not m:
+        return None
+    unknown = re.search(r"unknown key\(s\) ([A-Za-z0-9_\-]+)", message)
+    extra = unknown.group(1) if unknown else None
+    if m.group(1):
+        return toml_key_line(text, "nvme.controllers." + m.group(2), m.group(3) or extra)
+    if m.group(4):
+        return toml_key_line(text, "nvme." + m.group(4), m.group(6) or extra, int(m.group(5)))
+    key = m.group(7)
+    return toml_key_line(text, "nvme", extra if key == "has" else key)
 
 
 def with_line(message: str, path: str, line: Optional[int]) -> str:

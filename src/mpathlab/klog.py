@@ -58,10 +58,9 @@ class _LevelFilter(logging.Filter):
             return record.levelno >= logging.ERROR
         if v >= 2:
             return True
-        if v >= 1 and record.levelno >= logging.INFO:
-            return True
         if record.levelno >= logging.WARNING:
             return True
+        # load lines first, so -v shows them as often as the default does (not once per rebuild of the table)
         if record.levelno >= logging.INFO and (record.name.startswith(_SELECTOR_PREFIX) or record.name == _LOAD):
             line = record.name + record.getMessage()
             n = self.this_load.get(line, 0)
@@ -70,7 +69,7 @@ class _LevelFilter(logging.Filter):
                 return False
             self.seen.add((line, n))
             return True
-        return False
+        return v >= 1 and record.levelno >= logging.INFO
 
 
 _handler: Optional[logging.Handler] = None

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Union
+from typing import Optional, Union
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 # fio's default kb_base=1024: k, K, KB and KiB all mean 1024.
@@ -44,19 +44,38 @@ def _bounded_ns(value: float, what: str, text) -> int:
     return int(round(value))
 
 
-def parse_duration_ns(text: Union[str, int, float], what: str = "duration", default_unit: str = "ns") -> int:
-    """'100us' -> 100000; a bare number is in ``default_unit``."""
+def parse_duration_ns(text: Union[str, int, float], what: str = "duration",
+                      default_unit: Optional[str] = None) -> int:
+    """'100us' -> 100000; a bare number is in ``default_unit``.
+
+    Without a default unit a bare number other than 0 is refused: '400'
+    could mean 400 us as easily as 400 ns, and a wrong guess silently
+    changes a model by a factor of 1000."""
     if isinstance(text, bool):
         raise UnitError("%s: expected a duration, got %r" % (what, text))
     if isinstance(text, (int, float)):
         if text < 0:
             raise UnitError("%s: must not be negative, got %r" % (what, text))
-        return _bounded_ns(text * _TIME_UNITS_NS[default_unit], what, text)
+        return _bounded_ns(text * _unit_ns(default_unit, what, text), what, text)
     m = _SIZE_RE.match(str(text))
     unit = m.group(2).lower() if m else None
     if not m or (unit and unit not in _TIME_UNITS_NS):
         raise UnitError("%s: cannot read %r as a duration (use e.g. 100us, 2ms, 10s)" % (what, text))
-    return _bounded_ns(float(m.group(1)) * _TIME_UNITS_NS[unit or default_unit], what, text)
+    return _bounded_ns(float(m.group(1)) * (_TIME_UNITS_NS[unit] if unit else _unit_ns(default_unit, what, text)),
+                       what, text)
+
+
+def _unit_ns(default_unit: Optional[str], what: str, text) -> int:
+    if default_unit is not None:
+        return _TIME_UNITS_NS[default_unit]
+    _bounded_ns(float(text), what, text)          # inf, nan or beyond 2^63 in any unit: say that first
+    try:
+        zero = float(text) == 0
+    except (TypeError, ValueError):
+        zero = False
+    if zero:
+        return 1
+    raise UnitError("%s: %r has no unit (write e.g. %sus, %sms or %sns)" % (what, text, text, text, text))
 
 
 def format_ns(ns: float) -> str:

@@ -134,8 +134,12 @@ def _str(v, where):
 def path_topology_from_dict(doc: dict, source: str = "topology", base_dir: str = ".") -> PathTopology:
     try:
         return _from_dict(doc, source, base_dir)
-    except UnitError as e:
-        raise TopologyError("%s: %s" % (source, e)) from None
+    except (UnitError, TopologyError) as e:
+        # every error names the file once: the shared [paths.NAME] builder does not know it
+        msg = str(e)
+        if isinstance(e, TopologyError) and msg.startswith(source + ":"):
+            raise
+        raise TopologyError(msg if msg.startswith(source + ":") else "%s: %s" % (source, msg)) from None
 
 
 def _from_dict(doc: dict, src: str, base_dir: str) -> PathTopology:
@@ -270,5 +274,10 @@ def _sim_kwargs(mp: dict, src: str) -> dict:
 
 def load_path_topology(path: str) -> PathTopology:
     # read as every topology file is (inputs.load_toml): binary, non-UTF-8 and TOML errors as FILE:LINE
-    doc, _ = load_toml(path, "topology")
-    return path_topology_from_dict(doc, os.path.basename(path), os.path.dirname(os.path.abspath(path)))
+    doc, text = load_toml(path, "topology")
+    try:
+        return path_topology_from_dict(doc, os.path.basename(path), os.path.dirname(os.path.abspath(path)))
+    except TopologyError as e:
+        # the line of the option the message names, as load_topology does for dm topologies
+        from ..inputs import locate_topology_error, with_line
+        raise TopologyError(with_line(str(e), path, locate_topology_error(text, str(e)))) from None

@@ -28,11 +28,6 @@ import os
 import random
 from typing import Dict, List, Optional
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python < 3.11
-    import tomli as tomllib  # type: ignore
-
 from ..target import construct, mapping_resolver, split_table_line
 from ..units import UnitError, parse_duration_ns
 from ..workload.topology import Topology, TopologyError, topology_from_dict
@@ -49,30 +44,41 @@ class HostsConfig:
 
 
 def load_multihost(path: str):
-    """(Topology, HostsConfig) from a multi-host topology file; TopologyError on bad input."""
+    """(Topology, HostsConfig) from a multi-host topology file; TopologyError on bad input, naming the
+    file and the option's line as load_topology does."""
+    from ..inputs import load_toml, locate_topology_error, toml_key_line, with_line
+    # read as every topology file is: binary, non-UTF-8 and TOML errors as FILE:LINE
+    doc, text = load_toml(path, "topology")
     try:
-        with open(path, "rb") as f:
-            doc = tomllib.load(f)
-    except OSError as e:
-        raise TopologyError("cannot read topology %s: %s" % (path, e.strerror or e)) from None
-    except tomllib.TOMLDecodeError as e:
-        raise TopologyError("%s is not valid TOML: %s" % (path, e)) from None
+        return _multihost_from_dict(doc, path)
+    except (TopologyError, UnitError) as e:
+        msg = str(e)
+        key = getattr(e, "key", None)
+        line = toml_key_line(text, *key) if key else locate_topology_error(text, msg)
+        src = os.path.basename(path)
+        if not msg.startswith(src + ":"):
+            msg = "%s: %s" % (src, msg)        # the shared [paths.NAME] builder does not name the file
+        raise TopologyError(with_line(msg, path, line)) from None
+
+
+def _multihost_from_dict(doc: dict, path: str):
     src = os.path.basename(path)
     hosts = doc.pop("hosts", None)
     if not isinstance(hosts, dict):
         raise TopologyError("%s: a multi-host topology needs a [hosts] section with count = N" % src)
     bad = set(hosts) - HOST_KEYS
     if bad:
-        raise TopologyError("%s: [hosts] has unknown key(s) %s" % (src, ", ".join(sorted(bad))))
+        raise TopologyError("%s: [hosts] has unknown key(s) %s" % (src, ", ".join(sorted(bad))),
+                            key=("hosts", sorted(bad)[0]))
     count = hosts.get("count")
     if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 1024:
-        raise TopologyError("%s: [hosts] count must be a whole number from 1 to 1024" % src)
+        raise TopologyError("%s: [hosts] count must be a whole number from 1 to 1024" % src, key=("hosts", "count"))
     try:
         window = parse_duration_ns(hosts.get("window", "1ms"), "[hosts] window")
     except UnitError as e:
-        raise TopologyError("%s: %s" % (src, e)) from None
+        raise TopologyError("%s: %s" % (src, e), key=("hosts", "window")) from None
     if window <= 0:
-        raise TopologyError("%s: [hosts] window must be positive" % src)
+        raise TopologyError("%s: [hosts] window must be positive" % src, key=("hosts", "window"))
     topo = topology_from_dict(doc, src, os.path.dirname(os.path.abspath(path)))
     # A port that slows down is a device event every host sees through its own latencies; failures
     # and messages act on one target (reinstate_path, switch_group) and are not modelled across hosts.

@@ -222,9 +222,11 @@ def explain_dmsetup(text: str, source: str = "input", kind: str = "auto", table=
     from .explain import explain_status, explain_table
 
     selectors_of: dict = {}
+    tables_of: dict = {}
     if table:
         for dl, m in parse_dmsetup_table(table, "--table"):
             selectors_of[dl.name] = [pg.ps.name for pg in m.priority_groups]
+            tables_of[dl.name] = m
     entries: List[Tuple[str, DmsetupLine, Any]] = []
     for dl in split_dmsetup_output(text, source):
         entry: Optional[Tuple[str, DmsetupLine, Any]] = None
@@ -240,6 +242,7 @@ def explain_dmsetup(text: str, source: str = "input", kind: str = "auto", table=
                 tdl.lineno = dl.lineno
                 entry = ("table", dl, m)
                 selectors_of[dl.name] = [pg.ps.name for pg in m.priority_groups]
+                tables_of[dl.name] = m
             except StatusParseError as e:
                 if status_err is not None:
                     raise StatusParseError("%s:%d: neither a multipath status (%s) nor a table (%s)"
@@ -252,6 +255,11 @@ def explain_dmsetup(text: str, source: str = "input", kind: str = "auto", table=
     if not entries:
         raise StatusParseError("%s: no multipath lines (a `dmsetup status` or `dmsetup table` line, e.g. "
                                "'mpatha: 0 2097152 multipath 2 0 0 0 1 1 A 0 2 0 8:16 A 0 8:32 A 0')" % source)
+    for what, dl, obj in entries:
+        if what == "status":
+            m = tables_of.get(dl.name, tables_of.get(None))
+            if m is not None:
+                _check_against_table(obj, m, "%s:%d" % (source, dl.lineno))
     if as_json:
         out = []
         for what, dl, obj in entries:
@@ -278,3 +286,24 @@ def _rebuild(dl: DmsetupLine) -> str:
     if dl.start is not None:
         return "%s%d %d multipath %s" % (head, dl.start, dl.length, dl.params)
     return head + dl.params
+
+
+def _check_against_table(info: dict, m, where: str) -> None:
+    """A status read with another device's table would get its fields named wrongly: refuse a status
+    whose groups, paths or selector fields do not have the table's shape."""
+    from .explain import SELECTOR_FIELDS
+    groups = info["groups"]
+    if len(groups) != len(m.priority_groups):
+        raise StatusParseError("%s: the status has %d priority group(s), the table given for it %d: not this "
+                               "device's table" % (where, len(groups), len(m.priority_groups)))
+    for gi, (g, pg) in enumerate(zip(groups, m.priority_groups), 1):
+        if len(g["paths"]) != len(pg.pgpaths):
+            raise StatusParseError("%s: group %d has %d path(s) in the status, %d in the table given for it: "
+                                   "not this device's table" % (where, gi, len(g["paths"]), len(pg.pgpaths)))
+        fields = SELECTOR_FIELDS.get(pg.ps.name)
+        nfields = g.get("nr_fields", len(g["paths"][0]["selector"]) if g["paths"] else 0)
+        if fields and (nfields != len(fields[1]) or len(g["selector_status"]) != len(fields[0])):
+            raise StatusParseError("%s: group %d: %s prints %d group and %d per-path status field(s), the status "
+                                   "has %d and %d: not this device's table"
+                                   % (where, gi, pg.ps.name, len(fields[0]), len(fields[1]),
+                                      len(g["selector_status"]), nfields))

@@ -80,6 +80,15 @@ def _check_start(text: str) -> None:
         raise ValueProblem("fio 3.33 does not skip blanks after '=' and would misread %r (drop the blank)" % text)
 
 
+def _check_one_value(text: str) -> None:
+    """fio's handle_option splits a number or time at ',', else ':', else '-' and reads each part as
+    another value (a range, or the next of read,write,trim), so '1m-2m' is not 1 byte to fio."""
+    sep = next((c for c in ",:-" if c in text[1:]), None)
+    if sep is not None:
+        raise ValueProblem("fio 3.33 splits %r at %r into two values (a range, or more of a read,write,trim "
+                           "list); mpathlab takes one value here" % (text, sep))
+
+
 def _leading_integer(text: str, what: str) -> Tuple[int, str]:
     """The decimal digits a value starts with (no sign, at most 2^63-1) and the rest, the unit."""
     m = _NUM_RE.match(text)
@@ -119,6 +128,7 @@ def fio_number(text: str, kb_base: int = 1024, percent_ok: bool = False):
         return ("%", v)
     mult = _size_mult(suffix, kb_base)
     if mult is None:
+        _check_one_value(text)
         raise ValueProblem("unit %r is not one fio knows (it would read %r as %d bytes); use k, m, g, t, p "
                            "with optional b, i or ib" % (suffix, text, v))
     v *= mult
@@ -141,6 +151,7 @@ def fio_time_ns(text: str, unit: str) -> int:
     elif s in _TIME_US:
         mult = _TIME_US[s]
     else:
+        _check_one_value(text)
         raise ValueProblem("unit %r is not one fio 3.33 knows (it would read %r as %d microseconds); use us, "
                            "ms, s, m, h or d" % (suffix, text, v))
     ns = v * mult * 1000
@@ -365,9 +376,38 @@ class JobSpec:
         return device_bytes
 
     def io_bytes(self, device_bytes: Optional[int] = None) -> Optional[int]:
-        """Bytes one clone transfers (io_size or size, times loops)."""
-        base = self.io_size if self.io_size is not None else self.region_bytes(device_bytes)
-        return None if base is None else base * self.loops
+        """Bytes one clone transfers, as fio 3.33 counts them (backend.c).
+
+        Each of fio's passes covers each file once in whole blocks (a file's
+        tail shorter than a block is skipped) and issues I/O while the bytes
+        issued so far are below io_size (or size) x loops, so the last I/O may
+        go past it.  fio runs `loops` passes, then more while io_size exceeds
+        what is done by at least the largest block size: io_size up to the
+        size gives io_size x loops, a larger one whole passes until it is
+        covered (size=1m io_size=3m loops=2: 3 MiB, not 6).  Mixed sizes are
+        counted in blocks of the smallest size."""
+        region = self.region_bytes(device_bytes)
+        base = self.io_size if self.io_size is not None else region
+        if base is None:
+            return None
+        bs = self.bs
+        nfiles = max(1, self.nrfiles)
+        per_pass = None
+        if region is not None:
+            per_file = region // nfiles
+            blocks = per_file // bs
+            if per_file % bs and region == (self.filesize or 0) * nfiles and not self.rw.startswith("rand"):
+                blocks += 1     # fio rounds size= down to the block size, not filesize=: a sequential pass does the tail
+            per_pass = blocks * bs * nfiles
+        limit = base * self.loops
+        if not per_pass:
+            return limit
+        reach = -(-limit // bs) * bs          # the I/O that crosses the limit is still issued
+        passes = self.loops
+        if self.io_size is not None:
+            max_bs = max(s for d in range(3) for s, _ in self.sizes_of(d))
+            passes = max(passes, max(0, self.io_size - max_bs) // per_pass + 1)
+        return min(passes * per_pass, reach)
 
     def ios_for(self, device_bytes: Optional[int] = None) -> Optional[int]:
         """I/Os one clone issues (fixed block size), None when unknown or mixed."""
@@ -584,9 +624,23 @@ def _set_cpus(job, o, value):
     job.cpus_allowed = sorted(set(cpus))
 
 
+def fio_str_head(value: str) -> str:
+    """What fio matches against a string option's values (parse.c opt_len): up to the first ',', else
+    the first ':' (random_distribution=zipf:1.2 is zipf, verify=md5:x is md5)."""
+    for c in ",:":
+        if c in value:
+            return value[:value.index(c)]
+    return value
+
+
+def _set_verify(job, o, value):
+    # 0 is off; every method (null too) reads the written blocks back
+    job.verify = _choice(fio_str_head(value), o) != "0"
+
+
 def _set_coe(job, o, value):
-    v = (value or "").lower()
-    if v not in ("", "none", "0", "read", "write", "io", "verify", "all", "1"):
+    v = value or ""                 # fio 3.33 refuses it bare, empty or in capitals ("failed parsing ...")
+    if v not in ("none", "0", "read", "write", "io", "verify", "all", "1"):
         raise ValueProblem("takes none, read, write, io, verify or all, not %r" % value)
     job.continue_on_error = v not in ("none", "0")
 
@@ -638,7 +692,7 @@ SETTERS = {
     "log_offset": _set_bool("log_offset"), "log_prio": _set_bool("log_prio"),
     "per_job_logs": _set_bool("per_job_logs"), "kb_base": lambda j, o, v: setattr(j, "kb_base", int(_choice(v, o))),
     "ioengine": _set_ioengine,
-    "verify": lambda j, o, v: setattr(j, "verify", v.split(":")[0] not in ("0", "none")),
+    "verify": _set_verify,
     "do_verify": _set_bool("do_verify"), "verify_backlog": _set_int("verify_backlog"),
     "flow": _set_int("flow"), "flow_id": _set_int("flow_id"),
     "flow_sleep": lambda j, o, v: setattr(j, "flow_sleep_ns", _int_value(v, o, j.kb_base) * 1000),
@@ -652,7 +706,7 @@ SETTERS = {
 }
 # options whose value may be left out (fio's FIO_OPT_STR_SET, and the log options)
 _VALUE_OPTIONAL_TYPES = ("flag",)
-_VALUE_OPTIONAL = {"write_lat_log", "write_bw_log", "write_iops_log", "continue_on_error"}
+_VALUE_OPTIONAL = {"write_lat_log", "write_bw_log", "write_iops_log"}
 
 
 def _validate_no_effect(job: JobSpec, o: fo.Opt, value: Optional[str]) -> None:
@@ -671,6 +725,10 @@ def _validate_no_effect(job: JobSpec, o: fo.Opt, value: Optional[str]) -> None:
             fio_number(value.split(",")[0] if "," in value else value, job.kb_base, percent_ok=True)
     elif o.type == "choice":
         _choice(value, o)
+    elif o.type == "time":
+        fio_time_ns(value, o.unit)
+    elif o.choices:
+        _choice(fio_str_head(value), o)     # e.g. random_distribution=zipf:1.2
 
 
 def apply_option(job: JobSpec, key: str, value: Optional[str], where: str) -> None:
@@ -910,6 +968,17 @@ def _finish_job(job: JobSpec, source: str, earlier: List[str]) -> None:
         job.time_based = False
         job.notes.append("job %r: time_based without runtime: fio ignores time_based and the job runs until "
                          "its size is done" % job.name)
+    if job.number_ios and job.time_based:
+        # fio 3.33's do_io loops on while time_based, whatever exceeds_number_ios says
+        job.number_ios = None
+        job.notes.append("job %r: number_ios with time_based: fio 3.33 ignores number_ios and the job runs "
+                         "for its runtime" % job.name)
+    elif job.number_ios:
+        job.number_ios *= job.loops      # fio: exceeds_number_ios counts against number_ios x loops
+        if job.ddir_mode == "trimwrite":
+            # fio's do_io doubles number_ios for trimwrite (a trim and a write per block); it does so again
+            # in each loop's pass, which this does not follow (loops > 1 with number_ios: fewer I/Os)
+            job.number_ios *= 2
     if job.ddir_mode == "mix" and not getattr(job, "_rwmix_set", False):
         job.read_fraction = 0.5
     elif job.ddir_mode != "mix":
@@ -933,6 +1002,9 @@ def _finish_job(job: JobSpec, source: str, earlier: List[str]) -> None:
     if size is not None and job.io_size is None and size < job.bs and not job.time_based and not job.burns_cpu:
         raise FioError("%s: size %d is smaller than the block size %d (fio refuses: size too small)"
                        % (where, size, job.bs))
+    if size is not None and job.nrfiles > 1 and size // job.nrfiles < job.bs and not job.time_based:
+        raise FioError("%s: size %d over nrfiles=%d leaves each file less than the block size %d (fio: "
+                       "blocksize is larger than data set range)" % (where, size, job.nrfiles, job.bs))
 
 
 def _finish_cpu_burner(job: JobSpec, where: str) -> None:

@@ -566,7 +566,8 @@ def topology_from_table(line: str, *, service: str = "exponential:100us", parall
             paths.append(PathModel(label, p.dev.devt,
                                    parse_service_spec(ov.get("service", service),
                                                       "--model %s" % label if "service" in ov else "--service"),
-                                   parallelism=par, delay_ns=parse_duration_ns(ov.get("delay", delay), label),
+                                   parallelism=par, delay_ns=parse_duration_ns(
+                                       ov.get("delay", delay), "--model %s" % label if "delay" in ov else "--delay"),
                                    hw_queue_depth=qd))
         except UnitError as e:
             raise TopologyError(str(e)) from None
