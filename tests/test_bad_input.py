@@ -249,3 +249,17 @@ def test_live_job_without_size_or_runtime_covers_each_file_once(tmp_path):
     spec.time_based = True
     with pytest.raises(LiveError, match="time_based without runtime= would run forever"):
         LiveRun([str(a), str(b)], "round-robin", [spec]).run()
+
+
+def test_nr_cpus_fewer_than_the_clones_is_fine_but_not_fewer_than_a_named_cpu(tmp_path, capsys):
+    # clones share CPUs (clone n on CPU n mod nr_cpus): 3 clones on a 1-CPU host run; a cpus_allowed CPU that
+    # the host does not have is the topology's problem, named (it was an "internal error", exit 70)
+    topo = _topo(tmp_path, GOOD.replace("[paths.sdb]", "nr_cpus = 1\n[paths.sdb]"))
+    ok = tmp_path / "ok.fio"
+    ok.write_text("[j]\nrw=read\nnumber_ios=30\nnumjobs=3\n")
+    assert cli.main(["run", topo, str(ok), "--no-progress"]) == 0
+    assert "I/O: 90 completed" in capsys.readouterr().out
+    bad = tmp_path / "bad.fio"
+    bad.write_text("[j]\nrw=read\nnumber_ios=30\ncpus_allowed=2\n")
+    assert _err(capsys, ["run", topo, str(bad), "--no-progress"]) == \
+        "t.toml: [multipath] nr_cpus = 1, but job 'j' of bad.fio runs on CPU 2 (cpus_allowed)"

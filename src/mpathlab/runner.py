@@ -38,6 +38,12 @@ def run_simulation(topo: Topology, jobs: FioJobFile, *, selector: Optional[str] 
     if seed is not None:
         kw["seed"] = seed
     kw.update({k: v for k, v in overrides.items() if v is not None})
+    named = [(max(j.cpus_allowed), j.name) for j in jobs.jobs if j.cpus_allowed]
+    if kw.get("nr_cpus") and named and max(named)[0] >= kw["nr_cpus"]:
+        from .workload.topology import TopologyError
+        cpu, name = max(named)
+        raise TopologyError("%s: [multipath] nr_cpus = %d, but job %r of %s runs on CPU %d (cpus_allowed)"
+                            % (topo.source or "topology", kw["nr_cpus"], name, jobs.source or "the job file", cpu))
     sim = Simulation(topo.table, topo.paths, jobs.jobs, progress=progress, **kw)
     result = sim.run()
     result.check_accounting()

@@ -235,11 +235,11 @@ class Simulation:
         specs = list(jobs)
         # CPUs for io-affinity: clones run on their job's cpus_allowed (in
         # turn), else on CPUs 0, 1, 2, ... in job order.
-        wanted = max([8, sum(j.numjobs for j in specs)]
-                     + [max(j.cpus_allowed) + 1 for j in specs if j.cpus_allowed])
-        nr_cpus = nr_cpus or wanted
-        if nr_cpus < wanted:
-            raise ValueError("nr_cpus=%d is fewer than the jobs' CPUs need (%d)" % (nr_cpus, wanted))
+        # (more clones than CPUs share them, clone n on CPU n mod nr_cpus; only a named CPU must exist)
+        named = max([max(j.cpus_allowed) + 1 for j in specs if j.cpus_allowed], default=0)
+        nr_cpus = nr_cpus or max(8, sum(j.numjobs for j in specs), named)
+        if nr_cpus < named:
+            raise ValueError("nr_cpus=%d, but a job's cpus_allowed names CPU %d" % (nr_cpus, named - 1))
         self.topology = CpuTopology(nr_cpus)
         # stonewall: a job waits for every job before it to finish; the
         # jobs from one stonewall to the next form a group.
