@@ -9,12 +9,14 @@ import sys
 import pytest
 
 from conftest import require, require_module
+from mpathlab.cli import main
 from mpathlab.sim.devices import PathModel, ServiceTime
 from mpathlab.sim.engine import simulate
 from mpathlab.workload.fio import parse_fio
 from mpathlab.workload.fio_logs import write_logs
 
 T2 = "0 2097152 multipath 0 0 1 1 service-time 0 2 2 sda 1 1 sdb 1 1"
+T2_CLI = "0 2097152 multipath 0 0 1 1 service-time 0 2 2 sdb 1 1 sdc 1 1"
 AVG_MS = 10          # log_avg_msec of the runs below
 
 
@@ -209,3 +211,21 @@ def test_averaged_windows_end_as_fios_do(tmp_path):
     # bw: ours at the two full windows' ends; fio's at most as many, at its helper thread's ticks
     assert [t for t, *_ in _log(tmp_path / "sim" / "m_bw.1.log")] == [100, 200]
     assert 1 <= len(_log(tmp_path / "fio" / "f_bw.1.log")) <= 2
+
+
+def test_fio_plot_graph_mode_reads_our_logs(tmp_path, monkeypatch):
+    """The same through the CLI: `mpathlab run` writes the logs into the current directory."""
+    require_module("fio_plot", "fio-plot (PyPI, a test dependency) must draw mpathlab's fio logs (-g)")
+    name = "randread-iodepth-8-numjobs-1"     # the file names fio-plot looks for
+    (tmp_path / "j.fio").write_text("[%s]\nrw=randread\nbs=4k\nsize=16m\niodepth=8\nwrite_lat_log=%s\n"
+                                    "write_iops_log=%s\nwrite_bw_log=%s\nlog_avg_msec=10\n" % ((name,) * 4))
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--table", T2_CLI, "j.fio", "--no-progress"]) == 0
+    for kind in ("lat", "clat", "iops", "bw"):
+        assert (tmp_path / ("%s_%s.1.log" % (name, kind))).stat().st_size > 0
+    png = tmp_path / "g.png"
+    p = subprocess.run([sys.executable, "-m", "fio_plot", "-i", str(tmp_path), "-T", "t", "-g", "-t", "bw", "iops",
+                        "lat", "-r", "randread", "-d", "8", "-n", "1", "-o", str(png)],
+                       capture_output=True, text=True, timeout=300, env=dict(os.environ, MPLBACKEND="Agg"),
+                       cwd=str(tmp_path))
+    assert p.returncode == 0 and png.exists() and png.stat().st_size > 10_000, (p.stdout[-500:], p.stderr[-500:])
