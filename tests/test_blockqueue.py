@@ -404,7 +404,7 @@ def test_work_latency_delays_the_asynchronous_queue_runs():
 def test_cli_model_hw_queue_depth(tmp_path, capsys):
     from mpathlab.cli import main
     job_file = tmp_path / "j.fio"
-    job_file.write_text("[j]\nrw=randwrite\nbs=4k\niodepth=8\nnumber_ios=200\n")
+    job_file.write_text("[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=8\nnumber_ios=200\n")
     line = "0 2097152 multipath 0 0 1 1 round-robin 0 2 1 sda 1 sdb 1"
     assert main(["run", "--table", line, "--service", "1ms", "--parallelism", "8",
                  "--model", "sdb,hw_queue_depth=1", "--json", str(job_file)]) == 0

@@ -16,7 +16,7 @@ def write_job(tmp_path, text):
 
 
 def test_run_table_output(tmp_path, capsys):
-    job = write_job(tmp_path, "[j]\nrw=randread\nbs=4k\niodepth=8\nnumber_ios=2000\n")
+    job = write_job(tmp_path, "[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=8\nnumber_ios=2000\n")
     assert main(["run", TOPO, job, "--selector", "queue-length", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "selector: queue-length" in out and "sdd" in out and "read: IOPS=" in out
@@ -24,7 +24,7 @@ def test_run_table_output(tmp_path, capsys):
 
 
 def test_run_json(tmp_path, capsys):
-    job = write_job(tmp_path, "[j]\nrw=randwrite\nbs=4k\niodepth=8\nnumber_ios=2000\n")
+    job = write_job(tmp_path, "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=8\nnumber_ios=2000\n")
     assert main(["run", TOPO, job, "--json", "--selector", "historical-service-time:972,2"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["jobs"][0]["write"]["total_ios"] == 2000
@@ -78,7 +78,7 @@ def test_no_command_prints_help(capsys):
 
 
 def test_run_straight_from_a_dmsetup_table(tmp_path, capsys):
-    job = write_job(tmp_path, "[j]\nrw=randwrite\nbs=4k\niodepth=16\nnumber_ios=4000\n")
+    job = write_job(tmp_path, "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=16\nnumber_ios=4000\n")
     line = "0 2097152 multipath 0 0 1 1 service-time 0 3 2 sdb 1 1 8:32 1 1 /dev/sdq 1 1"
     assert main(["run", "--table", line, job, "--model", "8:32,service=exponential:400us,parallelism=2",
                  "--json", "--no-progress"]) == 0
@@ -139,7 +139,7 @@ def test_a_selector_written_in_python_runs_in_tables_and_the_simulator():
         paths = [PathModel(n, (8, 16 * i), Exponential(100_000 * (1 + 3 * i)), parallelism=2)
                  for i, n in enumerate(["sda", "sdb"])]
         r = simulate("0 2097152 multipath 0 0 1 1 shortest-queue-tail 0 2 1 sda 1 sdb 1", paths,
-                     parse_fio("[j]\nbs=4k\niodepth=8\nnumber_ios=3000\n").jobs)
+                     parse_fio("[j]\nbs=4k\nioengine=libaio\niodepth=8\nnumber_ios=3000\n").jobs)
         r.check_accounting()
         from mpathlab.sim import fast
         assert r.engine == ("compiled" if fast.available() else "python")   # called from the compiled loop
@@ -150,7 +150,7 @@ def test_a_selector_written_in_python_runs_in_tables_and_the_simulator():
 
 
 def test_json_plus_bins_add_up(tmp_path, capsys):
-    job = write_job(tmp_path, "[j]\nrw=randwrite\nbs=4k\niodepth=8\nnumber_ios=2000\n")
+    job = write_job(tmp_path, "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=8\nnumber_ios=2000\n")
     assert main(["run", TOPO, job, "--json-plus", "--no-progress"]) == 0
     w = json.loads(capsys.readouterr().out)["jobs"][0]["write"]
     bins = w["clat_ns"]["bins"]

@@ -75,7 +75,7 @@ def compare(table, paths, job, **kw):
 @pytest.mark.parametrize("depth", [1, 16])
 def test_same_results_as_python(selector, mode, depth):
     table, paths = make(selector, mode)
-    compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=%d\nnumber_ios=3000\n" % depth)
+    compare(table, paths, "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=%d\nnumber_ios=3000\n" % depth)
 
 
 @pytest.mark.parametrize("kw", [
@@ -85,19 +85,19 @@ def test_same_results_as_python(selector, mode, depth):
 @pytest.mark.parametrize("mode", ["rq", "bio"])
 def test_hst_timing_variants(kw, mode):
     table, paths = make("historical-service-time", mode)
-    compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=32\nnumber_ios=4000\n", **kw)
+    compare(table, paths, "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=32\nnumber_ios=4000\n", **kw)
 
 
 @pytest.mark.parametrize("dist", ["const", "lognormal", "empirical"])
 def test_distributions_delay_size_cost(dist):
     table, paths = make("service-time", dist=dist, delay=30_000, per_kib=500.0)
-    compare(table, paths, "[j]\nrw=randrw\nrwmixread=30\nbs=16k\niodepth=8\nnumber_ios=2000\n")
+    compare(table, paths, "[j]\nrw=randrw\nrwmixread=30\nbs=16k\nioengine=libaio\niodepth=8\nnumber_ios=2000\n")
 
 
 def test_hst_arguments_jobs_runtime_and_startdelay():
     table, paths = make("historical-service-time", ps_args="2 900 2", n=6, k=1)
-    compare(table, paths, "[a]\nrw=randread\nbs=4k\niodepth=4\nnumjobs=3\nruntime=20ms\ntime_based\n"
-                          "[b]\nrw=write\nbs=8k\niodepth=2\nstartdelay=5ms\nnumber_ios=500\n")
+    compare(table, paths, "[a]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=4\nnumjobs=3\nruntime=20ms\ntime_based\n"
+                          "[b]\nrw=write\nbs=8k\nioengine=libaio\niodepth=2\nstartdelay=5ms\nnumber_ios=500\n")
 
 
 def _tagged(paths, depths, scheds):
@@ -115,7 +115,7 @@ def test_same_results_with_tags(selector, mode, sched):
     scheds = {"none": ["none"] * 4, "mq-deadline": ["mq-deadline"] * 4,
               "mixed": ["mq-deadline", "none", "none", "mq-deadline"]}[sched]
     _tagged(paths, [1, 4, 2, 8], scheds)
-    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=32\nnumber_ios=3000\n")
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=32\nnumber_ios=3000\n")
     assert a.completed == 3000
 
 
@@ -126,7 +126,7 @@ def test_same_results_with_cpu_costs_and_tags(selector, mode, costs):
     from mpathlab.sim.host import HostModel
     table, paths = make(selector, mode, k=4)
     _tagged(paths, [2, 0, 3, 0], ["none", "none", "mq-deadline", "none"])
-    compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=16\nnumjobs=3\nnumber_ios=800\n",
+    compare(table, paths, "[a]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=16\nnumjobs=3\nnumber_ios=800\n",
             host=HostModel(2, *costs))
 
 
@@ -137,7 +137,7 @@ def test_same_results_with_hardware_queues_per_cpu(mode):
     _tagged(paths, [1, 2, 1, 3], ["none", "mq-deadline", "none", "none"])
     for p, n in zip(paths, (2, 3, 1, 2)):
         p.nr_hw_queues = n
-    compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=8\nnumjobs=3\nnumber_ios=600\n",
+    compare(table, paths, "[a]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=8\nnumjobs=3\nnumber_ios=600\n",
             host=HostModel(3, 10_000, 10_000))
 
 
@@ -147,10 +147,10 @@ def test_same_results_with_steal(mode, selector):
     from mpathlab.sim.host import HostModel
     table, paths = make(selector, mode, k=4)
     _tagged(paths, [2, 0, 3, 0], ["none", "none", "mq-deadline", "none"])
-    compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=16\nnumjobs=2\nnumber_ios=1500\n",
+    compare(table, paths, "[a]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=16\nnumjobs=2\nnumber_ios=1500\n",
             host=HostModel(2, 20_000, 30_000, wake_ns=5_000, steal=0.3, steal_period_ns=700_000,
                            work_latency_ns=150_000))
-    compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=16\nruntime=30ms\ntime_based\n",
+    compare(table, paths, "[a]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=16\nruntime=30ms\ntime_based\n",
             host=HostModel(1, 20_000, 30_000, steal=0.4, steal_period_ns=1_000_000))
 
 
@@ -159,7 +159,7 @@ def test_same_results_cut_short_with_io_held_in_queues(mode):
     from mpathlab.sim.host import HostModel
     table, paths = make("service-time", mode, k=1)
     _tagged(paths, [1, 1, 2, 1], ["none", "mq-deadline", "none", "none"])
-    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=64\nruntime=5ms\ntime_based\n",
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=64\nruntime=5ms\ntime_based\n",
                 host=HostModel(1, 5_000, 5_000), drain_ns=1)
     assert a.stalled and a.pending > 0
 
@@ -194,7 +194,7 @@ def test_same_results_with_slow_faults_and_windows(selector, mode):
     # two slow faults on one path (the second one wins) and one on another, before and during the run
     paths[1].faults = [Fault(0, "slow", factor=3.0), Fault(8_000_000, "slow", factor=20.0)]
     paths[2].faults = [Fault(4_000_000, "slow", factor=0.5)]
-    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=16\nruntime=20ms\ntime_based\n",
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=16\nruntime=20ms\ntime_based\n",
                 window_ns=100_000)
     # the slowed path gets less after 8 ms than before it (every load-aware selector notices)
     if selector != "round-robin":
@@ -224,7 +224,7 @@ def _py_table(selector_args, per_path_args, n=4, mode="rq"):
 def test_python_policies_run_in_the_core(selector, mode):
     table = _py_table(selector, lambda i: "1", mode=mode)
     _, paths = make("queue-length", k=4)
-    a = compare(table, paths, "[j]\nrw=randrw\nbs=4k\niodepth=16\nnumjobs=2\nnumber_ios=1500\n")
+    a = compare(table, paths, "[j]\nrw=randrw\nbs=4k\nioengine=libaio\niodepth=16\nnumjobs=2\nnumber_ios=1500\n")
     assert a.completed == 3000
 
 
@@ -235,7 +235,7 @@ def test_io_affinity_runs_in_the_core_with_cpus_and_tags(mode):
     table = _py_table("io-affinity 0", lambda i: ("5", "2", "8", "10")[i], mode=mode)
     _, paths = make("queue-length", k=2)
     _tagged(paths, [1, 2, 0, 0], ["mq-deadline", "none", "none", "none"])
-    a = compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=8\nnumjobs=4\nnumber_ios=400\n",
+    a = compare(table, paths, "[a]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=8\nnumjobs=4\nnumber_ios=400\n",
                 host=HostModel(2, 10_000, 10_000))
     assert a.paths[3]["dispatched"] == 0 and all(p["dispatched"] for p in a.paths[:3])
 
@@ -252,7 +252,7 @@ def test_third_party_selector_runs_in_the_core():
         selectors.register(mod.ShortestQueueTail)
     table = _py_table("shortest-queue-tail 0", lambda i: "1")
     _, paths = make("queue-length", k=2)
-    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=16\nruntime=10ms\ntime_based\n",
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=16\nruntime=10ms\ntime_based\n",
                 window_ns=1_000_000)
     assert a.completed > 0
 
@@ -323,7 +323,7 @@ def test_accelerated_hst_matches_reference_operation_by_operation():
 def test_rate_windows_and_depth_map_span_several_fio_periods():
     # 1.2 s after a 300 ms startdelay: three 500 ms sampling periods counted from the job's start
     table, paths = make("service-time", dist="const")
-    a = compare(table, paths, "[j]\nrw=randrw\nbs=4k\niodepth=2\nruntime=1200ms\ntime_based\nstartdelay=300ms\n")
+    a = compare(table, paths, "[j]\nrw=randrw\nbs=4k\nioengine=libaio\niodepth=2\nruntime=1200ms\ntime_based\nstartdelay=300ms\n")
     (job,) = a.jobs
     assert len(job.rate_windows.windows) == 3
     assert sum(w[0] + w[1] for w in job.rate_windows.windows) == job.bytes_read + job.bytes_written
@@ -362,7 +362,7 @@ MESSAGES = [
 @pytest.mark.parametrize("mode", ["rq", "bio"])
 def test_dm_messages_run_in_the_core(messages, selector, mode):
     table, paths = make(selector, mode)
-    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=16\nruntime=10ms\ntime_based\n"
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=16\nruntime=10ms\ntime_based\n"
                               "continue_on_error=io\n", messages=MESSAGES[messages], window_ns=500_000)
     assert len(a.messages) == len(MESSAGES[messages])
 
@@ -376,7 +376,7 @@ def test_queue_if_no_path_timeout_in_the_core(mode):
                           else "multipath 3 queue_if_no_path queue_mode bio ")
     for p in paths:
         p.faults = [Fault(3_000_000, "fail")]
-    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=8\nruntime=2500ms\ntime_based\n",
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=8\nruntime=2500ms\ntime_based\n",
                 queue_if_no_path_timeout_secs=1)
     assert a.errored > 0             # the timeout ended the queueing: queued I/O failed
 
@@ -387,7 +387,7 @@ def test_python_selector_with_faults_in_the_core(mode):
     table = _py_table("sed 0", lambda i: "1", mode=mode)
     _, paths = make("queue-length", k=4)
     paths[2].faults = [Fault(2_000_000, "fail"), Fault(4_000_000, "reinstate", reinstate_after_ns=1_000_000)]
-    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=16\nruntime=10ms\ntime_based\n",
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=16\nruntime=10ms\ntime_based\n",
                 window_ns=1_000_000)
     assert a.paths[2]["errors"] > 0 and a.errored == 0
 
@@ -421,7 +421,7 @@ GROUP_MESSAGES = [
 def test_priority_groups_switching_and_pg_init_in_the_core(hw, messages, selector, mode):
     table = _groups_table(selector, mode, hw)
     _, paths = make(selector, mode)
-    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=16\nruntime=10ms\ntime_based\n",
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=16\nruntime=10ms\ntime_based\n",
                 messages=GROUP_MESSAGES[messages], window_ns=500_000, activation_ns=50_000)
     if hw == "0":       # both groups carried I/O (with ALUA, pg_init's 100 ms requeues outlast the run)
         assert a.paths[0]["dispatched"] + a.paths[1]["dispatched"] > 0
@@ -435,7 +435,7 @@ def test_group_failover_by_faults_in_the_core(selector):
     _, paths = make(selector)
     for p in paths[:3]:
         p.faults = [Fault(3_000_000, "fail"), Fault(6_000_000, "reinstate", reinstate_after_ns=500_000)]
-    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\niodepth=32\nruntime=12ms\ntime_based\n",
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=32\nruntime=12ms\ntime_based\n",
                 window_ns=1_000_000)
     assert a.paths[3]["dispatched"] > 0 and a.errored == 0
 
@@ -447,7 +447,7 @@ def test_io_affinity_in_c_counts_map_misses_and_with_faults_runs_as_python_code(
     # miss and take CPU 0's path
     table = _py_table("io-affinity 0", lambda i: ("1", "2", "10", "80")[i], mode=mode)
     _, paths = make("queue-length", k=2)
-    jobs = "[a]\nrw=randwrite\nbs=4k\niodepth=4\nnumjobs=6\nnumber_ios=300\n"
+    jobs = "[a]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=4\nnumjobs=6\nnumber_ios=300\n"
     sim = Simulation(table, paths, parse_fio(jobs).jobs, engine="compiled")
     a = compare(table, paths, jobs)
     res = sim.run()
@@ -467,7 +467,7 @@ def test_faults_and_messages_with_host_cpus_in_the_core(mode, costs):
     from mpathlab.sim.host import HostModel
     table, paths = make("historical-service-time", mode, k=4)
     paths[0].faults = [Fault(1_000_000, "fail"), Fault(3_000_000, "reinstate", reinstate_after_ns=500_000)]
-    a = compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=16\nnumjobs=3\nruntime=8ms\ntime_based\n",
+    a = compare(table, paths, "[a]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=16\nnumjobs=3\nruntime=8ms\ntime_based\n",
                 host=HostModel(2, *costs, steal=0.2, steal_period_ns=700_000),
                 messages=[(2_000_000, "fail_path p2"), (5_000_000, "reinstate_path p2")])
     assert a.paths[0]["errors"] > 0 and a.errored == 0
@@ -482,7 +482,7 @@ def test_faults_messages_and_groups_with_tags_in_the_core(selector, mode, sched)
     _, paths = make(selector, mode, k=8)
     _tagged(paths, [1, 4, 2, 8], {"none": ["none"] * 4, "mixed": ["mq-deadline", "none", "none", "mq-deadline"]}[sched])
     paths[1].faults = [Fault(2_000_000, "fail"), Fault(4_000_000, "reinstate", reinstate_after_ns=300_000)]
-    a = compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=16\nnumjobs=2\nruntime=10ms\ntime_based\n",
+    a = compare(table, paths, "[a]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=16\nnumjobs=2\nruntime=10ms\ntime_based\n",
                 messages=[(1_000_000, "fail_path p0"), (3_000_000, "fail_path p2"), (5_000_000, "reinstate_path p0"),
                           (6_000_000, "reinstate_path p2")], window_ns=500_000)
     assert a.paths[1]["errors"] > 0 and a.paths[3]["dispatched"] > 0
@@ -498,7 +498,7 @@ def test_python_selectors_in_several_groups_in_the_core(selector, mode):
     table = "0 2097152 multipath %s 0 2 1 %s" % (feats, groups)
     _, paths = make("queue-length", k=4)
     paths[0].faults = [Fault(2_000_000, "fail"), Fault(5_000_000, "reinstate", reinstate_after_ns=200_000)]
-    a = compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=8\nnumjobs=2\nruntime=10ms\ntime_based\n",
+    a = compare(table, paths, "[a]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=8\nnumjobs=2\nruntime=10ms\ntime_based\n",
                 messages=[(2_000_000, "fail_path p1"), (6_000_000, "reinstate_path p1"), (7_000_000, "switch_group 2"),
                           (8_000_000, "switch_group 1")], window_ns=1_000_000)
     assert a.paths[0]["errors"] > 0 and a.paths[2]["dispatched"] + a.paths[3]["dispatched"] > 0
@@ -519,7 +519,7 @@ def test_different_selectors_in_groups_in_the_core(pair, mode):
     table = "0 2097152 multipath %s 0 2 1 %s" % (feats, groups)
     _, paths = make("queue-length", k=4)
     paths[0].faults = [Fault(2_000_000, "fail"), Fault(5_000_000, "reinstate", reinstate_after_ns=200_000)]
-    jobs = parse_fio("[a]\nrw=randwrite\nbs=4k\niodepth=8\nnumjobs=2\nruntime=10ms\ntime_based\n").jobs
+    jobs = parse_fio("[a]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=8\nnumjobs=2\nruntime=10ms\ntime_based\n").jobs
     kw = dict(messages=[(2_000_000, "fail_path p1"), (6_000_000, "reinstate_path p1"), (7_000_000, "switch_group 2"),
                         (8_000_000, "switch_group 1")], window_ns=1_000_000)
     sim = Simulation(table, paths, jobs, **kw)
@@ -529,5 +529,5 @@ def test_different_selectors_in_groups_in_the_core(pair, mode):
         assert "stamp start times differently" in why
         return
     assert why == ""
-    a = compare(table, paths, "[a]\nrw=randwrite\nbs=4k\niodepth=8\nnumjobs=2\nruntime=10ms\ntime_based\n", **kw)
+    a = compare(table, paths, "[a]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=8\nnumjobs=2\nruntime=10ms\ntime_based\n", **kw)
     assert a.paths[0]["errors"] > 0 and a.paths[2]["dispatched"] + a.paths[3]["dispatched"] > 0

@@ -36,7 +36,7 @@ def sizes_seen(job_state):
 ])
 def test_mixed_sizes(selector, mode, sizes):
     table, paths = make(selector, mode, per_kib=200.0)
-    a = in_core(table, paths, "[j]\nrw=randrw\n%s\niodepth=16\nnumber_ios=2500\n" % sizes)
+    a = in_core(table, paths, "[j]\nrw=randrw\n%s\nioengine=libaio\niodepth=16\nnumber_ios=2500\n" % sizes)
     (j,) = a.jobs
     assert j.completed == 2500 and j.bytes_trimmed == 0
     if sizes == "bs=4k,64k":
@@ -48,7 +48,7 @@ def test_mixed_sizes(selector, mode, sizes):
 def test_bssplit_shares_reach_the_device_and_service_time_weighs_bytes():
     # two equal paths but the 1 MiB I/Os cost 1 ms more each (ns_per_kib): the bytes must reach the device
     table, paths = make("service-time", per_kib=1000.0, dist="const", n=2)
-    a = in_core(table, paths, "[j]\nrw=randwrite\nbssplit=4k/90:1m/10\niodepth=8\nnumber_ios=3000\n")
+    a = in_core(table, paths, "[j]\nrw=randwrite\nbssplit=4k/90:1m/10\nioengine=libaio\niodepth=8\nnumber_ios=3000\n")
     (j,) = a.jobs
     big = (j.bytes_written - 4096 * 3000) // (1048576 - 4096)
     assert 200 < big < 400          # about 10% of 3000
@@ -60,7 +60,7 @@ def test_bssplit_shares_reach_the_device_and_service_time_weighs_bytes():
 @pytest.mark.parametrize("rw", ["trim", "randtrim", "trimwrite", "randtrimwrite"])
 def test_trims(selector, rw):
     table, paths = make(selector)
-    a = in_core(table, paths, "[j]\nrw=%s\nbs=8k\niodepth=8\nsize=8m\n" % rw)
+    a = in_core(table, paths, "[j]\nrw=%s\nbs=8k\nioengine=libaio\niodepth=8\nsize=8m\n" % rw)
     (j,) = a.jobs
     assert j.bytes_trimmed == 8 << 20 and j.bytes_read == 0
     if "write" in rw:       # each block trimmed, then written with the trim's size
@@ -72,8 +72,8 @@ def test_trims(selector, rw):
 
 def test_trims_with_per_direction_sizes_and_bssplit():
     table, paths = make("queue-length", per_kib=100.0)
-    in_core(table, paths, "[j]\nrw=randtrim\nbssplit=4k/50:64k/50,4k,16k/30:256k/70\niodepth=4\nnumber_ios=1500\n")
-    a = in_core(table, paths, "[j]\nrw=trimwrite\nbs=4k,8k,32k\niodepth=4\nsize=4m\n")
+    in_core(table, paths, "[j]\nrw=randtrim\nbssplit=4k/50:64k/50,4k,16k/30:256k/70\nioengine=libaio\niodepth=4\nnumber_ios=1500\n")
+    a = in_core(table, paths, "[j]\nrw=trimwrite\nbs=4k,8k,32k\nioengine=libaio\niodepth=4\nsize=4m\n")
     (j,) = a.jobs
     assert j.bytes_trimmed == 4 << 20 and j.bytes_written == j.bytes_trimmed       # writes take the trim's size
 
@@ -84,7 +84,7 @@ def test_trims_with_per_direction_sizes_and_bssplit():
 @pytest.mark.parametrize("rate", ["rate_iops=20000", "rate=40m", "rate_iops=5000,15000", "rate=,8m"])
 def test_rates(selector, process, rate):
     table, paths = make(selector, "rq")
-    a = in_core(table, paths, "[j]\nrw=randrw\nbs=4k\n%s\nrate_process=%s\niodepth=16\nnumber_ios=2000\n"
+    a = in_core(table, paths, "[j]\nrw=randrw\nbs=4k\n%s\nrate_process=%s\nioengine=libaio\niodepth=16\nnumber_ios=2000\n"
                 % (rate, process))
     assert a.jobs[0].completed == 2000
 
@@ -92,7 +92,7 @@ def test_rates(selector, process, rate):
 @pytest.mark.parametrize("process", ["linear", "poisson"])
 def test_rate_iops_spaces_submissions(process):
     table, paths = make("queue-length", dist="const")
-    a = in_core(table, paths, "[j]\nrw=randread\nbs=4k\nrate_iops=20000\nrate_process=%s\niodepth=16\n"
+    a = in_core(table, paths, "[j]\nrw=randread\nbs=4k\nrate_iops=20000\nrate_process=%s\nioengine=libaio\niodepth=16\n"
                               "number_ios=2000\n" % process)
     (j,) = a.jobs
     if process == "linear":     # evenly spaced: the last of 2000 goes out at 1999/20000 s, done 50-350 us later
@@ -106,7 +106,7 @@ def test_rate_iops_spaces_submissions(process):
 @pytest.mark.parametrize("blocks", [1, 3, 16])
 def test_thinktime(selector, kind, blocks):
     table, paths = make(selector, "bio")
-    job = ("[j]\nrw=randrw\nbs=4k\nthinktime=70us\nthinktime_blocks=%d\nthinktime_blocks_type=%s\niodepth=8\n"
+    job = ("[j]\nrw=randrw\nbs=4k\nthinktime=70us\nthinktime_blocks=%d\nthinktime_blocks_type=%s\nioengine=libaio\niodepth=8\n"
            "runtime=15ms\ntime_based\n" % (blocks, kind))
     a = in_core(table, paths, job)
     (j,) = a.jobs
@@ -117,22 +117,22 @@ def test_thinktime_and_rate_with_startdelay_numjobs_and_bssplit():
     table, paths = make("service-time", per_kib=300.0)
     in_core(table, paths, "[a]\nrw=randread\nbssplit=4k/70:32k/30\nrate_iops=8000\nrate_process=poisson\n"
                           "iodepth=4\nnumjobs=3\nstartdelay=2ms\nnumber_ios=600\n"
-                          "[b]\nrw=randwrite\nbsrange=4k-64k\nthinktime=30us\nthinktime_blocks=5\niodepth=8\n"
+                          "[b]\nrw=randwrite\nbsrange=4k-64k\nthinktime=30us\nthinktime_blocks=5\nioengine=libaio\niodepth=8\n"
                           "runtime=30ms\ntime_based\n"
                           "[c]\nrw=randtrim\nbs=16k\nrate=20m\nthinktime=100us\nthinktime_blocks=2\n"
-                          "thinktime_blocks_type=issue\niodepth=2\nnumber_ios=300\n")
+                          "thinktime_blocks_type=issue\nioengine=libaio\niodepth=2\nnumber_ios=300\n")
 
 
 def test_runtime_ends_while_the_job_sleeps():
     # the job sleeps (rate, think time) past its runtime: fio counts the sleep in the job's time
     table, paths = make("queue-length", dist="const")
-    a = in_core(table, paths, "[j]\nrw=randread\nbs=4k\nrate_iops=300\niodepth=1\nruntime=10ms\ntime_based\n")
+    a = in_core(table, paths, "[j]\nrw=randread\nbs=4k\nrate_iops=300\nioengine=libaio\niodepth=1\nruntime=10ms\ntime_based\n")
     assert a.jobs[0].end_ns == 10_000_000
     # 2 ms I/Os and 1 ms think times: I/Os at 0, 3, 6 and 9 ms; the last completes at 11 ms, after the
     # runtime, and fio still thinks in full: 12 ms
     one = [PathModel("p0", (8, 0), ServiceTime(2_000_000))]
     b = in_core("0 2097152 multipath 0 0 1 1 queue-length 0 1 1 p0 1", one,
-                "[j]\nrw=randread\nbs=4k\nthinktime=1ms\niodepth=1\nruntime=10ms\ntime_based\n")
+                "[j]\nrw=randread\nbs=4k\nthinktime=1ms\nioengine=libaio\niodepth=1\nruntime=10ms\ntime_based\n")
     assert b.jobs[0].completed == 4 and b.jobs[0].end_ns == 12_000_000
 
 
@@ -141,15 +141,15 @@ def test_timeline_step_is_planned_before_the_paced_jobs_first_submissions():
     # (Simulation.run_plan): 398 of job k and number_ios of each paced clone, 598 -> a point every 2
     # completions; the paced clones' first I/Os at 0 must not change that (found by the property test below)
     table, paths = make("historical-service-time")
-    a = in_core(table, paths, "[j]\nrw=read\nbs=512\nrate_iops=500\niodepth=1\nnumjobs=2\nnumber_ios=100\n"
-                              "[k]\nrw=randwrite\nbs=4k\niodepth=4\nnumber_ios=398\n")
+    a = in_core(table, paths, "[j]\nrw=read\nbs=512\nrate_iops=500\nioengine=libaio\niodepth=1\nnumjobs=2\nnumber_ios=100\n"
+                              "[k]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=4\nnumber_ios=398\n")
     assert a.completed == 598 and len(a.timeline) == 299
 
 
 def test_a_size_bounded_generator_job_gets_a_bounded_timeline():
     # its I/O count is estimated from its bytes at its mean size: about 200 points, not one per completion
     table, paths = make("queue-length")
-    a = in_core(table, paths, "[j]\nrw=randrw\nbssplit=4k/50:64k/50\nsize=64m\niodepth=8\n")
+    a = in_core(table, paths, "[j]\nrw=randrw\nbssplit=4k/50:64k/50\nsize=64m\nioengine=libaio\niodepth=8\n")
     assert a.completed > 1500 and 150 <= len(a.timeline) <= 250
 
 
@@ -159,7 +159,7 @@ def test_generators_with_cpus_tags_faults_and_messages(mode):
     table, paths = make("historical-service-time", mode, k=4, per_kib=150.0)
     _tagged(paths, [2, 0, 3, 0], ["none", "none", "mq-deadline", "none"])
     paths[1].faults = [Fault(2_000_000, "fail"), Fault(5_000_000, "reinstate", reinstate_after_ns=300_000)]
-    a = in_core(table, paths, "[a]\nrw=randrw\nbssplit=4k/60:64k/40\nrate_iops=30000\niodepth=16\nnumjobs=2\n"
+    a = in_core(table, paths, "[a]\nrw=randrw\nbssplit=4k/60:64k/40\nrate_iops=30000\nioengine=libaio\niodepth=16\nnumjobs=2\n"
                               "runtime=10ms\ntime_based\n[b]\nrw=trimwrite\nbsrange=8k-32k\nthinktime=20us\n"
                               "iodepth=4\nruntime=10ms\ntime_based\n",
                 host=HostModel(2, 10_000, 20_000), messages=[(3_000_000, "fail_path p2"),
@@ -173,13 +173,13 @@ def test_generators_with_python_selectors(selector):
     table = _py_table(selector, lambda i: "1")
     _, paths = make("queue-length", k=4, per_kib=500.0)
     in_core(table, paths, "[j]\nrw=randrw\nbssplit=4k/50:128k/50\nrate=100m\nrate_process=poisson\n"
-                          "thinktime=10us\nthinktime_blocks=8\niodepth=16\nnumjobs=2\nnumber_ios=1200\n")
+                          "thinktime=10us\nthinktime_blocks=8\nioengine=libaio\niodepth=16\nnumjobs=2\nnumber_ios=1200\n")
 
 
 def test_verify_on_a_read_only_job_has_nothing_to_verify_and_runs_in_the_core():
     # IoGen.verify needs writes or trims to read back: a reading job with verify= is the plain generator
     table, paths = make("service-time", per_kib=100.0)
-    a = in_core(table, paths, "[j]\nrw=randread\nbsrange=4k-32k\nverify=md5\nsize=2m\niodepth=4\n")
+    a = in_core(table, paths, "[j]\nrw=randread\nbsrange=4k-32k\nverify=md5\nsize=2m\nioengine=libaio\niodepth=4\n")
     assert a.jobs[0].bytes_read == 2 << 20
 
 
@@ -187,8 +187,8 @@ def test_verify_on_a_read_only_job_has_nothing_to_verify_and_runs_in_the_core():
 @pytest.mark.parametrize("text, reason", [
     ("[j]\nrw=write\nbssplit=4k/50:8k/50\nverify=md5\nsize=256k\n", "verify needs the Python engine"),
     ("[a]\nrate_iops=1000\nflow=2\nnumber_ios=50\n[b]\nflow=1\nnumber_ios=50\n", "flow (fio's flow control)"),
-    ("[j]\nbsrange=4k-16k\nlatency_target=1ms\niodepth=8\nsize=256k\n", "latency_target needs"),
-    ("[j]\nrw=randtrim\niodepth=8\niodepth_low=2\nnumber_ios=100\n", "iodepth_low (draining"),
+    ("[j]\nbsrange=4k-16k\nlatency_target=1ms\nioengine=libaio\niodepth=8\nsize=256k\n", "latency_target needs"),
+    ("[j]\nrw=randtrim\nioengine=libaio\niodepth=8\niodepth_low=2\nnumber_ios=100\n", "iodepth_low (draining"),
     ("[j]\nioengine=cpuio\ncpuload=50\nruntime=10ms\n", "cpuio burners"),
     ("[j]\nrw=randrw\nbs=4k,3g\nsize=12g\nnumber_ios=20\n", "block sizes of 2 GiB"),
     ("[j]\nrate=9007199254740992\nnumber_ios=20\n", "rates of 2^53 bytes/s"),
@@ -280,7 +280,7 @@ def gen_job(draw):
     text = "\n".join(l for l in lines if l) + "\n"
     if draw(st.booleans()):
         # a second job beside it: the plain closed loop, still in the core's own loop
-        text += "[k]\nrw=randwrite\nbs=4k\niodepth=4\nnumber_ios=%d\n" % draw(st.integers(1, 500))
+        text += "[k]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=4\nnumber_ios=%d\n" % draw(st.integers(1, 500))
     return text
 
 

@@ -50,7 +50,7 @@ def test_all_paths_fail_without_queue_if_no_path(sel):
 def test_fio_stops_a_job_at_its_first_error_by_default():
     paths = [PathModel("sda", (8, 0), Exponential(100_000), parallelism=4, faults=[Fault(5 * MS, "fail")])]
     res = simulate("0 10 multipath 0 0 1 1 queue-length 0 1 0 sda", paths,
-                   parse_fio("[j]\nbs=4k\niodepth=16\nruntime=50ms\ntime_based\n").jobs)
+                   parse_fio("[j]\nbs=4k\nioengine=libaio\niodepth=16\nruntime=50ms\ntime_based\n").jobs)
     res.check_accounting()
     assert res.jobs[0].stopped
     assert res.errored == 16          # exactly the I/O in flight at the failure
@@ -61,7 +61,7 @@ def test_all_paths_fail_forever_with_queueing_leaves_io_pending():
     paths = [PathModel("sda", (8, 0), Exponential(100_000), parallelism=4, faults=[Fault(5 * MS, "fail")])]
     for mode in ("1 queue_if_no_path", "3 queue_if_no_path queue_mode bio"):
         res = simulate("0 10 multipath %s 0 1 1 queue-length 0 1 0 sda" % mode, paths,
-                       parse_fio("[j]\nbs=4k\niodepth=16\nruntime=20ms\ntime_based\n").jobs)
+                       parse_fio("[j]\nbs=4k\nioengine=libaio\niodepth=16\nruntime=20ms\ntime_based\n").jobs)
         res.check_accounting()
         assert res.stalled or res.pending
         assert res.pending == 16 and res.errored == 0
@@ -91,7 +91,7 @@ def test_slow_path_at_depth1_only_hst_detects_it(sel):
 def test_message_faults_and_bad_messages_are_recorded():
     paths = [PathModel(n, (8, 16 * i), Exponential(100_000), parallelism=2) for i, n in enumerate("ab")]
     res = simulate("0 10 multipath 0 0 2 1 queue-length 0 1 0 a queue-length 0 1 0 b", paths,
-                   parse_fio("[j]\nbs=4k\niodepth=4\nruntime=30ms\ntime_based\n").jobs,
+                   parse_fio("[j]\nbs=4k\nioengine=libaio\niodepth=4\nruntime=30ms\ntime_based\n").jobs,
                    messages=[(10 * MS, "switch_group 2"), (20 * MS, "switch_group 9")], window_ns=MS)
     res.check_accounting()
     assert res.messages[0][2] == "ok"
@@ -103,7 +103,7 @@ def test_message_faults_and_bad_messages_are_recorded():
 def test_queue_if_no_path_timeout_fails_queued_io(mode):
     paths = [PathModel("sda", (8, 0), Exponential(100_000), parallelism=4, faults=[Fault(5 * MS, "fail")])]
     res = simulate("0 10 multipath %s 0 1 1 queue-length 0 1 0 sda" % mode, paths,
-                   parse_fio("[j]\nbs=4k\niodepth=16\nruntime=3s\ntime_based\n").jobs,
+                   parse_fio("[j]\nbs=4k\nioengine=libaio\niodepth=16\nruntime=3s\ntime_based\n").jobs,
                    queue_if_no_path_timeout_secs=1)
     res.check_accounting()
     assert res.pending == 0 and res.errored > 0 and not res.stalled

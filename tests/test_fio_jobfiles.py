@@ -119,7 +119,7 @@ def test_env_vars_keywords_and_includes(tmp_path, monkeypatch):
     (tmp_path / "main.fio").write_text("[j]\nsize=1m\ninclude inc.fio\nnumjobs=$ncpus/$ncpus*2\n"
                                        "rw=rand${NOPE_UNSET}read\n")
     j, = load_fio(str(tmp_path / "main.fio")).jobs
-    assert (j.iodepth, j.bs, j.numjobs, j.rw) == (7, 8192, 2, "randread")
+    assert (j.iodepth_option, j.iodepth, j.bs, j.numjobs, j.rw) == (7, 1, 8192, 2, "randread")   # psync: 1 in flight
     (tmp_path / "bad.fio").write_text("[j]\ninclude sect.fio\n")
     (tmp_path / "sect.fio").write_text("[x]\n")
     with pytest.raises(FioError, match="no \\[sections\\] in an included file"):
@@ -217,7 +217,7 @@ def test_huge_block_sizes_both_engines_agree():
 # -- mixed sizes ----------------------------------------------------------------
 
 def test_bssplit_draws_by_weight():
-    r = _run("[j]\nrw=randread\nbssplit=4k/25:64k/75\nnumber_ios=4000\niodepth=8\n")
+    r = _run("[j]\nrw=randread\nbssplit=4k/25:64k/75\nnumber_ios=4000\nioengine=libaio\niodepth=8\n")
     j = r.jobs[0]
     n64 = (j.bytes_read - 4096 * 4000) / (65536 - 4096)
     assert abs(n64 / 4000 - 0.75) < 0.03
@@ -266,7 +266,7 @@ def test_mixed_sizes_reach_the_selectors(sel, table_args, field):
     """With bssplit, service-time picks the path with the fewest bytes in flight
     (dm-ps-service-time, equal relative throughput), queue-length the one with
     the fewest I/Os (each as the kernel's selector does)."""
-    jobs = job("[j]\nrw=randread\nbssplit=4k/80:1m/20\nnumber_ios=2000\niodepth=16\n")
+    jobs = job("[j]\nrw=randread\nbssplit=4k/80:1m/20\nnumber_ios=2000\nioengine=libaio\niodepth=16\n")
     # (engine="python": the spy sees the Python target's map; tests/test_fastcore_gen.py shows the core's runs equal)
     sim = Simulation("0 2097152 multipath 0 0 1 1 %s %s" % (sel, table_args), two_paths(dist=Exponential), jobs,
                      engine="python")
@@ -302,18 +302,18 @@ def test_trims_go_through_multipath(rw, trims, writes):
 
 def test_rate_iops_linear_submits_on_a_schedule():
     # 1000 IOPS with 100 us service: one I/O every 1 ms, never queued, although iodepth is 16
-    r = _run("[j]\nrw=randread\nbs=4k\nrate_iops=1000\nruntime=100ms\ntime_based\niodepth=16\n")
+    r = _run("[j]\nrw=randread\nbs=4k\nrate_iops=1000\nruntime=100ms\ntime_based\nioengine=libaio\niodepth=16\n")
     j = r.jobs[0]
     assert j.read_lat.n == 100 and j.read_lat.max == 100_000
-    closed = _run("[j]\nrw=randread\nbs=4k\nruntime=100ms\ntime_based\niodepth=16\n").jobs[0]
+    closed = _run("[j]\nrw=randread\nbs=4k\nruntime=100ms\ntime_based\nioengine=libaio\niodepth=16\n").jobs[0]
     assert closed.read_lat.n > 10 * j.read_lat.n
 
 
 def test_rate_bytes_and_poisson():
-    r = _run("[j]\nrw=randread\nbs=4k\nrate=4m\nruntime=1s\ntime_based\niodepth=8\n")
+    r = _run("[j]\nrw=randread\nbs=4k\nrate=4m\nruntime=1s\ntime_based\nioengine=libaio\niodepth=8\n")
     assert r.jobs[0].read_lat.n == 1024                     # 4 MiB/s of 4 KiB
     # 80% load on two single-server 400 us paths: evenly spaced arrivals never queue, Poisson ones do
-    text = "[j]\nrw=randread\nbs=4k\nrate_iops=4000\nruntime=1s\ntime_based\niodepth=64\n"
+    text = "[j]\nrw=randread\nbs=4k\nrate_iops=4000\nruntime=1s\ntime_based\nioengine=libaio\niodepth=64\n"
     lin = _run(text, paths=two_paths(400_000, par=1)).jobs[0]
     poi = _run(text + "rate_process=poisson\n", paths=two_paths(400_000, par=1)).jobs[0]
     assert lin.read_lat.n == 4000 and lin.read_lat.max == 400_000
@@ -325,9 +325,9 @@ def test_thinktime():
     # iodepth 1, 100 us service, 1 ms think after every I/O: 1.1 ms per cycle
     r = _run("[j]\nrw=read\nbs=4k\nnumber_ios=10\nthinktime=1ms\n")
     assert r.runtime_ns == 9 * 1_100_000 + 100_000
-    r = _run("[j]\nrw=read\nbs=4k\nnumber_ios=8\niodepth=4\nthinktime=1000\nthinktime_blocks=4\n")
+    r = _run("[j]\nrw=read\nbs=4k\nnumber_ios=8\nioengine=libaio\niodepth=4\nthinktime=1000\nthinktime_blocks=4\n")
     assert r.runtime_ns == 2 * 100_000 + 1_000_000          # a batch, 1 ms think (bare number: us), a batch
-    r = _run("[j]\nrw=read\nbs=4k\nnumber_ios=8\niodepth=4\nthinktime=1ms\nthinktime_blocks=4\n"
+    r = _run("[j]\nrw=read\nbs=4k\nnumber_ios=8\nioengine=libaio\niodepth=4\nthinktime=1ms\nthinktime_blocks=4\n"
              "thinktime_blocks_type=issue\n")
     assert r.runtime_ns == 1_000_000 + 100_000               # thinks right after issuing the first batch
 
@@ -336,14 +336,14 @@ def test_iodepth_low_refills_at_the_low_water_mark():
     # one path, one server, 100 us: depth 4 fills, then no refill until only 1 is in flight
     paths = [PathModel("sda", (8, 0), ServiceTime(100_000), parallelism=1)]
     table = "0 2097152 multipath 0 0 1 1 round-robin 0 1 0 sda"
-    jobs = job("[j]\nrw=read\nbs=4k\nnumber_ios=8\niodepth=4\niodepth_low=1\nwrite_lat_log\n")
+    jobs = job("[j]\nrw=read\nbs=4k\nnumber_ios=8\nioengine=libaio\niodepth=4\niodepth_low=1\nwrite_lat_log\n")
     r = simulate(table, paths, jobs)
     lats = sorted(lat for _, lat, _, _ in r.jobs[0].log.samples)
     # I1-I4 at 0 (done at 100..400 us); only at 300 us (1 left) are I5-I7 sent (done 500, 600, 700);
     # at 600 us (1 left) the last one (done 800): latencies 100,200,300,400, 200,300,400, 200
     assert lats == [100_000, 200_000, 200_000, 200_000, 300_000, 300_000, 400_000, 400_000]
     assert r.runtime_ns == 800_000
-    plain = simulate(table, paths, job("[j]\nrw=read\nbs=4k\nnumber_ios=8\niodepth=4\n"))
+    plain = simulate(table, paths, job("[j]\nrw=read\nbs=4k\nnumber_ios=8\nioengine=libaio\niodepth=4\n"))
     assert plain.jobs[0].read_lat.max == 400_000 and plain.jobs[0].read_lat.min == 100_000
 
 
@@ -355,7 +355,7 @@ def test_open_loop_jobs_run_in_the_compiled_core():
 # -- verify, flow, wait_for -------------------------------------------------------
 
 def test_verify_reads_back_after_the_writes():
-    jobs = job("[j]\nrw=randwrite\nbs=4k\nsize=256k\nverify=crc32c\niodepth=8\nwrite_lat_log\n")
+    jobs = job("[j]\nrw=randwrite\nbs=4k\nsize=256k\nverify=crc32c\nioengine=libaio\niodepth=8\nwrite_lat_log\n")
     r = simulate(T2, two_paths(dist=Exponential), jobs)
     r.check_accounting()
     j = r.jobs[0]
@@ -364,15 +364,15 @@ def test_verify_reads_back_after_the_writes():
     last_write = max(t for t, _, d, _ in samples if d == 1)
     first_read_submit = min(t - lat for t, lat, d, _ in samples if d == 0)
     assert first_read_submit >= last_write                   # the read-back starts once writes completed
-    r = _run("[j]\nrw=randwrite\nbs=4k\nsize=256k\nverify=md5\nverify_backlog=8\niodepth=4\n")
+    r = _run("[j]\nrw=randwrite\nbs=4k\nsize=256k\nverify=md5\nverify_backlog=8\nioengine=libaio\niodepth=4\n")
     assert r.jobs[0].read_lat.n == 64
     assert _run("[j]\nrw=read\nsize=64k\nverify=meta\n").jobs[0].read_lat.n == 16   # reads verify themselves
     assert _run("[j]\nrw=write\nsize=64k\nverify=md5\ndo_verify=0\n").jobs[0].read_lat.n == 0
 
 
 def test_flow_keeps_the_weights():
-    r = _run("[a]\nrw=read\nbs=4k\nflow=1\nnumber_ios=4000\niodepth=4\nwrite_iops_log\n"
-             "[b]\nrw=write\nbs=4k\nflow=3\nnumber_ios=3000\niodepth=4\n")
+    r = _run("[a]\nrw=read\nbs=4k\nflow=1\nnumber_ios=4000\nioengine=libaio\niodepth=4\nwrite_iops_log\n"
+             "[b]\nrw=write\nbs=4k\nflow=3\nnumber_ios=3000\nioengine=libaio\niodepth=4\n")
     a, b = r.jobs
     assert (a.completed, b.completed) == (4000, 3000) and b.end_ns < a.end_ns
     # while both run, b issues 3 for each of a's: when b's 3000 are done, a has done about 1000
@@ -382,7 +382,7 @@ def test_flow_keeps_the_weights():
 
 def test_latency_target_finds_a_depth_then_runs_one_window_there():
     # 2 paths x 4 servers x 100 us: up to depth 8 every I/O takes 100 us, beyond it they queue
-    text = ("[j]\nrw=randread\nbs=4k\niodepth=64\nlatency_target=150us\nlatency_window=2ms\n"
+    text = ("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=64\nlatency_target=150us\nlatency_window=2ms\n"
             "latency_percentile=50\nruntime=1s\n")
     r = _run(text)
     j = r.jobs[0]
@@ -394,7 +394,7 @@ def test_latency_target_finds_a_depth_then_runs_one_window_there():
 
 
 def test_latency_target_unmet_at_depth_1_fails_the_job():
-    r = _run("[j]\nrw=randread\nbs=4k\niodepth=8\nlatency_target=50us\nruntime=1s\n")
+    r = _run("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=8\nlatency_target=50us\nruntime=1s\n")
     j = r.jobs[0]
     assert j.completed == 1 and "ETIMEDOUT" in j.first_error     # fio: "max latency exceeded"
 
@@ -561,7 +561,7 @@ def test_mixed_sizes_trims_and_open_loop_run_in_the_compiled_core(text):
 
 @pytest.mark.parametrize("text", [
     "[j]\nrw=write\nverify=md5\nsize=64k\n", "[a]\nsize=64k\n[b]\nwait_for=a\nsize=64k\n",
-    "[j]\nsize=64k\nwrite_iops_log\n", "[j]\nsize=64k\nlatency_target=1ms\niodepth=8\n",
+    "[j]\nsize=64k\nwrite_iops_log\n", "[j]\nsize=64k\nlatency_target=1ms\nioengine=libaio\niodepth=8\n",
 ])
 def test_the_compiled_core_leaves_new_features_to_the_python_engine(text):
     auto = Simulation(T2, two_paths(dist=Exponential), job(text))

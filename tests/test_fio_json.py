@@ -58,7 +58,7 @@ def _job_shape(doc):
 
 def test_json_has_the_shape_and_key_order_of_fio_3_33():
     real = _capture("randrw.json")
-    ours = _run("[global]\nbs=4k\n[randrw]\nrw=randrw\niodepth=4\nnumber_ios=4096\n")
+    ours = _run("[global]\nbs=4k\n[randrw]\nrw=randrw\nioengine=libaio\niodepth=4\nnumber_ios=4096\n")
     assert [k for k in ours if k != "mpath"] == list(real)
     assert list(ours["jobs"][0]) == list(real["jobs"][0])
     for d in ("read", "write", "trim"):
@@ -71,7 +71,7 @@ def test_json_has_the_shape_and_key_order_of_fio_3_33():
 
 def test_json_plus_omits_what_fio_omits_and_fills_what_it_fills():
     real = _capture("randread-latpct.jsonplus.json")
-    ours = _run("[latpct]\nrw=randread\nbs=4k\niodepth=2\nlat_percentiles=1\nnumber_ios=3000\n", plus=True)
+    ours = _run("[latpct]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=2\nlat_percentiles=1\nnumber_ios=3000\n", plus=True)
     assert _job_shape(ours) == _job_shape(real)
     for doc in (real, ours):
         job = doc["jobs"][0]
@@ -104,7 +104,7 @@ def test_fio_jsonplus_clat2csv_converts_and_validates_our_json_plus(tmp_path):
     val = subprocess.run(tool_cmd + ["--validate", str(src), dest], capture_output=True, text=True, timeout=120)
     assert val.returncode == 0 and "lat_job0.csv validated" in val.stdout, val.stdout + val.stderr
     # and a mixed read/write job with lat_percentiles (bins in both lat objects)
-    doc = _run("[global]\nbs=4k\nlat_percentiles=1\n[a]\nrw=randrw\niodepth=4\nnumber_ios=2000\n"
+    doc = _run("[global]\nbs=4k\nlat_percentiles=1\n[a]\nrw=randrw\nioengine=libaio\niodepth=4\nnumber_ios=2000\n"
                "[b]\nrw=read\nnumber_ios=300\n", plus=True)
     src.write_text(json.dumps(doc))
     for args in (tool_cmd + [str(src), dest], tool_cmd + ["--validate", str(src), dest]):
@@ -126,7 +126,7 @@ def test_bw_and_iops_samples_per_500ms_window_hand_computed():
     topo = topology_from_dict(tomllib.loads('[multipath]\ntable = "0 8 multipath 0 0 1 1 round-robin 0 1 1 sdb 1"\n'
                           '[paths.sdb]\ndevt = "8:16"\nservice = "100us"\nparallelism = 1\n'
                           'faults = [ { at = "750050us", action = "slow", factor = 2 } ]\n'), "t.toml")
-    jf = parse_fio("[j]\nrw=write\nbs=4k\niodepth=1\nruntime=1200ms\ntime_based\n")
+    jf = parse_fio("[j]\nrw=write\nbs=4k\nioengine=libaio\niodepth=1\nruntime=1200ms\ntime_based\n")
     r = run_simulation(topo, jf)
     (job,) = r.jobs
     assert [w[4] for w in job.rate_windows.windows][:2] == [4999, 3751]     # write I/Os per window
@@ -154,7 +154,7 @@ def test_short_run_has_no_samples_like_fio():
 
 
 def test_iodepth_level_and_latency_clamps():
-    job = _run("[j]\nrw=randread\nbs=4k\niodepth=32\nnumber_ios=20000\n")["jobs"][0]
+    job = _run("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=32\nnumber_ios=20000\n")["jobs"][0]
     lvl = job["iodepth_level"]
     # depths 1..31 once each while filling the queue, then 32 for the rest; fio shows a non-empty slot as >= 0.1
     assert lvl["1"] == lvl["2"] == lvl["4"] == lvl["8"] == lvl["16"] == 0.1
@@ -182,7 +182,7 @@ def test_fio_plot_reads_our_json_in_every_json_mode(tmp_path):
     d1.mkdir()
     d2.mkdir()
     for depth in (1, 8):
-        doc = _run("[global]\nrw=randread\nbs=4k\nnumjobs=1\niodepth=%d\n[j]\nnumber_ios=3000\n" % depth)
+        doc = _run("[global]\nrw=randread\nbs=4k\nnumjobs=1\nioengine=libaio\niodepth=%d\n[j]\nnumber_ios=3000\n" % depth)
         for d in (d1, d2):
             (d / ("randread-%d-1.json" % depth)).write_text(json.dumps(doc))
     modes = {"-l": ["-i", str(d1), "-n", "1"], "-N": ["-i", str(d1), "-d", "8"], "-L": ["-i", str(d1), "-t", "iops"],
@@ -202,7 +202,7 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 @given(st.sampled_from(["read", "write", "randrw"]), st.integers(1, 70), st.integers(1, 3), st.booleans(),
        st.integers(50, 3000))
 def test_json_invariants_on_random_jobs(rw, depth, numjobs, group, ios):
-    text = "[j]\nrw=%s\nbs=4k\niodepth=%d\nnumjobs=%d\nnumber_ios=%d\n%s" % (
+    text = "[j]\nrw=%s\nbs=4k\nioengine=libaio\niodepth=%d\nnumjobs=%d\nnumber_ios=%d\n%s" % (
         rw, depth, numjobs, ios, "group_reporting\n" if group else "")
     doc = _run(text, plus=True)
     assert len(doc["jobs"]) == (1 if group else numjobs)
@@ -228,3 +228,20 @@ def test_json_invariants_on_random_jobs(rw, depth, numjobs, group, ios):
 def test_percentile_list_is_printed_sorted_as_fio_does():
     w = _run("[j]\nrw=write\nbs=4k\nnumber_ios=500\npercentile_list=99.9:50:1\n")["jobs"][0]["write"]
     assert list(w["clat_ns"]["percentile"]) == ["1.000000", "50.000000", "99.900000"]
+
+
+@pytest.mark.parametrize("engine,in_flight", [("", 1), ("ioengine=psync\n", 1), ("ioengine=sync\n", 1),
+                                              ("ioengine=null\n", 32), ("ioengine=libaio\n", 32),
+                                              ("ioengine=io_uring\n", 32)])
+def test_synchronous_engines_run_one_io_at_a_time_as_fio_does(engine, in_flight):
+    # fio 3.33, `--ioengine=psync --iodepth=32` (psync is the default): "note: both iodepth >= 1 and
+    # synchronous I/O engine are selected, queue depth will be capped at 1"; its JSON: iodepth_level
+    # {"1": 100.0, ...} and latency_depth 32.  The null engine is synchronous only at iodepth 1.
+    [j] = parse_fio("[j]\n%srw=randread\nbs=4k\niodepth=32\nnumber_ios=640\n" % engine).jobs
+    assert j.iodepth == in_flight and j.iodepth_option == 32
+    assert any("caps the queue depth at 1" in n for n in j.notes) == (in_flight == 1)
+    doc = _run("[j]\n%srw=randread\nbs=4k\niodepth=32\nnumber_ios=640\n" % engine)["jobs"][0]
+    assert doc["latency_depth"] == 32
+    assert doc["iodepth_level"]["1"] == (100.0 if in_flight == 1 else pytest.approx(100 / 640, abs=0.1))
+    assert doc["iodepth_level"][">=64" if in_flight > 32 else "32"] == (0.0 if in_flight == 1 else
+                                                                         pytest.approx(100 * 609 / 640, abs=0.2))

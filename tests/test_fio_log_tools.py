@@ -126,7 +126,7 @@ def _parser_out(script, args, cwd):
 
 def test_fiologparser_reads_our_bw_and_clat_logs(tmp_path):
     size = 10 << 20
-    r = _run("[m]\nrw=read\nbs=4k\nsize=10m\niodepth=4\nnumjobs=2\nlog_avg_msec=%d\nwrite_bw_log=m\n"
+    r = _run("[m]\nrw=read\nbs=4k\nsize=10m\nioengine=libaio\niodepth=4\nnumjobs=2\nlog_avg_msec=%d\nwrite_bw_log=m\n"
              "write_lat_log=m\n" % AVG_MS, tmp_path)
     script = _fiologparser(tmp_path)
     logs = {kind: [_log(tmp_path / ("m_%s.%d.log" % (kind, n))) for n in (1, 2)] for kind in ("bw", "clat")}
@@ -217,7 +217,7 @@ def test_fio_plot_graph_mode_reads_our_logs(tmp_path, monkeypatch):
     """The same through the CLI: `mpathlab run` writes the logs into the current directory."""
     require_module("fio_plot", "fio-plot (PyPI, a test dependency) must draw mpathlab's fio logs (-g)")
     name = "randread-iodepth-8-numjobs-1"     # the file names fio-plot looks for
-    (tmp_path / "j.fio").write_text("[%s]\nrw=randread\nbs=4k\nsize=16m\niodepth=8\nwrite_lat_log=%s\n"
+    (tmp_path / "j.fio").write_text("[%s]\nrw=randread\nbs=4k\nsize=16m\nioengine=libaio\niodepth=8\nwrite_lat_log=%s\n"
                                     "write_iops_log=%s\nwrite_bw_log=%s\nlog_avg_msec=10\n" % ((name,) * 4))
     monkeypatch.chdir(tmp_path)
     assert main(["run", "--table", T2_CLI, "j.fio", "--no-progress"]) == 0

@@ -41,18 +41,18 @@ time_based
 
 def test_env_expansion(monkeypatch):
     monkeypatch.setenv("DEPTH", "32")
-    assert parse_fio("[j]\niodepth=${DEPTH}\nsize=4k\n").jobs[0].iodepth == 32
+    assert parse_fio("[j]\nioengine=libaio\niodepth=${DEPTH}\nsize=4k\n").jobs[0].iodepth == 32
     assert parse_fio("[j]\nbs=${NOPE}8k\nsize=64k\n").jobs[0].bs == 8192   # unset: empty string, as fio
     with pytest.raises(FioError, match=r"\$\{NOPE\} is not set"):
-        parse_fio("[j]\niodepth=${NOPE}\nsize=4k\n")
+        parse_fio("[j]\nioengine=libaio\niodepth=${NOPE}\nsize=4k\n")
 
 
 @pytest.mark.parametrize("text,msg", [
     ("[j]\nfrobnicate=1\nsize=1m\n", "line 2 [j]: unknown fio option 'frobnicate'"),
     ("[j]\nrw=sideways\nsize=1m\n", "rw=sideways: 'sideways' is not one of"),
     ("[j]\nbs=4q\nsize=1m\n", "unit 'q' is not one fio knows (it would read '4q' as 4 bytes)"),
-    ("[j]\niodepth=0\nsize=1m\n", "iodepth=0: must be between 1 and 65536"),
-    ("[j]\niodepth=x\nsize=1m\n", "iodepth=x: 'x' is not a number"),
+    ("[j]\nioengine=libaio\niodepth=0\nsize=1m\n", "iodepth=0: must be between 1 and 65536"),
+    ("[j]\nioengine=libaio\niodepth=x\nsize=1m\n", "iodepth=x: 'x' is not a number"),
     ("[global]\nbs=4k\n", "no job sections"),
     ("bs=4k\n[j]\n", "outside any [section]"),
     ("[j\nbs=4k\n", "malformed section header"),

@@ -187,7 +187,7 @@ def test_run_report_and_sweep_point_with_a_c_selector(md, tmp_path):
     name = c_name(md, "queue-length")
     assert parse_selector_spec(name + ":1") == (name, ["1"])
     topo_path = os.path.join(HERE, "hst-2020.toml")
-    job = "[j]\nrw=randwrite\nbs=4k\niodepth=8\nnumber_ios=2000\n"
+    job = "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=8\nnumber_ios=2000\n"
     res_c = run_simulation(load_topology(topo_path), parse_fio(job), selector=name, seed=3)
     res_py = run_simulation(load_topology(topo_path), parse_fio(job), selector="queue-length", seed=3)
     from mpathlab.sim import fast
@@ -214,7 +214,7 @@ def test_cli_build_run_and_diff(md, capsys, tmp_path):
     out = capsys.readouterr().out
     assert "minimal trace" in out and "select nr_bytes" in out
     job = tmp_path / "j.fio"
-    job.write_text("[j]\nrw=randread\nbs=4k\niodepth=4\nnumber_ios=500\n")
+    job.write_text("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=4\nnumber_ios=500\n")
     assert main(["run", "--table", "0 100 multipath 0 0 1 1 round-robin 0 2 1 sda 1 sdb 1", str(job),
                  "--selector", "c:" + rr, "--json", "--no-progress"]) == 0
     assert json.loads(capsys.readouterr().out)["jobs"]

@@ -17,7 +17,7 @@ JOB = os.path.join(HERE, "hosts-8x4.fio")
 
 def test_one_host_is_the_single_host_run():
     topo, cfg = load_multihost(TOPO)
-    jobs = parse_fio("[j]\nrw=randread\nbs=4k\niodepth=8\nnumber_ios=2000\n").jobs
+    jobs = parse_fio("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=8\nnumber_ios=2000\n").jobs
     kw = topo.sim_kwargs()
     kw.pop("messages")
     for sel in ("historical-service-time", "p2c"):
@@ -32,7 +32,7 @@ def test_hosts_share_a_port_queue():
     """Two hosts, one single-server port at a constant 100 us, depth 1 each: the port serves them in turn,
     so every I/O but the very first waits for the other host's (200 us) and 20 I/Os take 2 ms."""
     port = PathModel("pA", (8, 0), ServiceTime(100_000), parallelism=1)
-    jobs = parse_fio("[j]\nrw=randread\nbs=4k\niodepth=1\nnumber_ios=10\n").jobs
+    jobs = parse_fio("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=1\nnumber_ios=10\n").jobs
     sim = MultiHostSimulation("0 100 multipath 0 0 1 1 queue-length 0 1 1 pA 1", [port], jobs, hosts=2,
                               engine="python", window_ns=10 ** 6)
     res = sim.run()
@@ -72,7 +72,7 @@ def test_multihost_input_errors(tmp_path):
 
 def test_per_host_accounting_and_port_load():
     topo, cfg = load_multihost(TOPO)
-    jobs = parse_fio("[j]\nrw=randread\nbs=4k\niodepth=4\nnumber_ios=500\n")
+    jobs = parse_fio("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=4\nnumber_ios=500\n")
     r = run_multihost(topo, cfg, jobs, selector="service-time", seed=3)
     assert r.completed == 8 * 500 and len(r.host_latency) == 8
     assert all(sum(hp.values()) == 500 for hp in r.host_port)      # no faults: one dispatch per I/O

@@ -285,7 +285,7 @@ def _topo():
 
 def test_engine_runs_the_head_and_the_compiled_core_refuses_it():
     topo = _topo()
-    jobs = parse_fio("[j]\nrw=randread\nbs=4k\niodepth=16\nnumjobs=2\nnumber_ios=3000\n")
+    jobs = parse_fio("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=16\nnumjobs=2\nnumber_ios=3000\n")
     res = run_simulation(topo, jobs, selector="nvme:queue-depth")
     assert res.engine == "python" and res.completed == 6000 and res.selector == "nvme:queue-depth"
     cfg = topo.nvme
@@ -408,7 +408,7 @@ def _loss_doc(**nv):
 
 
 def test_ctrl_loss_tmo_and_fast_io_fail_tmo():
-    job = parse_fio("[j]\nrw=randread\nbs=4k\niodepth=8\nruntime=60ms\ntime_based\ncontinue_on_error=io\n")
+    job = parse_fio("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=8\nruntime=60ms\ntime_based\ncontinue_on_error=io\n")
     # default ctrl_loss_tmo (600 s): both links down 20-31 ms, I/O waits on the head; b comes back: no error
     r = run_simulation(topology_from_dict(_loss_doc(), "t"), job)
     assert r.errored == 0 and r.pending == 0

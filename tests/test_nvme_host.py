@@ -26,7 +26,7 @@ def doc(nvme=None, host=None, **paths):
 
 
 def jobs(text):
-    return parse_fio("[j]\nrw=randread\nbs=4k\n" + text)
+    return parse_fio("[j]\nioengine=libaio\nrw=randread\nbs=4k\n" + text)
 
 
 # ------------------------------------------------------------------ task 1: one host model

@@ -191,7 +191,7 @@ def _doc(**mp):
     return d
 
 
-JOB = parse_fio("[j]\nrw=randwrite\nbs=4k\niodepth=8\nnumber_ios=3000\n").jobs
+JOB = parse_fio("[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=8\nnumber_ios=3000\n").jobs
 
 
 def _shares(topo, **kw):
@@ -260,7 +260,7 @@ def test_a_sweep_point_runs_under_its_kernel():
     # run_point is what a Dask worker runs; --kernels adds ("multipath.kernel", [...]) to the --set list.
     from mpathlab.sweep import run_point
     doc = _doc()
-    job = "[j]\nrw=randwrite\nbs=4k\niodepth=8\nnumber_ios=3000\n"
+    job = "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=8\nnumber_ios=3000\n"
     rows = {k: run_point(doc, "t", ".", job, {"selector": "historical-service-time", "iodepth": 8, "seed": 1,
                                               "set": {"multipath.kernel": k}}) for k in ("5.15", "6.1")}
     assert rows["5.15"]["multipath.kernel"] == "5.15"

@@ -19,7 +19,7 @@ from mpathlab.workload.topology import load_topology
 
 EX = os.path.join(os.path.dirname(__file__), "..", "examples")
 TOPO = os.path.join(HERE, "hst-2020.toml")
-JOB = "[j]\nrw=randwrite\nbs=4k\niodepth=16\nnumber_ios=4000\n"
+JOB = "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=16\nnumber_ios=4000\n"
 SELECTORS = ("round-robin", "queue-length", "service-time", "historical-service-time")
 
 
@@ -193,7 +193,7 @@ def test_sweep_report_tolerates_extra_columns(sweep_rows):
                                        os.path.join(HERE, "hst-ktime-bio-10disk.toml")])
 def test_terminal_view_fits_100_columns(topo_file):
     topo = load_topology(topo_file)
-    res = run_simulation(topo, parse_fio("[j]\nrw=randwrite\nbs=4k\niodepth=32\nnumber_ios=3000\n"))
+    res = run_simulation(topo, parse_fio("[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=32\nnumber_ios=3000\n"))
     out = run_summary(res)
     assert max(len(line) for line in out.splitlines()) <= 100
     assert "p99.9 us" in out

@@ -57,7 +57,7 @@ def test_queueing_at_a_single_server_device():
     # one path, one server, iodepth 4, constant 100 us: latencies 100,200,300,400 then 400 steady
     p = [PathModel("sda", (8, 0), ServiceTime(100_000), parallelism=1)]
     r = simulate("0 2097152 multipath 0 0 1 1 round-robin 0 1 0 sda", p,
-                 jobs("[j]\nrw=read\nbs=4k\niodepth=4\nnumber_ios=8\n"))
+                 jobs("[j]\nrw=read\nbs=4k\nioengine=libaio\niodepth=4\nnumber_ios=8\n"))
     lat = r.jobs[0].read_lat
     assert (lat.min, lat.max) == (100_000, 400_000)
     assert r.runtime_ns == 800_000
@@ -65,18 +65,18 @@ def test_queueing_at_a_single_server_device():
 
 def test_runs_are_deterministic_for_a_seed():
     a = simulate(table("historical-service-time"), four_paths(4, svc=Exponential),
-                 jobs("[j]\nbs=4k\niodepth=16\nnumber_ios=5000\n"), seed=5)
+                 jobs("[j]\nbs=4k\nioengine=libaio\niodepth=16\nnumber_ios=5000\n"), seed=5)
     b = simulate(table("historical-service-time"), four_paths(4, svc=Exponential),
-                 jobs("[j]\nbs=4k\niodepth=16\nnumber_ios=5000\n"), seed=5)
+                 jobs("[j]\nbs=4k\nioengine=libaio\niodepth=16\nnumber_ios=5000\n"), seed=5)
     c = simulate(table("historical-service-time"), four_paths(4, svc=Exponential),
-                 jobs("[j]\nbs=4k\niodepth=16\nnumber_ios=5000\n"), seed=6)
+                 jobs("[j]\nbs=4k\nioengine=libaio\niodepth=16\nnumber_ios=5000\n"), seed=6)
     assert a.shares == b.shares and a.status_info == b.status_info
     assert a.status_info != c.status_info
 
 
 def test_time_based_runtime_and_numjobs():
     r = simulate(table("queue-length"), four_paths(2, svc=Exponential),
-                 jobs("[j]\nbs=4k\niodepth=4\nnumjobs=3\nruntime=10ms\ntime_based\n"))
+                 jobs("[j]\nbs=4k\nioengine=libaio\niodepth=4\nnumjobs=3\nruntime=10ms\ntime_based\n"))
     r.check_accounting()
     assert len(r.jobs) == 3
     assert 10 * 10 ** 6 <= r.runtime_ns < 12 * 10 ** 6
@@ -113,7 +113,7 @@ def test_latency_histogram_percentiles_close_to_exact():
 
 
 def test_fio_json_keys_and_units():
-    jf = parse_fio("[global]\nrw=randwrite\nbs=4k\n[w]\niodepth=4\nnumber_ios=2000\n")
+    jf = parse_fio("[global]\nrw=randwrite\nbs=4k\n[w]\nioengine=libaio\niodepth=4\nnumber_ios=2000\n")
     r = simulate(table("service-time"), four_paths(2, svc=Exponential), jf.jobs)
     doc = json.loads(json.dumps(fio_json(r, jf.global_options)))
     assert doc["global options"] == {"rw": "randwrite", "bs": "4k"}
@@ -176,7 +176,7 @@ def test_2020_depth64_depends_on_sched_clock_leading_ktime(offset, stale_limited
     from mpathlab.workload.topology import load_topology
     topo = load_topology(os.path.join(HERE, "hst-2020.toml"))
     topo.sched_clock_offset_ns = offset
-    jobs = parse_fio("[j]\nrw=randwrite\nbs=4k\niodepth=64\nnumber_ios=40000\n")
+    jobs = parse_fio("[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=64\nnumber_ios=40000\n")
     sdd = run_simulation(topo, jobs, selector="historical-service-time").shares["sdd"]
     if stale_limited:
         assert 0.09 < sdd < 0.13
@@ -187,8 +187,8 @@ def test_2020_depth64_depends_on_sched_clock_leading_ktime(offset, stale_limited
 def test_io_affinity_follows_the_submitting_cpu():
     paths = four_paths(2, svc=Exponential)
     tbl = "0 2097152 multipath 0 0 1 1 io-affinity 0 4 1 sda 3 sdb c sdc 30 sdd c0"
-    jf = parse_fio("[a]\nbs=4k\niodepth=2\nnumber_ios=300\ncpus_allowed=0-1\n"
-                   "[b]\nbs=4k\niodepth=2\nnumber_ios=100\ncpus_allowed=6\n")
+    jf = parse_fio("[a]\nbs=4k\nioengine=libaio\niodepth=2\nnumber_ios=300\ncpus_allowed=0-1\n"
+                   "[b]\nbs=4k\nioengine=libaio\niodepth=2\nnumber_ios=100\ncpus_allowed=6\n")
     r = simulate(tbl, paths, jf.jobs)
     r.check_accounting()
     assert {p["name"]: p["completed"] for p in r.paths} == {"sda": 300, "sdb": 0, "sdc": 0, "sdd": 100}
@@ -196,9 +196,9 @@ def test_io_affinity_follows_the_submitting_cpu():
 
 
 def test_stonewall_runs_groups_one_after_another():
-    jf = parse_fio("[a]\nrw=read\nbs=4k\niodepth=4\nnumber_ios=400\n"
-                   "[b]\nstonewall\nrw=write\nbs=4k\niodepth=2\nruntime=5ms\ntime_based\n"
-                   "[c]\nrw=write\nbs=4k\niodepth=1\nnumber_ios=10\n")
+    jf = parse_fio("[a]\nrw=read\nbs=4k\nioengine=libaio\niodepth=4\nnumber_ios=400\n"
+                   "[b]\nstonewall\nrw=write\nbs=4k\nioengine=libaio\niodepth=2\nruntime=5ms\ntime_based\n"
+                   "[c]\nrw=write\nbs=4k\nioengine=libaio\niodepth=1\nnumber_ios=10\n")
     r = simulate(table("queue-length"), four_paths(2, svc=Exponential), jf.jobs)
     r.check_accounting()
     a, b, c = r.jobs

@@ -15,7 +15,7 @@ from mpathlab.workload.fio import parse_fio
 from mpathlab.workload.topology import load_topology
 
 TOPO = os.path.join(HERE, "hst-2020.toml")
-JOB = "[j]\nrw=randwrite\nbs=4k\nnumber_ios=2000\n"
+JOB = "[j]\nioengine=libaio\nrw=randwrite\nbs=4k\nnumber_ios=2000\n"
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +103,7 @@ def _pngs(page):
 
 def test_run_report_has_its_plots():
     topo = load_topology(TOPO)
-    jobs = parse_fio("[j]\nrw=randwrite\nbs=4k\niodepth=16\nruntime=20ms\ntime_based\n")
+    jobs = parse_fio("[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=16\nruntime=20ms\ntime_based\n")
     results = {s: run_simulation(topo, jobs, selector=s) for s in ("service-time", "historical-service-time")}
     page = run_report(results, "test report")
     imgs = _pngs(page)

@@ -77,7 +77,7 @@ def test_report_with_seeds_has_a_tail_table(tmp_path):
     from mpathlab.cli import main
     from mpathlab.scenarios import HERE
     job = tmp_path / "j.fio"
-    job.write_text("[j]\nrw=randwrite\nbs=4k\niodepth=8\nnumber_ios=3000\n")
+    job.write_text("[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=8\nnumber_ios=3000\n")
     out = tmp_path / "r.html"
     assert main(["report", os.path.join(HERE, "hst-2020.toml"), str(job), "--selectors",
                  "round-robin,service-time", "--seeds", "1,2,3", "-o", str(out), "--no-progress"]) == 0

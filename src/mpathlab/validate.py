@@ -146,7 +146,7 @@ def cell_host(c: dict) -> Tuple[HostModel, str]:
 def simulate_cell(c: dict, runtime_s: float = 8.0, seed: int = 1,
                   host: Optional[HostModel] = None):
     # the lab's fio command line, as a job file (fio_extra: e.g. "--numjobs=2 --cpus_allowed=0")
-    text = ("[kernel-lab]\nrw=randwrite\nbs=4k\niodepth=%d\nruntime=%dms\ntime_based\n"
+    text = ("[kernel-lab]\nioengine=libaio\nrw=randwrite\nbs=4k\niodepth=%d\nruntime=%dms\ntime_based\n"
             % (int(c["iodepth"]), int(runtime_s * 1000)))
     for opt in str(c.get("fio_extra") or "").split():
         text += opt.lstrip("-") + "\n"

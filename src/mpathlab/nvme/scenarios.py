@@ -152,7 +152,7 @@ class NvmeStudy:
 
     def run(self, selector: str, seed: int = 1, kernel=None):
         # kernel: the dm profile; the NVMe model has no per-release differences yet
-        job = parse_fio("[j]\nrw=randread\nbs=4k\niodepth=32\nnumjobs=2\nruntime=150ms\ntime_based\n")
+        job = parse_fio("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=32\nnumjobs=2\nruntime=150ms\ntime_based\n")
         return run_nvme(self.topology(), job, policy=selector, seed=seed, window_ns=MS)
 
     def summarize(self, study, selector: str, res) -> dict:

@@ -215,7 +215,7 @@ def _job_entry(name: str, groupid: int, jobs, plist, plus: bool, group_agg: Sequ
         "latency_ns": dict(zip(_LAT_RANGES, _lat_pct(lat_n, total))),
         "latency_us": dict(zip(_LAT_RANGES, _lat_pct(lat_u, total))),
         "latency_ms": dict(zip(_LAT_M_RANGES, _lat_pct(lat_m, total))),
-        "latency_depth": spec.iodepth, "latency_target": 0, "latency_percentile": 100.0,
+        "latency_depth": getattr(spec, "iodepth_option", spec.iodepth), "latency_target": 0, "latency_percentile": 100.0,
         "latency_window": 0,
     }
     if spec.continue_on_error:

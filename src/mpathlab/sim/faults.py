@@ -51,14 +51,14 @@ class FaultStudy:
 
 def _fail_reinstate(sel):
     faults = {1: [Fault(20 * MS, "fail"), Fault(60 * MS, "reinstate")]}
-    job = "[j]\nrw=randwrite\nbs=4k\niodepth=64\nruntime=100ms\ntime_based\n"
+    job = "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=64\nruntime=100ms\ntime_based\n"
     return _table(sel, ["sda", "sdb", "sdc", "sdd"]), _paths(4, faults), job, {"window_ns": MS}
 
 
 def _all_fail(sel, queue: bool):
     faults = {i: [Fault(20 * MS, "fail"), Fault(50 * MS, "reinstate")] for i in range(2)}
     feats = "1 queue_if_no_path" if queue else "0"
-    job = "[j]\nrw=randwrite\nbs=4k\niodepth=64\nruntime=100ms\ntime_based\n"
+    job = "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=64\nruntime=100ms\ntime_based\n"
     if not queue:
         job += "continue_on_error=io\n"
     return _table(sel, ["sda", "sdb"], feats), _paths(2, faults), job, {"window_ns": MS}
@@ -66,14 +66,14 @@ def _all_fail(sel, queue: bool):
 
 def _all_fail_bio(sel):
     faults = {i: [Fault(20 * MS, "fail"), Fault(50 * MS, "reinstate")] for i in range(2)}
-    job = "[j]\nrw=randwrite\nbs=4k\niodepth=64\nruntime=100ms\ntime_based\n"
+    job = "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=64\nruntime=100ms\ntime_based\n"
     return (_table(sel, ["sda", "sdb"], "3 queue_if_no_path queue_mode bio"), _paths(2, faults), job,
             {"window_ns": MS})
 
 
 def _slow(sel, depth: int):
     faults = {1: [Fault(50 * MS, "slow", factor=20.0)]}
-    job = "[j]\nrw=randwrite\nbs=4k\niodepth=%d\nruntime=200ms\ntime_based\n" % depth
+    job = "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=%d\nruntime=200ms\ntime_based\n" % depth
     # windows short enough to time the reaction, long enough to hold a few I/Os
     window = MS // 10 if depth >= 16 else MS
     return _table(sel, ["sda", "sdb", "sdc", "sdd"]), _paths(4, faults), job, {"window_ns": window}

@@ -260,7 +260,8 @@ class JobSpec:
         self.bsrange_rwt: Optional[List[Tuple[int, int]]] = None
         self.bssplit_rwt: Optional[List[List[Tuple[int, float]]]] = None
         self.bs_unaligned = False
-        self.iodepth = 1
+        self.iodepth = 1                   # I/Os in flight (1 for a synchronous engine, as fio runs it)
+        self.iodepth_option = 1            # what the file said (fio reports it as latency_depth)
         self.size: Optional[int] = None          # None: the whole device
         self.size_percent: Optional[int] = None
         self.filesize: Optional[int] = None
@@ -983,6 +984,13 @@ def _finish_job(job: JobSpec, source: str, earlier: List[str]) -> None:
         job.read_fraction = 0.5
     elif job.ddir_mode != "mix":
         job.read_fraction = 1.0 if job.ddir_mode == "read" else 0.0
+    job.iodepth_option = job.iodepth
+    if job.iodepth > 1 and not fo.is_async_engine(job.ioengine, job.iodepth) and not job.burns_cpu:
+        # fio runs a synchronous engine's I/O one at a time (its JSON still reports the option)
+        job.notes.append("job %r: ioengine=%s is synchronous: fio caps the queue depth at 1 (iodepth=%d has no "
+                         "effect; ioengine=libaio or io_uring keeps %d in flight)"
+                         % (job.name, job.ioengine, job.iodepth, job.iodepth))
+        job.iodepth = 1
     if job.burns_cpu:
         _finish_cpu_burner(job, where)
     if job.thinktime_spin_ns > job.thinktime_ns:

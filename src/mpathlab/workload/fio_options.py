@@ -87,15 +87,22 @@ APPROXIMATE_ENGINES = {
     "e4defrag": "extent moves are simulated as plain writes of the job's sizes",
 }
 
-# Engines that queue I/O asynchronously (no FIO_SYNCIO in fio): only their
-# submissions are timed separately, so only they write slat log lines (fio's
-# io_u_queued).  fio's null engine is asynchronous only with iodepth > 1.
-ASYNC_ENGINES = frozenset({"libaio", "io_uring", "io_uring_cmd", "posixaio", "solarisaio", "windowsaio",
-                           "rdma", "rbd", "nbd", "libblkio", "xnvme", "gfapi_async", "http", "nfs"})
+# Engines fio flags FIO_SYNCIO: each I/O completes inside its submission, so a
+# job keeps one I/O in flight whatever its iodepth (fio 3.33: "both iodepth >= 1
+# and synchronous I/O engine are selected, queue depth will be capped at 1"),
+# and fio times no submissions (no slat).  psync is fio's default on Linux.
+# The null engine is synchronous only at iodepth 1.  Engines not listed
+# (libaio, io_uring, posixaio, external ones, ...) queue asynchronously.
+SYNC_ENGINES = frozenset({"sync", "psync", "vsync", "pvsync", "pvsync2", "mmap", "splice", "e4defrag", "falloc",
+                          "ftruncate", "filecreate", "filedelete", "filestat", "dircreate", "dirdelete", "dirstat",
+                          "net", "netsplice", "dev-dax", "libpmem", "pmemblk", "mtd", "cpuio", "exec", "gfapi",
+                          "http", "ime_psync", "ime_psyncv", "libzbc", "page_fault"})
 
 
 def is_async_engine(ioengine: str, iodepth: int) -> bool:
-    return ioengine in ASYNC_ENGINES or (ioengine == "null" and iodepth > 1)
+    if ioengine == "null":
+        return iodepth > 1
+    return ioengine not in SYNC_ENGINES
 
 
 RW_CHOICES = ("read", "write", "trim", "randread", "randwrite", "randtrim", "rw", "readwrite", "randrw",
@@ -120,7 +127,8 @@ OPTIONS: List[Opt] = [
        ("blocksize_unaligned",)),
     _O("bs_is_seq_rand", REFUSED, "bool", "bs read,write means sequential,random", "0",
        why="block sizes by sequential/random instead of direction"),
-    _O("iodepth", MODELLED, "int", "I/Os kept in flight by each job clone (closed loop)", "1", lo=1, hi=65536),
+    _O("iodepth", MODELLED, "int", "I/Os kept in flight by each job clone (closed loop); a synchronous "
+       "ioengine (psync, fio's default; sync, mmap, ...) keeps 1, as fio caps it", "1", lo=1, hi=65536),
     _O("numjobs", MODELLED, "int", "clones of this job", "1", lo=1, hi=4096),
     _O("size", MODELLED, "size", "bytes per clone; absent: the whole device (the table's length x 512); "
        "N% of the device", None, unit="bytes", lo=1, hi=S64_MAX),
