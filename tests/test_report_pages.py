@@ -44,7 +44,7 @@ def sweep_rows():
     import tomllib
     with open(TOPO, "rb") as f:
         doc = tomllib.load(f)
-    job = "[j]\nrw=randwrite\nbs=4k\nnumber_ios=1500\n"
+    job = "[j]\nioengine=libaio\nrw=randwrite\nbs=4k\nnumber_ios=1500\n"
     rows = []
     for mean in ("100us", "400us"):
         for sel in ("round-robin", "service-time", "queue-length"):

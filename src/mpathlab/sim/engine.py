@@ -80,7 +80,9 @@ class JobState:
         if self.gen is not None:
             self.remaining = None             # the generator counts bytes and I/Os
         elif spec.time_based:
-            self.remaining = spec.number_ios or None   # loops over the size; number_ios still ends it
+            # loops over the size until the runtime ends (a spec built in code may still bound it with
+            # number_ios; fio 3.33 ignores number_ios under time_based and so does the job-file reader)
+            self.remaining = spec.number_ios or None
         else:
             self.remaining = spec.ios_for(device_bytes)
         self.wake_ns = -1             # a pending EV_SUBMIT for an open-loop job

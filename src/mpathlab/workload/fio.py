@@ -962,8 +962,6 @@ def _finish_job(job: JobSpec, source: str, earlier: List[str]) -> None:
             job.io_size = n * job.zonesize
     if job.wait_for is not None and job.wait_for not in earlier:
         raise FioError("%s: wait_for=%s names no job before it (fio refuses that)" % (where, job.wait_for))
-    if job.wait_for is not None and job.stonewall:
-        pass
     if job.time_based and not job.runtime_ns:
         # fio 3.33: "time_based requires a runtime/timeout setting", then runs without it
         job.time_based = False
@@ -997,15 +995,10 @@ def _finish_job(job: JobSpec, source: str, earlier: List[str]) -> None:
         job.thinktime_spin_ns = job.thinktime_ns     # fio clamps it
     if any(job.rate_bps) and any(job.rate_iops):
         raise FioError("%s: rate and rate_iops are mutually exclusive (fio refuses both)" % where)
-    for d in job.ddirs:
-        if (job.rate_bps[d] or job.rate_iops[d]) and job.rate_bps[d] == 0 and job.rate_iops[d] == 0:
-            pass
     rated = [d for d in job.ddirs if job.rate_bps[d] or job.rate_iops[d]]
     if rated and len(rated) != len(job.ddirs):
         unrated = [DDIR_NAMES[d] for d in job.ddirs if d not in rated]
         job.notes.append("job %r: no rate for %s: those I/Os are not throttled" % (job.name, "/".join(unrated)))
-    if job.mixed_sizes and job.ddir_mode == "trimwrite":
-        pass
     size = job.region_bytes(None)
     if size is not None and job.io_size is None and size < job.bs and not job.time_based and not job.burns_cpu:
         raise FioError("%s: size %d is smaller than the block size %d (fio refuses: size too small)"
