@@ -200,8 +200,7 @@ typedef struct {
     int64_t dispatched, completed, in_flight, peak_in_flight, errors;
     int offline;            /* PathDevice.offline: a 'fail' fault */
     int64_t fail_latency_ns;
-    int64_t *queue;         /* ring buffer of io ids */
-    int64_t qhead, qlen, qcap;
+    ring_t queue;           /* ios waiting for the device (PathDevice.queue) */
     /* selector per-path state */
     uint32_t repeat_count, rt;
     int32_t qlen_sel;       /* queue-length: atomic int */
@@ -1186,20 +1185,7 @@ static int arrive(sim_t *s, int64_t id)
         p->busy++;
         return push_ev(s, s->now + service_ns(p, io->nr_bytes), EV_DONE, id);
     }
-    if (p->qlen == p->qcap) {
-        int64_t nc = p->qcap ? p->qcap * 2 : 64;
-        int64_t *nq = PyMem_Malloc((size_t)nc * sizeof(int64_t));
-        if (!nq) return -1;
-        for (int64_t i = 0; i < p->qlen; i++)
-            nq[i] = p->queue[(p->qhead + i) % p->qcap];
-        PyMem_Free(p->queue);
-        p->queue = nq;
-        p->qhead = 0;
-        p->qcap = nc;
-    }
-    p->queue[(p->qhead + p->qlen) % p->qcap] = id;
-    p->qlen++;
-    return 0;
+    return ring_push(&p->queue, id);
 }
 
 /* ------------------------------------------------- IoGen (sim/arrival.py) */
@@ -1741,10 +1727,8 @@ static int fault(sim_t *s, int fi)
     switch (s->fault_action[fi]) {
     case FAULT_FAIL:    /* Simulation.fail_device */
         p->offline = 1;
-        while (p->qlen) {
-            int64_t id = p->queue[p->qhead];
-            p->qhead = (p->qhead + 1) % p->qcap;
-            p->qlen--;
+        while (p->queue.len) {
+            int64_t id = ring_pop(&p->queue);
             if (push_ev(s, s->now + p->fail_latency_ns, EV_ERRDONE, id) < 0) return -1;
         }
         return 0;
@@ -1804,10 +1788,8 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
         s->events++;
         if (e.kind == EV_DONE) {
             path_t *p = &s->paths[s->ios[e.obj].path];
-            if (p->qlen) {
-                int64_t nxt = p->queue[p->qhead];
-                p->qhead = (p->qhead + 1) % p->qcap;
-                p->qlen--;
+            if (p->queue.len) {
+                int64_t nxt = ring_pop(&p->queue);
                 if (push_ev(s, e.t + service_ns(p, s->ios[nxt].nr_bytes), EV_DONE, nxt) < 0)
                     return -1;
             } else {
@@ -1929,7 +1911,7 @@ static void sim_free(sim_t *s)
 {
     if (s->paths) {
         for (int i = 0; i < s->npaths; i++) {
-            PyMem_Free(s->paths[i].queue);
+            PyMem_Free(s->paths[i].queue.v);
             PyMem_Free(s->paths[i].samples);
             for (int h = 0; s->paths[i].hw && h < s->paths[i].nhw; h++) {
                 PyMem_Free(s->paths[i].hw[h].dispatch.v);
@@ -2241,7 +2223,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
                     || s.heap.ev[i].kind == EV_RETRY || s.heap.ev[i].kind == EV_ERRDONE) pending++;
         pending += s.waiting.len;
         for (int i = 0; i < s.npaths; i++) {
-            pending += s.paths[i].qlen;
+            pending += s.paths[i].queue.len;
             for (int h = 0; h < s.paths[i].nhw; h++)
                 pending += s.paths[i].hw[h].dispatch.len + s.paths[i].hw[h].sleepers.len;
             s.paths[i].in_flight = 0;
