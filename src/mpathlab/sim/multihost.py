@@ -30,7 +30,7 @@ from typing import Dict, List, Optional
 
 from ..target import construct, mapping_resolver, split_table_line
 from ..units import UnitError, parse_duration_ns
-from ..workload.topology import Topology, TopologyError, topology_from_dict
+from ..workload.topology import Topology, TopologyError, reject_unknown_keys, topology_from_dict
 from .engine import SimResult, Simulation
 from .stats import LatencyStats, merged_latency
 
@@ -66,10 +66,7 @@ def _multihost_from_dict(doc: dict, path: str):
     hosts = doc.pop("hosts", None)
     if not isinstance(hosts, dict):
         raise TopologyError("%s: a multi-host topology needs a [hosts] section with count = N" % src)
-    bad = set(hosts) - HOST_KEYS
-    if bad:
-        raise TopologyError("%s: [hosts] has unknown key(s) %s" % (src, ", ".join(sorted(bad))),
-                            key=("hosts", sorted(bad)[0]))
+    reject_unknown_keys(hosts, HOST_KEYS, src, "hosts")
     count = hosts.get("count")
     if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 1024:
         raise TopologyError("%s: [hosts] count must be a whole number from 1 to 1024" % src, key=("hosts", "count"))

@@ -68,6 +68,15 @@ class TopologyError(ValueError):
         self.key = key        # (section, key): load_topology adds the line it is on
 
 
+def reject_unknown_keys(table: dict, allowed, src: str, section: str) -> None:
+    """A [section] with a key the reader does not know: refused, naming the key (and, through
+    load_topology, the line of the first one)."""
+    bad = set(table) - set(allowed)
+    if bad:
+        raise TopologyError("%s: [%s] has unknown key(s) %s" % (src, section, ", ".join(sorted(bad))),
+                            key=(section, sorted(bad)[0]))
+
+
 class Topology:
     def __init__(self, table: str, paths: List[PathModel], *, hz: int = 250, rq_stats: bool = True,
                  force_jiffies_start: Optional[bool] = None, uptime_ns: int = 3600 * 10 ** 9, seed: int = 1,
@@ -351,10 +360,7 @@ def _host(h, src: str) -> Optional[HostModel]:
         return None
     if not isinstance(h, dict):
         raise TopologyError("%s: [host] must be a table" % src)
-    bad = set(h) - _HOST_KEYS
-    if bad:
-        raise TopologyError("%s: [host] has unknown key(s) %s" % (src, ", ".join(sorted(bad))),
-                            key=("host", sorted(bad)[0]))
+    reject_unknown_keys(h, _HOST_KEYS, src, "host")
     cpus = _whole(h.get("cpus", 1), src, "host", "cpus")
     costs = {}
     for key in ("submit_cost", "complete_cost", "wake_cost", "work_latency"):
