@@ -88,7 +88,6 @@ def set_dotted(doc: dict, key: str, value) -> None:
 def run_point(doc: dict, source: str, base_dir: str, job_text: str, point: dict) -> dict:
     """One sweep point (runs on a Dask worker): returns a flat result row."""
     from .runner import run_simulation
-    from .workload import fio_options as fo
     from .workload.fio import parse_fio
     from .workload.topology import topology_from_dict
 
@@ -98,10 +97,7 @@ def run_point(doc: dict, source: str, base_dir: str, job_text: str, point: dict)
     topo = topology_from_dict(d, source, base_dir)
     jobs = parse_fio(job_text, source="job")
     for j in jobs.jobs:
-        # as if the file said it: a synchronous engine still runs one I/O at a time (fio's cap)
-        j.iodepth = j.iodepth_option = point["iodepth"]
-        if not fo.is_async_engine(j.ioengine, j.iodepth):
-            j.iodepth = 1
+        j.set_iodepth(point["iodepth"])     # as if the file said it (a synchronous engine: 1 in flight)
     res = run_simulation(topo, jobs, selector=point["selector"], seed=point["seed"])
     from .sim.stats import merged_latency
     lat = merged_latency(res.jobs)

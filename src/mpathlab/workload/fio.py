@@ -356,6 +356,14 @@ class JobSpec:
         """The job's block size (of its first direction; the smallest of a mix)."""
         return min(s for s, _ in self.sizes_of(self.ddirs[0]))
 
+    def set_iodepth(self, depth: int) -> bool:
+        """Take iodepth as a job file says it: fio keeps that many in flight only with an engine that
+        queues I/O; a synchronous one runs one at a time.  True when it was capped so."""
+        self.iodepth_option = depth
+        capped = depth > 1 and not fo.is_async_engine(self.ioengine, depth)
+        self.iodepth = 1 if capped else depth
+        return capped
+
     @property
     def burns_cpu(self) -> bool:
         """ioengine=cpuio: each 'I/O' is a burn of cpu_cycle_us on the job's CPU
@@ -982,13 +990,11 @@ def _finish_job(job: JobSpec, source: str, earlier: List[str]) -> None:
         job.read_fraction = 0.5
     elif job.ddir_mode != "mix":
         job.read_fraction = 1.0 if job.ddir_mode == "read" else 0.0
-    job.iodepth_option = job.iodepth
-    if job.iodepth > 1 and not fo.is_async_engine(job.ioengine, job.iodepth) and not job.burns_cpu:
+    if job.set_iodepth(job.iodepth) and not job.burns_cpu:
         # fio runs a synchronous engine's I/O one at a time (its JSON still reports the option)
         job.notes.append("job %r: ioengine=%s is synchronous: fio caps the queue depth at 1 (iodepth=%d has no "
                          "effect; ioengine=libaio or io_uring keeps %d in flight)"
-                         % (job.name, job.ioengine, job.iodepth, job.iodepth))
-        job.iodepth = 1
+                         % (job.name, job.ioengine, job.iodepth_option, job.iodepth_option))
     if job.burns_cpu:
         _finish_cpu_burner(job, where)
     if job.thinktime_spin_ns > job.thinktime_ns:
@@ -1020,7 +1026,6 @@ def _finish_cpu_burner(job: JobSpec, where: str) -> None:
     job.thinktime_spin_ns = 0
     job.thinktime_blocks = 1
     job.thinktime_blocks_type = "complete"
-    job.iodepth = 1                           # a synchronous engine
     if not (job.runtime_ns or job.number_ios or job.exit_on_io_done):
         raise FioError("%s: ioengine=cpuio without runtime=, number_ios= or exit_on_io_done=1 burns until fio "
                        "is killed; give one of them" % where)
