@@ -158,7 +158,7 @@ def _lat_pct(counts: Sequence[int], total: int) -> List[float]:
     return _percents(counts, total, 0.01)
 
 
-def _usr_cpu(jobs) -> float:
+def usr_cpu(jobs) -> float:
     """Percent of the run the clones spent on a CPU in user space: a cpuio burner's spin time
     (sim/host.py); the simulator charges I/O jobs' CPU work to the kernel, not to fio (0)."""
     runtime = sum(j.end_ns - j.start_ns for j in jobs)
@@ -208,7 +208,7 @@ def _job_entry(name: str, groupid: int, jobs, plist, plus: bool, group_agg: Sequ
                             group_agg[1]),
         "trim": _direction(trim, tb, runtime_ms, plist, spec, plus, samples[2][0], samples[2][1], group_agg[2]),
         "sync": {"total_ios": 0, "lat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}},
-        "job_runtime": runtime_ms, "usr_cpu": _usr_cpu(jobs), "sys_cpu": 0.0, "ctx": 0, "majf": 0, "minf": 0,
+        "job_runtime": runtime_ms, "usr_cpu": usr_cpu(jobs), "sys_cpu": 0.0, "ctx": 0, "majf": 0, "minf": 0,
         "iodepth_level": dict(zip(_DEPTH_KEYS, _dist(depth, submitted))),
         "iodepth_submit": dict(zip(_SUBMIT_KEYS, _dist(one_per_call, submitted))),
         "iodepth_complete": dict(zip(_SUBMIT_KEYS, _dist(reaped, total))),

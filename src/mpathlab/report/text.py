@@ -104,11 +104,12 @@ def run_summary(result) -> str:
 
 def _latency_lines(result):
     from ..sim.stats import merged_latency
+    from .fio_json import usr_cpu
     for name in ("read", "write"):
         st = merged_latency(result.jobs, (name,))
         if not st.n:
             continue
-        io_jobs = [j for j in result.jobs if not getattr(j, "burner", False)]
+        io_jobs = result.io_jobs
         secs = (max(j.end_ns for j in io_jobs) - min(j.start_ns for j in io_jobs)) / 1e9
         pct = st.percentiles((50.0, 99.0, 99.9))
         yield ("%s: IOPS=%.0f  lat mean=%s  p50=%s  p99=%s  p99.9=%s  max=%s"
@@ -116,7 +117,6 @@ def _latency_lines(result):
                   format_ns(pct["99.000000"]), format_ns(pct["99.900000"]), format_ns(st.max)))
     for j in result.jobs:
         if getattr(j, "burner", False):
-            span = j.end_ns - j.start_ns
             yield ("%s (cpuio, clone %d): %d burns of %s, usr=%.1f%% (cpuload=%d)"
-                   % (j.name, j.clone, j.completed, format_ns(j.spec.cpu_cycle_us * 1000),
-                      100.0 * j.usr_ns / span if span > 0 else 0.0, j.spec.cpuload))
+                   % (j.name, j.clone, j.completed, format_ns(j.spec.cpu_cycle_us * 1000), usr_cpu([j]),
+                      j.spec.cpuload))

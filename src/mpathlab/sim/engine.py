@@ -179,6 +179,12 @@ class SimResult:
                 return ws[i + span - 1][0] + self.window_ns - since
         return None
 
+    @property
+    def io_jobs(self) -> List[JobState]:
+        """The clones that did I/O: not the cpuio burners, whose 'I/Os' burn a CPU and never reach the
+        target (live mode's clones have no burner attribute)."""
+        return [j for j in self.jobs if not getattr(j, "burner", False)]
+
     def check_accounting(self) -> None:
         """Raise AssertionError if any I/O was lost or counted twice."""
         assert self.submitted == self.completed + self.errored + self.pending, (
@@ -186,9 +192,7 @@ class SimResult:
             % (self.submitted, self.completed, self.errored, self.pending))
         per_path = sum(p["completed"] for p in self.paths)
         assert per_path == self.completed, "per-path completions %d != total %d" % (per_path, self.completed)
-        # a cpuio burner's 'I/Os' burn its CPU and never reach the target
-        io_jobs = [j for j in self.jobs if not getattr(j, "burner", False)]
-        assert sum(j.completed for j in io_jobs) == self.completed
+        assert sum(j.completed for j in self.io_jobs) == self.completed
         assert sum(j.errored for j in self.jobs) == self.errored
         assert all(p["in_flight"] == 0 for p in self.paths), "I/O still in flight on a path at the end"
 
@@ -871,7 +875,7 @@ class Simulation:
         res.runtime_ns = max([j.end_ns for j in self.jobs] + [0]) - min([j.start_ns for j in self.jobs] + [0])
         res.jobs = self.jobs
         total = sum(d.completed for d in self.devices)
-        io_jobs = [j for j in self.jobs if not j.burner]
+        io_jobs = res.io_jobs
         bs = (io_jobs[0].spec.bs if not io_jobs[0].spec.mixed_sizes else int(mean_size(io_jobs[0].spec))) \
             if io_jobs else 4096
         res.best = best_distribution(self.paths, bs)
