@@ -42,6 +42,22 @@ BATCHES = {
     'T4qd': _cells('T4q', ['rr', 'st'], ['mq', 'bio'], [8, 16, 32]),
     # mixed queue depths, equal completion times: does a selector that ignores tags keep choosing a full path?
     'Tmix': _cells('Tmix', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [64]),
+    # same completion time, different queue depths (null_blk hw_queue_depth): two paths at depth ratios
+    # 1:4, 2:8, 4:16, 1:8, 8:32, then three and four paths mixing depths; hst/st/ql (rr for reference)
+    'depth2': (_cells('D1-4', ['hst', 'st', 'ql'], ['mq', 'bio'], [16]) + _cells('D1-4', ['hst'], ['mq', 'bio'], [4])
+               + _cells('D2-8', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [32])
+               + _cells('D4-16', ['st', 'hst'], ['mq', 'bio'], [64])
+               + _cells('D1-8', ['ql', 'hst'], ['mq', 'bio'], [64])
+               + _cells('D8-32', ['hst'], ['mq', 'bio'], [48, 8])),
+    'depthN': (_cells('D1-4-16', ['ql', 'st', 'hst'], ['mq', 'bio'], [32])
+               + _cells('D1-2-4-8', ['st', 'hst'], ['mq', 'bio'], [64]) + _cells('D1-2-4-8', ['hst'], ['mq', 'bio'], [1])),
+    # held out: topologies fixed (and committed) before the model that predicts them was final, run last
+    'heldout': (_cells('H1', ['ql', 'st', 'hst'], ['mq', 'bio'], [24])
+                + _cells('H2', ['st', 'hst'], ['mq', 'bio'], [48])
+                + _cells('H3', ['hst'], ['mq', 'bio'], [16])
+                + _cells('H4', ['st', 'hst'], ['mq', 'bio'], [32])
+                + _cells('H5', ['st', 'hst'], ['mq'], [64]) + _cells('H5', ['hst'], ['bio'], [64])
+                + _cells('H6', ['st'], ['mq'], [8]) + _cells('H6', ['hst'], ['bio'], [8])),
     # block tracepoint counts per device (hist triggers): dm starts vs completions = failed map attempts (mq)
     'trace': ([{'trace': 1, 'tag': '-tr'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
               + _cells('T10', ['rr', 'st'], ['mq', 'bio'], [64]) + _cells('Tmix', ['rr', 'st'], ['mq', 'bio'], [64])
