@@ -1,24 +1,24 @@
 #!/usr/bin/env python3
-"""Driver for the issue-9 kernel validation grid (host side).
+"""Driver of the kernel-lab validation grid (host side).
 
-    grid.py plan [BATCH...]              print the runs.txt of each batch
-    grid.py run BATCH [--rep N] [--runtime S]
-                                         boot the kernel lab once, run BATCH N times (default 1) inside that boot,
-                                         summarise each run into runs/<batch>-<stamp>/runs/<run>/summary.json,
+    grid.py plan [BATCH...] [--rep N]    print the runs.txt the guest gets for these batches
+    grid.py run BATCH... [--rep N] [--runtime S]
+                                         boot the lab once, run the batches N times (default 1) inside that boot,
+                                         summarise each run into runs/<batches>-<kernel>-<stamp>/runs/<run>/summary.json,
                                          then rebuild results.json
-    grid.py collect [--mirror DIR] [--md]
-                                         rebuild results.json and TABLE.md from every runs/*/runs/*/summary.json
-                                         (and copy both to DIR, default none)
+    grid.py summarise RUNDIR             print the summary of one raw run folder (JSON)
+    grid.py collect [--md] [--readme]    rebuild results.json and TABLE.md from every runs/*/runs/*/summary.json
 
-Batches: calib, T4q, T4u, T10 (see BATCHES below). Needs KLAB_DIR (default /work/klab) and
-/work/shared/kernel-lab/run.sh (KLAB_LAB overrides). One qemu at a time: the machine has 2 cores.
+The lab is the one lab/setup.sh made: KLAB_DIR, or klab-<KLAB_KERNEL> (6.1 by default) in $TMPDIR (or /tmp).
+The kernel series of every run is read from the guest (uname -r); results.json keeps one cell per kernel series.
+One qemu at a time: the measurements are timing-sensitive.
 """
-import argparse, json, math, os, shutil, subprocess, sys, tempfile, time
+import argparse, json, math, os, re, shutil, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXP = os.path.join(HERE, 'experiments', 'grid')
 RUNS = os.path.join(HERE, 'runs')
-LAB = os.environ.get('KLAB_LAB', '/work/shared/kernel-lab')
+LAB = os.path.join(HERE, 'lab')
 SEL = {'rr': 'round-robin', 'ql': 'queue-length', 'st': 'service-time', 'hst': 'historical-service-time'}
 ABBR = {v: k for k, v in SEL.items()}
 
@@ -171,20 +171,43 @@ def _trace(rd, devno):
     return out
 
 
+def kernel_series(release):
+    """'6.1' for '6.1.0-57-amd64', '6.12' for '6.12.48+deb12-amd64': the major.minor of a kernel release."""
+    mm = re.match(r'(\d+\.\d+)', release or '')
+    return mm.group(1) if mm else None
+
+
+def _run_kernel(rd, meta_kernel):
+    """The kernel release a run ran on: its meta's kernel= line, else the boot's uname.txt (older runs)."""
+    if meta_kernel:
+        return meta_kernel
+    up = os.path.join(os.path.dirname(os.path.dirname(rd)), 'uname.txt')
+    if os.path.exists(up):
+        f = open(up).read().split()
+        return f[2] if len(f) > 2 else None
+    return None
+
+
 def summarise_run(rd):
     meta = open(os.path.join(rd, 'meta')).read().split('\n')
     m = dict(kv.split('=', 1) for kv in meta[0].split())
-    paths = []
     m['fio_extra'] = ''
     m.setdefault('path_scheduler', 'default')
+    # A path line per build of the topology: guests before the kernel= line logged every build of a topology
+    # (a repeated multi-topology batch rebuilds each), so a label is taken once, from its latest build.
+    by_label = {}
     for l in meta[1:]:
         f = l.split()
         if l.startswith('fio_extra='):
             m['fio_extra'] = l[len('fio_extra='):].strip()
+        elif l.startswith('kernel='):
+            m['kernel'] = l[len('kernel='):].strip()
         elif len(f) >= 5 and f[0] == m['topo']:
             kv = dict(x.split('=', 1) for x in f[3:])
-            paths.append({'label': f[1], 'completion_ns': int(kv['completion_nsec']),
-                          'hw_queue_depth': int(kv['hw_queue_depth']), 'submit_queues': int(kv.get('submit_queues', 1))})
+            by_label.pop(f[1], None)
+            by_label[f[1]] = {'label': f[1], 'completion_ns': int(kv['completion_nsec']),
+                              'hw_queue_depth': int(kv['hw_queue_depth']),
+                              'submit_queues': int(kv.get('submit_queues', 1))}
         elif l.startswith('dm='):
             m['dm'] = l[3:]
         elif l.startswith('dmdev='):
@@ -193,6 +216,8 @@ def summarise_run(rd):
             m['trace'] = l[6:].strip()
         if len(f) >= 3 and f[0] == m['topo'] and ':' in f[2]:
             m.setdefault('devno', {})[f[2]] = f[1]
+    paths = list(by_label.values())
+    release = _run_kernel(rd, m.get('kernel'))
     b, a = _stat(os.path.join(rd, 'stat_before')), _stat(os.path.join(rd, 'stat_after'))
     t0, t1 = (float(x) for x in open(os.path.join(rd, 'uptime')).read().split())
     dev = {}
@@ -219,7 +244,9 @@ def summarise_run(rd):
     for l in open(os.path.join(rd, 'queue')):
         f = l.split()
         kv = dict(x.split('=', 1) for x in f[1:])
-        queue[f[0]] = {'scheduler': kv['scheduler'].strip('[]'), 'nr_requests': int(kv['nr_requests']),
+        # a bio-based dm device: 6.1 shows scheduler none and nr_requests 128; 6.12 has neither (empty values)
+        queue[f[0]] = {'scheduler': kv['scheduler'].strip('[]') or None,
+                       'nr_requests': int(kv['nr_requests']) if kv.get('nr_requests') else None,
                        'nr_hw_queues': int(kv['nr_hw_queues']) if kv['nr_hw_queues'] else None,
                        'hw_tags': int(kv['hw_tags']) if kv.get('hw_tags') else None}
     fio = {}
@@ -254,7 +281,8 @@ def summarise_run(rd):
             elif f[0] == 'S':
                 samples['status'].append(' '.join(f[1:]))
     return {
-        'run': os.path.basename(rd), 'topology': m['topo'], 'selector': m['selector'], 'queue_mode': m['queue_mode'],
+        'run': os.path.basename(rd), 'kernel': kernel_series(release), 'kernel_release': release,
+        'topology': m['topo'], 'selector': m['selector'], 'queue_mode': m['queue_mode'],
         'iodepth': int(m['iodepth']), 'runtime_s': int(m['runtime']), 'selector_args': m['selector_args'],
         'path_scheduler': m['path_scheduler'], 'fio_extra': m['fio_extra'], 'traced': m.get('trace') == '1',
         'paths': paths, 'dm': m.get('dm'), 'table': open(os.path.join(rd, 'table')).read().strip(),
@@ -311,6 +339,22 @@ def variant_name(sched, fio_extra, append=''):
     return ','.join(parts)
 
 
+def _topology_class(topo):
+    """Table order of a topology: calibration (c*), the grid (T*), same-latency/different-depth (D*), held out (H*)."""
+    base = topo.split('/')[0]
+    order = ['c0', 'c1', 'c4', 'c0x2', 'c4x2', 'T4q', 'T4u', 'T10', 'Tmix']
+    if base in order:
+        return order.index(base), ''
+    return {'D': 20, 'H': 30}.get(base[:1], 99), base
+
+
+def _cell_order(key):
+    kernel, topo, mode, depth, sel = key[:5]
+    sels = ['round-robin', 'queue-length', 'service-time', 'historical-service-time']
+    return ([int(x) for x in kernel.split('.') if x.isdigit()], _topology_class(topo), topo, mode, -depth,
+            sels.index(sel) if sel in sels else 9)
+
+
 def collect():
     cells = {}
     for batch in sorted(os.listdir(RUNS)) if os.path.isdir(RUNS) else []:
@@ -322,12 +366,13 @@ def collect():
             if not os.path.exists(sp):
                 continue
             s = json.load(open(sp))
+            kernel = s.get('kernel') or kernel_series(_run_kernel(os.path.join(rr, name), None)) or 'unknown'
             variant = variant_name(s.get('path_scheduler', 'default'), s.get('fio_extra', ''),
                                    s.get('kernel_append', '') + (' traced' if s.get('traced') else ''))
             topo = s['topology'] + ('/' + variant if variant else '')
-            key = (topo, s['queue_mode'], s['iodepth'], s['selector'], s['selector_args'])
+            key = (kernel, topo, s['queue_mode'], s['iodepth'], s['selector'], s['selector_args'])
             c = cells.setdefault(key, {
-                'topology': topo, 'base_topology': s['topology'],
+                'kernel': kernel, 'topology': topo, 'base_topology': s['topology'],
                 'path_scheduler': s.get('path_scheduler', 'default'), 'fio_extra': s.get('fio_extra', ''),
                 'paths': [{'label': p['label'], 'completion_ns': p['completion_ns'], 'hw_queue_depth': p['hw_queue_depth']}
                           for p in s['paths']],
@@ -336,7 +381,8 @@ def collect():
             dm = s['dm']
             q = s['queue']
             c['repeats'].append({
-                'run': '%s/%s' % (s['batch'], s['run']), 'shares': s['shares'], 'writes_total': s['writes_total'],
+                'run': '%s/%s' % (s['batch'], s['run']), 'kernel_release': s.get('kernel_release'),
+                'shares': s['shares'], 'writes_total': s['writes_total'],
                 'fio_iops': s['fio'].get('iops'), 'clat_mean_us': s['fio'].get('clat_mean_us'),
                 'clat_p99_us': s['fio'].get('clat_p99_us'), 'slat_mean_us': s['fio'].get('slat_mean_us'),
                 'path_mean_write_ms': {l: s['devices'][l]['mean_write_ms'] for l in s['shares']},
@@ -351,10 +397,7 @@ def collect():
                 'guest_cpu_busy_ms_per_io': s['guest_cpu']['busy_ms_per_io'],
                 'host_load': s['host_load']})
     out = []
-    order = ['c0', 'c1', 'c4', 'c0x2', 'c4x2', 'T4q', 'T4u', 'T10', 'Tmix']
-    for key in sorted(cells, key=lambda k: (order.index(k[0].split('/')[0]) if k[0].split('/')[0] in order else 99, k[0],
-                                            k[1], -k[2], ['round-robin', 'queue-length', 'service-time',
-                                                          'historical-service-time'].index(k[3]))):
+    for key in sorted(cells, key=_cell_order):
         c = cells[key]
         reps = c['repeats']
         c['n'] = len(reps)
@@ -398,17 +441,18 @@ def table(cells):
     for c in cells:
         sh = ' '.join('%s=%.3f±%s' % (l, v, ('%.3f' % c['stddev_share'][l]) if c['stddev_share'][l] is not None else '-')
                       for l, v in c['mean_share'].items())
-        rows.append('%-5s %-4s d%-3d %-4s n=%d iops=%-7s clat=%-8s %s' % (
-            c['topology'], c['queue_mode'], c['iodepth'], ABBR.get(c['selector'], c['selector']), c['n'],
+        rows.append('%-5s %-10s %-4s d%-3d %-4s n=%d iops=%-7s clat=%-8s %s' % (
+            c['kernel'], c['topology'], c['queue_mode'], c['iodepth'], ABBR.get(c['selector'], c['selector']), c['n'],
             c['mean_fio_iops'], c['mean_clat_mean_us'], sh))
     return '\n'.join(rows)
 
 
-def markdown(cells):
-    """Markdown table: one row per cell; per group of identical paths (ms/tags, x count) the mean share per
-    path and its sample stddev over the repeats; IOPS, clat."""
-    rows = ['| topology | mode | depth | selector | n | share per path, by group: mean (stddev) | IOPS mean (sd) '
-            '| clat mean ms |', '|---|---|---|---|---|---|---|---|']
+def markdown(cells, kernel_column=True):
+    """Markdown table: one row per multi-path cell; per group of identical paths (ms/tags, x count) the mean
+    share per path and its sample stddev over the repeats; IOPS, clat."""
+    k = ('kernel | ', '---|') if kernel_column else ('', '')
+    rows = ['| %stopology | mode | depth | selector | n | share per path, by group: mean (stddev) | IOPS mean (sd) '
+            '| clat mean ms |' % k[0], '|%s---|---|---|---|---|---|---|---|' % k[1]]
     for c in cells:
         if len(c['paths']) < 2:
             continue
@@ -417,26 +461,50 @@ def markdown(cells):
             g['mean_share_per_path'],
             ' (%.3f)' % g['stddev_share_per_path'] if g['stddev_share_per_path'] is not None else '')
             for g in c['groups'])
-        rows.append('| %s | %s | %d | %s | %d | %s | %.0f%s | %.1f |' % (
-            c['topology'], c['queue_mode'], c['iodepth'], ABBR.get(c['selector'], c['selector']), c['n'], sh,
+        rows.append('| %s%s | %s | %d | %s | %d | %s | %.0f%s | %.1f |' % (
+            c['kernel'] + ' | ' if kernel_column else '', c['topology'], c['queue_mode'], c['iodepth'],
+            ABBR.get(c['selector'], c['selector']), c['n'], sh,
             c['mean_fio_iops'] or 0, ' (%.0f)' % c['stddev_fio_iops'] if c['stddev_fio_iops'] is not None else '',
             (c['mean_clat_mean_us'] or 0) / 1e3))
     return '\n'.join(rows)
 
 
+def readme_block(cells):
+    """The generated results section of README.md: per kernel series, the grid (T*), the same-latency /
+    different-depth class (D*), the held-out topologies (H*) and the variants."""
+    parts = ['Share per path of each group of identical paths (`ms/tags`, `-` = 256 tags): mean over the n '
+             'repeats,\nsample stddev in brackets; IOPS from fio; clat = fio\'s mean completion latency.']
+    for kernel in sorted({c['kernel'] for c in cells}, key=lambda v: [int(x) for x in v.split('.') if x.isdigit()]):
+        kc = [c for c in cells if c['kernel'] == kernel]
+        for title, sel in (('grid', lambda t: t[:1] == 'T' and '/' not in t),
+                           ('same completion time, different queue depths', lambda t: t[:1] == 'D'),
+                           ('held out', lambda t: t[:1] == 'H'),
+                           ('variants (`traced` cells count block tracepoints)', lambda t: '/' in t)):
+            group = [c for c in kc if sel(c['topology'])]
+            if group:
+                parts.append('### %s: %s\n\n%s' % (kernel, title, markdown(group, kernel_column=False)))
+    return '\n\n'.join(parts) + '\n'
+
+
 def update_readme(cells):
     """Rewrite the generated results block of README.md (between the results-table markers)."""
-    import re
-    main_ = [c for c in cells if c['topology'] in ('T4q', 'T4u', 'T10', 'Tmix')]
-    var = [c for c in cells if '/' in c['topology'] and c['topology'].split('/')[0] in ('T4q', 'T10', 'Tmix')]
-    txt = ('Grid cells (share per path of each group of identical paths: mean over the n repeats, sample stddev in\n'
-           'brackets; `ms/tags`, `-` = 256 tags; IOPS from fio):\n\n' + markdown(main_) +
-           '\n\nVariants (see Findings; `traced` cells count block tracepoints):\n\n' + markdown(var) + '\n')
     p = os.path.join(HERE, 'README.md')
     s = open(p).read()
     s = re.sub(r'<!-- results-table-begin -->.*<!-- results-table-end -->',
-               lambda m: '<!-- results-table-begin -->\n' + txt + '<!-- results-table-end -->', s, flags=re.S)
+               lambda m: '<!-- results-table-begin -->\n' + readme_block(cells) + '<!-- results-table-end -->',
+               s, flags=re.S)
     open(p, 'w').write(s)
+
+
+def lab_dir():
+    """The lab setup.sh made: KLAB_DIR, else klab-<KLAB_KERNEL> (default 6.1) in $TMPDIR or /tmp, as run.sh finds it."""
+    return os.environ.get('KLAB_DIR') or os.path.join(os.environ.get('TMPDIR') or '/tmp',
+                                                      'klab-' + os.environ.get('KLAB_KERNEL', '6.1'))
+
+
+def die(msg):
+    print('grid.py: ' + msg, file=sys.stderr)
+    sys.exit(3)
 
 
 def main():
@@ -444,6 +512,7 @@ def main():
     sub = ap.add_subparsers(dest='cmd', required=True)
     p = sub.add_parser('plan', help='print the runs.txt of each batch')
     p.add_argument('batch', nargs='*', help='batches to print (default: all)')
+    p.add_argument('--rep', type=int, default=1, help='repeats of each batch (default 1)')
     p.add_argument('--runtime', type=int, default=8, help='fio runtime per run in seconds (default 8)')
     p = sub.add_parser('run', help='boot once and run a batch')
     p.add_argument('batch', nargs='+', help='one or more of %s, run in this order in one boot' % ', '.join(BATCHES))
@@ -451,46 +520,59 @@ def main():
     p.add_argument('--runtime', type=int, default=8, help='fio runtime per run in seconds (default 8)')
     p.add_argument('--append', default='', help='extra guest kernel command line (KLAB_APPEND), e.g. idle=poll; '
                    'becomes part of the cells\' variant name (default: none)')
-    p = sub.add_parser('resummarise', help='rebuild every summary.json from the raw run files, then results.json')
-    p = sub.add_parser('collect', help='rebuild results.json from the run folders')
-    p.add_argument('--mirror', default=None, help='also copy results.json into this folder (default: none)')
+    p = sub.add_parser('summarise', help='print the summary of one raw run folder (JSON)')
+    p.add_argument('rundir', help='a runs/<boot>/runs/<run> folder (meta, stat_before/after, ...)')
+    sub.add_parser('resummarise', help='rebuild every summary.json from the raw run files, then results.json')
+    p = sub.add_parser('collect', help='rebuild results.json and TABLE.md from the run folders')
     p.add_argument('--md', action='store_true', help='print a markdown table instead of the text one (default: text)')
     p.add_argument('--readme', action='store_true', help='also rewrite the results block of README.md (default: no)')
     a = ap.parse_args()
+    for b in getattr(a, 'batch', None) or []:
+        if b not in BATCHES:
+            die('unknown batch %r (choose from %s)' % (b, ', '.join(BATCHES)))
+    if getattr(a, 'rep', 1) < 1 or getattr(a, 'runtime', 8) < 1:
+        die('--rep and --runtime must be at least 1')
     if a.cmd == 'plan':
         for b in a.batch or BATCHES:
-            print('# %s' % b); print(runs_txt(b, 1, a.runtime), end='')
+            print('# %s' % b); print(runs_txt(b, a.rep, a.runtime), end='')
+        return
+    if a.cmd == 'summarise':
+        for f in ('meta', 'stat_before', 'stat_after', 'uptime', 'cpu_before', 'cpu_after', 'queue', 'table',
+                  'status_end'):
+            if not os.path.exists(os.path.join(a.rundir, f)):
+                die('%s: no %s file (not a finished run folder)' % (a.rundir, f))
+        print(json.dumps(summarise_run(a.rundir), indent=1))
         return
     if a.cmd == 'resummarise':
         for b in sorted(os.listdir(RUNS)):
             if os.path.exists(os.path.join(RUNS, b, 'host_load.json')):
                 finish_batch(os.path.join(RUNS, b))
-        a.cmd, a.mirror, a.md = 'collect', None, False
+        a.cmd, a.md, a.readme = 'collect', False, False
     if a.cmd == 'collect':
         cells = collect()
         print(markdown(cells) if a.md else table(cells))
         open(os.path.join(HERE, 'TABLE.md'), 'w').write(markdown(cells) + '\n')
-        if getattr(a, 'readme', False):
+        if a.readme:
             update_readme(cells)
-        if a.mirror:
-            for f in ('results.json', 'TABLE.md'):
-                shutil.copy(os.path.join(HERE, f), os.path.join(a.mirror, f))
         return
-    for b in a.batch:
-        if b not in BATCHES:
-            print('grid.py: unknown batch %r (choose from %s)' % (b, ', '.join(BATCHES)), file=sys.stderr)
-            sys.exit(3)
+    kl = lab_dir()
+    if not os.path.exists(os.path.join(kl, 'kernel-release')):
+        die('no kernel lab in %s: run lab/setup.sh (KLAB_KERNEL=6.1|6.12, KLAB_DIR=...) first' % kl)
+    series = kernel_series(open(os.path.join(kl, 'kernel-release')).read().strip())
     stamp = time.strftime('%Y%m%dT%H%M%S', time.gmtime())
-    out = os.path.join(RUNS, '%s-%s' % ('+'.join(a.batch), stamp))
+    out = os.path.join(RUNS, '%s-%s-%s' % ('+'.join(a.batch), series, stamp))
     exp = tempfile.mkdtemp(prefix='grid-exp-')
     shutil.copy(os.path.join(EXP, 'main.sh'), exp)
     shutil.copytree(os.path.join(EXP, 'topo'), os.path.join(exp, 'topo'))
-    open(os.path.join(exp, 'runs.txt'), 'w').write(''.join(runs_txt(b, a.rep, a.runtime) for b in a.batch))
+    plan = ''.join(runs_txt(b, a.rep, a.runtime) for b in a.batch)
+    open(os.path.join(exp, 'runs.txt'), 'w').write(plan)
     os.makedirs(out)
     shutil.copy(os.path.join(exp, 'runs.txt'), out)
-    load = {'before': loadavg(), 'utc_start': stamp}
-    env = dict(os.environ, KLAB_DIR=os.environ.get('KLAB_DIR', '/work/klab'), KLAB_APPEND=a.append)
-    load['kernel_append'] = a.append
+    load = {'before': loadavg(), 'utc_start': stamp, 'kernel_append': a.append}
+    # the boot's time limit: every run takes its runtime plus a few seconds of setup under emulation
+    nruns = sum(1 for l in plan.splitlines() if l.startswith('RUN '))
+    env = dict(os.environ, KLAB_DIR=kl, KLAB_APPEND=a.append,
+               KLAB_TIMEOUT=os.environ.get('KLAB_TIMEOUT', str(300 + nruns * (a.runtime + 20))))
     t0 = time.time(); hb = host_cpu()
     r = subprocess.run([os.path.join(LAB, 'run.sh'), exp, out], env=env)
     ha = host_cpu()

@@ -1,7 +1,7 @@
 #!/bin/sh
-# Guest side of the i9 validation grid (run by kernel-lab's /init as /exp/main.sh, cwd /out).
-# Extends shares4/main.sh: several topologies per boot, repeats, and per-run records of what the block layer
-# did (scheduler, nr_requests, inflight samples, full /sys/block/*/stat, /proc/stat CPU time).
+# Guest side of the validation grid (the lab's /init runs it as /exp/main.sh, cwd /out; busybox sh).
+# Builds null_blk path devices, puts dm-multipath over them, runs fio on the dm device and records what the
+# block layer did.
 #
 # /exp/topo/<T>.txt : "<label> <completion_nsec> [hw_queue_depth, default 256]" per path
 # /exp/runs.txt     : one directive per line
@@ -11,107 +11,126 @@
 #   FIO <options...>                 extra fio options for the following runs (FIO alone clears them)
 #   RUN <name> <selector> <bio|mq> <iodepth> <runtime_s> [<#selector_args> <args>...]
 #   SH <command>
-# Per run, /out/runs/<name>/ gets: meta, table, stat_before/after (path + dm lines "dev <13 stat fields>"),
-# cpu_before/after (/proc/stat "cpu" lines), queue (scheduler, nr_requests, hw tags per device),
-# samples (inflight + dmsetup status every 2 s during fio), status_end, fio.json.
+# Per run, /out/runs/<name>/ gets: meta (run, kernel, the current topology's paths), table, stat_before/after
+# (paths and dm: "dev <stat fields>"), cpu_before/after (/proc/stat "cpu" lines), queue (scheduler,
+# nr_requests, hw tags per device), dbg_before/after (blk-mq debugfs counters), samples (inflight and
+# dmsetup status every 2 s during fio), status_end, fio.json, trace_hist when tracing.
 C=/sys/kernel/config/nullb
 modprobe null_blk nr_devices=0 || echo "null_blk load failed"
-DEVS=""; TOPO=none; FIOX=""; SCHEDX=default; TRACE=0
-TR=/sys/kernel/tracing; mount -t tracefs nodev $TR 2>/dev/null
+DEVS=""; DM=""; TOPO=none; FIOX=""; SCHEDX=default; TRACE=0
+TR=/sys/kernel/tracing
+mount -t tracefs nodev $TR 2>/dev/null
+mount -t debugfs none /sys/kernel/debug 2>/dev/null
 EVS="block_rq_issue block_rq_requeue block_rq_insert block_rq_complete block_getrq"
 # hist triggers keyed by dev: per-device event counts at little cost (no trace buffer)
-trace_on() { for e in $EVS; do echo 'hist:keys=dev' > $TR/events/block/$e/trigger; done; }
-trace_read() { for e in $EVS; do grep hitcount $TR/events/block/$e/hist | sed "s/^/$e /"; done; }
-trace_off() { for e in $EVS; do echo '!hist:keys=dev' > $TR/events/block/$e/trigger; done; }
+trace_on() { for e in $EVS; do echo 'hist:keys=dev' > "$TR/events/block/$e/trigger"; done; }
+trace_read() { for e in $EVS; do grep hitcount "$TR/events/block/$e/hist" | sed "s/^/$e /"; done; }
+trace_off() { for e in $EVS; do echo '!hist:keys=dev' > "$TR/events/block/$e/trigger"; done; }
 uname -a > /out/uname.txt
-mount -t debugfs none /sys/kernel/debug 2>/dev/null
+KREL=$(uname -r)
 
 topo_down() {
-  for b in $DEVS; do echo 0 > $C/$b/power; rmdir $C/$b; done
+  for b in $DEVS; do echo 0 > "$C/$b/power"; rmdir "$C/$b"; done
   DEVS=""
+  : > /tmp/paths_now
 }
+# every build of a topology is logged in /out/paths_map.txt; the current one alone is in /tmp/paths_now
 topo_up() {
   TOPO=$1
   while read -r label nsec qd; do
     case "$label" in ''|'#'*) continue;; esac
     [ -n "$qd" ] || qd=256
-    d=$C/$label; mkdir $d
-    echo 2 > $d/irqmode; echo $nsec > $d/completion_nsec; echo 2048 > $d/size
-    echo $qd > $d/hw_queue_depth; echo 2 > $d/queue_mode; echo 1 > $d/power
+    d=$C/$label; mkdir "$d"
+    echo 2 > "$d/irqmode"; echo "$nsec" > "$d/completion_nsec"; echo 2048 > "$d/size"
+    echo "$qd" > "$d/hw_queue_depth"; echo 2 > "$d/queue_mode"; echo 1 > "$d/power"
     DEVS="$DEVS $label"
-    echo "$TOPO $label $(cat /sys/block/$label/dev) completion_nsec=$(cat $d/completion_nsec) hw_queue_depth=$(cat $d/hw_queue_depth) submit_queues=$(cat $d/submit_queues)" >> /out/paths_map.txt
-  done < /exp/topo/$1.txt
+    echo "$TOPO $label $(cat "/sys/block/$label/dev") completion_nsec=$(cat "$d/completion_nsec")" \
+         "hw_queue_depth=$(cat "$d/hw_queue_depth") submit_queues=$(cat "$d/submit_queues")" >> /tmp/paths_now
+  done < "/exp/topo/$1.txt"
+  cat /tmp/paths_now >> /out/paths_map.txt
 }
 # "dev f1..f17" for every path and the dm device
-snap() { for b in $DEVS $DM; do echo "$b $(cat /sys/block/$b/stat)"; done; }
+snap() { for b in $DEVS $DM; do echo "$b $(cat "/sys/block/$b/stat")"; done; }
 # blk-mq debugfs counters: per hw queue runs, requests queued, dispatch batch histogram; per sw queue (CPU)
 # requests dispatched/completed. "file value value ..." per line.
 dbg() {
   for b in $DEVS $DM; do
-    for f in /sys/kernel/debug/block/$b/hctx*/run /sys/kernel/debug/block/$b/hctx*/queued \
-             /sys/kernel/debug/block/$b/hctx*/dispatched /sys/kernel/debug/block/$b/hctx*/cpu*/dispatched \
-             /sys/kernel/debug/block/$b/hctx*/cpu*/completed; do
-      [ -f $f ] && echo "${f#/sys/kernel/debug/block/} $(cat $f | tr '\n\t' '  ')"
+    for f in "/sys/kernel/debug/block/$b"/hctx*/run "/sys/kernel/debug/block/$b"/hctx*/queued \
+             "/sys/kernel/debug/block/$b"/hctx*/dispatched "/sys/kernel/debug/block/$b"/hctx*/cpu*/dispatched \
+             "/sys/kernel/debug/block/$b"/hctx*/cpu*/completed; do
+      [ -f "$f" ] && echo "${f#/sys/kernel/debug/block/} $(tr '\n\t' '  ' < "$f")"
     done
   done
 }
+# a bio-based dm device has no scheduler and (6.12) no nr_requests value: those fields are then empty
 queueinfo() {
   for b in $DEVS $DM; do
     q=/sys/block/$b/queue
-    echo "$b scheduler=[$(cat $q/scheduler | sed 's/.*\[\(.*\)\].*/\1/')] nr_requests=$(cat $q/nr_requests) nr_hw_queues=$(ls /sys/block/$b/mq 2>/dev/null | wc -l) hw_tags=$(cat /sys/block/$b/mq/0/nr_tags 2>/dev/null) hw_reserved=$(cat /sys/block/$b/mq/0/nr_reserved_tags 2>/dev/null) max_sectors_kb=$(cat $q/max_sectors_kb) nomerges=$(cat $q/nomerges) rq_affinity=$(cat $q/rq_affinity)"
+    nhw=0; for h in "/sys/block/$b/mq"/*; do [ -d "$h" ] && nhw=$((nhw + 1)); done
+    echo "$b scheduler=[$(sed 's/.*\[\(.*\)\].*/\1/' "$q/scheduler" 2>/dev/null)]" \
+         "nr_requests=$(cat "$q/nr_requests" 2>/dev/null) nr_hw_queues=$nhw" \
+         "hw_tags=$(cat "/sys/block/$b/mq/0/nr_tags" 2>/dev/null)" \
+         "hw_reserved=$(cat "/sys/block/$b/mq/0/nr_reserved_tags" 2>/dev/null)" \
+         "max_sectors_kb=$(cat "$q/max_sectors_kb") nomerges=$(cat "$q/nomerges") rq_affinity=$(cat "$q/rq_affinity")"
   done
 }
 sampler() {  # $1 = run dir, $2 = runtime; samples every 2 s while fio runs
   n=0
   while [ $n -lt $(( ($2 - 1) / 2 )) ]; do
-    sleep 2; n=$((n+1))
+    sleep 2; n=$((n + 1))
     echo "T $(cut -d' ' -f1 /proc/uptime)"
-    for b in $DEVS $DM; do echo "I $b $(cat /sys/block/$b/inflight)"; done
+    for b in $DEVS $DM; do echo "I $b $(cat "/sys/block/$b/inflight")"; done
     echo "S $(dmsetup status mp)"
-  done > $1/samples
+  done > "$1/samples"
 }
 
 while read -r kind name sel qmode depth rt rest; do
   case "$kind" in
-    TOPO) topo_down; topo_up $name; SCHEDX=default; continue;;
-    SCHED) for b in $DEVS; do echo $name > /sys/block/$b/queue/scheduler; done; SCHEDX=$name; continue;;
+    TOPO) topo_down; topo_up "$name"; SCHEDX=default; continue;;
+    SCHED) for b in $DEVS; do echo "$name" > "/sys/block/$b/queue/scheduler"; done; SCHEDX=$name; continue;;
     TRACE) TRACE=$name; continue;;
-    FIO) FIOX="$name $sel $qmode $depth $rt $rest"; FIOX=$(echo $FIOX); continue;;
+    FIO) FIOX=$(echo "$name $sel $qmode $depth $rt $rest" | tr -s ' ' | sed 's/^ //; s/ $//'); continue;;
     SH) sh -c "$name $sel $qmode $depth $rt $rest" >> /out/sh.log 2>&1; echo "SH rc=$?" >> /out/sh.log; continue;;
     RUN) ;;
     *) continue;;
   esac
-  o=/out/runs/$name; mkdir -p $o
-  [ -n "$rest" ] && sargs="$rest" || sargs="0"
-  paths=""; N=0
-  for b in $DEVS; do paths="$paths $(cat /sys/block/$b/dev) 1"; N=$((N+1)); done
-  feat="0"; [ $qmode = bio ] && feat="2 queue_mode bio"
-  T="0 $(blockdev --getsz /dev/$(echo $DEVS | cut -d' ' -f1)) multipath $feat 0 1 1 $sel $sargs $N 1$paths"
-  echo "topo=$TOPO name=$name selector=$sel queue_mode=$qmode iodepth=$depth runtime=$rt selector_args=$sargs path_scheduler=$SCHEDX" > $o/meta
-  echo "fio_extra=$FIOX" >> $o/meta
-  echo "trace=$TRACE" >> $o/meta
-  grep "^$TOPO " /out/paths_map.txt >> $o/meta
-  dmsetup create mp --table "$T" > $o/create.out 2>&1 || { echo "create failed: $(cat $o/create.out)"; continue; }
+  o=/out/runs/$name; mkdir -p "$o"
+  sargs=${rest:-0}
+  paths=""; N=0; first=""
+  for b in $DEVS; do paths="$paths $(cat "/sys/block/$b/dev") 1"; N=$((N + 1)); first=${first:-$b}; done
+  feat="0"; [ "$qmode" = bio ] && feat="2 queue_mode bio"
+  T="0 $(blockdev --getsz "/dev/$first") multipath $feat 0 1 1 $sel $sargs $N 1$paths"
+  {
+    echo "topo=$TOPO name=$name selector=$sel queue_mode=$qmode iodepth=$depth runtime=$rt selector_args=$sargs path_scheduler=$SCHEDX"
+    echo "fio_extra=$FIOX"
+    echo "trace=$TRACE"
+    echo "kernel=$KREL"
+    cat /tmp/paths_now
+  } > "$o/meta"
+  DM=""
+  dmsetup create mp --table "$T" > "$o/create.out" 2>&1 || { echo "create failed: $(cat "$o/create.out")"; continue; }
   DM=dm-$(dmsetup info -c --noheadings -o minor mp | tr -d ' ')
-  echo "dm=$DM" >> $o/meta; echo "dmdev=$(cat /sys/block/$DM/dev)" >> $o/meta
-  dmsetup table mp > $o/table
-  queueinfo > $o/queue
-  snap > $o/stat_before; grep '^cpu' /proc/stat > $o/cpu_before; dbg > $o/dbg_before
+  { echo "dm=$DM"; echo "dmdev=$(cat "/sys/block/$DM/dev")"; } >> "$o/meta"
+  dmsetup table mp > "$o/table"
+  queueinfo > "$o/queue"
+  snap > "$o/stat_before"; grep '^cpu' /proc/stat > "$o/cpu_before"; dbg > "$o/dbg_before"
   t0=$(cut -d' ' -f1 /proc/uptime)
   [ "$TRACE" = 1 ] && trace_on
-  sampler $o $rt &
+  sampler "$o" "$rt" &
   SP=$!
-  fio --name=$name --filename=/dev/mapper/mp --ioengine=libaio --direct=1 --rw=randwrite --bs=4k \
-      --iodepth=$depth --runtime=$rt --time_based --size=1800M --randrepeat=0 \
-      --group_reporting $FIOX --output-format=json --output=$o/fio.json > $o/fio.stderr 2>&1
+  # shellcheck disable=SC2086  # FIOX holds several fio options
+  fio --name="$name" --filename=/dev/mapper/mp --ioengine=libaio --direct=1 --rw=randwrite --bs=4k \
+      --iodepth="$depth" --runtime="$rt" --time_based --size=1800M --randrepeat=0 \
+      --group_reporting $FIOX --output-format=json --output="$o/fio.json" > "$o/fio.stderr" 2>&1
   t1=$(cut -d' ' -f1 /proc/uptime)
-  [ "$TRACE" = 1 ] && { trace_read > $o/trace_hist; trace_off; }
-  snap > $o/stat_after; grep '^cpu' /proc/stat > $o/cpu_after; dbg > $o/dbg_after
+  [ "$TRACE" = 1 ] && { trace_read > "$o/trace_hist"; trace_off; }
+  snap > "$o/stat_after"; grep '^cpu' /proc/stat > "$o/cpu_after"; dbg > "$o/dbg_after"
   wait $SP
-  dmsetup status mp > $o/status_end
+  dmsetup status mp > "$o/status_end"
   dmsetup remove mp
-  echo "$t0 $t1" > $o/uptime
-  echo "run $name done ($t0 -> $t1): $(paste $o/stat_before $o/stat_after | awk '{printf "%s:%d ", $1, $(NF/2+6)-$6}')"
+  echo "$t0 $t1" > "$o/uptime"
+  echo "run $name done ($t0 -> $t1): $(paste "$o/stat_before" "$o/stat_after" | awk '{printf "%s:%d ", $1, $(NF/2+6)-$6}')"
+  DM=""
 done < /exp/runs.txt
 topo_down
 dmesg | tail -n 50 > /out/dmesg_tail.txt
