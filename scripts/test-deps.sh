@@ -6,6 +6,7 @@
 set -uo pipefail
 DEBIAN_PACKAGES=(
   "fio /usr/bin/fio"
+  "shellcheck /usr/bin/shellcheck"
   "linux-source-6.1 /usr/src/linux-source-6.1.tar.xz"
   "python3-six /usr/lib/python3/dist-packages/six.py"
   "chromium /usr/bin/chromium"

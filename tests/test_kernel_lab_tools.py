@@ -1,0 +1,203 @@
+"""The kernel lab's tools, checked without booting a kernel (validation/kernel-lab).
+
+- the lab's shell scripts pass shellcheck;
+- `grid.py plan` prints the runs.txt the guest gets: topologies that exist, one RUN line per cell and repeat;
+- the summariser on raw run folders the lab really produced (tests/data/kernel-lab-runs), against values read
+  by hand from their /sys/block/*/stat, /proc/stat and fio files:
+  * a run of Debian 6.1 from the second repeat of a batch with two topologies, written by the guest script
+    before the double-count fix: its meta lists each path once per build of the topology (twice here), and
+    the summariser then counted every path twice (shares summing to 0.5);
+  * a bio-based run of Debian 6.12, whose dm device has no scheduler and an empty nr_requests in sysfs.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import require
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LAB = os.path.join(HERE, "..", "validation", "kernel-lab")
+GRID = os.path.join(LAB, "grid.py")
+DATA = os.path.join(HERE, "data", "kernel-lab-runs")
+RUN61 = os.path.join(DATA, "6.1-repeated-two-topologies", "runs", "D1-4_hst_bio_d16_r1")
+RUN612 = os.path.join(DATA, "6.12-bio-based", "runs", "T4q_st_bio_d64_r0")
+
+from test_kernel_lab_grid import grid  # noqa: E402  (the grid module, loaded from its file once)
+
+SCRIPTS = ["lab/setup.sh", "lab/build-initramfs.sh", "lab/run.sh", "lab/init", "experiments/grid/main.sh"]
+
+
+def _grid(*args):
+    return subprocess.run([sys.executable, GRID] + list(args), capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_lab_scripts_pass_shellcheck(script):
+    sc = require("shellcheck", "the kernel lab's shell scripts are checked with it")
+    r = subprocess.run([sc, "-x", os.path.join(LAB, script)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
+
+
+def test_lab_scripts_name_no_machine_paths():
+    # a user's checkout: the lab goes to KLAB_DIR or the temp folder, never to a folder of this machine
+    for f in SCRIPTS + ["grid.py", "README.md", "lab/oot/Makefile"]:
+        text = open(os.path.join(LAB, f)).read()
+        assert "/work/" not in text and "shared/kernel-lab" not in text, f
+
+
+# ------------------------------------------------------------------ the planner
+def _parse_plan(text):
+    """{batch: [lines]} from `grid.py plan` output."""
+    out, cur = {}, None
+    for line in text.splitlines():
+        if line.startswith("# "):
+            cur = line[2:]
+            out[cur] = []
+        elif line:
+            out[cur].append(line)
+    return out
+
+
+def test_plan_of_the_heldout_batch_is_its_cells_per_repeat():
+    r = _grid("plan", "heldout", "--rep", "2", "--runtime", "8")
+    assert r.returncode == 0, r.stderr
+    lines = _parse_plan(r.stdout)["heldout"]
+    runs = [l for l in lines if l.startswith("RUN ")]
+    topos = [l.split()[1] for l in lines if l.startswith("TOPO ")]
+    # 21 cells, twice; every topology built again in the second repeat (six topologies, two repeats)
+    assert len(runs) == 42
+    assert topos == ["H1", "H2", "H3", "H4", "H5", "H6"] * 2
+    assert lines[:4] == ["TOPO H1", "RUN H1_ql_mq_d24_r0 queue-length mq 24 8",
+                         "RUN H1_ql_bio_d24_r0 queue-length bio 24 8",
+                         "RUN H1_st_mq_d24_r0 service-time mq 24 8"]
+    assert "RUN H6_hst_bio_d8_r1 historical-service-time bio 8 8" == runs[-1]
+    names = [l.split()[1] for l in runs]
+    assert len(set(names)) == len(names)
+    # each RUN sits after the TOPO of its own topology
+    cur = None
+    for l in lines:
+        f = l.split()
+        if f[0] == "TOPO":
+            cur = f[1]
+        elif f[0] == "RUN":
+            assert f[1].split("_")[0] == cur
+
+
+def test_every_batch_names_topology_files_that_parse():
+    r = _grid("plan")
+    assert r.returncode == 0, r.stderr
+    plans = _parse_plan(r.stdout)
+    assert set(plans) == set(grid.BATCHES)
+    sels = {"round-robin", "queue-length", "service-time", "historical-service-time"}
+    for batch, lines in plans.items():
+        for l in lines:
+            f = l.split()
+            if f[0] == "TOPO":
+                rows = [x.split() for x in open(os.path.join(LAB, "experiments", "grid", "topo", f[1] + ".txt"))
+                        if x.strip()]
+                assert rows and all(len(x) in (2, 3) and x[1].isdigit() for x in rows), f[1]
+                assert all(int(x[2]) >= 1 for x in rows if len(x) == 3)
+            elif f[0] == "RUN":
+                assert f[2] in sels and f[3] in ("mq", "bio") and int(f[4]) >= 1 and f[5] == "8", (batch, l)
+            else:
+                assert f[0] in ("FIO", "TRACE", "SCHED"), (batch, l)
+
+
+def test_class_batches_keep_the_completion_time_and_vary_the_depth():
+    # the same-latency / different-depth class: every path of a D topology completes in the same time, the
+    # queue depths differ; the plan covers hst, st and ql in both modes
+    cells = grid.BATCHES["depth2"] + grid.BATCHES["depthN"]
+    assert len(cells) >= 24
+    for topo in {c[0] for c in cells}:
+        rows = [x.split() for x in open(os.path.join(LAB, "experiments", "grid", "topo", topo + ".txt"))]
+        assert len({r[1] for r in rows}) == 1 and len({r[2] for r in rows}) == len(rows), topo
+        assert 4_000_000 <= int(rows[0][1]) <= 10_000_000
+    assert {(c[1], c[2]) for c in cells} >= {(s, m) for s in ("hst", "st", "ql") for m in ("mq", "bio")}
+
+
+def test_unknown_batch_is_one_line_and_exit_3():
+    r = _grid("plan", "T4q", "nosuch")
+    assert r.returncode == 3
+    assert r.stderr.strip().count("\n") == 0 and "nosuch" in r.stderr
+
+
+# ------------------------------------------------------------------ the summariser on stored raw runs
+def test_repeated_two_topology_run_counts_each_path_once():
+    meta = open(os.path.join(RUN61, "meta")).read()
+    assert meta.count("D1-4 p0 ") == 2           # the guest logged both builds of the topology
+    s = grid.summarise_run(RUN61)
+    assert [p["label"] for p in s["paths"]] == ["p0", "p1"]
+    assert s["paths"][0] == {"label": "p0", "completion_ns": 5000000, "hw_queue_depth": 1, "submit_queues": 1}
+    # stat files, sectors written (field 6): p0 0 -> 4120 (515 writes of 4k), p1 0 -> 16024 (2003)
+    assert s["devices"]["p0"]["writes"] == 515 and s["devices"]["p1"]["writes"] == 2003
+    assert s["writes_total"] == 2518
+    assert s["shares"] == {"p0": round(515 / 2518, 4), "p1": round(2003 / 2518, 4)}
+    assert abs(sum(s["shares"].values()) - 1.0) < 1e-3
+    # write ticks / writes: both paths complete in about their 5 ms plus the emulation's cost
+    assert s["devices"]["p0"]["mean_write_ms"] == round(2719 / 515, 3)
+    assert s["devices"]["p1"]["mean_write_ms"] == round(10535 / 2003, 3)
+    # time in queue / run time (27.09 -> 30.98 s): the dm device had 16044 ms of in-flight time
+    assert s["devices"]["dm-0"]["mean_inflight"] == round(16044 / ((30.98 - 27.09) * 1e3), 3)
+    # fio.json: 837.658 IOPS, 2518 I/Os (as many as the paths completed)
+    assert s["fio"]["iops"] == 837.7 and s["fio"]["total_ios"] == 2518
+    # /proc/stat "cpu": user+nice 236 -> 278, system 1247 -> 1333, idle+iowait 2317 -> 2883, softirq 170 -> 186
+    busy = (278 - 236) + (1333 - 1247) + (186 - 170)
+    assert s["guest_cpu"]["busy_frac_of_2cpus"] == round(busy / (busy + 2883 - 2317), 3)
+    assert s["kernel"] == "6.1" and s["kernel_release"] == "6.1.0-57-amd64"   # from the boot's uname.txt
+    assert s["samples"]["path_inflight"] == {"p0": [1], "p1": [4]} and s["samples"]["dm_inflight"] == [6]
+
+
+def test_bio_based_612_run_has_no_dm_scheduler_or_nr_requests():
+    s = grid.summarise_run(RUN612)
+    assert s["queue"]["dm-0"]["nr_requests"] is None and s["queue"]["dm-0"]["scheduler"] is None
+    assert s["queue"]["p3"] == {"scheduler": "none", "nr_requests": 4, "nr_hw_queues": 2, "hw_tags": 4}
+    # sectors written: p0 16616 -> 28528, p1 16608 -> 28520, p2 16624 -> 28528, p3 5440 -> 11032
+    w = {"p0": (28528 - 16616) // 8, "p1": (28520 - 16608) // 8, "p2": (28528 - 16624) // 8,
+         "p3": (11032 - 5440) // 8}
+    assert w == {"p0": 1489, "p1": 1489, "p2": 1488, "p3": 699}
+    assert s["writes_total"] == sum(w.values())
+    assert s["shares"] == {k: round(v / sum(w.values()), 4) for k, v in w.items()}
+    assert s["kernel"] == "6.12" and s["kernel_release"] == "6.12.118+deb12-amd64"   # the run's meta
+    assert s["fio"] == {}                        # its fio.json was dropped when the boot was summarised
+
+
+def test_collect_keys_cells_by_kernel(tmp_path, monkeypatch):
+    runs = tmp_path / "runs"
+    for d in ("6.1-repeated-two-topologies", "6.12-bio-based"):
+        shutil.copytree(os.path.join(DATA, d), runs / d)
+        json.dump({"before": ["0.5", "0.5", "0.5"], "others_cpus": 0.1, "kernel_append": ""},
+                  open(runs / d / "host_load.json", "w"))
+        grid.finish_batch(str(runs / d))
+    # the 6.12 run again, as if it were a 6.1 run of the same cell: it must stay a separate cell
+    twin = runs / "6.1-twin" / "runs" / "T4q_st_bio_d64_r0"
+    shutil.copytree(runs / "6.12-bio-based" / "runs" / "T4q_st_bio_d64_r0", twin)
+    meta = open(twin / "meta").read().replace("kernel=6.12.118+deb12-amd64", "kernel=6.1.0-57-amd64")
+    open(twin / "meta", "w").write(meta)
+    shutil.copy(runs / "6.12-bio-based" / "host_load.json", runs / "6.1-twin")
+    grid.finish_batch(str(runs / "6.1-twin"))
+    monkeypatch.setattr(grid, "RUNS", str(runs))
+    monkeypatch.setattr(grid, "HERE", str(tmp_path))
+    cells = grid.collect()
+    keys = [(c["kernel"], c["topology"], c["queue_mode"], c["iodepth"], c["selector"], c["n"]) for c in cells]
+    assert keys == [("6.1", "T4q", "bio", 64, "service-time", 1), ("6.1", "D1-4", "bio", 16,
+                    "historical-service-time", 1), ("6.12", "T4q", "bio", 64, "service-time", 1)]
+    d14 = cells[1]
+    assert d14["mean_share"] == {"p0": 0.2045, "p1": 0.7955}
+    assert d14["repeats"][0]["kernel_release"] == "6.1.0-57-amd64"
+    assert [g["hw_queue_depth"] for g in d14["groups"]] == [1, 4]
+    assert json.load(open(tmp_path / "results.json")) == cells
+    # the README block: one section per kernel series
+    block = grid.readme_block(cells)
+    assert re.findall(r"^### (\S+): ", block, flags=re.M) == ["6.1", "6.1", "6.12"]
+
+
+def test_summarise_cli_refuses_a_folder_that_is_not_a_run(tmp_path):
+    r = _grid("summarise", str(tmp_path))
+    assert r.returncode == 3 and "meta" in r.stderr and r.stderr.count("\n") == 1
+    r = _grid("summarise", RUN612)
+    assert r.returncode == 0 and json.loads(r.stdout)["shares"]["p3"] == round(699 / 5165, 4)
