@@ -201,3 +201,28 @@ def test_summarise_cli_refuses_a_folder_that_is_not_a_run(tmp_path):
     assert r.returncode == 3 and "meta" in r.stderr and r.stderr.count("\n") == 1
     r = _grid("summarise", RUN612)
     assert r.returncode == 0 and json.loads(r.stdout)["shares"]["p3"] == round(699 / 5165, 4)
+
+
+def _cell(kernel, n, means, sds, topo="D1-4"):
+    paths = [{"label": "p0", "completion_ns": 5000000, "hw_queue_depth": 1},
+             {"label": "p1", "completion_ns": 5000000, "hw_queue_depth": 4}]
+    return {"kernel": kernel, "topology": topo, "queue_mode": "mq", "iodepth": 16, "selector": "queue-length",
+            "selector_args": "0", "n": n, "paths": paths,
+            "groups": [{"labels": [p["label"]], "completion_ns": 5000000, "hw_queue_depth": p["hw_queue_depth"],
+                        "mean_share_per_path": m, "stddev_share_per_path": sd}
+                       for p, m, sd in zip(paths, means, sds)]}
+
+
+def test_kernel_differences_against_two_standard_errors():
+    cells = [_cell("6.1", 3, [0.30, 0.70], [0.01, 0.01]), _cell("6.12", 3, [0.25, 0.75], [0.02, 0.02]),
+             _cell("6.1", 3, [0.30, 0.70], [0.03, 0.03], topo="D2-8"),
+             _cell("6.12", 3, [0.32, 0.68], [0.03, 0.03], topo="D2-8"),
+             _cell("6.1", 2, [0.5, 0.5], [0.0, 0.0], topo="c4x2")]          # on one kernel only: no row
+    rows = grid.kernel_differences(cells)
+    assert [r["cell"] for r in rows] == ["D1-4 mq d16 ql", "D2-8 mq d16 ql"]
+    # D1-4: 0.05 apart, 2 * sqrt(0.01^2/3 + 0.02^2/3) = 0.0258 -> beyond the noise
+    assert rows[0]["diff"] == -0.05 and rows[0]["bound"] == round(2 * (0.0005 / 3) ** 0.5, 4)
+    assert rows[0]["beyond_noise"] is True and rows[0]["n"] == (3, 3)
+    # D2-8: 0.02 apart, bound 2 * sqrt(2 * 0.03^2 / 3) = 0.049 -> within
+    assert abs(rows[1]["diff"]) == 0.02 and rows[1]["beyond_noise"] is False
+    assert "| D1-4 mq d16 ql | 3, 3 | 5ms/1t | -0.050 | 0.026 | yes |" in grid.differences_markdown(rows)

@@ -8,6 +8,7 @@
                                          then rebuild results.json
     grid.py summarise RUNDIR             print the summary of one raw run folder (JSON)
     grid.py collect [--md] [--readme]    rebuild results.json and TABLE.md from every runs/*/runs/*/summary.json
+    grid.py compare                      cells run on both kernels: the 6.12 - 6.1 difference against the noise
 
 The lab is the one lab/setup.sh made: KLAB_DIR, or klab-<KLAB_KERNEL> (6.1 by default) in $TMPDIR (or /tmp).
 The kernel series of every run is read from the guest (uname -r); results.json keeps one cell per kernel series.
@@ -28,7 +29,7 @@ def _cells(topo, sels, modes, depths):
 
 
 BATCHES = {
-    'smoke': _cells('T4q', ['st'], ['mq', 'bio'], [64]),  # checks the scripts end to end (use --runtime 3)
+    'smoke': _cells('T4q', ['st'], ['mq', 'bio'], [64]),  # a boot test (--runtime 3); collect leaves it out
     # single path and two paths: the emulation cost; selector irrelevant (rr) with identical paths
     'calib': (_cells('c0', ['rr'], ['mq', 'bio'], [1, 64]) + _cells('c1', ['rr'], ['mq', 'bio'], [1, 64])
               + _cells('c4', ['rr'], ['mq', 'bio'], [1, 64]) + _cells('c0x2', ['rr'], ['mq', 'bio'], [1, 64])
@@ -62,6 +63,10 @@ BATCHES = {
     'trace': ([{'trace': 1, 'tag': '-tr'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
               + _cells('T10', ['rr', 'st'], ['mq', 'bio'], [64]) + _cells('Tmix', ['rr', 'st'], ['mq', 'bio'], [64])
               + [{}]),
+    # the same-latency / different-depth class traced: requeues of the dm request (request-based: failed clone
+    # allocations on a full path) and path request allocations per device
+    'tracedepth': ([{'trace': 1, 'tag': '-tr'}] + _cells('D1-4', ['st', 'hst'], ['mq', 'bio'], [16])
+                   + _cells('D2-8', ['ql', 'hst'], ['mq', 'bio'], [32]) + [{}]),
     # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
     # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
     'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
@@ -359,7 +364,7 @@ def collect():
     cells = {}
     for batch in sorted(os.listdir(RUNS)) if os.path.isdir(RUNS) else []:
         rr = os.path.join(RUNS, batch, 'runs')
-        if not os.path.isdir(rr):
+        if not os.path.isdir(rr) or batch.startswith('smoke'):   # a boot test, not a measurement
             continue
         for name in sorted(os.listdir(rr)):
             sp = os.path.join(rr, name, 'summary.json')
@@ -469,6 +474,44 @@ def markdown(cells, kernel_column=True):
     return '\n'.join(rows)
 
 
+def kernel_differences(cells, a='6.1', b='6.12'):
+    """Cells measured on both kernels: per group of identical paths the difference of the mean share per path
+    (b - a) and the noise bound, two standard errors of that difference from the repeats' stddevs (null when a
+    side has a single repeat). Rows of the largest difference per cell, largest first."""
+    key = lambda c: (c['topology'], c['queue_mode'], c['iodepth'], c['selector'], c['selector_args'])
+    other = {key(c): c for c in cells if c['kernel'] == b}
+    rows = []
+    for c in cells:
+        d = other.get(key(c)) if c['kernel'] == a else None
+        if d is None or len(c['paths']) < 2:
+            continue
+        best = None
+        for ga, gb in zip(c['groups'], d['groups']):
+            diff = round(gb['mean_share_per_path'] - ga['mean_share_per_path'], 4)
+            sds = [(g['stddev_share_per_path'], n) for g, n in ((ga, c['n']), (gb, d['n']))]
+            bound = (2 * math.sqrt(sum(sd ** 2 / n for sd, n in sds))
+                     if all(sd is not None for sd, _ in sds) else None)
+            if best is None or abs(diff) > abs(best[1]):
+                best = ('%gms/%st' % (ga['completion_ns'] / 1e6, ga['hw_queue_depth'] if ga['hw_queue_depth'] < 256
+                                      else '-'), diff, bound)
+        rows.append({'cell': '%s %s d%d %s' % (c['topology'], c['queue_mode'], c['iodepth'],
+                                               ABBR.get(c['selector'], c['selector'])),
+                     'n': (c['n'], d['n']), 'group': best[0], 'diff': round(best[1], 4),
+                     'bound': round(best[2], 4) if best[2] is not None else None,
+                     'beyond_noise': best[2] is not None and abs(best[1]) > max(best[2], 0.01)})
+    return sorted(rows, key=lambda r: -abs(r['diff']))
+
+
+def differences_markdown(rows):
+    out = ['| cell | n (6.1, 6.12) | group | 6.12 - 6.1 share per path | 2 SE of the difference | beyond noise |',
+           '|---|---|---|---|---|---|']
+    for r in rows:
+        out.append('| %s | %d, %d | %s | %+.3f | %s | %s |' % (
+            r['cell'], r['n'][0], r['n'][1], r['group'], r['diff'],
+            '%.3f' % r['bound'] if r['bound'] is not None else '-', 'yes' if r['beyond_noise'] else 'no'))
+    return '\n'.join(out)
+
+
 def readme_block(cells):
     """The generated results section of README.md: per kernel series, the grid (T*), the same-latency /
     different-depth class (D*), the held-out topologies (H*) and the variants."""
@@ -483,6 +526,11 @@ def readme_block(cells):
             group = [c for c in kc if sel(c['topology'])]
             if group:
                 parts.append('### %s: %s\n\n%s' % (kernel, title, markdown(group, kernel_column=False)))
+    rows = kernel_differences(cells)
+    if rows:
+        parts.append('### 6.12 against 6.1 (cells run on both; largest group difference per cell; beyond noise:\n'
+                     'more than two standard errors of the difference and more than 0.01)\n\n'
+                     + differences_markdown(rows))
     return '\n\n'.join(parts) + '\n'
 
 
@@ -520,6 +568,7 @@ def main():
     p.add_argument('--runtime', type=int, default=8, help='fio runtime per run in seconds (default 8)')
     p.add_argument('--append', default='', help='extra guest kernel command line (KLAB_APPEND), e.g. idle=poll; '
                    'becomes part of the cells\' variant name (default: none)')
+    sub.add_parser('compare', help='cells run on both kernels: 6.12 - 6.1 share per path against the noise')
     p = sub.add_parser('summarise', help='print the summary of one raw run folder (JSON)')
     p.add_argument('rundir', help='a runs/<boot>/runs/<run> folder (meta, stat_before/after, ...)')
     sub.add_parser('resummarise', help='rebuild every summary.json from the raw run files, then results.json')
@@ -535,6 +584,9 @@ def main():
     if a.cmd == 'plan':
         for b in a.batch or BATCHES:
             print('# %s' % b); print(runs_txt(b, a.rep, a.runtime), end='')
+        return
+    if a.cmd == 'compare':
+        print(differences_markdown(kernel_differences(collect())))
         return
     if a.cmd == 'summarise':
         for f in ('meta', 'stat_before', 'stat_after', 'uptime', 'cpu_before', 'cpu_after', 'queue', 'table',
