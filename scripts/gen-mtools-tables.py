@@ -165,7 +165,8 @@ def main():
     typical.update({"vendor": "V", "product": "P", "revision": "R", "product_blacklist": "X", "wwid": "W",
                     "alias": "A", "vpd_vendor": "hp3par", "hardware_handler": "1 alua", "prio": "alua",
                     "prio_args": "exclusive_pref_bit", "path_checker": "tur", "checker": "tur",
-                    "type": "scsi:fcp", "devnode": "x", "property": "x", "protocol": "x"})
+                    "type": "scsi:fcp", "devnode": "x", "property": "x", "protocol": "x",
+                    "uid_attrs": "sd:ID_SERIAL"})
 
     def printed_block(out, path):
         body = parse_printed(out)
@@ -183,7 +184,10 @@ def main():
         if path is not None:
             entry["number_keywords"] = sorted(k for k, q in printed_block(out, path) if not q)
             _, _, out2, _ = probe(a.binary, accepted, op, cl, typical)
-            entry["printed_order"] = [k for k, _ in printed_block(out2, path)]
+            printed2 = printed_block(out2, path)
+            entry["printed_order"] = [k for k, _ in printed2]
+            # string keywords printed without quotes
+            entry["bare_keywords"] = sorted(k for k, q in printed2 if not q and not re.fullmatch(r"-?\d+", typical.get(k, "1")))
         keywords[sec] = entry
     doc = {
         "version": a.version,
