@@ -342,6 +342,21 @@ def val_max_fds(key, v, prof):
     return n, str(n), False
 
 
+def val_mode(key, v, prof):
+    try:
+        n = int(v, 8)
+    except ValueError:
+        raise _invalid(key, v) from None
+    return n, "0%o" % n, False
+
+
+def val_ugid(key, v, prof):
+    n = _strtol(v)
+    if n is None or n < 0:
+        raise _invalid(key, v)
+    return n, "0%o" % n, False
+
+
 def val_str(key, v, prof):
     return v, v, True
 
@@ -375,6 +390,9 @@ VALIDATORS = {
     "ghost_delay": val_off_int,
     "marginal_pathgroups": val_choice("off", "on", aliases={"no": "off", "yes": "on", "0": "off", "1": "on"}),
     "log_checker_err": val_choice("always", "once"),
+    "mode": val_mode,
+    "uid": val_ugid,
+    "gid": val_ugid,
 }
 for _k in ("san_path_err_threshold", "san_path_err_forget_rate", "san_path_err_recovery_time",
            "marginal_path_err_sample_time", "marginal_path_err_rate_threshold",
@@ -564,9 +582,16 @@ class _Parser:
         val = _value_of(toks)
         prof = self.prof
         if key in prof.deprecated:
-            self.say("%s line %d: ignoring deprecated option \"%s\"%s" % (
-                self.src, n, key, self.deprecated_suffix(key)))
+            # warned about in the defaults section, silently ignored elsewhere
+            if section == "defaults":
+                self.say("%s line %d: ignoring deprecated option \"%s\"%s" % (
+                    self.src, n, key, self.deprecated_suffix(key)))
             return
+        if key in prof.fixed_value:
+            return          # accepted, the value is ignored and the built-in one printed
+        if key in prof.file_options and section == "defaults":
+            self.say("%s line %d, \"%s\" is deprecated and will be disabled in a future release"
+                     % (self.src, n, key))
         if section in ("blacklist", "blacklist_exceptions"):
             try:
                 val_regex(key, val, prof)
@@ -668,6 +693,9 @@ def _reconcile(conf: Config, ident: str, e: Entry) -> None:
                              "'no_path_retry queue' instead" % ident)
         if not e.has("no_path_retry"):
             e.set("no_path_retry", "queue", "queue", 0, printed="queue", quoted=True)
+        elif e.get("no_path_retry") != "queue":
+            conf.messages.append("%s: ignoring feature 'queue_if_no_path' because no_path_retry is set to '%s'"
+                                 % (ident, e.values["no_path_retry"].printed))
         feats = _remove_feature(feats, "queue_if_no_path")
     if "retain_attached_hw_handler" in feats.split()[1:]:
         conf.messages.append("%s: option 'features \"1 retain_attached_hw_handler\"' is deprecated" % ident)
@@ -751,7 +779,8 @@ def merge_multipaths(conf: Config) -> None:
         if out and out[-1].get("wwid") == e.get("wwid"):
             conf.messages.append("merge_mptable: duplicate multipath config section for %s" % e.get("wwid"))
             _merge_into(e, out[-1])
-            _reconcile(conf, e.get("wwid"), e)
+            if conf.profile.at_least(0, 10):
+                _reconcile(conf, e.get("wwid"), e)
             out[-1] = e
         else:
             out.append(e)

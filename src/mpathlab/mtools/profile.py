@@ -27,6 +27,10 @@ _DEPRECATED = {
 }
 
 
+_FIXED = {"0.9.4": {"disable_changed_wwids"}}
+_FILE_OPTIONS = {"0.9.4": {"bindings_file", "wwids_file", "prkeys_file"}}
+
+
 class Profile:
     def __init__(self, doc: dict):
         self.version: str = doc["version"]
@@ -40,6 +44,10 @@ class Profile:
             [tuple(n) for n in dev["body"]] for dev in self._section("devices")]
         self.deprecated = set(doc.get("deprecated", _DEPRECATED.get(self.version, ())))
         self.major_minor = tuple(int(x) for x in self.version.split(".")[:2])
+        # accepted, value ignored (the built-in value is printed)
+        self.fixed_value = set(doc.get("fixed_value", _FIXED.get(self.version, ())))
+        # accepted with a "will be disabled" warning
+        self.file_options = set(doc.get("file_options", _FILE_OPTIONS.get(self.version, ())))
 
     def _section(self, name):
         for n in self.config:

@@ -72,7 +72,24 @@ def _blacklist_lines(conf: Config, name: str) -> List[str]:
                 continue
             seen.add(pat)
             out.append(_line(1, kind, pat, True))
-    for vendor, product in list(user.device) + [v for k, v in builtin if k == "device"]:
+    devices = list(user.device)
+    if name == "blacklist":
+        # the built-in device blacklist is made from the merged hardware table's product_blacklist
+        # entries (a user entry with one adds to it), each vendor/product pair once
+        seen_dev = set(devices)
+        for e in conf.hwtable:
+            if e.has("product_blacklist"):
+                pair = (e.get("vendor"), e.get("product_blacklist"))
+                if pair not in seen_dev:
+                    seen_dev.add(pair)
+                    devices.append(pair)
+    else:
+        devices += [v for k, v in builtin if k == "device"]
+    uniq = []
+    for d in devices:
+        if d not in uniq:
+            uniq.append(d)
+    for vendor, product in uniq:
         out.append("\tdevice {")
         if vendor is not None:
             out.append(_line(2, "vendor", vendor, True))
