@@ -181,6 +181,15 @@ def main():
         cset = cands + ["protocol"] if sec.startswith("blacklist") else cands
         accepted, invalid, out, err = probe(a.binary, cset, op, cl)
         entry = {"accepted": accepted}
+        if sec == "defaults":
+            # deprecated keywords: accepted, ignored, with the built-in value 0.10+ names
+            dep = {}
+            for ln in err.splitlines():
+                m = re.search(r'ignoring deprecated option "([^"]+)"(?:, using built-in value: "(.*)")?$', ln)
+                if m:
+                    dep[m.group(1)] = None if m.group(2) is None else m.group(2).replace(
+                        os.path.dirname(os.path.dirname(os.path.abspath(a.binary))) + "/", "/")
+            entry["deprecated"] = dep
         if path is not None:
             entry["number_keywords"] = sorted(k for k, q in printed_block(out, path) if not q)
             _, _, out2, _ = probe(a.binary, accepted, op, cl, typical)

@@ -43,5 +43,9 @@ else
   [ "$rc" = 99 ] && { echo "mtools-oracle: cannot overlay /etc (needs root and unshare)" >&2; exit 2; }
 fi
 cp "$work/out" "$OUT.stdout"
-sed -E 's/^[0-9]+\.[0-9]+ \| //' "$work/err" | sed "s|$read_path|$name|g" >"$OUT.stderr"
+# a private build names its own prefix in built-in paths: print them as a build for / would
+read_re=$(printf '%s' "$read_path" | sed 's/[.[\*^$]/\\&/g')
+strip_prefix=
+[ -e "$prefix/.mpathlab-private-build" ] && strip_prefix="s|$prefix/|/|g"
+sed -E 's/^[0-9]+\.[0-9]+ \| //' "$work/err" | sed "s|$read_re|$name|g" | sed "$strip_prefix" >"$OUT.stderr"
 cp "$work/rc" "$OUT.rc"

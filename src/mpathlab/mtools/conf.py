@@ -357,6 +357,24 @@ def val_ugid(key, v, prof):
     return n, "0%o" % n, False
 
 
+class Note(Exception):
+    """Taken, with a message (a deprecated spelling of a value)."""
+
+    def __init__(self, msg, result):
+        super().__init__(msg)
+        self.result = result
+
+
+def val_flush_on_last_del(key, v, prof):
+    # 0.10+: always / unused / never; yes and no are the old spellings
+    if v in ("always", "unused", "never"):
+        return v, v, True
+    old = {"yes": "always", "1": "always", "no": "unused", "0": "unused"}.get(v)
+    if old is None:
+        raise _invalid(key, v)
+    raise Note('"%s" is a deprecated value for %s and is treated as "%s"' % (v, key, old), (old, old, True))
+
+
 def val_str(key, v, prof):
     return v, v, True
 
@@ -408,7 +426,7 @@ for _k in ("user_friendly_names", "detect_prio", "detect_checker", "detect_pgpol
 def _validator(prof: Profile, key: str):
     if key == "flush_on_last_del":
         if prof.at_least(0, 10):
-            return val_choice("always", "unused", "never", aliases={"yes": "always", "no": "never"})
+            return val_flush_on_last_del
         return val_yesno
     f = VALIDATORS.get(key)
     if f is not None:
@@ -628,6 +646,9 @@ class _Parser:
             self.say("%s line %d, %s" % (self.src, n, e))
             parsed, printed, quoted = f(key, str(e.value), prof) if isinstance(e.value, int) else (
                 e.value, e.value or "", True)
+        except Note as e:
+            self.say("%s line %d, %s" % (self.src, n, e))
+            parsed, printed, quoted = e.result
         except Fatal:
             self.fatal(n, raw)
             return
@@ -637,9 +658,7 @@ class _Parser:
         entry.set(key, parsed, val, n, printed=printed, quoted=quoted)
 
     def deprecated_suffix(self, key: str) -> str:
-        if not self.prof.at_least(0, 10):
-            return ""
-        dv = self.prof.default_value(key)
+        dv = self.prof.deprecated.get(key)
         return ", using built-in value: \"%s\"" % dv if dv is not None else ""
 
     def fatal(self, n: int, raw: str) -> None:
@@ -674,6 +693,8 @@ def _builtin_entries(prof: Profile) -> List[Entry]:
             if f is not None:
                 try:
                     parsed = f(k, v, prof)[0]
+                except Note as e:
+                    parsed = e.result[0]
                 except (Bad, _Capped, Fatal):
                     parsed = v
             e.set(k, parsed, v, 0, printed=v, quoted=q)
@@ -779,8 +800,6 @@ def merge_multipaths(conf: Config) -> None:
         if out and out[-1].get("wwid") == e.get("wwid"):
             conf.messages.append("merge_mptable: duplicate multipath config section for %s" % e.get("wwid"))
             _merge_into(e, out[-1])
-            if conf.profile.at_least(0, 10):
-                _reconcile(conf, e.get("wwid"), e)
             out[-1] = e
         else:
             out.append(e)

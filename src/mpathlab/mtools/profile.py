@@ -20,13 +20,6 @@ from typing import Dict, List, Optional, Tuple
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 DEFAULT_VERSION = "0.14.3"
 
-# keywords the binary accepts but ignores with a "deprecated" warning, per version
-# (seen in the binaries' output: accepted by the parser, never printed)
-_DEPRECATED = {
-    "0.9.4": {"multipath_dir", "config_dir", "getuid_callout", "pg_timeout"},
-}
-
-
 _FIXED = {"0.9.4": {"disable_changed_wwids"}}
 _FILE_OPTIONS = {"0.9.4": {"bindings_file", "wwids_file", "prkeys_file"}}
 
@@ -42,7 +35,8 @@ class Profile:
         self.exceptions = self._bl("blacklist_exceptions")
         self.hwtable: List[List[Tuple[str, str, bool]]] = [
             [tuple(n) for n in dev["body"]] for dev in self._section("devices")]
-        self.deprecated = set(doc.get("deprecated", _DEPRECATED.get(self.version, ())))
+        # deprecated keyword -> the built-in value multipath names (None: it names none)
+        self.deprecated: Dict[str, Optional[str]] = self.keywords["defaults"].get("deprecated", {})
         self.major_minor = tuple(int(x) for x in self.version.split(".")[:2])
         # accepted, value ignored (the built-in value is printed)
         self.fixed_value = set(doc.get("fixed_value", _FIXED.get(self.version, ())))

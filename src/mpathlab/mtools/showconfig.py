@@ -96,10 +96,7 @@ def _blacklist_lines(conf: Config, name: str) -> List[str]:
         if product is not None:
             out.append(_line(2, "product", product, True))
             out.append("\t}")
-        elif not prof.at_least(0, 10):
-            pass          # 0.9.x closes a device block only after its product line
-        else:
-            out.append("\t}")
+        # without a product line the real binaries (0.9.4 and 0.14.3 alike) print no closing brace
     out.append("}")
     return out
 
