@@ -411,6 +411,14 @@ def checker_state(path: Path, checker: str) -> str:
     if path.link_down:
         return DOWN
     st = path.alua_state
+    if checker in ("rdac", "hp_sw", "emc_clariion"):
+        # these read the controller's ownership: a passive (standby or non-owner) path is ghost
+        from .prioritizers.array import owner
+        if st in ("unavailable", "offline"):
+            return DOWN
+        if st == "standby" or not owner(path):
+            return GHOST
+        return UP
     if st is None or st in ("active/optimized", "active/non-optimized", "lba-dependent"):
         return UP
     if checker == "tur":
