@@ -226,3 +226,46 @@ def test_kernel_differences_against_two_standard_errors():
     # D2-8: 0.02 apart, bound 2 * sqrt(2 * 0.03^2 / 3) = 0.049 -> within
     assert abs(rows[1]["diff"]) == 0.02 and rows[1]["beyond_noise"] is False
     assert "| D1-4 mq d16 ql | 3, 3 | 5ms/1t | -0.050 | 0.026 | yes |" in grid.differences_markdown(rows)
+
+
+def test_run_with_runs_dir_keeps_the_boot_out_of_runs_and_results(tmp_path, monkeypatch, capsys):
+    # held-out runs go to a folder of the user's choosing, unseen: no results.json rebuilt, no shares printed.
+    # run.sh is replaced by a stand-in that "boots" by copying a stored 6.12 boot into OUTDIR.
+    lab = tmp_path / "klab"
+    lab.mkdir()
+    (lab / "kernel-release").write_text("6.12.118+deb12-amd64\n")
+    seen = {}
+
+    def fake_run(argv, env):
+        exp, out = argv[1], argv[2]
+        seen["plan"] = open(os.path.join(exp, "runs.txt")).read()
+        seen["klab"] = env["KLAB_DIR"]
+        for f in os.listdir(os.path.join(DATA, "6.12-bio-based")):
+            src = os.path.join(DATA, "6.12-bio-based", f)
+            if f != "host_load.json":
+                (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, os.path.join(out, f))
+        return subprocess.CompletedProcess(argv, 0)
+
+    repo_runs, here, sealed = tmp_path / "runs", tmp_path / "here", tmp_path / "sealed"
+    repo_runs.mkdir(); here.mkdir()
+    monkeypatch.setattr(grid, "RUNS", str(repo_runs))
+    monkeypatch.setattr(grid, "HERE", str(here))
+    monkeypatch.setattr(grid.subprocess, "run", fake_run)
+    monkeypatch.setenv("KLAB_DIR", str(lab))
+    monkeypatch.setattr(sys, "argv", ["grid.py", "run", "heldout", "--rep", "2", "--runs-dir", str(sealed)])
+    grid.main()
+    assert seen["klab"] == str(lab) and seen["plan"] == grid.runs_txt("heldout", 2, 8)
+    boots = os.listdir(sealed)
+    assert len(boots) == 1 and re.fullmatch(r"heldout-6\.12-\d{8}T\d{6}", boots[0])
+    s = json.load(open(sealed / boots[0] / "runs" / "T4q_st_bio_d64_r0" / "summary.json"))
+    assert s["batch"] == boots[0] and s["shares"]["p3"] == round(699 / 5165, 4)
+    assert os.listdir(repo_runs) == [] and os.listdir(here) == []     # nothing in runs/, no results.json
+    printed = capsys.readouterr().out
+    assert printed.strip() == "grid.py: 1 runs summarised in %s" % (sealed / boots[0]) and "p3=" not in printed
+
+
+def test_finish_batch_of_a_boot_that_wrote_no_runs(tmp_path):
+    # a guest that never reached /init leaves no runs/ folder: nothing to summarise, no traceback
+    (tmp_path / "console.log").write_text("no init\n")
+    grid.finish_batch(str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == ["console.log"]
