@@ -59,6 +59,10 @@ BATCHES = {
                 + _cells('H4', ['st', 'hst'], ['mq', 'bio'], [32])
                 + _cells('H5', ['st', 'hst'], ['mq'], [64]) + _cells('H5', ['hst'], ['bio'], [64])
                 + _cells('H6', ['st'], ['mq'], [8]) + _cells('H6', ['hst'], ['bio'], [8])),
+    # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
+    # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
+    'scsi': (_cells('S1', ['ql', 'st', 'hst'], ['mq', 'bio'], [16])
+             + _cells('S2', ['rr', 'st', 'hst'], ['mq', 'bio'], [32])),
     # block tracepoint counts per device (hist triggers): dm starts vs completions = failed map attempts (mq)
     'trace': ([{'trace': 1, 'tag': '-tr'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
               + _cells('T10', ['rr', 'st'], ['mq', 'bio'], [64]) + _cells('Tmix', ['rr', 'st'], ['mq', 'bio'], [64])
@@ -213,6 +217,9 @@ def summarise_run(rd):
             by_label[f[1]] = {'label': f[1], 'completion_ns': int(kv['completion_nsec']),
                               'hw_queue_depth': int(kv['hw_queue_depth']),
                               'submit_queues': int(kv.get('submit_queues', 1))}
+            if kv.get('kind') == 'scsi':   # a scsi_debug LUN: its sdev queue_depth above, its host and can_queue
+                by_label[f[1]].update(kind='scsi', host=int(kv['host']), can_queue=int(kv['can_queue']),
+                                      block=kv.get('block'))
         elif l.startswith('dm='):
             m['dm'] = l[3:]
         elif l.startswith('dmdev='):
@@ -380,7 +387,9 @@ def collect():
             c = cells.setdefault(key, {
                 'kernel': kernel, 'topology': topo, 'base_topology': s['topology'],
                 'path_scheduler': s.get('path_scheduler', 'default'), 'fio_extra': s.get('fio_extra', ''),
-                'paths': [{'label': p['label'], 'completion_ns': p['completion_ns'], 'hw_queue_depth': p['hw_queue_depth']}
+                'paths': [dict({'label': p['label'], 'completion_ns': p['completion_ns'],
+                                'hw_queue_depth': p['hw_queue_depth']},
+                               **{k: p[k] for k in ('kind', 'host', 'can_queue') if k in p})
                           for p in s['paths']],
                 'queue_mode': s['queue_mode'], 'iodepth': s['iodepth'], 'selector': s['selector'],
                 'selector_args': s['selector_args'], 'repeats': []})
