@@ -459,6 +459,8 @@ def cmd_table(args) -> int:
     if len(rows) > 1:
         raise InputError("table: one table line expected, got %d lines (to read a whole `dmsetup table` listing "
                          "use: mpathlab status)" % len(rows))
+    from .target.table import strip_device_name
+    line = strip_device_name(line)          # `dmsetup table` prints "mpatha: 0 2097152 multipath ..."
     first = line.split()
     kw = {"kernel": args.kernel, "host": _host_from_args(args)}
     if len(first) >= 3 and first[2] == "multipath":
@@ -651,7 +653,7 @@ def build_parser() -> argparse.ArgumentParser:
     mh = sub.add_parser("hosts", help="many hosts, one array: per-port load over time and per-host tails",
                         description="A multi-host topology (a topology file plus [hosts] count = N): every host "
                                     "loads the table (own selector state) and runs JOB; its paths share the "
-                                    "array ports. See README, Many hosts, one array.")
+                                    "array ports. See docs/many-hosts.md.")
     mh.add_argument("topology", help="multi-host topology file (TOML with a [hosts] section)")
     mh.add_argument("job", help="fio job file, run by every host")
     mh.add_argument("--selectors", default="historical-service-time,service-time,queue-length",
@@ -686,13 +688,18 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also print every setting with where it came from, as multipath -v3 does (default: off)")
     mp_.set_defaults(func=cmd_maps)
 
+    va = sub.add_parser("validate", add_help=False,
+                        help="the simulator against the kernel lab's results (python -m mpathlab.validate)")
+    va.add_argument("args", nargs=argparse.REMAINDER, help="the arguments of python -m mpathlab.validate (--help)")
+    va.set_defaults(func=cmd_validate)
+
     s = sub.add_parser("selectors", help="list the registered path selectors")
     s.set_defaults(func=cmd_selectors)
 
     fo = sub.add_parser("fio-options", help="list the fio job-file options: modelled, accepted without "
                         "effect, refused")
     fo.add_argument("name", nargs="?", help="show one option")
-    fo.add_argument("--markdown", action="store_true", help="the README's list")
+    fo.add_argument("--markdown", action="store_true", help="the list of docs/formats.md (Markdown)")
     fo.set_defaults(func=cmd_fio_options)
 
     t = sub.add_parser("table", help="parse a multipath table and print its canonical form or status",
@@ -757,7 +764,15 @@ def _known_errors():
             UnknownSelectorError, UnitError, InputError, OSError, StatusParseError, InputFileError)
 
 
+def cmd_validate(args) -> int:
+    from . import validate
+    return validate.main(args.args)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["validate"]:    # its own parser (python -m mpathlab.validate), options included
+        return cmd_validate(argparse.Namespace(args=argv[1:]))
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
