@@ -411,6 +411,11 @@ def cmd_maps(args) -> int:
     return maps(args)
 
 
+def cmd_multipath(args) -> int:
+    from .mtools.cli import cmd_multipath as mp
+    return mp(args)
+
+
 def cmd_selectors(args) -> int:
     from . import selectors
     for name in selectors.names():
@@ -545,6 +550,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--conf", metavar="multipath.conf",
                    help="build the map from this multipath.conf and a path topology (serials, ALUA states, "
                         "device models), with multipathd's checker loop running (default: none)")
+    r.add_argument("--mtools", metavar="VERSION",
+                   help="with --conf: multipath-tools version (0.9.4 or 0.14.3; default: the topology's "
+                        "[multipath] mtools, else 0.14.3)")
     r.add_argument("--map", help="with --conf: the map (alias or wwid) to simulate when there are several "
                                  "(default: the only one)")
     r.add_argument("--service", help="with --table: every path's service time (400us, exponential:400us, "
@@ -686,7 +694,20 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the multipath.conf to apply (required, no default)")
     mp_.add_argument("-v", "--verbose", action="store_true",
                      help="also print every setting with where it came from, as multipath -v3 does (default: off)")
+    mp_.add_argument("--mtools", metavar="VERSION",
+                     help="multipath-tools version whose parser, built-in hardware table and defaults apply "
+                          "(0.9.4 or 0.14.3; default: the topology's [multipath] mtools, else 0.14.3)")
     mp_.set_defaults(func=cmd_maps)
+    mt_ = sub.add_parser("multipath", help="multipath-tools' own commands over mpathlab's model: "
+                                           "`multipath -t` (the merged configuration)",
+                         description="Print what `multipath -t` prints for a multipath.conf: the merged "
+                                     "configuration on stdout, multipath's warnings on stderr.")
+    mt_.add_argument("-t", dest="show_config", action="store_true", required=True,
+                     help="print the merged configuration (the built-in one without --conf)")
+    mt_.add_argument("--conf", metavar="multipath.conf", help="the configuration file (default: none)")
+    mt_.add_argument("--mtools", metavar="VERSION", help="multipath-tools version: 0.9.4 or 0.14.3 "
+                                                         "(default: 0.14.3)")
+    mt_.set_defaults(func=cmd_multipath)
 
     va = sub.add_parser("validate", add_help=False,
                         help="the simulator against the kernel lab's results (python -m mpathlab.validate)")
