@@ -33,6 +33,7 @@ EXIT_USAGE = 2
 EXIT_INPUT = 3
 EXIT_MISMATCH = 4
 EXIT_MISSING_DEPENDENCY = 5     # an optional package (dask, matplotlib, pyarrow) is not installed
+EXIT_SELECTOR = 6               # a C selector (--selector c:FILE) crashed or overran MPATHLAB_C_CALL_BUDGET_MS
 EXIT_INTERNAL = 70
 
 
