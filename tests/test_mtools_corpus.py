@@ -296,3 +296,39 @@ def test_cli_multipath_t(tmp_path):
     r = subprocess.run([sys.executable, "-m", "mpathlab", "multipath", "-t", "--mtools", "9.9"],
                        capture_output=True, text=True)
     assert r.returncode == 3 and "unknown multipath-tools version" in r.stderr
+
+
+@pytest.mark.parametrize("mode,wwids,expect", [
+    # WWID A has two paths, B one; the wwids file knows B only
+    ("strict", ["B"], {"B"}),
+    ("yes", ["B"], {"A", "B"}),
+    ("smart", [], {"A"}),
+    ("no", [], {"A", "B"}),
+    ("greedy", [], {"A", "B"}),
+    ("strict", None, {"A", "B"}),        # no wwids file in the topology: every WWID counts as known
+])
+def test_find_multipaths(mode, wwids, expect):
+    conf = parse_conf("defaults {\n find_multipaths %s\n}\n" % mode, "m.conf", "0.14.3")
+    assert conf.messages == []
+    t = path_topology_from_dict({"map": {"vendor": "LIO-ORG", "product": "disk"}, "paths": {
+        "sda": {"devt": "8:0", "wwid": "A", "service": "100us"},
+        "sdb": {"devt": "8:16", "wwid": "A", "service": "100us"},
+        "sdc": {"devt": "8:32", "wwid": "B", "service": "100us"}}})
+    maps, left = build_maps(conf, t.paths, size_sectors=t.size_sectors, wwids=wwids)
+    assert {m.wwid for m in maps} == expect
+    assert {p.wwid for p, _ in left} == {"A", "B"} - expect
+
+
+def test_blacklist_property_and_protocol_filters():
+    conf = parse_conf('blacklist {\n protocol "scsi:iscsi"\n property "ID_ATA"\n}\n', "m.conf", "0.14.3")
+    mk = lambda **kw: path_topology_from_dict({"map": {"vendor": "LIO-ORG", "product": "disk"}, "paths": {
+        "sda": dict({"devt": "8:0", "service": "100us"}, **kw)}}).paths
+    assert build_maps(conf, mk())[1] == []
+    (p, why), = build_maps(conf, mk(protocol="scsi:iscsi"))[1]
+    assert why == 'blacklisted by protocol "scsi:iscsi"'
+    (p, why), = build_maps(conf, mk(properties=["ID_SERIAL"]))[1]
+    assert why == "blacklisted by missing property"      # no match for the built-in (SCSI_IDENT_|ID_WWN)
+    # the first property named by an exception or the blacklist decides
+    (p, why), = build_maps(conf, mk(properties=["ID_ATA", "ID_WWN"]))[1]
+    assert why == 'blacklisted by property "ID_ATA"'
+    assert build_maps(conf, mk(properties=["ID_WWN", "ID_ATA"]))[1] == []
