@@ -332,3 +332,15 @@ def test_blacklist_property_and_protocol_filters():
     (p, why), = build_maps(conf, mk(properties=["ID_ATA", "ID_WWN"]))[1]
     assert why == 'blacklisted by property "ID_ATA"'
     assert build_maps(conf, mk(properties=["ID_WWN", "ID_ATA"]))[1] == []
+
+
+def test_show_paths_and_maps_format():
+    from mpathlab.mtools.showformat import show_maps, show_paths
+    conf = parse_conf("", "m.conf", "0.14.3")
+    t = _topo("Nimble", "Server", ("active/optimized", "standby"))
+    maps, _ = build_maps(conf, t.paths, size_sectors=t.size_sectors)
+    # each wildcard column as wide as its widest entry, header included; text between kept; %Z unknown
+    assert show_paths(maps, "%d|%T %p %Z").splitlines() == [
+        "dev|chk_st pri %Z", "sda|ready  50  %Z", "sdb|ghost  1   %Z"]
+    assert show_maps(maps, "%n %N %Q %F %h").splitlines() == [
+        "name       paths queueing failback  hwhandler", "36001405aa 2     on       immediate 1 alua"]

@@ -701,6 +701,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the multipath.conf to apply (required, no default)")
     mp_.add_argument("-v", "--verbose", action="store_true",
                      help="also print every setting with where it came from, as multipath -v3 does (default: off)")
+    mp_.add_argument("--show-paths", metavar="FMT",
+                     help="print `multipathd show paths format FMT` instead (wildcards %%d %%D %%i %%w %%t %%T %%o "
+                          "%%s %%c %%p %%S %%z %%m %%P %%0)")
+    mp_.add_argument("--show-maps", metavar="FMT",
+                     help="print `multipathd show maps format FMT` instead (wildcards %%n %%w %%d %%F %%Q %%N %%t "
+                          "%%S %%f %%h %%s %%v %%p %%e)")
     mp_.add_argument("--mtools", metavar="VERSION",
                      help="multipath-tools version whose parser, built-in hardware table and defaults apply "
                           "(0.9.4 or 0.14.3; default: the topology's [multipath] mtools, else 0.14.3)")
