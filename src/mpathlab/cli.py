@@ -703,10 +703,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also print every setting with where it came from, as multipath -v3 does (default: off)")
     mp_.add_argument("--show-paths", metavar="FMT",
                      help="print `multipathd show paths format FMT` instead (wildcards %%d %%D %%i %%w %%t %%T %%o "
-                          "%%s %%c %%p %%S %%z %%m %%P %%0)")
+                          "%%s %%c %%p %%S %%z %%m %%P %%0; default: the table lines and the -ll view)")
     mp_.add_argument("--show-maps", metavar="FMT",
                      help="print `multipathd show maps format FMT` instead (wildcards %%n %%w %%d %%F %%Q %%N %%t "
-                          "%%S %%f %%h %%s %%v %%p %%e)")
+                          "%%S %%f %%h %%s %%v %%p %%e; default: the table lines and the -ll view)")
     mp_.add_argument("--mtools", metavar="VERSION",
                      help="multipath-tools version whose parser, built-in hardware table and defaults apply "
                           "(0.9.4 or 0.14.3; default: the topology's [multipath] mtools, else 0.14.3)")
@@ -716,7 +716,8 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Print what `multipath -t` prints for a multipath.conf: the merged "
                                      "configuration on stdout, multipath's warnings on stderr.")
     mt_.add_argument("-t", dest="show_config", action="store_true", required=True,
-                     help="print the merged configuration (the built-in one without --conf)")
+                     help="print the merged configuration (the built-in one without --conf; required: the only "
+                          "mode so far)")
     mt_.add_argument("--conf", metavar="multipath.conf", help="the configuration file (default: none)")
     mt_.add_argument("--mtools", metavar="VERSION", help="multipath-tools version: 0.9.4 or 0.14.3 "
                                                          "(default: 0.14.3)")
