@@ -1,7 +1,7 @@
 """Compare the simulator with the kernel lab: ``python -m mpathlab.validate [results.json]``.
 
 Reads the cells the kernel lab measured (validation/kernel-lab/results.json,
-written by shared/kernel-lab runs: Debian 6.1 in qemu TCG, dm-multipath over
+written by the kernel lab's runs (validation/kernel-lab): Debian 6.1 in qemu TCG, dm-multipath over
 null_blk paths with timer completion, one fio job randwrite 4k libaio), runs
 the simulator on the same topology (path completion times and tags, bio- or
 request-based, iodepth, selector), and prints a markdown table of the
