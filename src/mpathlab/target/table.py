@@ -12,6 +12,8 @@ first problem found, and its message, are those ``dmsetup load`` would report.
 """
 from __future__ import annotations
 
+import re
+
 import logging
 import os
 import stat
@@ -188,6 +190,10 @@ def _parse_priority_group(m: Multipath, a: ArgSet, resolve: DeviceResolver, env:
     return pg
 
 
+_SECTORS = re.compile(r"[0-9]{1,20}")
+U64_MAX = 2 ** 64 - 1
+
+
 def construct(params: Union[str, Sequence[str]], *, resolve_device: Optional[DeviceResolver] = None,
               selector_env: Optional[dict] = None, **multipath_kwargs) -> Multipath:
     """multipath_ctr(): build a Multipath from the target's parameter string.
@@ -285,13 +291,15 @@ def split_table_line(line: str) -> TableLine:
         raise TargetError("Invalid table line", detail="expected '<start> <length> multipath <params>'")
     start_s, len_s, ttype = parts[:3]
     params = parts[3] if len(parts) == 4 else ""
-    try:
-        start = int(start_s)
-        length = int(len_s)
-        if start < 0 or length < 0:
-            raise ValueError
-    except ValueError:
-        raise TargetError("Invalid argument list", detail="start and length must be sector counts") from None
+    # dmsetup reads both with "%" PRIu64 into sector_t: ASCII digits (int() would take "1_0" or
+    # Arabic-Indic digits), at most 2^64-1, and the device must end within sector_t.
+    if not (_SECTORS.fullmatch(start_s) and _SECTORS.fullmatch(len_s)):
+        raise TargetError("Invalid argument list", detail="start and length must be sector counts (decimal digits)")
+    start, length = int(start_s), int(len_s)
+    if start + length > U64_MAX:
+        raise TargetError("Invalid argument list",
+                          detail="start %d + length %d sectors does not fit sector_t (at most 2^64-1)"
+                          % (start, length))
     if length == 0:
         raise TargetError("zero-length target")
     if start != 0:
