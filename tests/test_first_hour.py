@@ -29,3 +29,18 @@ def test_dmsetup_table_name_prefix_is_accepted_where_a_table_line_is():
     # a major:minor followed by ':' is not a name; the kernel's error for it stays
     rc, _, err = _run(["table", "8:16: " + LINE])
     assert rc == 3 and "invalid number of feature args" in err
+
+
+def test_readme_maps_sample_is_the_commands_output_warnings_included():
+    import re
+    import subprocess
+    import sys
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    section = readme.split("## multipath.conf", 1)[1]
+    cmd = re.search(r"^(\./mpathlab maps [^#\n]*?)\s+#", section, re.M).group(1).split()
+    sample = re.search(r"```\n(device-mapper:.*?)```", section, re.S).group(1).splitlines()
+    p = subprocess.run([sys.executable, "-m", "mpathlab"] + cmd[1:], cwd=ROOT, capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src")))
+    assert p.returncode == 0, p.stderr
+    assert sample == p.stderr.splitlines() + p.stdout.splitlines()[:len(sample) - len(p.stderr.splitlines())]
+    assert sum(l.startswith("device-mapper:") for l in sample) == 4
