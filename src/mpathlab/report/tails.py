@@ -200,8 +200,19 @@ def comparisons(summary: List[dict]) -> List[dict]:
                         continue
                     iv, method = difference(a["per_seed"][p], b["per_seed"][p])
                     out.append({"point": dict(point), "a": a["selector"], "b": b["selector"], "percentile": p,
-                                "diff": iv, "method": method, "significant": iv.excludes_zero()})
+                                "diff": iv, "method": method, "significant": iv.excludes_zero(),
+                                "identical": a["per_seed"][p] == b["per_seed"][p]})
     return out
+
+
+def identical_pairs(comps: List[dict]) -> List[tuple]:
+    """(point, a, b) of the pairs equal at every seed and percentile: the same runs (queue-length and
+    service-time on equal-sized I/O, say), which are no comparison at all."""
+    keys: Dict[tuple, bool] = {}
+    for c in comps:
+        k = (tuple(c["point"].items()), c["a"], c["b"])
+        keys[k] = keys.get(k, True) and c["identical"]
+    return [k for k, same in keys.items() if same]
 
 
 def _us(v: Optional[float]) -> str:
@@ -240,7 +251,13 @@ def tail_text(rows: List[dict], baselines: Sequence[str] = ()) -> str:
     for r in table:
         lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
     if n >= 2:
-        ns = [c for c in comparisons(summary) if not c["significant"]
+        comps = comparisons(summary)
+        same = identical_pairs(comps)
+        if same:
+            lines.append("Selectors that ran identically at every seed (the same runs, so not compared):")
+        for point, a, b in same:
+            lines.append("  %s%s = %s" % (" ".join("%s=%s " % kv for kv in point), a, b))
+        ns = [c for c in comps if not c["significant"] and (tuple(c["point"].items()), c["a"], c["b"]) not in same
               and (not baselines or c["a"] in baselines or c["b"] in baselines)]
         lines.append("Differences between selectors%s that are NOT significant (95%%, %s over seeds):%s"
                      % (" and %s" % ", ".join(baselines) if baselines else "",
