@@ -44,3 +44,32 @@ def test_readme_maps_sample_is_the_commands_output_warnings_included():
     assert p.returncode == 0, p.stderr
     assert sample == p.stderr.splitlines() + p.stdout.splitlines()[:len(sample) - len(p.stderr.splitlines())]
     assert sum(l.startswith("device-mapper:") for l in sample) == 4
+
+
+ALUA_TOPO = """
+[multipath]
+table = "0 2097152 multipath 0 1 alua 1 1 service-time 0 2 2 sdb 1 1 sdc 1 1"
+activation = "100ms"
+[paths.sdb]
+devt = "8:16"
+kind = "scsi"
+service = "100us"
+[paths.sdc]
+devt = "8:32"
+kind = "scsi"
+service = "100us"
+"""
+
+
+def test_a_pg_init_delay_is_explained_in_the_run_summary(tmp_path):
+    topo = tmp_path / "alua.toml"
+    topo.write_text(ALUA_TOPO)
+    rc, out, err = _run(["run", "--no-progress", str(topo), JOB])
+    assert rc == 0, err
+    note = " ".join(l.strip() for l in out.split("note: pg_init", 1)[1].splitlines()[:4])
+    assert note.startswith("ran 1 time: with a hardware handler ('1 alua')") and "max latency" in note
+    assert "max=10" in out                   # the first I/O waited the 100 ms activation
+    plain = tmp_path / "plain.toml"
+    plain.write_text(ALUA_TOPO.replace("0 1 alua 1 1", "0 0 1 1"))
+    rc, out, err = _run(["run", "--no-progress", str(plain), JOB])
+    assert rc == 0 and "pg_init" not in out, err

@@ -42,6 +42,32 @@ def wrap(text: str, indent: str = "    ") -> List[str]:
                          break_on_hyphens=False) or [""]
 
 
+def _pg_init_note(result) -> List[str]:
+    """Why the first I/O (and the I/O after a group switch) waited: the hardware handler's pg_init."""
+    from ..target.status_parse import StatusParseError, parse_status_info
+    try:
+        feats = parse_status_info(result.status_info)["features"]
+    except (StatusParseError, ValueError, KeyError, IndexError):
+        return []
+    count = int(feats[1]) if len(feats) == 2 and feats[1].isdigit() else 0
+    if not count:
+        return []
+    return wrap("note: pg_init ran %d time%s: with a hardware handler (%s) dm-mpath holds I/O while it "
+                "initialises a path group (at the first I/O and at each group switch), so those I/Os wait for "
+                "it (the topology's `activation` time) and the max latency shows it"
+                % (count, "" if count == 1 else "s", _hw_handler(result.status_table) or "in the table"))
+
+
+def _hw_handler(table: str) -> str:
+    toks = table.split()
+    try:
+        nf = int(toks[0])
+        nh = int(toks[1 + nf])
+        return "'%s'" % " ".join(toks[1 + nf:2 + nf + nh])
+    except (ValueError, IndexError):
+        return ""
+
+
 def run_summary(result) -> str:
     """Per-path table plus latency and accounting lines for one run, at most 100 columns wide.
 
@@ -90,6 +116,7 @@ def run_summary(result) -> str:
         lines += wrap(j)
     for t, msg, outcome in result.messages:
         lines += wrap("at %s: %s (%s)" % (format_ns(t), msg, outcome))
+    lines += _pg_init_note(result)
     if result.stalled:
         lines += wrap("note: the run stopped with I/O still queued (no usable path and nothing left to "
                        "reinstate one)")
