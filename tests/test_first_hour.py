@@ -73,3 +73,48 @@ def test_a_pg_init_delay_is_explained_in_the_run_summary(tmp_path):
     plain.write_text(ALUA_TOPO.replace("0 1 alua 1 1", "0 0 1 1"))
     rc, out, err = _run(["run", "--no-progress", str(plain), JOB])
     assert rc == 0 and "pg_init" not in out, err
+
+
+NVME_TOPO = """
+[paths.a]
+service = { dist = "constant", mean = "100us" }
+parallelism = 8
+[paths.b]
+service = { dist = "constant", mean = "300us" }
+parallelism = 8
+[paths.c]
+service = { dist = "constant", mean = "100us" }
+parallelism = 8
+[nvme]
+iopolicy = "round-robin"
+[nvme.controllers.nvme0]
+path = "a"
+[nvme.controllers.nvme1]
+path = "b"
+[nvme.controllers.nvme2]
+path = "c"
+[[nvme.ana_groups]]
+id = 1
+namespaces = [1]
+state = { nvme0 = "optimized", nvme1 = "optimized", nvme2 = "non-optimized" }
+"""
+
+
+def test_nvme_best_honours_ana_states_and_paths_are_named_by_controller(tmp_path):
+    import json
+    from mpathlab.workload.topology import load_topology
+    topo = tmp_path / "nvme.toml"
+    topo.write_text(NVME_TOPO)
+    # an NVMe-only topology numbers its devices as the kernel numbers namespaces (blkext, major 259)
+    assert [p.devt for p in load_topology(str(topo)).paths] == [(259, 0), (259, 1), (259, 2)]
+    rc, out, err = _run(["run", "--no-progress", "--json", str(topo), JOB])
+    assert rc == 0, err
+    paths = {p["name"]: p for p in json.loads(out)["mpath"]["paths"]}
+    # by hand: the non-optimized controller gets nothing while optimized ones are live; among the optimized,
+    # capacity 8/100us : 8/300us = 3 : 1
+    assert {n: round(p["best"], 6) for n, p in paths.items()} == {"a": 0.75, "b": 0.25, "c": 0.0}
+    assert paths["c"]["completed"] == 0 and {p["dev"] for p in paths.values()} == {"nvme0", "nvme1", "nvme2"}
+    # round-robin alternates over the optimized two: shares 0.5/0.5 against Best 0.75/0.25
+    assert abs(paths["a"]["share"] - 0.5) < 0.01
+    rc, out, _ = _run(["run", "--no-progress", str(topo), JOB])
+    assert "mean deviation from Best: 0.1667" in out      # (0.25 + 0.25 + 0) / 3
