@@ -118,3 +118,27 @@ def test_nvme_best_honours_ana_states_and_paths_are_named_by_controller(tmp_path
     assert abs(paths["a"]["share"] - 0.5) < 0.01
     rc, out, _ = _run(["run", "--no-progress", str(topo), JOB])
     assert "mean deviation from Best: 0.1667" in out      # (0.25 + 0.25 + 0) / 3
+
+
+def test_live_table_names_files_apart_has_per_path_percentiles_and_cleans_up(tmp_path):
+    job = tmp_path / "j.fio"
+    job.write_text("[j]\nrw=randwrite\nbs=4k\nsize=1m\nnumber_ios=200\n")
+    a, b = (str(tmp_path / ("a-long-file-name-for-the-first-path-%s.img" % x)) for x in ("one", "two"))
+    keep = tmp_path / "kept.img"
+    keep.write_bytes(b"\1" * (1 << 20))
+    rc, out, err = _run(["live", str(job), "--path", a, "--path", b, "--path", str(keep), "--no-progress",
+                         "--selector", "round-robin"])
+    assert rc == 0, err
+    rows = [l for l in out.splitlines() if "7:" in l and "img" in l]
+    assert len(rows) == 3
+    names = [r.split()[0] for r in rows]
+    assert len(set(names)) == 3 and names[0].endswith("one.img") and names[1].endswith("two.img")
+    # round-robin at depth 1: 200 I/Os, 67/67/66; each path's p50/p99/p99.9 measured, none "-"
+    for r in rows:
+        assert " - " not in r + " " and r.split()[4] in ("66", "67"), r
+    assert all(len(l) <= 100 for l in out.splitlines()), max(out.splitlines(), key=len)
+    # the two files the run created are gone, the one that was there stays
+    assert not os.path.exists(a) and not os.path.exists(b) and keep.exists()
+    assert "removed the files this run created" in out
+    rc, out, err = _run(["live", str(job), "--path", a, "--no-progress", "--keep-files"])
+    assert rc == 0 and os.path.getsize(a) == 1 << 20, err

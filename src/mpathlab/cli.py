@@ -303,10 +303,13 @@ def cmd_live(args) -> int:
         result = run.run()
     finally:
         prog.done()
+        gone = [] if args.keep_files else run.remove_created()
     _print_result(args, result, jobs)
     if not args.json:
-        print("O_DIRECT: %s" % ", ".join("%s %s" % (p["file"], "yes" if p["direct"] else "no (buffered)")
-                                         for p in result.paths))
+        _say("O_DIRECT: %s" % ", ".join("%s %s" % (p["file"], "yes" if p["direct"] else "no (buffered)")
+                                        for p in result.paths))
+        if gone:
+            _say("removed the files this run created (--keep-files keeps them): %s" % ", ".join(gone))
     return 0
 
 
@@ -618,6 +621,8 @@ def build_parser() -> argparse.ArgumentParser:
     lv.add_argument("--allow-device-writes", action="store_true",
                     help="allow a job with writes on a block device (destroys its data; default: off)")
     lv.add_argument("--seed", type=int, default=1, help="random seed of the offsets (default: %(default)s)")
+    lv.add_argument("--keep-files", action="store_true",
+                    help="keep the files the run created (default: remove them; existing files always stay)")
     lv.add_argument("--json", action="store_true", help="print fio-style JSON (default: a table)")
     lv.add_argument("--progress", action="store_true", help="always show the progress bar (default: on a terminal)")
     lv.add_argument("--no-progress", action="store_true", help="never show the progress bar")

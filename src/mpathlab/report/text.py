@@ -68,6 +68,11 @@ def _hw_handler(table: str) -> str:
         return ""
 
 
+def _short(name: str, width: int = 20) -> str:
+    """A path's name for the table: whole, or its end (files of one folder differ at the end)."""
+    return name if len(name) <= width else "..." + name[-(width - 3):]
+
+
 def run_summary(result) -> str:
     """Per-path table plus latency and accounting lines for one run, at most 100 columns wide.
 
@@ -92,7 +97,7 @@ def run_summary(result) -> str:
         st = path_lat.get(p["name"])
         pct = st.percentiles((50.0, 99.0, 99.9)) if st is not None and st.n else None
         lat = [us(pct[k]) for k in ("50.000000", "99.000000", "99.900000")] if pct else ["-"] * 3
-        rows.append((p["name"][:16], p["dev"], str(group_of.get(p["name"], "-")), "%.3f" % p["share"],
+        rows.append((_short(p["name"]), p["dev"], str(group_of.get(p["name"], "-")), "%.3f" % p["share"],
                      "%.3f" % best.get(p["name"], 0.0), str(p["completed"]), str(p["errors"]),
                      str(p["peak_in_flight"])) + tuple(lat))
     if len(groups) <= 1:   # one group: the column says nothing
