@@ -142,3 +142,27 @@ def test_live_table_names_files_apart_has_per_path_percentiles_and_cleans_up(tmp
     assert "removed the files this run created" in out
     rc, out, err = _run(["live", str(job), "--path", a, "--no-progress", "--keep-files"])
     assert rc == 0 and os.path.getsize(a) == 1 << 20, err
+
+
+def test_terminal_output_fits_100_columns_unless_asked_for_wide_output():
+    status = "mpatha: 0 2097152 multipath 2 0 0 0 1 1 A 0 2 2 8:16 A 0 0 1 8:32 F 1 0 1"
+    for argv in (["kernels"], ["selectors"], ["reproduce", "--list"], ["faults", "--list"], ["status", status]):
+        rc, out, err = _run(argv)
+        assert rc == 0, (argv, err)
+        assert max(len(l) for l in out.splitlines()) <= 100, (argv, max(out.splitlines(), key=len))
+    rc, out, _ = _run(["kernels", "--markdown"])        # asked for: the docs' table, one line per behaviour
+    assert rc == 0 and out.startswith("| behaviour |") and max(len(l) for l in out.splitlines()) > 100
+    rc, out, _ = _run(["kernels"])
+    assert "historical-service-time selector exists\n    5.8: yes  5.15: yes" in out
+
+
+def test_sweep_tail_table_is_cut_into_tables_that_fit():
+    from mpathlab.report.tails import tail_text
+    rows = [{"selector": s, "iodepth": 64, "seed": seed, "lat_p50_ns": 1234567.0 + seed, "lat_p99_ns": 2345678.0 * seed,
+             "lat_p999_ns": 3456789.0 * seed, "lat_p9999_ns": 4567890.0 * seed}
+            for s in ("historical-service-time", "service-time") for seed in (1, 2, 3)]
+    text = tail_text(rows)
+    assert max(len(l) for l in text.splitlines()) <= 100
+    assert text.count("point       selector") == 2          # p50/p99, then p99.9/p99.99
+    wide = tail_text(rows, width=None)                      # the HTML page: one table
+    assert wide.count("point       selector") == 1 and max(len(l) for l in wide.splitlines()) > 100

@@ -19,6 +19,8 @@ README = os.path.join(ROOT, "README.md")
 NOT_RUN = {"bash scripts/test.sh": "the test suite this test is part of (CI runs it)"}
 SLOW = ("sweep", "report", "--conf", "nvme", "faults", "reproduce hst-", "setup.sh")
 WIDTH = 100
+# a dm table as dmsetup or multipathd prints it stays on one line, to be copied whole
+TABLE_LINE = re.compile(r"\b(multipath|loaded) \d+ ")
 
 
 def readme_blocks(text):
@@ -69,6 +71,8 @@ def test_readme_commands_run_as_written_on_a_fresh_clone(clone, block):
         assert p.returncode == 0, "%s\nexit %d\n%s\n%s" % (cmd, p.returncode, p.stdout[-2000:], p.stderr[-2000:])
         assert p.stdout.strip() or " -o " in cmd, cmd
         assert "Traceback" not in p.stderr, p.stderr[-2000:]
+        wide = [l for l in p.stdout.splitlines() if len(l) > WIDTH and not TABLE_LINE.search(l)]
+        assert not wide, "%s: lines over %d columns:\n%s" % (cmd, WIDTH, "\n".join(wide[:5]))
 
 
 # -- links ----------------------------------------------------------------------------------------------------

@@ -231,9 +231,10 @@ def _pname(p: float) -> str:
     return "p%g" % p
 
 
-def tail_text(rows: List[dict], baselines: Sequence[str] = ()) -> str:
+def tail_text(rows: List[dict], baselines: Sequence[str] = (), width: Optional[int] = 100) -> str:
     """The text table `mpathlab sweep` prints and the report shows.  With ``baselines``, only pairs
-    that include one of them are listed among the differences that are not significant."""
+    that include one of them are listed among the differences that are not significant.  The terminal's
+    text fits ``width`` columns (None: one table, for the HTML page)."""
     summary = tail_summary(rows)
     if not summary:
         return "no runs"
@@ -248,8 +249,16 @@ def tail_text(rows: List[dict], baselines: Sequence[str] = ()) -> str:
         table.append([" ".join("%s=%s" % kv for kv in s["point"].items()), s["selector"]]
                      + [format_cell(s["tails"][p]) for p in TAIL_PERCENTILES])
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
-    for r in table:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    # as many percentile columns as fit 100 columns per table; the rest in the next table
+    chunks: List[List[int]] = [[]]
+    for i in range(2, len(head)):
+        if chunks[-1] and width and sum(widths[j] + 2 for j in [0, 1] + chunks[-1] + [i]) - 2 > width:
+            chunks.append([])
+        chunks[-1].append(i)
+    for chunk in chunks:
+        cols = [0, 1] + chunk
+        for r in table:
+            lines.append("  ".join(r[i].ljust(widths[i]) for i in cols).rstrip())
     if n >= 2:
         comps = comparisons(summary)
         same = identical_pairs(comps)
@@ -267,7 +276,10 @@ def tail_text(rows: List[dict], baselines: Sequence[str] = ()) -> str:
             lines.append("  %s %s: %s vs %s, difference %s us [%s, %s]" % (
                 " ".join("%s=%s" % kv for kv in c["point"].items()), _pname(c["percentile"]), c["a"], c["b"],
                 _us(c["diff"].mean), _us(c["diff"].lo), _us(c["diff"].hi)))
-    return "\n".join(lines)
+    import textwrap     # within 100 columns; the tables above are cut into column groups that fit
+    return "\n".join(w for line in lines for w in (
+        [line] if not width or len(line) <= width
+        else textwrap.wrap(line, width, subsequent_indent="      ", break_long_words=False)))
 
 
 def tail_row(selector: str, seed: int, result) -> dict:
@@ -287,7 +299,7 @@ def tail_html(rows: List[dict]) -> str:
     return ("<h2>Tail latency, 95%% confidence</h2><p>%s</p><pre>%s</pre>"
             % (html.escape("Student t-interval over the per-seed percentiles of each selector; differences "
                            "compared seed by seed (paired t), significant when their interval excludes 0."),
-               html.escape(tail_text(rows))))
+               html.escape(tail_text(rows, width=None))))
 
 
 def beats(rows: List[dict], baselines: Sequence[str], percentile: float = 99.0, **point) -> List[str]:
