@@ -418,7 +418,7 @@ def test_ctrl_loss_tmo_and_fast_io_fail_tmo():
     assert r.errored > 0 and r.pending == 0
     assert [m[:2] for m in r.messages][:2] == [(15_000_000, "ctrl_loss_expired a 1"),
                                                (25_000_000, "ctrl_loss_expired b 1")]
-    assert any(m[1] == "reinstate_path 8:16" and m[2].startswith("error") for m in r.messages)
+    assert any(m[1] == "reinstate_path 259:1" and m[2].startswith("error") for m in r.messages)   # NVMe-only: 259:N numbers
     # ctrl_loss_tmo 15 ms: b is back (31 ms) before its timer (35 ms) fires: the stale timer does nothing
     r = run_simulation(topology_from_dict(_loss_doc(ctrl_loss_tmo="15ms"), "t"), job)
     assert r.status_info.split()[1:3] == ["a:dead:optimized:nr_active=0", "b:live:optimized:nr_active=0"]

@@ -199,7 +199,7 @@ def cmd_reproduce(args) -> int:
 
     if args.list:
         for name, sc in SCENARIOS.items():
-            print("%-22s %s" % (name, sc.title))
+            _say("%-22s %s" % (name, sc.title), " " * 23)
         return 0
     name = args.name or DEFAULT_SCENARIO
     if name == "all":
@@ -256,7 +256,7 @@ def cmd_faults(args) -> int:
 
     if args.list or not args.name:
         for name, st in STUDIES.items():
-            print("%-22s %s" % (name, st.title))
+            _say("%-22s %s" % (name, st.title), " " * 23)
         return 0
     names = list(STUDIES) if args.name == "all" else [args.name]
     out = []
@@ -303,10 +303,13 @@ def cmd_live(args) -> int:
         result = run.run()
     finally:
         prog.done()
+        gone = [] if args.keep_files else run.remove_created()
     _print_result(args, result, jobs)
     if not args.json:
-        print("O_DIRECT: %s" % ", ".join("%s %s" % (p["file"], "yes" if p["direct"] else "no (buffered)")
-                                         for p in result.paths))
+        _say("O_DIRECT: %s" % ", ".join("%s %s" % (p["file"], "yes" if p["direct"] else "no (buffered)")
+                                        for p in result.paths))
+        if gone:
+            _say("removed the files this run created (--keep-files keeps them): %s" % ", ".join(gone))
     return 0
 
 
@@ -423,10 +426,10 @@ def cmd_selectors(args) -> int:
         cls = selectors.lookup(name)
         print("%-24s version %-6s table_args %d info_args %d%s"
               % (name, cls.version or "-", cls.table_args, cls.info_args,
-                 "  (asks for high-resolution start times)" if cls.uses_hr_timer() else ""))
+                 "  (high-res start times)" if cls.uses_hr_timer() else ""))
     from . import nvme
     for name in nvme.names():
-        print("%-24s %s" % ("nvme:" + name, nvme.lookup(name).origin))
+        _say("%-24s %s" % ("nvme:" + name, nvme.lookup(name).origin), " " * 25)
     return 0
 
 
@@ -440,9 +443,17 @@ def cmd_kernels(args) -> int:
             where = p.where(b.key) or "(before %d.%d: %s)" % (b.changes[0].release + (b.changes[0].where,))
             print("  %-26s %-12s %s" % (b.key, format_value(p.values[b.key]), where))
         return 0
-    print(markdown_table())
-    print("\nprofiles: %s (default current); any release X.Y from 4.6 evaluates the same history"
-          % ", ".join(PROFILES))
+    if args.markdown:
+        print(markdown_table())
+    else:       # the same table as blocks of at most 100 columns
+        from .profiles import format_value, profile_table_rows
+        for b, values, changes in profile_table_rows():
+            _say(b.what, "  ")
+            _say("    " + "  ".join("%s: %s" % (n, format_value(v)) for n, v in values.items()), "      ")
+            for rel, where in changes:
+                _say("    changed in %d.%d: %s" % (rel[0], rel[1], where), "      ")
+    _say("\nprofiles: %s (default current); any release X.Y from 4.6 evaluates the same history"
+         % ", ".join(PROFILES))
     return 0
 
 
@@ -516,7 +527,8 @@ def cmd_status(args) -> int:
         json.dump(out, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        print("\n".join(out))
+        for line in out:    # within 100 columns, continuation lines under the line's own indentation
+            _say(line, " " * (len(line) - len(line.lstrip()) + 4))
     return 0
 
 
@@ -618,6 +630,8 @@ def build_parser() -> argparse.ArgumentParser:
     lv.add_argument("--allow-device-writes", action="store_true",
                     help="allow a job with writes on a block device (destroys its data; default: off)")
     lv.add_argument("--seed", type=int, default=1, help="random seed of the offsets (default: %(default)s)")
+    lv.add_argument("--keep-files", action="store_true",
+                    help="keep the files the run created (default: remove them; existing files always stay)")
     lv.add_argument("--json", action="store_true", help="print fio-style JSON (default: a table)")
     lv.add_argument("--progress", action="store_true", help="always show the progress bar (default: on a terminal)")
     lv.add_argument("--no-progress", action="store_true", help="never show the progress bar")
@@ -691,6 +705,8 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("kernels", help="the kernel profiles and where each behaviour changed upstream")
     k.add_argument("name", nargs="?", help="one profile (5.8, 5.15, 6.1, 6.12, current or X.Y); "
                    "default: the table of all")
+    k.add_argument("--markdown", action="store_true", help="print the table as Markdown, one wide line per "
+                   "behaviour, as docs/kernel-profiles.md has it (default: blocks of at most 100 columns)")
     k.set_defaults(func=cmd_kernels)
     mp_ = sub.add_parser("maps", help="build maps from multipath.conf and a path topology; print the table "
                                       "lines and the `multipath -ll` view",

@@ -31,7 +31,36 @@ def run_nvme(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = 
     attach(sim)
     result = sim.run()
     result.check_accounting()
+    ana_best(result, cfg)
     return result
+
+
+def ana_best(result: SimResult, cfg) -> None:
+    """Best as the head may spread I/O: per ANA group, each usable controller's share of the usable
+    capacity, where usable is optimized (non-optimized only when no controller is optimized for the group;
+    inaccessible, persistent-loss and change never), the groups weighted by their namespaces (job clones
+    go to the namespaces in turn). The states are those the run starts with. The path column names the
+    controller: an NVMe path (nvmeXcYnZ) has no device number of its own."""
+    from ..sim.stats import mean_abs_deviation
+    ctrl_of = {path: name for name, path, _, _ in cfg.controllers}
+    capacity = dict(result.best)        # every path's share of the total capacity, at the job's I/O size
+    best = {name: 0.0 for name in capacity}
+    total_ns = sum(len(nss) for nss, _ in cfg.ana_groups.values()) or 1
+    for nss, states in cfg.ana_groups.values():
+        state = {path: states.get(ctrl, "optimized") for path, ctrl in ctrl_of.items()}
+        usable = ([p for p, st in state.items() if st == "optimized"]
+                  or [p for p, st in state.items() if st == "non-optimized"])
+        if not usable:
+            continue
+        cap = sum(capacity.get(p, 0.0) for p in usable)
+        for p in usable:
+            best[p] += (capacity.get(p, 0.0) / cap if cap else 1.0 / len(usable)) * len(nss) / total_ns
+    result.best = best
+    result.mean_deviation = mean_abs_deviation(result.shares, best)
+    for p in result.paths:
+        p["best"] = best.get(p["name"], 0.0)
+        if p["name"] in ctrl_of:
+            p["dev"] = ctrl_of[p["name"]]
 
 
 def attach(sim: Simulation) -> None:

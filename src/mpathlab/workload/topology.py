@@ -230,7 +230,9 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
         bad = set(p) - _PATH_KEYS
         if bad:
             raise TopologyError("%s: %s has unknown key(s) %s" % (src, where, ", ".join(sorted(bad))))
-        devt = parse_devt(str(p.get("devt", "8:%d" % (16 * i))))
+        # default numbers as the kernel gives them: SCSI disks 8:16*i, NVMe namespaces (blkext) 259:i
+        nvme_only = "nvme" in doc and "multipath" not in doc
+        devt = parse_devt(str(p.get("devt", ("259:%d" % i) if nvme_only else "8:%d" % (16 * i))))
         if devt is None:
             raise TopologyError("%s: %s.devt must be \"major:minor\"" % (src, where))
         if devt in seen:
