@@ -530,6 +530,7 @@ class InputError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .inputs import arg_int
     p = argparse.ArgumentParser(prog="mpathlab", description=(
         "Linux dm-multipath path selectors in Python: simulate how each selector spreads I/O over "
         "asymmetric paths, driven by fio job files."))
@@ -554,7 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  "(default: the only one)")
     r.add_argument("--service", help="with --table: every path's service time (400us, exponential:400us, "
                                      "lognormal:400us:0.5; default: %s)" % RUN_TABLE_DEFAULTS["service"])
-    r.add_argument("--parallelism", type=int, help="with --table: servers per device (default: %d)"
+    r.add_argument("--parallelism", type=arg_int(1, 65536), help="with --table: servers per device (default: %d)"
                    % RUN_TABLE_DEFAULTS["parallelism"])
     r.add_argument("--delay", help="with --table: fixed added delay per path (default: %s)"
                    % RUN_TABLE_DEFAULTS["delay"])
@@ -568,8 +569,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print fio-style JSON instead of a table (default: off)")
     r.add_argument("--json-plus", action="store_true",
                    help="fio json+: JSON with clat_ns latency bins (default: off)")
-    r.add_argument("--seed", type=int, help="random seed (default: the topology's)")
-    r.add_argument("--hz", type=int, choices=(100, 250, 300, 1000),
+    r.add_argument("--seed", type=arg_int(0, 2 ** 64 - 1), help="random seed (default: the topology's)")
+    r.add_argument("--hz", type=arg_int(100, 1000), choices=(100, 250, 300, 1000),
                    help="kernel HZ for jiffies (default: the topology's, else 250)")
     r.add_argument("--kernel", help="kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y "
                    "(default: the topology's kernel, else current)")
@@ -583,7 +584,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("name", nargs="?", help="scenario name or 'all' (default: hst-2020-depth1); see --list")
     rp.add_argument("--list", action="store_true", help="list the shipped scenarios")
     rp.add_argument("--json", action="store_true", help="print the columns as JSON")
-    rp.add_argument("--seed", type=int, help="override the scenario's random seed (default: the scenario's)")
+    rp.add_argument("--seed", type=arg_int(0, 2 ** 64 - 1), help="override the scenario's random seed (default: the scenario's)")
     rp.add_argument("--progress", action="store_true", help="always show the progress bar")
     rp.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     rp.set_defaults(func=cmd_reproduce)
@@ -600,14 +601,14 @@ def build_parser() -> argparse.ArgumentParser:
     lv.add_argument("--delay", action="append", metavar="PATH=DURATION",
                     help="added delay before each I/O on that path (asymmetric paths on one disk; "
                          "default: none)")
-    lv.add_argument("--hz", type=int, default=250, choices=(100, 250, 300, 1000),
+    lv.add_argument("--hz", type=arg_int(100, 1000), default=250, choices=(100, 250, 300, 1000),
                     help="kernel HZ of the jiffies clock (default: %(default)s)")
     lv.add_argument("--queue-mode", choices=("rq", "bio"), default="rq",
                     help="request-based or bio-based target (default: %(default)s)")
     lv.add_argument("--kernel", help="kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y (default: current)")
     lv.add_argument("--allow-device-writes", action="store_true",
                     help="allow a job with writes on a block device (destroys its data; default: off)")
-    lv.add_argument("--seed", type=int, default=1, help="random seed of the offsets (default: %(default)s)")
+    lv.add_argument("--seed", type=arg_int(0, 2 ** 64 - 1), default=1, help="random seed of the offsets (default: %(default)s)")
     lv.add_argument("--json", action="store_true", help="print fio-style JSON (default: a table)")
     lv.add_argument("--progress", action="store_true", help="always show the progress bar (default: on a terminal)")
     lv.add_argument("--no-progress", action="store_true", help="never show the progress bar")
@@ -628,7 +629,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--kernels", metavar="A,B", help="kernel profiles to sweep over, e.g. 5.15,6.1 "
                     "(default: the topology's kernel, else current)")
     sw.add_argument("--scheduler", help="address of a Dask scheduler (default: start a local cluster)")
-    sw.add_argument("--workers", type=int, default=2,
+    sw.add_argument("--workers", type=arg_int(1, 1024), default=2,
                     help="local cluster worker processes, at least 1 (default: %(default)s)")
     sw.add_argument("--out", default="sweep.csv",
                     help="output table (.csv, or .parquet with pyarrow; default: %(default)s)")
@@ -645,7 +646,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--sweep", metavar="TABLE",
                      help="report on a table written by mpathlab sweep instead (.csv, or .parquet with pyarrow; "
                           "default: none)")
-    rep.add_argument("--seed", type=int, help="random seed of every run (default: the topology's)")
+    rep.add_argument("--seed", type=arg_int(0, 2 ** 64 - 1), help="random seed of every run (default: the topology's)")
     rep.add_argument("--seeds", metavar="A,B,...", help="also run every selector once per seed and report "
                      "p50/p99/p99.9/p99.99 with 95%% t-intervals over the seeds (default: none)")
     rep.add_argument("--kernel", help="kernel profile (default: the topology's kernel, else current)")
@@ -674,7 +675,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--selector", help="run only this selector (default: round-robin, queue-length, service-time "
                                        "and historical-service-time)")
     f.add_argument("--json", action="store_true", help="print the results as JSON (default: a table)")
-    f.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
+    f.add_argument("--seed", type=arg_int(0, 2 ** 64 - 1), default=1, help="random seed (default: %(default)s)")
     f.add_argument("--kernel", help="kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y (default: current)")
     f.set_defaults(func=cmd_faults)
 
@@ -713,7 +714,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a block device that exists on the host and what it is (scsi, nvme, null_blk, ...); "
                         "repeat per device; when given, any other device is refused as the kernel does "
                         "(default: every device exists and takes a hardware handler)")
-    t.add_argument("--nr-cpus", type=int, help="the host's nr_cpu_ids, for io-affinity masks "
+    t.add_argument("--nr-cpus", type=arg_int(1, 8192), help="the host's nr_cpu_ids, for io-affinity masks "
                    "(default: 8; needs --device)")
     t.set_defaults(func=cmd_table)
 
@@ -759,7 +760,8 @@ def _known_errors():
     from .sweep import SweepError
     from .profiles import HostError, ProfileError
     from .inputs import InputFileError
-    return (HostError, ProfileError, PolicyError, LiveError, ReportError, SweepError, FioError, TopologyError,
+    from .budget import BudgetError
+    return (BudgetError, HostError, ProfileError, PolicyError, LiveError, ReportError, SweepError, FioError, TopologyError,
             TargetError, MessageError, SelectorError, RegistryError,
             UnknownSelectorError, UnitError, InputError, OSError, StatusParseError, InputFileError)
 

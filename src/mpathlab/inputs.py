@@ -244,3 +244,20 @@ def with_line(message: str, path: str, line: Optional[int]) -> str:
     return "%s:%d: %s" % (path, line, message)
 
 
+
+
+def arg_int(lo: int, hi: int):
+    """An argparse ``type`` for a whole number in ``lo..hi`` written with ASCII digits (``int()`` would
+    also take "1_0", "+5" or Arabic-Indic digits); argparse reports a refusal as a usage error."""
+    import argparse
+
+    def parse(text: str) -> int:
+        t = text.strip()
+        if not re.fullmatch(r"-?[0-9]{1,20}", t):
+            raise argparse.ArgumentTypeError("%r is not a whole number (decimal digits)" % text[:40])
+        v = int(t)
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError("%d is outside %d..%d" % (v, lo, hi))
+        return v
+    parse.__name__ = "whole number"
+    return parse
