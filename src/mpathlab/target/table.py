@@ -270,6 +270,14 @@ class TableLine:
         self.params = params
 
 
+def strip_device_name(line: str) -> str:
+    """The line without the ``NAME: `` that ``dmsetup table`` prints before each device's line."""
+    first, _, rest = line.strip().partition(" ")
+    if first.endswith(":") and len(first) > 1 and not all(t.isdigit() for t in first[:-1].split(":")):
+        return rest.strip()
+    return line.strip()
+
+
 def split_table_line(line: str) -> TableLine:
     """Split ``<start> <len> <type> <params>`` with dm core's checks."""
     rows = [r for r in line.strip().splitlines() if r.strip()]
@@ -278,7 +286,7 @@ def split_table_line(line: str) -> TableLine:
         # second line's "0 <len> multipath" would be taken for selector args.
         raise TargetError("one multipath table line expected",
                           detail="got %d lines; a device made of several targets is not modelled" % len(rows))
-    parts = line.strip().split(None, 3)
+    parts = strip_device_name(line).split(None, 3)
     if len(parts) < 3:
         raise TargetError("Invalid table line", detail="expected '<start> <length> multipath <params>'")
     start_s, len_s, ttype = parts[:3]
