@@ -84,6 +84,7 @@ def cmd_run(args) -> int:
         if args.table or args.selector or len(args.files) != 2:
             raise InputError("with --conf give PATHS.toml and JOB.fio (and no --table or --selector)")
         from .mtools.cli import run_conf
+        _check_conf_file(args.conf)
         jobs = load_fio(args.files[1])
         _print_notes(jobs)
         prog = Progress(_progress_enabled(args))
@@ -407,13 +408,66 @@ def _check_report_selectors(sels, topo) -> None:
             raise InputError("--selectors %s: %s has no [multipath] table" % (sel, topo.source))
 
 
+def _check_conf_file(path: Optional[str]) -> None:
+    """A multipath.conf that is compressed, binary or holds control characters is refused before
+    multipath.conf parsing reads it as keywords (and echoes the bytes in its warnings)."""
+    if path:
+        from .inputs import read_text
+        read_text(path, "multipath.conf")
+
+
+def cmd_hosts(args) -> int:
+    """``mpathlab hosts``: what several hosts cannot run is refused as input first (exit 3)."""
+    from .sim import multihost
+    _check_multihost(args.topology, args.job)
+    return multihost.cmd_hosts(args)
+
+
+def _check_multihost(topology: str, job: str) -> None:
+    """Hardware handlers, driver tags (hw_queue_depth) and stonewall groups are modelled for one host only:
+    with several hosts the run would raise 'not modelled' or, for tags, give the tag hook to host 0's
+    target alone (the other hosts' I/O would pass untagged).  Named with their file and line."""
+    from .inputs import read_text, toml_key_line
+    from .kernel import split_args
+    from .sim.multihost import load_multihost
+    from .workload.fio import load_fio
+    topo, cfg = load_multihost(topology)
+    if cfg.count <= 1:
+        return
+    text = read_text(topology, "topology")
+    toks = split_args(topo.table)[3:]
+    try:
+        nfeat = int(toks[0])
+        nhw = int(toks[1 + nfeat])
+        hw = toks[2 + nfeat] if nhw else None
+    except (IndexError, ValueError):
+        hw = None       # the table's own check names the problem when the run loads it
+    if hw:
+        raise InputError("%s:%s: [multipath] table has hardware handler %r: hardware handlers are not modelled "
+                         "with several hosts ([hosts] count = %d)"
+                         % (topology, toml_key_line(text, "multipath", "table") or "?", hw, cfg.count))
+    for pm in topo.paths:
+        if pm.hw_queue_depth:
+            raise InputError("%s:%s: paths.%s.hw_queue_depth: driver tags are not modelled with several hosts "
+                             "([hosts] count = %d)" % (topology, toml_key_line(text, "paths." + pm.name,
+                                                                               "hw_queue_depth") or "?",
+                                                      pm.name, cfg.count))
+    jobs = load_fio(job)
+    for j in jobs.jobs[1:]:
+        if j.stonewall:
+            raise InputError("%s: job %r: stonewall groups are not modelled with several hosts ([hosts] count = %d "
+                             "in %s)" % (job, j.name, cfg.count, os.path.basename(topology)))
+
+
 def cmd_maps(args) -> int:
     from .mtools.cli import cmd_maps as maps
+    _check_conf_file(args.conf)
     return maps(args)
 
 
 def cmd_multipath(args) -> int:
     from .mtools.cli import cmd_multipath as mp
+    _check_conf_file(getattr(args, "conf", None))
     return mp(args)
 
 
@@ -677,7 +731,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "default: historical-service-time,service-time,queue-length")
     mh.add_argument("--seeds", default="1,2,3,4,5,6,7,8,9,10",
                     help="seeds; tails get 95%% t-intervals over them (default: 1,...,10)")
-    mh.set_defaults(func=lambda a: __import__("mpathlab.sim.multihost", fromlist=["cmd_hosts"]).cmd_hosts(a))
+    mh.set_defaults(func=cmd_hosts)
 
     f = sub.add_parser("faults", help="run the fault studies (path failure, all paths down, slow path)")
     f.add_argument("name", nargs="?", help="study name, or 'all'; without one, the list")

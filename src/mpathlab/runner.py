@@ -48,6 +48,8 @@ def run_simulation(topo: Topology, jobs: FioJobFile, *, selector: Optional[str] 
     from .budget import check_run
     check_run(sim, topo, job_source=jobs.source or "")
     result = sim.run()
+    from .stall import annotate
+    annotate(sim, result, topo.paths, topo.messages)
     result.check_accounting()
     return result
 

@@ -33,6 +33,8 @@ def run_nvme(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = 
     check_run(sim, topo, paths=cfg.paths, messages=cfg.events, events="[nvme] events",
               job_source=jobs.source or "")
     result = sim.run()
+    from ..stall import annotate
+    annotate(sim, result, cfg.paths, cfg.events)
     result.check_accounting()
     return result
 
