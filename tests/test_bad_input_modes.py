@@ -120,3 +120,13 @@ def test_command_line_numbers_are_refused_as_usage_errors(capsys, argv, needle):
         cli.main(argv)
     assert e.value.code == 2
     assert needle in capsys.readouterr().err
+
+
+def test_nvme_namespace_in_no_ana_group(tmp_path, capsys):
+    topo = write(tmp_path, "n.toml", NVME % (2, "optimized"))
+    msg = one_error(capsys, ["run", topo, write(tmp_path, "j.fio", DEPTH4)])
+    assert msg == ("%s:10: [nvme] ana_groups[0]: namespace(s) 2 of namespaces = 2 are in no ANA group; list each "
+                   "namespace in one [[nvme.ana_groups]]" % topo)
+    # with both namespaces listed it runs
+    ok = write(tmp_path, "m.toml", (NVME % (2, "optimized")).replace("namespaces = [1]", "namespaces = [1, 2]"))
+    assert cli.main(["run", ok, write(tmp_path, "j.fio", DEPTH4)]) == 0
