@@ -408,12 +408,55 @@ def _check_report_selectors(sels, topo) -> None:
             raise InputError("--selectors %s: %s has no [multipath] table" % (sel, topo.source))
 
 
+CONF_DEVICES_ENV = "MPATHLAB_MAX_CONF_DEVICES"
+CONF_DEVICES_MAX = 2000     # merging device entries is quadratic: 2,000 take about 1.6 s, 8,000 over 20 s
+DM_NAME_MAX = 127           # DM_NAME_LEN (include/uapi/linux/dm-ioctl.h) is 128 with the terminating NUL
+
+
 def _check_conf_file(path: Optional[str]) -> None:
-    """A multipath.conf that is compressed, binary or holds control characters is refused before
-    multipath.conf parsing reads it as keywords (and echoes the bytes in its warnings)."""
-    if path:
-        from .inputs import read_text
-        read_text(path, "multipath.conf")
+    """What multipath.conf parsing would take in silence, refused first with the file and line: a file
+    that is compressed, binary or holds control characters (read as keywords, its bytes echoed in the
+    warnings), more device sections than the budget, a multipaths alias longer than a dm name may be,
+    and one alias given to two WWIDs (two maps named alike; multipath keeps only the first)."""
+    if not path:
+        return
+    import re
+    from .inputs import read_text
+    text = read_text(path, "multipath.conf")
+    limit = CONF_DEVICES_MAX
+    env = os.environ.get(CONF_DEVICES_ENV)
+    if env:
+        if not (env.isascii() and env.isdigit()) or len(env) > 9:
+            raise InputError("%s=%r: a whole number of device sections" % (CONF_DEVICES_ENV, env[:40]))
+        limit = int(env)
+    n = 0
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if re.match(r"\s*device\s*\{", line):
+            n += 1
+            if n > limit:
+                raise InputError("%s:%d: more than %d device sections: merging them is quadratic (2,000 take "
+                                 "about 1.6 s); raise %s to read this file" % (path, lineno, limit, CONF_DEVICES_ENV))
+    from .mtools.conf import ConfError, load_conf
+    try:
+        conf = load_conf(path)
+    except ConfError:
+        return              # multipath.conf's own error, reported by the command itself
+    seen = {}
+    for e in conf.multipaths:
+        s = e.values.get("alias")
+        if s is None or s.value is None:
+            continue
+        alias = str(s.value)
+        size = len(alias.encode("utf-8"))
+        if size > DM_NAME_MAX:
+            raise InputError("%s:%d: alias of %d bytes: a dm device name is at most %d bytes (DM_NAME_LEN); the "
+                             "kernel would refuse to create the map" % (path, s.line, size, DM_NAME_MAX))
+        wwid = e.get("wwid")
+        if alias in seen and seen[alias][0] != wwid:
+            raise InputError("%s:%d: alias %r is already the alias of WWID %s (line %d): multipath keeps the first "
+                             "and logs an error; give each map its own alias"
+                             % (path, s.line, alias, seen[alias][0], seen[alias][1]))
+        seen.setdefault(alias, (wwid, s.line))
 
 
 def cmd_hosts(args) -> int:
