@@ -100,3 +100,13 @@ def test_alternation_regex_in_the_blacklist_against_a_long_wwid(tmp_path, capsys
     cli.main(["maps", "--conf", conf, paths])
     capsys.readouterr()
     assert time.process_time() - t < 5
+
+
+def test_c_selector_path_in_conf_is_reported_with_the_conf_line(tmp_path, capsys, monkeypatch):
+    conf = write(tmp_path, "m.conf", 'defaults {\n    path_selector "c:dm-ps-round-robin.c 0"\n}\n')
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    monkeypatch.chdir(other)
+    msg = one_error(capsys, ["maps", "--conf", conf, PATHS])
+    assert msg == ("%s:2: path_selector 'c:dm-ps-round-robin.c 0': no C selector file dm-ps-round-robin.c (a "
+                   "relative path is read from the current directory, %s)" % (conf, other))

@@ -441,6 +441,16 @@ def _check_conf_file(path: Optional[str]) -> None:
         conf = load_conf(path)
     except ConfError:
         return              # multipath.conf's own error, reported by the command itself
+    for e in [conf.defaults] + list(conf.devices) + list(conf.multipaths) + ([conf.overrides] if conf.overrides else []):
+        s = e.values.get("path_selector")
+        text_ps = str(s.value) if s is not None and s.value is not None else ""
+        if text_ps.startswith("c:"):
+            # a C selector's file is read from the current directory, not from the conf's: say so, with the line
+            c_file = text_ps[2:].split()[0].split("@")[0] if text_ps[2:].split() else ""
+            if not os.path.isfile(c_file):
+                raise InputError("%s:%d: path_selector %r: no C selector file %s (a relative path is read from the "
+                                 "current directory, %s)" % (path, s.line, text_ps, c_file or "named",
+                                                             os.getcwd()))
     seen = {}
     for e in conf.multipaths:
         s = e.values.get("alias")
