@@ -261,3 +261,19 @@ def arg_int(lo: int, hi: int):
         return v
     parse.__name__ = "whole number"
     return parse
+
+
+def c_atoi(s: str) -> int:
+    """glibc's ``atoi``: ``(int) strtol(s, NULL, 10)``.  Leading C whitespace, an optional sign, ASCII
+    digits only; strtol saturates at LONG_MIN/LONG_MAX (64-bit), and the cast to int keeps the low 32
+    bits, so "18446744073709551616" gives (int) LONG_MAX = -1, never a 2^64 repeat count."""
+    m = re.match(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)", s)
+    if not m:
+        return 0
+    digits = m.group(2).lstrip("0") or "0"
+    cap = 2 ** 63 if m.group(1) == "-" else 2 ** 63 - 1      # |LONG_MIN|, LONG_MAX
+    v = cap if len(digits) > 19 else min(int(digits), cap)
+    if m.group(1) == "-":
+        v = -v
+    v &= 0xFFFFFFFF
+    return v - 2 ** 32 if v >= 2 ** 31 else v
