@@ -566,8 +566,9 @@ def cmd_fio_options(args) -> int:
 
 
 def cmd_table(args) -> int:
+    from .inputs import check_text
     from .target import construct, parse, table_line
-    line = " ".join(args.line)
+    line = check_text(" ".join(args.line), "argument", "table line", InputError)
     rows = [r for r in line.splitlines() if r.strip()]
     if len(rows) > 1:
         raise InputError("table: one table line expected, got %d lines (to read a whole `dmsetup table` listing "
@@ -636,7 +637,8 @@ def _read_text_stdin() -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError("stdin: byte %d is not UTF-8 text" % e.start) from None
+        raise InputError("stdin:%d: byte %d is not UTF-8 text (0x%02x)"
+                         % (data.count(b"\n", 0, e.start) + 1, e.start, data[e.start])) from None
 
 
 class InputError(Exception):
