@@ -84,6 +84,7 @@ def cmd_run(args) -> int:
         if args.table or args.selector or len(args.files) != 2:
             raise InputError("with --conf give PATHS.toml and JOB.fio (and no --table or --selector)")
         from .mtools.cli import run_conf
+        _check_conf_file(args.conf)
         jobs = load_fio(args.files[1])
         _print_notes(jobs)
         prog = Progress(_progress_enabled(args))
@@ -410,13 +411,119 @@ def _check_report_selectors(sels, topo) -> None:
             raise InputError("--selectors %s: %s has no [multipath] table" % (sel, topo.source))
 
 
+CONF_DEVICES_ENV = "MPATHLAB_MAX_CONF_DEVICES"
+CONF_DEVICES_MAX = 2000     # merging device entries is quadratic: 2,000 take about 1.6 s, 8,000 over 20 s
+DM_NAME_MAX = 127           # DM_NAME_LEN (include/uapi/linux/dm-ioctl.h) is 128 with the terminating NUL
+
+
+def _check_conf_file(path: Optional[str]) -> None:
+    """What multipath.conf parsing would take in silence, refused first with the file and line: a file
+    that is compressed, binary or holds control characters (read as keywords, its bytes echoed in the
+    warnings), more device sections than the budget, a multipaths alias longer than a dm name may be,
+    and one alias given to two WWIDs (two maps named alike; multipath keeps only the first)."""
+    if not path:
+        return
+    import re
+    from .inputs import read_text
+    text = read_text(path, "multipath.conf")
+    limit = CONF_DEVICES_MAX
+    env = os.environ.get(CONF_DEVICES_ENV)
+    if env:
+        if not (env.isascii() and env.isdigit()) or len(env) > 9:
+            raise InputError("%s=%r: a whole number of device sections" % (CONF_DEVICES_ENV, env[:40]))
+        limit = int(env)
+    n = 0
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if re.match(r"\s*device\s*\{", line):
+            n += 1
+            if n > limit:
+                raise InputError("%s:%d: more than %d device sections: merging them is quadratic (2,000 take "
+                                 "about 1.6 s); raise %s to read this file" % (path, lineno, limit, CONF_DEVICES_ENV))
+    from .mtools.conf import ConfError, load_conf
+    try:
+        conf = load_conf(path)
+    except ConfError:
+        return              # multipath.conf's own error, reported by the command itself
+    for e in [conf.defaults] + list(conf.devices) + list(conf.multipaths) + ([conf.overrides] if conf.overrides else []):
+        s = e.values.get("path_selector")
+        text_ps = str(s.value) if s is not None and s.value is not None else ""
+        if text_ps.startswith("c:"):
+            # a C selector's file is read from the current directory, not from the conf's: say so, with the line
+            c_file = text_ps[2:].split()[0].split("@")[0] if text_ps[2:].split() else ""
+            if not os.path.isfile(c_file):
+                raise InputError("%s:%d: path_selector %r: no C selector file %s (a relative path is read from the "
+                                 "current directory, %s)" % (path, s.line, text_ps, c_file or "named",
+                                                             os.getcwd()))
+    seen = {}
+    for e in conf.multipaths:
+        s = e.values.get("alias")
+        if s is None or s.value is None:
+            continue
+        alias = str(s.value)
+        size = len(alias.encode("utf-8"))
+        if size > DM_NAME_MAX:
+            raise InputError("%s:%d: alias of %d bytes: a dm device name is at most %d bytes (DM_NAME_LEN); the "
+                             "kernel would refuse to create the map" % (path, s.line, size, DM_NAME_MAX))
+        wwid = e.get("wwid")
+        if alias in seen and seen[alias][0] != wwid:
+            raise InputError("%s:%d: alias %r is already the alias of WWID %s (line %d): multipath keeps the first "
+                             "and logs an error; give each map its own alias"
+                             % (path, s.line, alias, seen[alias][0], seen[alias][1]))
+        seen.setdefault(alias, (wwid, s.line))
+
+
+def cmd_hosts(args) -> int:
+    """``mpathlab hosts``: what several hosts cannot run is refused as input first (exit 3)."""
+    from .sim import multihost
+    _check_multihost(args.topology, args.job)
+    return multihost.cmd_hosts(args)
+
+
+def _check_multihost(topology: str, job: str) -> None:
+    """Hardware handlers, driver tags (hw_queue_depth) and stonewall groups are modelled for one host only:
+    with several hosts the run would raise 'not modelled' or, for tags, give the tag hook to host 0's
+    target alone (the other hosts' I/O would pass untagged).  Named with their file and line."""
+    from .inputs import read_text, toml_key_line
+    from .kernel import split_args
+    from .sim.multihost import load_multihost
+    from .workload.fio import load_fio
+    topo, cfg = load_multihost(topology)
+    if cfg.count <= 1:
+        return
+    text = read_text(topology, "topology")
+    toks = split_args(topo.table)[3:]
+    try:
+        nfeat = int(toks[0])
+        nhw = int(toks[1 + nfeat])
+        hw = toks[2 + nfeat] if nhw else None
+    except (IndexError, ValueError):
+        hw = None       # the table's own check names the problem when the run loads it
+    if hw:
+        raise InputError("%s:%s: [multipath] table has hardware handler %r: hardware handlers are not modelled "
+                         "with several hosts ([hosts] count = %d)"
+                         % (topology, toml_key_line(text, "multipath", "table") or "?", hw, cfg.count))
+    for pm in topo.paths:
+        if pm.hw_queue_depth:
+            raise InputError("%s:%s: paths.%s.hw_queue_depth: driver tags are not modelled with several hosts "
+                             "([hosts] count = %d)" % (topology, toml_key_line(text, "paths." + pm.name,
+                                                                               "hw_queue_depth") or "?",
+                                                      pm.name, cfg.count))
+    jobs = load_fio(job)
+    for j in jobs.jobs[1:]:
+        if j.stonewall:
+            raise InputError("%s: job %r: stonewall groups are not modelled with several hosts ([hosts] count = %d "
+                             "in %s)" % (job, j.name, cfg.count, os.path.basename(topology)))
+
+
 def cmd_maps(args) -> int:
     from .mtools.cli import cmd_maps as maps
+    _check_conf_file(args.conf)
     return maps(args)
 
 
 def cmd_multipath(args) -> int:
     from .mtools.cli import cmd_multipath as mp
+    _check_conf_file(getattr(args, "conf", None))
     return mp(args)
 
 
@@ -470,8 +577,9 @@ def cmd_fio_options(args) -> int:
 
 
 def cmd_table(args) -> int:
+    from .inputs import check_text
     from .target import construct, parse, table_line
-    line = " ".join(args.line)
+    line = check_text(" ".join(args.line), "argument", "table line", InputError)
     rows = [r for r in line.splitlines() if r.strip()]
     if len(rows) > 1:
         raise InputError("table: one table line expected, got %d lines (to read a whole `dmsetup table` listing "
@@ -541,7 +649,8 @@ def _read_text_stdin() -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError("stdin: byte %d is not UTF-8 text" % e.start) from None
+        raise InputError("stdin:%d: byte %d is not UTF-8 text (0x%02x)"
+                         % (data.count(b"\n", 0, e.start) + 1, e.start, data[e.start])) from None
 
 
 class InputError(Exception):
@@ -549,6 +658,7 @@ class InputError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .inputs import arg_int
     p = argparse.ArgumentParser(prog="mpathlab", description=(
         "Linux dm-multipath path selectors in Python: simulate how each selector spreads I/O over "
         "asymmetric paths, driven by fio job files."))
@@ -576,7 +686,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  "(default: the only one)")
     r.add_argument("--service", help="with --table: every path's service time (400us, exponential:400us, "
                                      "lognormal:400us:0.5; default: %s)" % RUN_TABLE_DEFAULTS["service"])
-    r.add_argument("--parallelism", type=int, help="with --table: servers per device (default: %d)"
+    r.add_argument("--parallelism", type=arg_int(1, 65536), help="with --table: servers per device (default: %d)"
                    % RUN_TABLE_DEFAULTS["parallelism"])
     r.add_argument("--delay", help="with --table: fixed added delay per path (default: %s)"
                    % RUN_TABLE_DEFAULTS["delay"])
@@ -590,8 +700,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print fio-style JSON instead of a table (default: off)")
     r.add_argument("--json-plus", action="store_true",
                    help="fio json+: JSON with clat_ns latency bins (default: off)")
-    r.add_argument("--seed", type=int, help="random seed (default: the topology's)")
-    r.add_argument("--hz", type=int, choices=(100, 250, 300, 1000),
+    r.add_argument("--seed", type=arg_int(0, 2 ** 64 - 1), help="random seed (default: the topology's)")
+    r.add_argument("--hz", type=arg_int(100, 1000), choices=(100, 250, 300, 1000),
                    help="kernel HZ for jiffies (default: the topology's, else 250)")
     r.add_argument("--kernel", help="kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y "
                    "(default: the topology's kernel, else current)")
@@ -605,7 +715,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("name", nargs="?", help="scenario name or 'all' (default: hst-2020-depth1); see --list")
     rp.add_argument("--list", action="store_true", help="list the shipped scenarios")
     rp.add_argument("--json", action="store_true", help="print the columns as JSON")
-    rp.add_argument("--seed", type=int, help="override the scenario's random seed (default: the scenario's)")
+    rp.add_argument("--seed", type=arg_int(0, 2 ** 64 - 1), help="override the scenario's random seed (default: the scenario's)")
     rp.add_argument("--progress", action="store_true", help="always show the progress bar")
     rp.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     rp.set_defaults(func=cmd_reproduce)
@@ -622,14 +732,14 @@ def build_parser() -> argparse.ArgumentParser:
     lv.add_argument("--delay", action="append", metavar="PATH=DURATION",
                     help="added delay before each I/O on that path (asymmetric paths on one disk; "
                          "default: none)")
-    lv.add_argument("--hz", type=int, default=250, choices=(100, 250, 300, 1000),
+    lv.add_argument("--hz", type=arg_int(100, 1000), default=250, choices=(100, 250, 300, 1000),
                     help="kernel HZ of the jiffies clock (default: %(default)s)")
     lv.add_argument("--queue-mode", choices=("rq", "bio"), default="rq",
                     help="request-based or bio-based target (default: %(default)s)")
     lv.add_argument("--kernel", help="kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y (default: current)")
     lv.add_argument("--allow-device-writes", action="store_true",
                     help="allow a job with writes on a block device (destroys its data; default: off)")
-    lv.add_argument("--seed", type=int, default=1, help="random seed of the offsets (default: %(default)s)")
+    lv.add_argument("--seed", type=arg_int(0, 2 ** 64 - 1), default=1, help="random seed of the offsets (default: %(default)s)")
     lv.add_argument("--keep-files", action="store_true",
                     help="keep the files the run created (default: remove them; existing files always stay)")
     lv.add_argument("--json", action="store_true", help="print fio-style JSON (default: a table)")
@@ -652,7 +762,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--kernels", metavar="A,B", help="kernel profiles to sweep over, e.g. 5.15,6.1 "
                     "(default: the topology's kernel, else current)")
     sw.add_argument("--scheduler", help="address of a Dask scheduler (default: start a local cluster)")
-    sw.add_argument("--workers", type=int, default=2,
+    sw.add_argument("--workers", type=arg_int(1, 1024), default=2,
                     help="local cluster worker processes, at least 1 (default: %(default)s)")
     sw.add_argument("--out", default="sweep.csv",
                     help="output table (.csv, or .parquet with pyarrow; default: %(default)s)")
@@ -669,7 +779,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--sweep", metavar="TABLE",
                      help="report on a table written by mpathlab sweep instead (.csv, or .parquet with pyarrow; "
                           "default: none)")
-    rep.add_argument("--seed", type=int, help="random seed of every run (default: the topology's)")
+    rep.add_argument("--seed", type=arg_int(0, 2 ** 64 - 1), help="random seed of every run (default: the topology's)")
     rep.add_argument("--seeds", metavar="A,B,...", help="also run every selector once per seed and report "
                      "p50/p99/p99.9/p99.99 with 95%% t-intervals over the seeds (default: none)")
     rep.add_argument("--kernel", help="kernel profile (default: the topology's kernel, else current)")
@@ -690,7 +800,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "default: historical-service-time,service-time,queue-length")
     mh.add_argument("--seeds", default="1,2,3,4,5,6,7,8,9,10",
                     help="seeds; tails get 95%% t-intervals over them (default: 1,...,10)")
-    mh.set_defaults(func=lambda a: __import__("mpathlab.sim.multihost", fromlist=["cmd_hosts"]).cmd_hosts(a))
+    mh.set_defaults(func=cmd_hosts)
 
     f = sub.add_parser("faults", help="run the fault studies (path failure, all paths down, slow path)")
     f.add_argument("name", nargs="?", help="study name, or 'all'; without one, the list")
@@ -698,7 +808,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--selector", help="run only this selector (default: round-robin, queue-length, service-time "
                                        "and historical-service-time)")
     f.add_argument("--json", action="store_true", help="print the results as JSON (default: a table)")
-    f.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
+    f.add_argument("--seed", type=arg_int(0, 2 ** 64 - 1), default=1, help="random seed (default: %(default)s)")
     f.add_argument("--kernel", help="kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y (default: current)")
     f.set_defaults(func=cmd_faults)
 
@@ -764,7 +874,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a block device that exists on the host and what it is (scsi, nvme, null_blk, ...); "
                         "repeat per device; when given, any other device is refused as the kernel does "
                         "(default: every device exists and takes a hardware handler)")
-    t.add_argument("--nr-cpus", type=int, help="the host's nr_cpu_ids, for io-affinity masks "
+    t.add_argument("--nr-cpus", type=arg_int(1, 8192), help="the host's nr_cpu_ids, for io-affinity masks "
                    "(default: 8; needs --device)")
     t.set_defaults(func=cmd_table)
 
@@ -810,7 +920,8 @@ def _known_errors():
     from .sweep import SweepError
     from .profiles import HostError, ProfileError
     from .inputs import InputFileError
-    return (HostError, ProfileError, PolicyError, LiveError, ReportError, SweepError, FioError, TopologyError,
+    from .budget import BudgetError
+    return (BudgetError, HostError, ProfileError, PolicyError, LiveError, ReportError, SweepError, FioError, TopologyError,
             TargetError, MessageError, SelectorError, RegistryError,
             UnknownSelectorError, UnitError, InputError, OSError, StatusParseError, InputFileError)
 

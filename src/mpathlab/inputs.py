@@ -244,3 +244,36 @@ def with_line(message: str, path: str, line: Optional[int]) -> str:
     return "%s:%d: %s" % (path, line, message)
 
 
+
+
+def arg_int(lo: int, hi: int):
+    """An argparse ``type`` for a whole number in ``lo..hi`` written with ASCII digits (``int()`` would
+    also take "1_0", "+5" or Arabic-Indic digits); argparse reports a refusal as a usage error."""
+    import argparse
+
+    def parse(text: str) -> int:
+        t = text.strip()
+        if not re.fullmatch(r"-?[0-9]{1,20}", t):
+            raise argparse.ArgumentTypeError("%r is not a whole number (decimal digits)" % text[:40])
+        v = int(t)
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError("%d is outside %d..%d" % (v, lo, hi))
+        return v
+    parse.__name__ = "whole number"
+    return parse
+
+
+def c_atoi(s: str) -> int:
+    """glibc's ``atoi``: ``(int) strtol(s, NULL, 10)``.  Leading C whitespace, an optional sign, ASCII
+    digits only; strtol saturates at LONG_MIN/LONG_MAX (64-bit), and the cast to int keeps the low 32
+    bits, so "18446744073709551616" gives (int) LONG_MAX = -1, never a 2^64 repeat count."""
+    m = re.match(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)", s)
+    if not m:
+        return 0
+    digits = m.group(2).lstrip("0") or "0"
+    cap = 2 ** 63 if m.group(1) == "-" else 2 ** 63 - 1      # |LONG_MIN|, LONG_MAX
+    v = cap if len(digits) > 19 else min(int(digits), cap)
+    if m.group(1) == "-":
+        v = -v
+    v &= 0xFFFFFFFF
+    return v - 2 ** 32 if v >= 2 ** 31 else v

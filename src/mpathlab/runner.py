@@ -45,7 +45,11 @@ def run_simulation(topo: Topology, jobs: FioJobFile, *, selector: Optional[str] 
         raise TopologyError("%s: [multipath] nr_cpus = %d, but job %r of %s runs on CPU %d (cpus_allowed)"
                             % (topo.source or "topology", kw["nr_cpus"], name, jobs.source or "the job file", cpu))
     sim = Simulation(topo.table, topo.paths, jobs.jobs, progress=progress, **kw)
+    from .budget import check_run
+    check_run(sim, topo, job_source=jobs.source or "")
     result = sim.run()
+    from .stall import annotate
+    annotate(sim, result, topo.paths, topo.messages)
     result.check_accounting()
     return result
 

@@ -29,7 +29,12 @@ def run_nvme(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = 
     sim = Simulation("", cfg.paths, jobs.jobs, progress=progress,
                      target=lambda env: cfg.target(env, policy), **kw)
     attach(sim)
+    from ..budget import check_run
+    check_run(sim, topo, paths=cfg.paths, messages=cfg.events, events="[nvme] events",
+              job_source=jobs.source or "")
     result = sim.run()
+    from ..stall import annotate
+    annotate(sim, result, cfg.paths, cfg.events)
     result.check_accounting()
     ana_best(result, cfg)
     return result

@@ -80,10 +80,17 @@ def run_summary(result) -> str:
     :data:`mpathlab.report.model.BEST_GROUPS_NOTE`) and a note says so.
     """
     from .model import best_shares, mean_deviation, priority_groups
+    from ..stall import describe
     lines: List[str] = []
-    lines += wrap("selector: %s   %s: %s   engine: %s"
+    st = describe(result)
+    ended = ""
+    if st and st["at_ns"] is not None and st["at_ns"] != result.runtime_ns:
+        ended = " (stalled at %s)" % format_ns(st["at_ns"])     # runtime counts the jobs' I/O time only
+    elif st:
+        ended = " (stalled)"
+    lines += wrap("selector: %s   %s: %s%s   engine: %s"
                    % (result.selector, "elapsed" if result.engine == "live" else "simulated time",
-                      format_ns(result.runtime_ns), result.engine))
+                      format_ns(result.runtime_ns), ended, result.engine))
     lines.append("I/O: %d completed, %d errored, %d pending" % (result.completed, result.errored, result.pending))
     best, note = best_shares(result)
     groups = priority_groups(result)
@@ -122,9 +129,10 @@ def run_summary(result) -> str:
     for t, msg, outcome in result.messages:
         lines += wrap("at %s: %s (%s)" % (format_ns(t), msg, outcome))
     lines += _pg_init_note(result)
-    if result.stalled:
-        lines += wrap("note: the run stopped with I/O still queued (no usable path and nothing left to "
-                       "reinstate one)")
+    from ..stall import stall_line
+    stalled = stall_line(result)
+    if stalled:
+        lines += wrap(stalled)
     if note:
         lines += wrap("note: several priority groups, so Best is per group (each path's share of its "
                        "group's capacity), weighted by the I/O each group carried; a path that was failed "

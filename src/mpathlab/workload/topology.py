@@ -170,6 +170,10 @@ def _service_model(spec, where: str) -> ServiceTime:
                         % (where, dist))
 
 
+SLOW_FACTOR_MAX = 1e6
+QUEUE_TIMEOUT_MAX = (2 ** 63 - 1) // 10 ** 9      # seconds the simulated (signed 64-bit ns) clock can hold
+
+
 def _faults(items, where: str) -> List[Fault]:
     if not isinstance(items, list):
         raise TopologyError("%s.faults must be a list of {at=..., action=...}" % where)
@@ -184,6 +188,10 @@ def _faults(items, where: str) -> List[Fault]:
         factor = f.get("factor", 1.0)
         if not isinstance(factor, (int, float)) or isinstance(factor, bool):
             raise TopologyError("%s.factor must be a number" % w)
+        # a service time (at most 1h) times the factor must stay a finite 64-bit count of ns
+        if not 0 < factor <= SLOW_FACTOR_MAX:     # also false for NaN
+            raise TopologyError("%s.factor must be a finite number above 0 and at most %g, got %r"
+                                % (w, SLOW_FACTOR_MAX, factor))
         out.append(Fault(parse_duration_ns(f["at"], w + ".at"), str(f["action"]), float(factor),
                          parse_duration_ns(f.get("reinstate_after", 0), w + ".reinstate_after")))
     return out
@@ -283,9 +291,10 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
     elif profile.hst_select_clock == "sched_clock":
         offset = 0   # ktime asked for on a kernel whose HST reads sched_clock: no lead
     qto = mp.get("queue_if_no_path_timeout_secs", 0)
-    if not isinstance(qto, int) or isinstance(qto, bool) or qto < 0:
+    if not isinstance(qto, int) or isinstance(qto, bool) or not 0 <= qto <= QUEUE_TIMEOUT_MAX:
         raise TopologyError("%s: [multipath] queue_if_no_path_timeout_secs must be a whole number of "
-                            "seconds >= 0" % src)
+                            "seconds from 0 to %d (292 years: simulated time is a signed 64-bit count of ns)"
+                            % (src, QUEUE_TIMEOUT_MAX))
     if qto and not profile.queue_if_no_path_timeout:
         raise TopologyError("%s: [multipath] queue_if_no_path_timeout_secs: kernel %s has no such module "
                             "parameter (added in 5.7)" % (src, profile.name))
