@@ -28,6 +28,7 @@ import time
 from typing import List, Optional
 
 from . import __version__
+from .inputs import InputError
 
 EXIT_USAGE = 2
 EXIT_INPUT = 3
@@ -77,7 +78,7 @@ def _progress_enabled(args) -> bool:
 def cmd_run(args) -> int:
     from .runner import run_simulation
     from .workload.fio import load_fio
-    from .workload.topology import load_topology
+    from .topology import load_topology
 
     if args.conf:
         if args.table or args.selector or len(args.files) != 2:
@@ -95,7 +96,7 @@ def cmd_run(args) -> int:
         if len(args.files) != 1:
             raise InputError("with --table give only the job file, got %d files: %s"
                              % (len(args.files), " ".join(args.files)))
-        from .workload.topology import topology_from_table
+        from .topology import topology_from_table
         topo = topology_from_table(args.table, service=args.service or RUN_TABLE_DEFAULTS["service"],
                                    parallelism=(RUN_TABLE_DEFAULTS["parallelism"] if args.parallelism is None
                                                 else args.parallelism),
@@ -141,7 +142,7 @@ def _with_kernel(topo, kernel):
         return topo
     import copy
     from .profiles import get_profile
-    from .workload.topology import validate_table
+    from .topology import validate_table
     get_profile(kernel)
     t = copy.copy(topo)
     t.kernel = kernel
@@ -192,7 +193,7 @@ def _print_result(args, result, jobs) -> None:
 
 
 def cmd_reproduce(args) -> int:
-    from .nvme.scenarios import NVME_SCENARIOS
+    from .scenarios.nvme import NVME_SCENARIOS
     from .scenarios import DEFAULT_SCENARIO, SCENARIOS
     SCENARIOS = dict(SCENARIOS, **NVME_SCENARIOS)
 
@@ -234,7 +235,7 @@ def _say(text: str, indent: str = "    ") -> None:
 
 def _print_outcome(outcome) -> None:
     from .report import share_table
-    if hasattr(outcome, "format"):      # NVMe throughput scenarios (mpathlab.nvme.scenarios)
+    if hasattr(outcome, "format"):      # NVMe throughput scenarios (mpathlab.scenarios.nvme)
         for line in outcome.format().splitlines():
             _say(line)
         return
@@ -249,7 +250,7 @@ def _print_outcome(outcome) -> None:
 
 
 def cmd_faults(args) -> int:
-    from .nvme.scenarios import NVME_STUDIES
+    from .scenarios.nvme import NVME_STUDIES
     from .sim.faults import SELECTORS, STUDIES, format_row, summarize
     STUDIES = dict(STUDIES, **NVME_STUDIES)
 
@@ -355,7 +356,7 @@ def cmd_report(args) -> int:
     from .report.html import run_report, sweep_report
     from .runner import run_simulation
     from .workload.fio import load_fio
-    from .workload.topology import load_topology
+    from .topology import load_topology
 
     if args.sweep:
         from .sweep import read_rows
@@ -518,10 +519,6 @@ def _read_text_stdin() -> str:
         raise InputError("stdin: byte %d is not UTF-8 text" % e.start) from None
 
 
-class InputError(Exception):
-    """Bad user input that has no more specific exception type."""
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mpathlab", description=(
         "Linux dm-multipath path selectors in Python: simulate how each selector spreads I/O over "
@@ -659,7 +656,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "default: historical-service-time,service-time,queue-length")
     mh.add_argument("--seeds", default="1,2,3,4,5,6,7,8,9,10",
                     help="seeds; tails get 95%% t-intervals over them (default: 1,...,10)")
-    mh.set_defaults(func=lambda a: __import__("mpathlab.sim.multihost", fromlist=["cmd_hosts"]).cmd_hosts(a))
+    mh.set_defaults(func=lambda a: __import__("mpathlab.multihost", fromlist=["cmd_hosts"]).cmd_hosts(a))
 
     f = sub.add_parser("faults", help="run the fault studies (path failure, all paths down, slow path)")
     f.add_argument("name", nargs="?", help="study name, or 'all'; without one, the list")
@@ -745,7 +742,7 @@ def _known_errors():
     from .sim.devices import UnitError
     from .target import MessageError, StatusParseError, TargetError
     from .workload.fio import FioError
-    from .workload.topology import TopologyError
+    from .topology import TopologyError
     from .nvme.policy import PolicyError
     from .live import LiveError
     from .report.html import ReportError

@@ -18,7 +18,7 @@ def _print_conf_messages(conf) -> None:
 def _as_input_error(fn):
     """A multipath.conf error leaves the CLI as its other input errors do (one line, exit 3)."""
     def wrapper(*a, **kw):
-        from ..cli import InputError
+        from ..inputs import InputError
         try:
             return fn(*a, **kw)
         except ConfError as e:

@@ -35,7 +35,7 @@ from ..inputs import load_toml
 from ..kernel import parse_devt
 from ..sim.devices import PathModel
 from ..units import UnitError, parse_duration_ns
-from ..workload.topology import TopologyError, _faults, path_model
+from ..topology import TopologyError, _faults, path_model
 
 ALUA_STATES = ("active/optimized", "active/non-optimized", "lba-dependent", "standby", "unavailable",
                "offline", "transitioning")

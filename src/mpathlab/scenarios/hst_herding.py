@@ -29,7 +29,7 @@ from typing import Optional
 
 from ..sim.engine import Simulation
 from ..workload.fio import load_fio
-from ..workload.topology import load_topology
+from ..topology import load_topology
 from . import HERDING_FAST, SCENARIOS
 
 

@@ -106,7 +106,7 @@ class JobState:
         self.finished = False
         self.started = False
         self.groupid = 0          # fio's reporting group (stonewall, new_group)
-        self.host = 0             # which host runs it (mpathlab.sim.multihost)
+        self.host = 0             # which host runs it (mpathlab.multihost)
         self.stopped = False      # fio ended the job at an I/O error
         self.first_error: Optional[str] = None
         self.last_error_ns = -1
@@ -355,7 +355,7 @@ class Simulation:
 
     def _target_of(self, io) -> Multipath:
         """The multipath target an I/O goes through: the one table of this host
-        (mpathlab.sim.multihost gives every host its own)."""
+        (mpathlab.multihost gives every host its own)."""
         return self.mp
     def call_at(self, t: int, fn, arg) -> None:
         self._push(t, EV_CALL, (fn, arg))

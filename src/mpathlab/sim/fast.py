@@ -268,7 +268,7 @@ def eligible(sim) -> str:
     if getattr(sim, "daemons", None):
         return "a user-space daemon (multipathd) needs the Python engine"
     if len(getattr(sim, "targets", ())) > 1:
-        return "several hosts (mpathlab.sim.multihost) need the Python engine"
+        return "several hosts (mpathlab.multihost) need the Python engine"
     mp = sim.mp
     if getattr(mp, "stack", "dm") != "dm":
         return "the %s stack is not in the compiled core" % mp.stack

@@ -28,11 +28,11 @@ import os
 import random
 from typing import Dict, List, Optional
 
-from ..target import construct, mapping_resolver, split_table_line
-from ..units import UnitError, parse_duration_ns
-from ..workload.topology import Topology, TopologyError, reject_unknown_keys, topology_from_dict
-from .engine import SimResult, Simulation
-from .stats import LatencyStats, merged_latency
+from .target import construct, mapping_resolver, split_table_line
+from .units import UnitError, parse_duration_ns
+from .topology import Topology, TopologyError, reject_unknown_keys, topology_from_dict
+from .sim.engine import SimResult, Simulation
+from .sim.stats import LatencyStats, merged_latency
 
 HOST_KEYS = {"count", "window"}
 
@@ -46,7 +46,7 @@ class HostsConfig:
 def load_multihost(path: str):
     """(Topology, HostsConfig) from a multi-host topology file; TopologyError on bad input, naming the
     file and the option's line as load_topology does."""
-    from ..inputs import load_toml, locate_topology_error, toml_key_line, with_line
+    from .inputs import load_toml, locate_topology_error, toml_key_line, with_line
     # read as every topology file is: binary, non-UTF-8 and TOML errors as FILE:LINE
     doc, text = load_toml(path, "topology")
     try:
@@ -195,7 +195,7 @@ class MultiHostResult:
 
 def run_multihost(topo: Topology, cfg: HostsConfig, jobs, *, selector: Optional[str] = None,
                   seed: Optional[int] = None) -> MultiHostResult:
-    from ..runner import parse_selector_spec
+    from .runner import parse_selector_spec
     if selector:
         name, args = parse_selector_spec(selector)
         topo = topo.with_selector(name, args)
@@ -212,7 +212,7 @@ def run_multihost(topo: Topology, cfg: HostsConfig, jobs, *, selector: Optional[
 
 def tail_rows(selector: str, seed: int, r: MultiHostResult) -> List[dict]:
     """Rows for mpathlab.report.tails: the tails of all I/O, and of the worst host (per percentile)."""
-    from ..report.tails import TAIL_COLUMNS, TAIL_PERCENTILES
+    from .report.tails import TAIL_COLUMNS, TAIL_PERCENTILES
     allp = r.all_latency.percentiles(TAIL_PERCENTILES)
     depth = max((j.spec.iodepth for j in r.result.jobs), default=0)
     rows = [{"selector": selector, "iodepth": depth, "measure": "all hosts", "seed": seed},
@@ -225,7 +225,7 @@ def tail_rows(selector: str, seed: int, r: MultiHostResult) -> List[dict]:
 
 def format_run(r: MultiHostResult, slices: int = 10) -> str:
     """Per-port load over time (mean in-flight I/O in ``slices`` stretches of the run), shares, per-host tails."""
-    from ..units import format_ns
+    from .units import format_ns
     lines = ["%s: %d I/Os in %s; I/O in flight per port (all hosts) over the run, in %d slices:"
              % (r.selector, r.completed, format_ns(r.runtime_ns), slices)]
     snaps = r.port_in_flight()
@@ -242,10 +242,10 @@ def format_run(r: MultiHostResult, slices: int = 10) -> str:
 
 def cmd_hosts(args) -> int:
     """``mpathlab hosts TOPOLOGY JOB``: every selector, every seed; per-port load and tails with intervals."""
-    from ..report.tails import beats, tail_text
-    from ..runner import parse_selector_spec
-    from ..selectors import lookup
-    from ..workload.fio import load_fio
+    from .report.tails import beats, tail_text
+    from .runner import parse_selector_spec
+    from .selectors import lookup
+    from .workload.fio import load_fio
     topo, cfg = load_multihost(args.topology)
     jobs = load_fio(args.job)
     sels = [s for s in args.selectors.split(";" if ";" in args.selectors else ",") if s.strip()]
