@@ -1,15 +1,16 @@
 """Compare the simulator with the kernel lab: ``python -m mpathlab.validate [results.json]``.
 
 Reads the cells the kernel lab measured (validation/kernel-lab/results.json,
-written by shared/kernel-lab runs: Debian 6.1 in qemu TCG, dm-multipath over
-null_blk paths with timer completion, one fio job randwrite 4k libaio), runs
-the simulator on the same topology (path completion times and tags, bio- or
-request-based, iodepth, selector), and prints a markdown table of the
-kernel's mean share beside the simulator's.
-
-The guest's costs are modelled as calibrated in README "Validation against a
-real kernel": every I/O costs CPU time on the fio job's CPU (qemu's
-emulation of the I/O path), and null_blk's timer completes a little late.
+written by validation/kernel-lab/grid.py: Debian 6.1 or 6.12 in qemu TCG,
+dm-multipath over null_blk paths with timer completion, one fio job
+randwrite 4k libaio) and prints a markdown table of the kernel's mean share
+beside the simulator's *prediction*: the simulator is given the topology
+only (path completion times and tags, bio- or request-based, iodepth,
+selector) and a guest model fitted once per kernel on the single-path
+calibration cells (``fit_guest``; the calibration cells stay out of the
+table).  ``--measured`` adds a diagnostic column in which each repeat's
+measured device latency and guest CPU time per I/O are fed to the model
+instead (docs/validation.md).
 """
 from __future__ import annotations
 
@@ -72,6 +73,77 @@ TIMER_LATE = 1.03
 # paths.txt without a depth: null_blk's default 256 tags, never exhausted here
 UNLIMITED = 256
 
+# The lab's single-path calibration batch: the guest model is fitted on these
+# cells (fit_guest) and they are not part of the table.
+CALIB_TOPOLOGIES = ("c0", "c1", "c4", "c0x2", "c4x2")
+
+
+class Guest:
+    """The lab's guest as the prediction sees it: CPU time per I/O on the fio job's CPU
+    (split into submission and completion) and the lateness of null_blk's timer, added to
+    every path's completion time.  Fitted once per kernel by ``fit_guest``."""
+
+    def __init__(self, kernel: str, submit_ns: int, complete_ns: int, late_ns: int, fitted_on: List[str]):
+        self.kernel = kernel
+        self.submit_ns = int(submit_ns)
+        self.complete_ns = int(complete_ns)
+        self.late_ns = int(late_ns)
+        self.fitted_on = fitted_on
+
+    def host(self) -> HostModel:
+        return HostModel(GUEST_CPUS, self.submit_ns, self.complete_ns, WAKE_NS, work_latency_ns=WORK_LATENCY_NS)
+
+    def describe(self) -> str:
+        return ("kernel %s: CPU per I/O %d us (submission %d us, completion %d us), timer late %d us; "
+                "fitted on %d calibration runs (%s)" % (
+                    self.kernel, round((self.submit_ns + self.complete_ns) / 1000), round(self.submit_ns / 1000),
+                    round(self.complete_ns / 1000), round(self.late_ns / 1000), len(self.fitted_on),
+                    ", ".join(sorted(set(r.split()[0] for r in self.fitted_on)))))
+
+
+def _median(vals: List[float]) -> float:
+    v = sorted(vals)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def is_calib(c: dict) -> bool:
+    return c["topology"] in CALIB_TOPOLOGIES
+
+
+def fit_guest(cells: List[dict], kernel: str) -> Guest:
+    """Fit the guest model of one kernel on its calibration cells (plain topologies c0, c1, c4,
+    no variants), three numbers, each a median over those cells' repeats:
+
+    - CPU time per I/O: 1 / IOPS of the one-path 0 ms cells at depth 64 (bio and mq), where
+      the fio job's CPU is the bottleneck (nothing else waits);
+    - its submission part: fio's mean slat x IOPS of the same runs (the share of that CPU time
+      spent before the I/O is handed to dm), the rest is the completion;
+    - the timer's lateness: device latency (path_mean_write_ms) less the completion time of the
+      one-path 1 ms and 4 ms cells, every depth and mode.
+    Without calibration cells for ``kernel`` the constants of the 6.1 calibration are used."""
+    mine = [c for c in cells if str(c.get("kernel") or "6.1") == kernel and c["topology"] in ("c0", "c1", "c4")]
+    per_io, frac, late, runs = [], [], [], []
+    for c in mine:
+        for r in c.get("repeats") or []:
+            tag = "%s %s d%d" % (c["topology"], c["queue_mode"], c["iodepth"])
+            if c["topology"] == "c0" and c["iodepth"] == 64 and r.get("fio_iops"):
+                per_io.append(1e9 / r["fio_iops"])
+                if r.get("slat_mean_us") is not None:
+                    frac.append(r["slat_mean_us"] * 1e3 * r["fio_iops"] / 1e9)
+                runs.append(tag)
+            elif c["topology"] in ("c1", "c4"):
+                ms = (r.get("path_mean_write_ms") or {}).get(c["paths"][0]["label"])
+                if ms:
+                    late.append(ms * 1e6 - c["paths"][0]["completion_ns"])
+                    runs.append(tag)
+    if not per_io or not late:
+        return Guest(kernel, SUBMIT_COST_NS, COMPLETE_COST_NS, int(4_000_000 * (TIMER_LATE - 1)), [])
+    cost = _median(per_io)
+    f = min(max(_median(frac), 0.0), 1.0) if frac else SUBMIT_FRACTION
+    return Guest(kernel, int(cost * f), int(cost * (1 - f)), max(0, int(_median(late))), runs)
+
+
 TOLERANCE = 0.03
 NOT_MODELLED = ("CPU burnt by failed maps; failed issues with a path scheduler; "
                 "host load below CPU saturation except through the measured device latency")
@@ -94,8 +166,9 @@ def repeat_cells(c: dict) -> List[dict]:
     return [dict(c, repeats=[r]) for r in c.get("repeats") or []] or [c]
 
 
-def path_models(c: dict) -> List[PathModel]:
-    """The paths of a cell (of its first repeat's measurements, see repeat_cells)."""
+def path_models(c: dict, guest: Optional[Guest] = None) -> List[PathModel]:
+    """The paths of a cell: with ``guest`` (the prediction) each path's completion time plus the
+    guest's timer lateness; without, from its first repeat's measurements (see repeat_cells)."""
     out = []
     sched = c.get("path_scheduler") or "none"
     if sched == "default":
@@ -103,7 +176,7 @@ def path_models(c: dict) -> List[PathModel]:
     reps = c.get("repeats") or [{}]
     nr_requests = ((reps[0].get("nr_requests") or {}).get("paths") or []) if sched != "none" else []
     measured = {}
-    if sched == "none" and cell_host(c)[1] == "calib":
+    if guest is None and sched == "none" and cell_host(c)[1] == "calib":
         measured = reps[0].get("path_mean_write_ms") or {}
     for i, p in enumerate(c["paths"]):
         qd = int(p.get("hw_queue_depth") or UNLIMITED)
@@ -115,7 +188,10 @@ def path_models(c: dict) -> List[PathModel]:
         # null_blk's submit_queues = 2 in the lab: one hardware queue per guest
         # CPU, each with hw_queue_depth tags; the one fio job uses CPU 0's
         ms = measured.get(p["label"])
-        svc = ms * 1e6 if ms else p["completion_ns"] * TIMER_LATE
+        if guest is not None:
+            svc = p["completion_ns"] + guest.late_ns
+        else:
+            svc = ms * 1e6 if ms else p["completion_ns"] * TIMER_LATE
         out.append(PathModel(p["label"], (8, 16 * i), ServiceTime(svc),
                              parallelism=qd, hw_queue_depth=0 if qd >= UNLIMITED else qd,
                              nr_hw_queues=GUEST_CPUS, **sched_kw))
@@ -144,53 +220,84 @@ def cell_host(c: dict) -> Tuple[HostModel, str]:
 
 
 def simulate_cell(c: dict, runtime_s: float = 8.0, seed: int = 1,
-                  host: Optional[HostModel] = None):
+                  host: Optional[HostModel] = None, guest: Optional[Guest] = None):
+    """One run of the cell: predicted from the topology and ``guest``, or (without) from the
+    measurements of its first repeat."""
     # the lab's fio command line, as a job file (fio_extra: e.g. "--numjobs=2 --cpus_allowed=0")
     text = ("[kernel-lab]\nioengine=libaio\nrw=randwrite\nbs=4k\niodepth=%d\nruntime=%dms\ntime_based\n"
             % (int(c["iodepth"]), int(runtime_s * 1000)))
     for opt in str(c.get("fio_extra") or "").split():
         text += opt.lstrip("-") + "\n"
+    if guest is not None:
+        host = guest.host()
     host = host or cell_host(c)[0]
-    return simulate(table_line(c), path_models(c), parse_fio(text).jobs, host=host, seed=seed, engine="auto")
+    return simulate(table_line(c), path_models(c, guest), parse_fio(text).jobs, host=host, seed=seed,
+                    engine="auto")
 
 
-def compare(cells: List[dict], runtime_s: float = 8.0) -> List[dict]:
+def _groups(c: dict) -> Dict[str, List[str]]:
+    """Identical paths (same completion time and tags) are compared as a group, by their mean
+    share: which of five identical fast paths HST piles onto is arbitrary in the kernel and in
+    the model alike."""
+    groups: Dict[str, List[str]] = {}
+    for p in c["paths"]:
+        groups.setdefault(_fmt_paths([p]).split("x", 1)[1], []).append(p["label"])
+    return {(lbs[0] if len(lbs) == 1 else "%s..%s" % (lbs[0], lbs[-1])): lbs for lbs in groups.values()}
+
+
+def _group_shares(groups: Dict[str, List[str]], shares: Dict[str, float]) -> Dict[str, float]:
+    return {g: sum(shares.get(lb, 0.0) for lb in lbs) / len(lbs) for g, lbs in groups.items()}
+
+
+def table_cells(cells: List[dict]) -> List[dict]:
+    """The cells of the table: more than one path, not a calibration cell."""
+    return [c for c in cells if len(c["paths"]) >= 2 and not is_calib(c)]
+
+
+def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
+            guests: Optional[Dict[str, Guest]] = None) -> List[dict]:
+    """One row per table cell: the kernel's mean share per path group and the prediction (from
+    the topology and the kernel's guest, fitted on ``cells``' calibration cells unless
+    ``guests`` are given); with ``measured`` also the diagnostic run from each repeat's
+    measured device latency and CPU time."""
+    guests = dict(guests or {})
     rows = []
-    for c in cells:
-        if len(c["paths"]) < 2:
-            continue    # one path: nothing to share (calibration runs)
-        runs = [simulate_cell(rc, runtime_s) for rc in repeat_cells(c)]
-        shares = {k: sum(r.shares[k] for r in runs) / len(runs) for k in runs[0].shares}
-        # Identical paths (same completion time and tags) are compared as a
-        # group, by their mean share: which of five identical fast paths HST
-        # piles onto is arbitrary in the kernel and in the model alike.
-        groups: Dict[str, List[str]] = {}
-        for p in c["paths"]:
-            groups.setdefault(_fmt_paths([p]).split("x", 1)[1], []).append(p["label"])
-        kern, sim = {}, {}
-        for g, labels in groups.items():
-            name = labels[0] if len(labels) == 1 else "%s..%s" % (labels[0], labels[-1])
-            kern[name] = sum(c["mean_share"].get(lb, 0.0) for lb in labels) / len(labels)
-            sim[name] = sum(shares.get(lb, 0.0) for lb in labels) / len(labels)
+    for c in table_cells(cells):
+        kernel = str(c.get("kernel") or "6.1")
+        if kernel not in guests:
+            guests[kernel] = fit_guest(cells, kernel)
+        groups = _groups(c)
+        kern = _group_shares(groups, c["mean_share"])
+        pred_run = simulate_cell(c, runtime_s, guest=guests[kernel])
+        sim = _group_shares(groups, pred_run.shares)
         diffs = {k: sim[k] - v for k, v in kern.items()}
         worst = max(diffs, key=lambda k: abs(diffs[k]))
-        labels = next(lbs for lbs in groups.values() if worst in (lbs[0], "%s..%s" % (lbs[0], lbs[-1])))
-        sim_iops = sum(r.completed / (r.runtime_ns / 1e9) for r in runs if r.runtime_ns) / len(runs)
-        sources = []
-        for rc in repeat_cells(c):
-            src = cell_host(rc)[1]
-            if src == "calib" and (rc.get("repeats") or [{}])[0].get("path_mean_write_ms") and \
-                    (c.get("path_scheduler") or "default") in ("default", "none"):
-                src = "dev"
-            if src not in sources:
-                sources.append(src)
-        sd = _repeat_sd(c, labels)
+        sd = _repeat_sd(c, groups[worst])
         n = len(c.get("repeats") or []) or 1
-        rows.append({"cell": cell_key(c), "n": c.get("n", n), "kernel": kern, "sim": sim,
-                     "worst_path": worst, "diff": diffs[worst], "kernel_sd": sd,
-                     "within": within(diffs[worst], sd, n), "variant": "/" in c["topology"],
-                     "kernel_iops": c.get("mean_fio_iops"),
-                     "sim_iops": sim_iops, "paths": c["paths"], "cpu": ", ".join(sources)})
+        row = {"cell": cell_key(c), "kernel_series": kernel, "n": c.get("n", n), "kernel": kern, "sim": sim,
+               "worst_path": worst, "diff": diffs[worst], "kernel_sd": sd,
+               "within": within(diffs[worst], sd, n), "variant": "/" in c["topology"],
+               "kernel_iops": c.get("mean_fio_iops"),
+               "sim_iops": pred_run.completed / (pred_run.runtime_ns / 1e9) if pred_run.runtime_ns else 0.0,
+               "paths": c["paths"], "topology": c["topology"]}
+        if measured:
+            runs = [simulate_cell(rc, runtime_s) for rc in repeat_cells(c)]
+            mshares = {k: sum(r.shares[k] for r in runs) / len(runs) for k in runs[0].shares}
+            msim = _group_shares(groups, mshares)
+            mdiffs = {k: msim[k] - v for k, v in kern.items()}
+            mworst = max(mdiffs, key=lambda k: abs(mdiffs[k]))
+            sources = []
+            for rc in repeat_cells(c):
+                src = cell_host(rc)[1]
+                if src == "calib" and (rc.get("repeats") or [{}])[0].get("path_mean_write_ms") and \
+                        (c.get("path_scheduler") or "default") in ("default", "none"):
+                    src = "dev"
+                if src not in sources:
+                    sources.append(src)
+            row.update({"measured_sim": msim, "measured_worst": mworst, "measured_diff": mdiffs[mworst],
+                        "measured_within": within(mdiffs[mworst], _repeat_sd(c, groups[mworst]), n),
+                        "cpu": ", ".join(sources)})
+        rows.append(row)
     return rows
 
 
@@ -225,21 +332,40 @@ def _fmt_paths(paths) -> str:
     return "+".join(parts)
 
 
-def markdown(rows: List[dict]) -> str:
-    out = ["| cell | paths (ms/tags) | n | path(s) | kernel share (sd) | sim share | diff | kernel IOPS | sim IOPS "
-           "| model of the guest |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+def markdown(rows: List[dict], guests: Optional[Dict[str, Guest]] = None) -> str:
+    measured = any("measured_sim" in r for r in rows)
+    head = "| kernel | cell | paths (ms/tags) | n | path(s) | kernel share (sd) | predicted | diff | kernel IOPS | pred. IOPS "
+    rule = "|---|---|---|---|---|---|---|---|---|---|"
+    if measured:
+        head += "| from measured (diagnostic) | diff | measured inputs "
+        rule += "---|---|---|"
+    out = [head + "|", rule]
     for r in rows:
         w = r["worst_path"]
         sd = "" if r["kernel_sd"] is None else " (%.3f)" % r["kernel_sd"]
         mark = {"yes": "", "noise": " ~", "no": " **X**"}[r["within"]]
-        out.append("| %s | %s | %s | %s | %.3f%s | %.3f | %+.3f%s | %.0f | %.0f | %s |" % (
-            r["cell"], _fmt_paths(r["paths"]), r["n"], w, r["kernel"][w], sd, r["sim"].get(w, 0.0), r["diff"],
-            mark, r["kernel_iops"] or 0, r["sim_iops"], r["cpu"]))
+        line = "| %s | %s | %s | %s | %s | %.3f%s | %.3f | %+.3f%s | %.0f | %.0f |" % (
+            r["kernel_series"], r["cell"], _fmt_paths(r["paths"]), r["n"], w, r["kernel"][w], sd,
+            r["sim"].get(w, 0.0), r["diff"], mark, r["kernel_iops"] or 0, r["sim_iops"])
+        if measured:
+            mw = r["measured_worst"]
+            mmark = {"yes": "", "noise": " ~", "no": " **X**"}[r["measured_within"]]
+            line += " %s %.3f | %+.3f%s | %s |" % (mw, r["measured_sim"].get(mw, 0.0), r["measured_diff"], mmark,
+                                                   r["cpu"])
+        out.append(line)
     if rows:
         out.append("")
-        out.append("largest difference: %.3f (%s); not modelled: %s" % (
-            max(abs(r["diff"]) for r in rows), max(rows, key=lambda r: abs(r["diff"]))["cell"], NOT_MODELLED))
+        worst = max(rows, key=lambda r: abs(r["diff"]))
+        counts = {}
+        for r in rows:
+            k = counts.setdefault(r["kernel_series"], [0, 0])
+            k[0] += r["within"] != "no"
+            k[1] += 1
+        out.append("predicted: %s within tolerance; largest difference %.3f (%s %s)" % (
+            ", ".join("%s %d of %d" % (k, v[0], v[1]) for k, v in sorted(counts.items())),
+            abs(worst["diff"]), worst["kernel_series"], worst["cell"]))
+        for g in (guests or {}).values():
+            out.append("guest model %s" % g.describe())
     return "\n".join(out)
 
 
@@ -251,6 +377,10 @@ def main(argv=None) -> int:
                     help="the kernel lab's results.json (default: %s)" % DEFAULT_RESULTS)
     ap.add_argument("--runtime", type=float, default=8.0, help="simulated seconds per cell (default 8, as the lab)")
     ap.add_argument("--filter", default="", help="only cells whose name contains this text (default: all)")
+    ap.add_argument("--kernel", default="", help="only cells of this kernel series (6.1, 6.12; default: all)")
+    ap.add_argument("--measured", action="store_true",
+                    help="add the diagnostic column: each repeat's measured device latency and guest CPU time "
+                         "per I/O fed to the model")
     a = ap.parse_args(argv)
     try:
         with open(a.results) as f:
@@ -258,8 +388,13 @@ def main(argv=None) -> int:
     except (OSError, ValueError) as e:
         print("mpathlab.validate: error: cannot read %s: %s" % (a.results, e), file=sys.stderr)
         return 3
-    cells = [c for c in cells if a.filter in cell_key(c)]
-    print(markdown(compare(cells, a.runtime)))
+    if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
+        print("mpathlab.validate: error: %s: not a list of cells" % a.results, file=sys.stderr)
+        return 3
+    kernels = sorted({str(c.get("kernel") or "6.1") for c in cells})
+    guests = {k: fit_guest(cells, k) for k in kernels if not a.kernel or k == a.kernel}
+    chosen = [c for c in cells if a.filter in cell_key(c) and str(c.get("kernel") or "6.1") in guests]
+    print(markdown(compare(chosen, a.runtime, a.measured, guests), guests))
     return 0
 
 
