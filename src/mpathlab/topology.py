@@ -165,7 +165,7 @@ def _service_model(spec, where: str) -> ServiceTime:
                         % (where, dist))
 
 
-def _faults(items, where: str) -> List[Fault]:
+def parse_faults(items, where: str) -> List[Fault]:
     if not isinstance(items, list):
         raise TopologyError("%s.faults must be a list of {at=..., action=...}" % where)
     out = []
@@ -326,7 +326,7 @@ def path_model(name: str, devt: Tuple[int, int], p: dict, src: str, where: str, 
         name, devt, _service(svc, where), parallelism=par, **_path_queue_keys(p, src, where),
         delay_ns=parse_duration_ns(p.get("delay", 0), where + ".delay"),
         ns_per_kib=parse_duration_ns(p.get("per_kib", 0), where + ".per_kib"),
-        faults=_faults(p.get("faults", []), where) if faults is None else faults,
+        faults=parse_faults(p.get("faults", []), where) if faults is None else faults,
         fail_latency_ns=parse_duration_ns(p.get("fail_latency", 0), where + ".fail_latency"))
     # a job with mixed I/O sizes gives paths without per_kib a default cost (sim/arrival.py)
     model.per_kib_given = "per_kib" in p

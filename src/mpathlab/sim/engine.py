@@ -360,6 +360,33 @@ class Simulation:
     def call_at(self, t: int, fn, arg) -> None:
         self._push(t, EV_CALL, (fn, arg))
 
+    def schedule(self, t: int, kind: int, obj) -> None:
+        """Add an event of KIND (EV_*) for OBJ at time T."""
+        self._push(t, kind, obj)
+
+    def edit_events(self, edit: Callable[[int, object], Optional[tuple]]) -> None:
+        """Rewrite the pending events: EDIT(kind, obj) returns None to keep an event, () to drop it, or
+        (kind, obj) to replace it at the same time and in the same order."""
+        keep = []
+        for ev in self._heap:
+            t, seq, kind, obj = ev
+            new = edit(kind, obj)
+            if new is None:
+                keep.append(ev)
+            elif new:
+                keep.append((t, seq) + tuple(new))
+        self._heap[:] = keep
+        heapq.heapify(self._heap)
+
+    def path_done(self, io: SimIO, error: Optional[str]) -> None:
+        """A path ends I/O IO (ERROR None, or a blk_status name): dm's end_io and what follows."""
+        self._path_done(io, error)
+
+    @property
+    def pending_state_changes(self) -> int:
+        """Scheduled events that can bring a path back (faults, messages, activations, timers)."""
+        return self._state_changes
+
     def _on_kick(self, mp) -> None:
         if not self._kick_pending:
             self._kick_pending = True
