@@ -1,24 +1,10 @@
-"""The discrete-event simulation: fio jobs -> multipath target -> path devices.
+"""The discrete-event simulation of one run: fio jobs -> multipath target -> path devices.
 
-Time is an integer number of ns since the start of the run; the kernel's
-ktime is that plus the simulated uptime at the start (``uptime_ns``), and
-jiffies are derived from ktime as the kernel does (see :mod:`mpathlab.timing`).
-
-Each fio job clone keeps ``iodepth`` I/Os in flight (closed loop) until its
-I/O count or runtime is used up; jobs with mixed sizes, trims, open-loop
-arrivals, verify, flow or latency_target ask :mod:`.arrival` for each I/O.  An I/O is mapped through the real
-:class:`~mpathlab.target.Multipath` (and so the real selector), travels the
-path's fixed delay, waits for a free server of the path's device, is
-served, and completes through the target's end_io, which may fail the path
-and requeue the I/O exactly as dm-mpath would.
-
-Path tags and the dm queue's blk-mq rules (:mod:`.blockqueue`) and the
-host's CPUs (:mod:`.host`) plug into the loop through ``call_at``; with
-unlimited tags and free CPUs they are not created at all.
-
-Accounting invariant, checked at the end of every run:
-submitted = completed + errored + pending (still queued in the target when
-no progress was possible any more).
+Simulation composes its parts: the event loop (:mod:`.loop`), the dm I/O path (:mod:`.iopath`),
+fio's job rules (:mod:`.jobrules`) and the result (:mod:`.result`); tags (:mod:`.blockqueue`) and the
+host's CPUs (:mod:`.host`) plug in through ``call_at`` and exist only when configured. Time is integer
+ns since the start; ktime adds the uptime (``uptime_ns``) and jiffies follow from it
+(:mod:`mpathlab.timing`). Every run checks submitted = completed + errored + pending.
 """
 from __future__ import annotations
 
@@ -32,16 +18,15 @@ from ..target import Multipath, construct, mapping_resolver, split_table_line
 from ..target.multipath import DH_OK
 from ..timing import TimeBase
 from ..workload.fio import JobSpec
-from .arrival import mean_size, with_default_size_cost
+from .arrival import with_default_size_cost
 from .blockqueue import BlockLayer
-from .devices import PathModel, best_distribution
+from .devices import PathModel
 from .host import Host, HostModel
 from .iopath import REQUEUE_DELAY_NS, SimIO  # noqa: F401  (the engine's names, as before the split)
 from .jobrules import RESUBMIT_AFTER_ERROR_NS, JobRules, JobState  # noqa: F401
 from .loop import (EV_ACTIVATED, EV_ARRIVE, EV_CALL, EV_DONE, EV_ERRDONE, EV_FAULT, EV_KICK,  # noqa: F401
                    EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_RETRY, EV_SUBMIT)
-from .result import SimResult
-from .stats import mean_abs_deviation
+from .result import SimResult, collect
 
 DEFAULT_UPTIME_NS = 3600 * 10 ** 9
 
@@ -192,29 +177,12 @@ class Simulation(JobRules):
     # -- daemon hook: a user-space daemon (mpathlab.mtools.daemon's multipathd) --------
     # It runs on timers in simulated time, sends dm messages and takes path devices
     # down and up; it never touches the I/O flow itself.
-    def add_daemon(self, daemon) -> None:
-        """Hook in a daemon: ``daemon.attach(sim)`` is called now and may schedule
-        timers with daemon_timer().  Simulations with a daemon run on the Python engine."""
-        self.daemons.append(daemon)
-        daemon.attach(self)
-
-    def daemon_timer(self, at_ns: int, fn: Callable[[], None], keeps_alive: bool = False) -> None:
-        """Run fn() at simulated time at_ns.  keeps_alive: the call may bring a path
-        back or change queueing, so a run with no usable path must not be cut short
-        as stalled while it is pending."""
-        if keeps_alive:
-            self._state_changes += 1
-        self.call_at(max(at_ns, self.now), self._daemon_call, (fn, keeps_alive))
-
-    def _daemon_call(self, call) -> None:
-        fn, keeps_alive = call
-        if keeps_alive:
-            self._state_changes -= 1
-        fn()
 
 
 
 
+    def _finish(self) -> SimResult:
+        return collect(self)
 
     # -- main loop ----------------------------------------------------------
     def run(self) -> SimResult:
@@ -320,37 +288,6 @@ class Simulation(JobRules):
 
 
 
-
-    def _finish(self) -> SimResult:
-        res = self.result
-        mp = self.mp
-        res.selector = ",".join(sorted({pg.ps.name for pg in mp.priority_groups}))
-        res.runtime_ns = max([j.end_ns for j in self.jobs] + [0]) - min([j.start_ns for j in self.jobs] + [0])
-        res.jobs = self.jobs
-        total = sum(d.completed for d in self.devices)
-        io_jobs = res.io_jobs
-        bs = (io_jobs[0].spec.bs if not io_jobs[0].spec.mixed_sizes else int(mean_size(io_jobs[0].spec))) \
-            if io_jobs else 4096
-        res.best = best_distribution(self.paths, bs)
-        for d in self.devices:
-            m = d.model
-            share = d.completed / total if total else 0.0
-            res.shares[m.name] = share
-            res.paths.append({
-                "name": m.name, "dev": m.devname, "dispatched": d.dispatched, "completed": d.completed,
-                "errors": d.errors, "share": share, "best": res.best[m.name], "in_flight": d.in_flight,
-                "peak_in_flight": d.peak_in_flight,
-                "mean_service_ns": m.mean_service_ns(bs), "parallelism": m.parallelism,
-                "delay_ns": m.delay_ns,
-            })
-        res.mean_deviation = mean_abs_deviation(res.shares, res.best)
-        res.path_latency = {d.model.name: d.lat for d in self.devices}
-        names = [d.model.name for d in self.devices]
-        res.windows = [(k * self.window_ns, dict(zip(names, v))) for k, v in sorted(self._windows.items())]
-        res.window_ns = self.window_ns
-        res.status_info = mp.status("info")
-        res.status_table = mp.status("table")
-        return res
 
 
 

@@ -7,7 +7,7 @@ plug in through call_at() as EV_CALL events.
 from __future__ import annotations
 
 import heapq
-from typing import Callable, Optional
+from typing import Callable, List, Optional
 
 (EV_DONE, EV_ARRIVE, EV_SUBMIT, EV_RETRY, EV_KICK, EV_FAULT, EV_MESSAGE, EV_ERRDONE, EV_ACTIVATED,
  EV_NOPATH_TIMEOUT) = range(10)
@@ -22,6 +22,8 @@ class EventLoop:
     _base: int
     _heap: list
     _state_changes: int
+    daemons: List
+
 
     def _ktime(self) -> int:
         return self._base + self.now
@@ -54,3 +56,23 @@ class EventLoop:
     def pending_state_changes(self) -> int:
         """Scheduled events that can bring a path back (faults, messages, activations, timers)."""
         return self._state_changes
+
+    def add_daemon(self, daemon) -> None:
+        """Hook in a daemon: ``daemon.attach(sim)`` is called now and may schedule
+        timers with daemon_timer().  Simulations with a daemon run on the Python engine."""
+        self.daemons.append(daemon)
+        daemon.attach(self)
+
+    def daemon_timer(self, at_ns: int, fn: Callable[[], None], keeps_alive: bool = False) -> None:
+        """Run fn() at simulated time at_ns.  keeps_alive: the call may bring a path
+        back or change queueing, so a run with no usable path must not be cut short
+        as stalled while it is pending."""
+        if keeps_alive:
+            self._state_changes += 1
+        self.call_at(max(at_ns, self.now), self._daemon_call, (fn, keeps_alive))
+
+    def _daemon_call(self, call) -> None:
+        fn, keeps_alive = call
+        if keeps_alive:
+            self._state_changes -= 1
+        fn()

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-from .jobrules import JobState
-from .stats import LatencyStats
+from .arrival import mean_size
+from .devices import best_distribution
+from .jobstate import JobState
+from .stats import LatencyStats, mean_abs_deviation
 
 
 class SimResult:
@@ -72,3 +74,36 @@ class SimResult:
         assert sum(j.completed for j in self.io_jobs) == self.completed
         assert sum(j.errored for j in self.jobs) == self.errored
         assert all(p["in_flight"] == 0 for p in self.paths), "I/O still in flight on a path at the end"
+
+
+def collect(sim) -> SimResult:
+    """Fill the run's result from its devices, jobs and target at the end of a run."""
+    res = sim.result
+    mp = sim.mp
+    res.selector = ",".join(sorted({pg.ps.name for pg in mp.priority_groups}))
+    res.runtime_ns = max([j.end_ns for j in sim.jobs] + [0]) - min([j.start_ns for j in sim.jobs] + [0])
+    res.jobs = sim.jobs
+    total = sum(d.completed for d in sim.devices)
+    io_jobs = res.io_jobs
+    bs = (io_jobs[0].spec.bs if not io_jobs[0].spec.mixed_sizes else int(mean_size(io_jobs[0].spec))) \
+        if io_jobs else 4096
+    res.best = best_distribution(sim.paths, bs)
+    for d in sim.devices:
+        m = d.model
+        share = d.completed / total if total else 0.0
+        res.shares[m.name] = share
+        res.paths.append({
+            "name": m.name, "dev": m.devname, "dispatched": d.dispatched, "completed": d.completed,
+            "errors": d.errors, "share": share, "best": res.best[m.name], "in_flight": d.in_flight,
+            "peak_in_flight": d.peak_in_flight,
+            "mean_service_ns": m.mean_service_ns(bs), "parallelism": m.parallelism,
+            "delay_ns": m.delay_ns,
+        })
+    res.mean_deviation = mean_abs_deviation(res.shares, res.best)
+    res.path_latency = {d.model.name: d.lat for d in sim.devices}
+    names = [d.model.name for d in sim.devices]
+    res.windows = [(k * sim.window_ns, dict(zip(names, v))) for k, v in sorted(sim._windows.items())]
+    res.window_ns = sim.window_ns
+    res.status_info = mp.status("info")
+    res.status_table = mp.status("table")
+    return res
