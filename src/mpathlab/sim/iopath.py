@@ -3,7 +3,7 @@ and end_io (dm-mpath's multipath_clone_and_map / multipath_end_io around the blo
 from __future__ import annotations
 
 import random
-from typing import List, Optional
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional
 
 from ..target import (END_DELAY_REQUEUE, END_DONE, END_REQUEUE, MAP_DELAY_REQUEUE, MAP_KILL, MAP_REMAPPED,
                       MAP_REQUEUE, MessageError, MpathIO, Multipath)
@@ -11,6 +11,12 @@ from ..target.multipath import REQUEUE_DELAY_MS
 from .devices import PathDevice
 from .loop import (EV_ACTIVATED, EV_ARRIVE, EV_DONE, EV_ERRDONE, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT,
                    EV_RETRY, EventLoop)
+
+if TYPE_CHECKING:
+    from ..timing import TimeBase
+    from .blockqueue import BlockLayer
+    from .host import Host
+    from .result import SimResult
 
 REQUEUE_DELAY_NS = REQUEUE_DELAY_MS * 1_000_000
 
@@ -29,6 +35,26 @@ class SimIO(MpathIO):
 
 class IoPath(EventLoop):
     """Map, dispatch, transport, service and completion of one I/O; faults and dm messages."""
+
+    # set up by Simulation.__init__
+    mp: Multipath
+    paths: list
+    result: "SimResult"
+    host: Optional["Host"]
+    blk: Optional["BlockLayer"]
+    timebase: "TimeBase"
+    window_ns: int
+    _windows: Dict[int, List[int]]
+    activation_ns: int
+    _timer_gen: int
+    _timer_pending: bool
+    _kick_pending: bool
+    _extra_delay: Optional[Callable]
+    _driver_start: Optional[Callable]
+
+    def _complete(self, io: SimIO, error: Optional[str]) -> None:
+        """The I/O is done for its job (fio's side: JobRules)."""
+        raise NotImplementedError
 
     def _init_devices(self, master: random.Random) -> None:
         """A device per path model (seeded from MASTER in path order) and the table's paths onto them."""

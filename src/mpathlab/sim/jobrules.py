@@ -22,6 +22,8 @@ RESUBMIT_AFTER_ERROR_NS = 10_000
 class JobRules(IoPath):
     """The jobs' side of the loop: when a job submits, what a completion does to it, when it ends."""
 
+    _groups: List[List[JobState]]     # stonewall groups, set up by Simulation.__init__
+
     def _init_jobs(self, specs: List[JobSpec], nr_cpus: int, master: random.Random,
                    device_bytes: Optional[int]) -> None:
         """The jobs' clones (seeded from MASTER), their CPUs, stonewall groups, reporting groups, flows."""

@@ -7,7 +7,7 @@ plug in through call_at() as EV_CALL events.
 from __future__ import annotations
 
 import heapq
-from typing import Callable, List, Optional
+from typing import Callable, Iterator, List, Optional
 
 (EV_DONE, EV_ARRIVE, EV_SUBMIT, EV_RETRY, EV_KICK, EV_FAULT, EV_MESSAGE, EV_ERRDONE, EV_ACTIVATED,
  EV_NOPATH_TIMEOUT) = range(10)
@@ -21,6 +21,7 @@ class EventLoop:
     now: int
     _base: int
     _heap: list
+    _seq: Iterator[int]
     _state_changes: int
     daemons: List
 

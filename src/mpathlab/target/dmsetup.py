@@ -13,7 +13,7 @@ True
 from __future__ import annotations
 
 import errno as errno_module
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from ..profiles import get_profile
 from . import MessageError, TargetError, parse, table_line
@@ -43,8 +43,8 @@ class DmDevice:
         self.host = host
         self.ima_log = ima_log if ima_log is not None else dm_ima.MeasurementLog()
         self.target_kwargs = target_kwargs
-        self.mp = None
-        self._active_hash = None
+        self.mp: Any = None             # the loaded table's Multipath, after create()
+        self._active_hash: Any = None
 
     @property
     def devno(self) -> str:
