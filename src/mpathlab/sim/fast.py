@@ -47,7 +47,7 @@ from ..target import (END_DELAY_REQUEUE, END_DONE, END_INCOMPLETE, END_REQUEUE, 
                       MAP_REMAPPED, MAP_REQUEUE, MAP_SUBMITTED, MpathIO)
 from ..target.multipath import DH_OK
 from .devices import Empirical, Exponential, LogNormal, ServiceTime
-from .engine import EV_ACTIVATED, EV_FAULT, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT
+from .loop import EV_ACTIVATED, EV_FAULT, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT
 from . import fast_gen
 
 try:
