@@ -40,7 +40,7 @@ from mpathlab.scenarios import HERE as SCEN  # noqa: E402
 from mpathlab.sim import fast  # noqa: E402
 from mpathlab.sim.engine import Simulation  # noqa: E402
 from mpathlab.workload.fio import parse_fio  # noqa: E402
-from mpathlab.workload.topology import load_topology  # noqa: E402
+from mpathlab.topology import load_topology  # noqa: E402
 
 
 def scenario(n_ios: int):

@@ -825,7 +825,7 @@ def test_path_topology_per_kib_0_is_kept_for_mixed_sizes():
 
 
 # -- property tests: the path topology parser and map invariants -----------------------------------
-from mpathlab.workload.topology import TopologyError  # noqa: E402
+from mpathlab.topology import TopologyError  # noqa: E402
 
 ANY = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-5, 70000), st.text(max_size=8),
                              st.sampled_from(["1ms", "standby", "active/optimized", "8:0", "1:0:0:0", "fail",

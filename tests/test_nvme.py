@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from mpathlab import nvme
 from mpathlab.cli import main
 from mpathlab.nvme.head import Controller, NvmeHead
-from mpathlab.nvme.scenarios import NVME_SCENARIOS, NVME_STUDIES
+from mpathlab.scenarios.nvme import NVME_SCENARIOS, NVME_STUDIES
 from mpathlab.nvme.topology import NvmeTopologyError, parse_nvme
 from mpathlab.runner import run_simulation
 from mpathlab.sim import fast
@@ -19,7 +19,7 @@ from mpathlab.sim.engine import Simulation
 from mpathlab.sim.host import HostModel
 from mpathlab.target import END_DONE, END_REQUEUE, MAP_KILL, MAP_REMAPPED, MAP_SUBMITTED, MpathIO
 from mpathlab.workload.fio import parse_fio
-from mpathlab.workload.topology import TopologyError, load_topology, topology_from_dict
+from mpathlab.topology import TopologyError, load_topology, topology_from_dict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -30,7 +30,7 @@ def _version(args, topo=None) -> str:
 def _as_input_error(fn):
     """A multipath.conf error leaves the CLI as its other input errors do (one line, exit 3)."""
     def wrapper(*a, **kw):
-        from ..cli import InputError
+        from ..inputs import InputError
         try:
             return fn(*a, **kw)
         except ConfError as e:

@@ -35,7 +35,7 @@ from ..inputs import load_toml
 from ..kernel import parse_devt
 from ..sim.devices import PathModel
 from ..units import UnitError, parse_duration_ns
-from ..workload.topology import TopologyError, _faults, path_model
+from ..topology import TopologyError, parse_faults, path_model
 
 ALUA_STATES = ("active/optimized", "active/non-optimized", "lba-dependent", "standby", "unavailable",
                "offline", "transitioning")
@@ -204,7 +204,7 @@ def _from_dict(doc: dict, src: str, base_dir: str) -> PathTopology:
         if devt in seen:
             raise TopologyError("%s: %s and %s have the same devt" % (src, seen[devt], name))
         seen[devt] = name
-        faults = _faults(p.get("faults", []), where)
+        faults = parse_faults(p.get("faults", []), where)
         slow, link = [], []
         for f in faults:
             if f.action == "slow":

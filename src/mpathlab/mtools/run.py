@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Callable, Dict, List, Optional
 
-from ..workload.topology import TopologyError
+from ..topology import TopologyError
 from .conf import Config
 from .daemon import Multipathd
 from .maps import Multipath, build_maps, check_map, map_target

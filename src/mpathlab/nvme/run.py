@@ -2,7 +2,6 @@
 and what the simulator does for the NVMe transport beyond the dm surface (``attach``)."""
 from __future__ import annotations
 
-import heapq
 from typing import Callable, Optional
 
 from ..sim.engine import EV_ARRIVE, EV_CALL, EV_DONE, SimResult, Simulation
@@ -84,26 +83,21 @@ def _cancel_tagset(arg) -> None:
     (NvmeHead.driver_start).  Completions already on a host CPU were received and stand.
     """
     sim, dev = arg
-    heap = sim._heap
     aborted = []
-    keep = []
-    for ev in heap:
-        t, seq, kind, obj = ev
+
+    def cancel(kind, obj):
         if kind == EV_ARRIVE and obj.dev is dev:
             aborted.append(obj)
-        elif kind == EV_DONE and obj.dev is dev:
+            return ()
+        if kind == EV_DONE and obj.dev is dev:
             aborted.append(obj)
-            keep.append((t, seq, EV_CALL, (_server_free, (sim, dev))))
-        else:
-            keep.append(ev)
-    if not aborted and not dev.queue:
-        return
+            return (EV_CALL, (_server_free, (sim, dev)))
+        return None
+    sim.edit_events(cancel)
     aborted.extend(dev.queue)
     dev.queue.clear()
-    heap[:] = keep
-    heapq.heapify(heap)
     for io in sorted(aborted, key=lambda io: io.submit_ns):
-        sim._path_done(io, HOST_ABORTED)
+        sim.path_done(io, HOST_ABORTED)
 
 
 def _server_free(arg) -> None:
@@ -111,6 +105,6 @@ def _server_free(arg) -> None:
     sim, dev = arg
     if dev.queue:
         nxt = dev.queue.popleft()
-        heapq.heappush(sim._heap, (sim.now + dev.service_ns(nxt.nr_bytes), next(sim._seq), EV_DONE, nxt))
+        sim.schedule(sim.now + dev.service_ns(nxt.nr_bytes), EV_DONE, nxt)
     else:
         dev.busy -= 1

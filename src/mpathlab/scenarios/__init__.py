@@ -11,7 +11,7 @@ from typing import Callable, Dict, List, Optional
 
 from ..runner import run_simulation
 from ..workload.fio import load_fio
-from ..workload.topology import load_topology
+from ..topology import load_topology
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOLERANCE = 0.03
