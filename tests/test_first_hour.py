@@ -102,7 +102,7 @@ state = { nvme0 = "optimized", nvme1 = "optimized", nvme2 = "non-optimized" }
 
 def test_nvme_best_honours_ana_states_and_paths_are_named_by_controller(tmp_path):
     import json
-    from mpathlab.workload.topology import load_topology
+    from mpathlab.topology import load_topology
     topo = tmp_path / "nvme.toml"
     topo.write_text(NVME_TOPO)
     # an NVMe-only topology numbers its devices as the kernel numbers namespaces (blkext, major 259)
