@@ -266,6 +266,18 @@ def test_weightedpath_serial_and_unknown_kind():
     assert wp.getprio(p, "colour red 40", env) == 0        # unknown kind: 0
 
 
+def test_weightedpath_reads_priorities_with_atoi_and_posix_regexes():
+    # the priority is atoi()'d: 2^64 saturates to LONG_MAX and the int cast keeps -1; an Arabic-Indic
+    # digit is no digit (0); a POSIX class works and an unbalanced regex is skipped as regcomp refuses it
+    env = PrioEnv()
+    wp = create("weightedpath")
+    p = P("sdq", 0, serial="SN77")
+    assert wp.getprio(p, "serial ^SN 18446744073709551616", env) == -1
+    assert wp.getprio(p, "serial ^SN \u0663", env) == 0
+    assert wp.getprio(p, "serial ^SN[[:digit:]]+$ 7", env) == 7
+    assert wp.getprio(p, "serial (SN 5 SN7 9", env) == 9
+
+
 ALUA = [("sda", 0, "active/optimized", 1), ("sdb", 16, "active/non-optimized", 2),
         ("sdc", 32, "active/optimized", 1), ("sdd", 48, "standby", 2)]
 

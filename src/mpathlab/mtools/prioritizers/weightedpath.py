@@ -2,18 +2,13 @@
 
 ``prio_args`` is a match kind, ``hbtl``, ``devname``, ``serial`` or ``wwn``, then pairs
 of (regex, priority); the first regex that matches the path's H:C:T:L, device name,
-serial or "host_wwnn:host_wwpn:tgt_wwnn:tgt_wwpn" gives the priority (atoi of it);
-no match, or an unknown kind, gives 0.  Regexes are searched, not anchored, as
-regexec does.
+serial or "host_wwnn:host_wwpn:tgt_wwnn:tgt_wwpn" gives the priority (glibc atoi of it: ASCII digits, saturating);
+no match, or an unknown kind, gives 0.  Regexes are POSIX extended, searched (not anchored) as
+regexec does, in linear time.
 """
-import re
-
+from ...inputs import c_atoi
+from ..regex import RegexError, compile_posix
 from . import Prioritizer, register
-
-
-def _atoi(s: str) -> int:
-    m = re.match(r"\s*([+-]?\d+)", s)
-    return int(m.group(1)) if m else 0
 
 
 @register
@@ -38,8 +33,8 @@ class WeightedPath(Prioritizer):
         rest = words[1:]
         for i in range(0, len(rest) - 1, 2):
             try:
-                if re.search(rest[i], subject):
-                    return _atoi(rest[i + 1])
-            except re.error:
+                if compile_posix(rest[i]).search(subject):
+                    return c_atoi(rest[i + 1])
+            except RegexError:
                 continue   # regcomp failed: the pair is skipped
         return 0
