@@ -114,3 +114,25 @@ def test_a_very_long_error_keeps_its_problem_in_view(capsys):
     table = "0 8 multipath 0 0 1 1 round-robin 0 1 1 " + "x" * 38000 + " 1"
     msg = one_error(capsys, ["table", table])
     assert len(msg) < 1000
+
+
+def test_unknown_fio_ioengine_is_refused_as_fio_refuses_it(tmp_path, capsys):
+    # fio 3.33: "fio: engine bogus not loadable" (it tries to dlopen the name)
+    job = write(tmp_path, "j.fio", JOB + "ioengine=bogus\n")
+    msg = one_error(capsys, ["run", ASYM, job])
+    assert msg.startswith("j.fio line 5 [j]: ioengine=bogus: fio 3.33 has no engine 'bogus'")
+    from mpathlab import cli
+    for ok in ("libaio", "io_uring", "external:/usr/lib/fio/x.so", "libzbc"):
+        assert cli.main(["run", ASYM, write(tmp_path, "k.fio", JOB + "ioengine=%s\n" % ok)]) == 0, ok
+        capsys.readouterr()
+
+
+def test_fio_engine_list_matches_the_installed_fio():
+    import subprocess
+
+    from conftest import require
+    from mpathlab.workload import fio_options as fo
+    fio = require("fio", "the engine list is checked against fio --enghelp")
+    out = subprocess.run([fio, "--enghelp"], capture_output=True, text=True).stdout
+    listed = set(out.split(":", 1)[1].split())
+    assert listed and listed <= fo.FIO_ENGINES, listed - fo.FIO_ENGINES

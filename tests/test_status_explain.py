@@ -134,7 +134,7 @@ def test_status_command_bad_input_is_one_line_exit_3(text, needle, capsys):
 def test_status_command_non_utf8_stdin(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"2 0 0 \xff\xfe")))
     assert cli.main(["status"]) == 3
-    assert "stdin: byte 6 is not UTF-8" in capsys.readouterr().err
+    assert "stdin:1: byte 6 is not UTF-8" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -17,6 +17,18 @@ class InputFileError(ValueError):
     """A user file cannot be used: the message is one line, ``FILE:LINE: problem``."""
 
 
+class TopologyError(ValueError):
+    """A topology file (or table line) the reader refuses."""
+
+    def __init__(self, msg: str, key: Optional[Tuple[str, str]] = None):
+        super().__init__(msg)
+        self.key = key        # (section, key): load_topology adds the line it is on
+
+
+class InputError(Exception):
+    """Bad user input that has no more specific exception type."""
+
+
 class MissingDependency(RuntimeError):
     """An optional package a feature needs is not installed (the CLI exits 5)."""
 
@@ -244,3 +256,36 @@ def with_line(message: str, path: str, line: Optional[int]) -> str:
     return "%s:%d: %s" % (path, line, message)
 
 
+
+
+def arg_int(lo: int, hi: int):
+    """An argparse ``type`` for a whole number in ``lo..hi`` written with ASCII digits (``int()`` would
+    also take "1_0", "+5" or Arabic-Indic digits); argparse reports a refusal as a usage error."""
+    import argparse
+
+    def parse(text: str) -> int:
+        t = text.strip()
+        if not re.fullmatch(r"-?[0-9]{1,20}", t):
+            raise argparse.ArgumentTypeError("%r is not a whole number (decimal digits)" % text[:40])
+        v = int(t)
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError("%d is outside %d..%d" % (v, lo, hi))
+        return v
+    parse.__name__ = "whole number"
+    return parse
+
+
+def c_atoi(s: str) -> int:
+    """glibc's ``atoi``: ``(int) strtol(s, NULL, 10)``.  Leading C whitespace, an optional sign, ASCII
+    digits only; strtol saturates at LONG_MIN/LONG_MAX (64-bit), and the cast to int keeps the low 32
+    bits, so "18446744073709551616" gives (int) LONG_MAX = -1, never a 2^64 repeat count."""
+    m = re.match(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)", s)
+    if not m:
+        return 0
+    digits = m.group(2).lstrip("0") or "0"
+    cap = 2 ** 63 if m.group(1) == "-" else 2 ** 63 - 1      # |LONG_MIN|, LONG_MAX
+    v = cap if len(digits) > 19 else min(int(digits), cap)
+    if m.group(1) == "-":
+        v = -v
+    v &= 0xFFFFFFFF
+    return v - 2 ** 32 if v >= 2 ** 31 else v

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from ..inputs import arg_int
 from .build import SHIM_FAULTS
 
 EXIT_DIVERGED = 4
@@ -78,9 +79,9 @@ def add_parser(sub) -> None:
                                    "exits with status %d, else 0." % EXIT_DIVERGED)
     d.add_argument("c_file", help="the selector source (dm-ps-NAME.c)")
     d.add_argument("py_name", help="the Python selector to compare with, e.g. round-robin")
-    d.add_argument("--traces", type=int, default=1000, help="number of random traces (default: 1000)")
-    d.add_argument("--seed", type=int, default=1, help="random seed of the traces (default: 1)")
-    d.add_argument("--max-ops", type=int, default=60, help="most operations per trace (default: 60)")
+    d.add_argument("--traces", type=arg_int(1, 10 ** 7), default=1000, help="number of random traces (default: 1000)")
+    d.add_argument("--seed", type=arg_int(0, 2 ** 64 - 1), default=1, help="random seed of the traces (default: 1)")
+    d.add_argument("--max-ops", type=arg_int(1, 10 ** 6), default=60, help="most operations per trace (default: 60)")
     common(d)
     d.set_defaults(func=cmd_diff)
 

@@ -43,7 +43,7 @@ import copy
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..units import UnitError, parse_duration_ns
-from ..workload.topology import TopologyError
+from ..inputs import TopologyError
 from . import registry
 from ..sim.host import HostModel
 from .head import Controller, NvmeHead
@@ -210,6 +210,13 @@ def _parse(doc: dict, paths, src: str, host: HostModel, path_docs: dict) -> Nvme
                     raise NvmeTopologyError("namespace %d is in ANA groups %d and %d" % (n, seen_ns[n], gid))
                 seen_ns[n] = gid
             groups[gid] = (list(nss), _ana_states(g.get("state", {}), cnames, w + ".state"))
+        # every namespace reports its ANA group (ANAGRPID, Identify Namespace): one left out would
+        # otherwise take group 1's states without a word
+        orphans = [n for n in range(1, nns + 1) if n not in seen_ns]
+        if orphans:
+            raise NvmeTopologyError("ana_groups[%d]: namespace(s) %s of namespaces = %d are in no ANA group; list each "
+                                    "namespace in one [[nvme.ana_groups]]"
+                                    % (len(gdoc) - 1, ", ".join(map(str, orphans)), nns))
     events = []
     if not isinstance(doc.get("events", []), list):
         raise NvmeTopologyError("events must be [[nvme.events]] tables")

@@ -288,10 +288,17 @@ def fio_json(result, global_options: Optional[Dict[str, str]] = None, timestamp:
         "best": result.best,
         "mean_deviation": result.mean_deviation,
         "submitted": result.submitted, "completed": result.completed, "errored": result.errored,
-        "pending": result.pending, "stalled": result.stalled,
+        "pending": result.pending, "stalled": bool(result.stalled or result.pending),
+        "stall": _stall(result),
         "dmsetup_status": result.status_info, "dmsetup_table": result.status_table,
         "messages": [{"at_ns": t, "message": m, "result": r} for t, m, r in result.messages],
         "in_flight_timeline": [{"t_ns": t, "in_flight": d} for t, d in result.timeline],
         "simulated_ns": result.runtime_ns,
     }
     return doc
+
+
+def _stall(result):
+    """Why the run ended with I/O pending and what is pending (mpathlab.stall), else None."""
+    from ..stall import describe
+    return describe(result)

@@ -69,7 +69,7 @@ def default_device_resolver(token: str) -> Optional[Tuple[int, int]]:
         return devt
     try:
         st = os.stat(token)
-    except OSError:
+    except (OSError, ValueError):      # ValueError: a NUL in the name (no such path either)
         return None
     if not stat.S_ISBLK(st.st_mode):
         return None

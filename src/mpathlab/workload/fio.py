@@ -677,6 +677,10 @@ def _set_log(attr):
 
 def _set_ioengine(job, o, value):
     eng = value.split(":")[0]
+    if eng not in fo.FIO_ENGINES and eng not in fo.NO_BLOCK_IO_ENGINES and eng != "external" and "/" not in eng:
+        # fio would dlopen the name and refuse the job: "fio: engine NAME not loadable"
+        raise ValueProblem("fio 3.33 has no engine %s (it would refuse the job: engine not loadable); its engines: %s"
+                           % (_short(eng), ", ".join(sorted(fo.FIO_ENGINES))))
     if eng in fo.NO_BLOCK_IO_ENGINES:
         raise ValueProblem("this engine %s: nothing of it reaches a multipath device, so there is nothing "
                            "to simulate" % fo.NO_BLOCK_IO_ENGINES[eng])

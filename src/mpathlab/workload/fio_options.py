@@ -60,6 +60,18 @@ class Opt(NamedTuple):
 
 S64_MAX = (1 << 63) - 1
 
+# The engines of fio 3.33's engines/ directory, whichever a build includes (Debian's lists the first
+# 33 in `fio --enghelp`; the others are optional libraries, and cpp_null is fio's example of an engine
+# built apart).  Any other name fio tries to dlopen as a shared object and, failing, refuses the job
+# ("fio: engine NAME not loadable"); a path or external:PATH is such a shared object.
+FIO_ENGINES = frozenset((
+    "cpuio", "mmap", "sync", "psync", "vsync", "pvsync", "pvsync2", "null", "net", "netsplice", "ftruncate",
+    "filecreate", "filestat", "filedelete", "exec", "posixaio", "falloc", "e4defrag", "splice", "gfapi",
+    "gfapi_async", "mtd", "sg", "io_uring", "io_uring_cmd", "nbd", "libaio", "rdma", "rados", "rbd", "pmemblk",
+    "dev-dax", "libpmem",
+    "dircreate", "dirstat", "dirdelete", "http", "ime_psync", "ime_psyncv", "ime_aio", "libcufile", "libhdfs",
+    "libiscsi", "libzbc", "nfs", "xnvme", "dfs", "solarisaio", "windowsaio", "cpp_null"))
+
 # ioengines that move no data through the block device: a job using one has
 # nothing to simulate in a multipath simulation.
 NO_BLOCK_IO_ENGINES = {

@@ -53,19 +53,14 @@ try:
 except ModuleNotFoundError:  # Python < 3.11
     import tomli as tomllib  # type: ignore
 
-from ..kernel import parse_devt
-from ..selectors import lookup
-from ..sim.devices import SCHEDULERS, Empirical, Exponential, Fault, LogNormal, PathModel, ServiceTime
-from ..sim.host import HostModel
-from ..target import TargetError, construct, mapping_resolver, split_table_line
-from ..timing import VALID_HZ
-from ..units import UnitError, parse_duration_ns
-
-
-class TopologyError(ValueError):
-    def __init__(self, msg: str, key: Optional[Tuple[str, str]] = None):
-        super().__init__(msg)
-        self.key = key        # (section, key): load_topology adds the line it is on
+from .kernel import parse_devt
+from .selectors import lookup
+from .sim.devices import SCHEDULERS, Empirical, Exponential, Fault, LogNormal, PathModel, ServiceTime
+from .sim.host import HostModel
+from .target import TargetError, construct, mapping_resolver, split_table_line
+from .timing import VALID_HZ
+from .units import UnitError, parse_duration_ns
+from .inputs import TopologyError  # noqa: F401  (lives in inputs so the NVMe reader can raise it too)
 
 
 def reject_unknown_keys(table: dict, allowed, src: str, section: str) -> None:
@@ -106,7 +101,7 @@ class Topology:
 
     def host_facts(self):
         """The host facts the kernel checks: the topology's devices (and their kinds) exist, nothing else."""
-        from ..profiles import DeviceFact, Host
+        from .profiles import DeviceFact, Host
         return Host([DeviceFact(p.devt, self.kinds.get(p.devt, ""), p.name) for p in self.paths], self.nr_cpus)
 
     def sim_kwargs(self) -> dict:
@@ -170,7 +165,11 @@ def _service_model(spec, where: str) -> ServiceTime:
                         % (where, dist))
 
 
-def _faults(items, where: str) -> List[Fault]:
+SLOW_FACTOR_MAX = 1e6
+QUEUE_TIMEOUT_MAX = (2 ** 63 - 1) // 10 ** 9      # seconds the simulated (signed 64-bit ns) clock can hold
+
+
+def parse_faults(items, where: str) -> List[Fault]:
     if not isinstance(items, list):
         raise TopologyError("%s.faults must be a list of {at=..., action=...}" % where)
     out = []
@@ -184,6 +183,10 @@ def _faults(items, where: str) -> List[Fault]:
         factor = f.get("factor", 1.0)
         if not isinstance(factor, (int, float)) or isinstance(factor, bool):
             raise TopologyError("%s.factor must be a number" % w)
+        # a service time (at most 1h) times the factor must stay a finite 64-bit count of ns
+        if not 0 < factor <= SLOW_FACTOR_MAX:     # also false for NaN
+            raise TopologyError("%s.factor must be a finite number above 0 and at most %g, got %r"
+                                % (w, SLOW_FACTOR_MAX, factor))
         out.append(Fault(parse_duration_ns(f["at"], w + ".at"), str(f["action"]), float(factor),
                          parse_duration_ns(f.get("reinstate_after", 0), w + ".reinstate_after")))
     return out
@@ -230,14 +233,16 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
         bad = set(p) - _PATH_KEYS
         if bad:
             raise TopologyError("%s: %s has unknown key(s) %s" % (src, where, ", ".join(sorted(bad))))
-        devt = parse_devt(str(p.get("devt", "8:%d" % (16 * i))))
+        # default numbers as the kernel gives them: SCSI disks 8:16*i, NVMe namespaces (blkext) 259:i
+        nvme_only = "nvme" in doc and "multipath" not in doc
+        devt = parse_devt(str(p.get("devt", ("259:%d" % i) if nvme_only else "8:%d" % (16 * i))))
         if devt is None:
             raise TopologyError("%s: %s.devt must be \"major:minor\"" % (src, where))
         if devt in seen:
             raise TopologyError("%s: %s and %s have the same devt" % (src, seen[devt], name))
         seen[devt] = name
         if "kind" in p:
-            from ..profiles.environment import DEVICE_KINDS
+            from .profiles.environment import DEVICE_KINDS
             if p["kind"] not in DEVICE_KINDS:
                 raise TopologyError("%s: %s.kind must be one of %s" % (src, where, ", ".join(DEVICE_KINDS)))
             kinds[devt] = p["kind"]
@@ -261,13 +266,13 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
         # kernel = 5.10 in TOML is the number 5.1: refuse rather than guess.
         raise TopologyError("%s: [multipath] kernel must be a string, e.g. kernel = \"6.1\"" % src)
     if kernel is not None:
-        from ..profiles import ProfileError, get_profile
+        from .profiles import ProfileError, get_profile
         try:
             profile = get_profile(str(kernel))
         except ProfileError as e:
             raise TopologyError("%s: [multipath] kernel: %s" % (src, e)) from None
     else:
-        from ..profiles import get_profile
+        from .profiles import get_profile
         profile = get_profile(None)
     # hst_select_clock overrides the profile's clock; without it the profile decides.
     clock = str(mp.get("hst_select_clock", profile.hst_select_clock)).lower()
@@ -281,9 +286,10 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
     elif profile.hst_select_clock == "sched_clock":
         offset = 0   # ktime asked for on a kernel whose HST reads sched_clock: no lead
     qto = mp.get("queue_if_no_path_timeout_secs", 0)
-    if not isinstance(qto, int) or isinstance(qto, bool) or qto < 0:
+    if not isinstance(qto, int) or isinstance(qto, bool) or not 0 <= qto <= QUEUE_TIMEOUT_MAX:
         raise TopologyError("%s: [multipath] queue_if_no_path_timeout_secs must be a whole number of "
-                            "seconds >= 0" % src)
+                            "seconds from 0 to %d (292 years: simulated time is a signed 64-bit count of ns)"
+                            % (src, QUEUE_TIMEOUT_MAX))
     if qto and not profile.queue_if_no_path_timeout:
         raise TopologyError("%s: [multipath] queue_if_no_path_timeout_secs: kernel %s has no such module "
                             "parameter (added in 5.7)" % (src, profile.name))
@@ -300,7 +306,7 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
     if topo.table:
         validate_table(topo)
     if "nvme" in doc:
-        from ..nvme.topology import parse_nvme
+        from .nvme.topology import parse_nvme
         topo.nvme = parse_nvme(doc["nvme"], paths, src, host=topo.host, path_docs=doc.get("paths"))
     return topo
 
@@ -331,7 +337,7 @@ def path_model(name: str, devt: Tuple[int, int], p: dict, src: str, where: str, 
         name, devt, _service(svc, where), parallelism=par, **_path_queue_keys(p, src, where),
         delay_ns=parse_duration_ns(p.get("delay", 0), where + ".delay"),
         ns_per_kib=parse_duration_ns(p.get("per_kib", 0), where + ".per_kib"),
-        faults=_faults(p.get("faults", []), where) if faults is None else faults,
+        faults=parse_faults(p.get("faults", []), where) if faults is None else faults,
         fail_latency_ns=parse_duration_ns(p.get("fail_latency", 0), where + ".fail_latency"))
     # a job with mixed I/O sizes gives paths without per_kib a default cost (sim/arrival.py)
     model.per_kib_given = "per_kib" in p
@@ -410,7 +416,7 @@ def validate_table(topo: Topology) -> None:
     """Construct the table once so a bad line is reported before a run."""
     try:
         tl = split_table_line(topo.table)
-        from ..selectors import CpuTopology
+        from .selectors import CpuTopology
         m = construct(tl.params, resolve_device=topo.resolver(),
                       selector_env={"topology": CpuTopology(topo.nr_cpus or 4096)},
                       kernel=topo.kernel, host=topo.host_facts())
@@ -431,7 +437,7 @@ def validate_table(topo: Topology) -> None:
 
 def load_topology(path: str) -> Topology:
     # Errors name the file and the line (of the option, for a problem in a value).
-    from ..inputs import load_toml, locate_topology_error, toml_key_line, with_line
+    from .inputs import load_toml, locate_topology_error, toml_key_line, with_line
     doc, text = load_toml(path, "topology")
     try:
         return topology_from_dict(doc, os.path.basename(path), os.path.dirname(os.path.abspath(path)))

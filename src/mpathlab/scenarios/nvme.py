@@ -8,10 +8,10 @@ import os
 from typing import Callable, Dict, List, Optional
 
 from ..workload.fio import load_fio, parse_fio
-from ..workload.topology import load_topology, topology_from_dict
-from .run import run_nvme
+from ..topology import load_topology, topology_from_dict
+from ..nvme.run import run_nvme
 
-HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scenarios")
+HERE = os.path.dirname(os.path.abspath(__file__))
 MS = 1_000_000
 MiB = 1024 * 1024
 # Each policy's throughput relative to numa's must be within this fraction of the published ratio,

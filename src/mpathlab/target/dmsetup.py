@@ -3,7 +3,7 @@ release on a given host answers them: the bytes dmsetup prints, the kernel log l
 refusal and the IMA records.  This is what the kernel captures are compared with.
 
 >>> from mpathlab.profiles import Host
->>> from mpathlab.profiles.dmsetup import DmDevice
+>>> from mpathlab.target.dmsetup import DmDevice
 >>> d = DmDevice(kernel="6.1", host=Host.null_blk(8, nr_cpu_ids=2))
 >>> d.create("0 2097152 multipath 0 0 1 1 round-robin 0 2 1 252:0 1 252:1 1").ok
 True
@@ -13,11 +13,11 @@ True
 from __future__ import annotations
 
 import errno as errno_module
-from typing import List, Optional
+from typing import Any, List, Optional
 
-from ..target import MessageError, TargetError, parse, table_line
-from ..target import ima as dm_ima
-from . import get_profile
+from ..profiles import get_profile
+from . import MessageError, TargetError, parse, table_line
+from . import ima as dm_ima
 
 
 class Outcome:
@@ -43,8 +43,8 @@ class DmDevice:
         self.host = host
         self.ima_log = ima_log if ima_log is not None else dm_ima.MeasurementLog()
         self.target_kwargs = target_kwargs
-        self.mp = None
-        self._active_hash = None
+        self.mp: Any = None             # the loaded table's Multipath, after create()
+        self._active_hash: Any = None
 
     @property
     def devno(self) -> str:

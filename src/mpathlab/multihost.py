@@ -15,8 +15,8 @@ path of a host's table names a port, and all hosts' paths to a port share
 that port's device: one queue in front of its servers, so one host's load is
 another host's latency.
 
-This module composes the engine rather than changing it: the only hook is
-``Simulation._target_of(io)`` (which target an I/O goes through).  Faults,
+The engine side is :mod:`mpathlab.sim.hosts`; this module reads ``[hosts]``, runs and
+formats.  Faults,
 dm messages and stonewall groups are refused in multi-host runs, and the
 compiled core refuses them (sim/fast.py), so they run on the Python engine.
 Host 0 keeps the single-host selector stream, so a one-host run is the same
@@ -25,14 +25,11 @@ run as ``mpathlab run`` (tested).
 from __future__ import annotations
 
 import os
-import random
-from typing import Dict, List, Optional
+from typing import List, Optional
 
-from ..target import construct, mapping_resolver, split_table_line
-from ..units import UnitError, parse_duration_ns
-from ..workload.topology import Topology, TopologyError, reject_unknown_keys, topology_from_dict
-from .engine import SimResult, Simulation
-from .stats import LatencyStats, merged_latency
+from .units import UnitError, parse_duration_ns
+from .topology import Topology, TopologyError, reject_unknown_keys, topology_from_dict
+from .sim.hosts import MultiHostResult, MultiHostSimulation
 
 HOST_KEYS = {"count", "window"}
 
@@ -46,7 +43,7 @@ class HostsConfig:
 def load_multihost(path: str):
     """(Topology, HostsConfig) from a multi-host topology file; TopologyError on bad input, naming the
     file and the option's line as load_topology does."""
-    from ..inputs import load_toml, locate_topology_error, toml_key_line, with_line
+    from .inputs import load_toml, locate_topology_error, toml_key_line, with_line
     # read as every topology file is: binary, non-UTF-8 and TOML errors as FILE:LINE
     doc, text = load_toml(path, "topology")
     try:
@@ -85,117 +82,9 @@ def _multihost_from_dict(doc: dict, path: str):
     return topo, HostsConfig(count, window)
 
 
-class MultiHostSimulation(Simulation):
-    """``hosts`` copies of the jobs, each copy mapped through its own target; shared port devices."""
-
-    def __init__(self, table_line: str, paths, jobs, *, hosts: int, seed: int = 1, **kw):
-        specs = list(jobs)
-        if any(j.stonewall for j in specs[1:]):
-            raise ValueError("stonewall groups are not modelled with several hosts")
-        self.nr_hosts = hosts
-        super().__init__(table_line, paths, specs * hosts, seed=seed, **kw)
-        if self.mp.hw_handler_name:
-            raise ValueError("hardware handlers are not modelled with several hosts")
-        per_host = len(self.jobs) // hosts
-        for i, job in enumerate(self.jobs):
-            job.host = i // per_host
-        self.targets = [self.mp]
-        tl = split_table_line(table_line)
-        by_name = {pm.name: pm.devt for pm in self.paths}
-        devs_by_devt = {d.model.devt: d for d in self.devices}
-        for h in range(1, hosts):
-            env = {"clock": self._ktime, "cpu": lambda: self._cur_cpu, "topology": self.topology,
-                   "rng": random.Random("mpathlab-selectors-%d-host%d" % (seed, h))}
-            if self.sched_clock_offset_ns is not None:
-                env["select_clock"] = lambda: self._base + self.now + self.sched_clock_offset_ns
-            mp = construct(tl.params, resolve_device=mapping_resolver(by_name), selector_env=env,
-                           timebase=self.timebase, rq_stats=kw.get("rq_stats", True),
-                           force_jiffies_start=kw.get("force_jiffies_start"), activate=self._activate,
-                           on_kick=self._on_kick, set_timer=self._set_timer, kernel=self.kernel,
-                           host=kw.get("host"))
-            mp.table_start, mp.table_length = tl.start, tl.length
-            for pgpath in mp.pgpaths:
-                self.dev_of_pgpath[pgpath] = devs_by_devt[pgpath.dev.devt]
-            self.targets.append(mp)
-        self.host_port = [[0] * len(self.devices) for _ in range(hosts)]
-
-    def _target_of(self, io):
-        return self.targets[io.job.host]
-
-    def _on_kick(self, mp) -> None:
-        if mp is not self.mp:
-            # the run loop drains only host 0's queue; nothing in a multi-host run queues
-            # (no faults, messages or handlers), so this is a modelling gap, not a case to guess at
-            raise RuntimeError("a multi-host run reached queued I/O on host %d" % self.targets.index(mp))
-        super()._on_kick(mp)
-
-    def _dispatch(self, io) -> None:
-        super()._dispatch(io)
-        if io.dev is not None:
-            self.host_port[io.job.host][self._dev_index[io.dev]] += 1
-
-
-class MultiHostResult:
-    """A multi-host run: the engine's result plus per-host and per-port views."""
-
-    def __init__(self, sim: MultiHostSimulation, res: SimResult):
-        self.result = res
-        self.selector = res.selector
-        self.ports = [d.model.name for d in sim.devices]
-        self.window_ns = res.window_ns
-        self.windows = res.windows
-        hosts = sim.nr_hosts
-        self.host_latency: List[LatencyStats] = [merged_latency([j for j in res.jobs if j.host == h])
-                                                 for h in range(hosts)]
-        self.host_port = [dict(zip(self.ports, row)) for row in sim.host_port]
-        self.all_latency = merged_latency(res.jobs)
-        self.completed = res.completed
-        self.runtime_ns = res.runtime_ns
-        self.port_share = dict(res.shares)
-
-    def port_load_series(self) -> List[Dict[str, float]]:
-        """Per window, each port's share of the I/O dispatched in that window."""
-        out = []
-        for _, counts in self.windows:
-            tot = sum(counts.values())
-            out.append({p: (counts.get(p, 0) / tot if tot else 0.0) for p in self.ports})
-        return out
-
-    def port_in_flight(self) -> List[Dict[str, int]]:
-        """The engine's in-flight snapshots: I/O on each port (queued or in service), all hosts together."""
-        return [c for _, c in self.result.timeline]
-
-    def mean_in_flight(self) -> Dict[str, float]:
-        snaps = self.port_in_flight()
-        return {p: (sum(c[p] for c in snaps) / len(snaps) if snaps else 0.0) for p in self.ports}
-
-    def imbalance(self) -> float:
-        """Mean over the in-flight snapshots of (most loaded port - least loaded) / all in flight: 0 when even."""
-        snaps = [c for c in self.port_in_flight() if sum(c.values())]
-        if not snaps:
-            return 0.0
-        return sum((max(c.values()) - min(c.values())) / sum(c.values()) for c in snaps) / len(snaps)
-
-    def busiest_changes(self) -> int:
-        """How often the port with the most I/O in flight changed between snapshots (herds moving)."""
-        prev = None
-        n = 0
-        for c in self.port_in_flight():
-            if not sum(c.values()):
-                continue
-            top = max(self.ports, key=lambda p: c[p])
-            if prev is not None and top != prev:
-                n += 1
-            prev = top
-        return n
-
-    def host_percentile(self, p: float) -> List[int]:
-        return [st.percentiles((p,))["%f" % p] for st in self.host_latency]
-
-
 def run_multihost(topo: Topology, cfg: HostsConfig, jobs, *, selector: Optional[str] = None,
                   seed: Optional[int] = None) -> MultiHostResult:
-    from ..runner import parse_selector_spec
+    from .runner import parse_selector_spec
     if selector:
         name, args = parse_selector_spec(selector)
         topo = topo.with_selector(name, args)
@@ -212,7 +101,7 @@ def run_multihost(topo: Topology, cfg: HostsConfig, jobs, *, selector: Optional[
 
 def tail_rows(selector: str, seed: int, r: MultiHostResult) -> List[dict]:
     """Rows for mpathlab.report.tails: the tails of all I/O, and of the worst host (per percentile)."""
-    from ..report.tails import TAIL_COLUMNS, TAIL_PERCENTILES
+    from .report.tails import TAIL_COLUMNS, TAIL_PERCENTILES
     allp = r.all_latency.percentiles(TAIL_PERCENTILES)
     depth = max((j.spec.iodepth for j in r.result.jobs), default=0)
     rows = [{"selector": selector, "iodepth": depth, "measure": "all hosts", "seed": seed},
@@ -225,7 +114,7 @@ def tail_rows(selector: str, seed: int, r: MultiHostResult) -> List[dict]:
 
 def format_run(r: MultiHostResult, slices: int = 10) -> str:
     """Per-port load over time (mean in-flight I/O in ``slices`` stretches of the run), shares, per-host tails."""
-    from ..units import format_ns
+    from .units import format_ns
     lines = ["%s: %d I/Os in %s; I/O in flight per port (all hosts) over the run, in %d slices:"
              % (r.selector, r.completed, format_ns(r.runtime_ns), slices)]
     snaps = r.port_in_flight()
@@ -242,10 +131,10 @@ def format_run(r: MultiHostResult, slices: int = 10) -> str:
 
 def cmd_hosts(args) -> int:
     """``mpathlab hosts TOPOLOGY JOB``: every selector, every seed; per-port load and tails with intervals."""
-    from ..report.tails import beats, tail_text
-    from ..runner import parse_selector_spec
-    from ..selectors import lookup
-    from ..workload.fio import load_fio
+    from .report.tails import beats, tail_text
+    from .runner import parse_selector_spec
+    from .selectors import lookup
+    from .workload.fio import load_fio
     topo, cfg = load_multihost(args.topology)
     jobs = load_fio(args.job)
     sels = [s for s in args.selectors.split(";" if ";" in args.selectors else ",") if s.strip()]

@@ -1,0 +1,63 @@
+"""A run that ends with I/O pending says so the same way in every mode (dm, NVMe, several hosts,
+--conf): ``stalled``, why, and what is pending (docs/limits.md).
+
+The engines stop when no I/O can make progress (no usable path and nothing scheduled that could
+bring one back) or at the hard stop (the jobs' runtime plus the drain time).  The runners that know
+the topology (:func:`annotate`) tell those apart and name a path that would have come back too
+late; :func:`describe` gives the one description the text and JSON outputs print.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from .units import format_ns
+
+NO_PATH = "no usable path (every path failed or inaccessible) and nothing scheduled that could bring one back"
+
+
+def annotate(sim, result, paths: Sequence = (), events: Sequence = ()) -> None:
+    """Set ``result.stalled`` and ``result.stall`` ({at_ns, pending, queued, why}) when I/O is pending."""
+    if not result.pending:
+        result.stall = None
+        return
+    result.stalled = True
+    end = sim.now
+    queued = len(getattr(sim.mp, "queued_bios", ()) or ())
+    hard_stop = sim.run_plan()[2]
+    later = []
+    for pm in paths:
+        for f in getattr(pm, "faults", ()) or ():
+            if f.action == "reinstate" and f.at_ns > end:
+                later.append((f.at_ns + f.reinstate_after_ns, "path %s comes back only at %s"
+                              % (pm.name, format_ns(f.at_ns + f.reinstate_after_ns))))
+    for ev in events:
+        if ev[0] > end:
+            later.append((ev[0], "%r is only due at %s" % (ev[1], format_ns(ev[0]))))
+    if hard_stop is not None and later:
+        why = "cut off at the jobs' runtime plus the %s drain (%s); %s" % (
+            format_ns(sim.drain_ns), format_ns(hard_stop), min(later)[1])
+    else:
+        why = NO_PATH
+    result.stall = {"at_ns": end, "pending": result.pending, "queued": min(queued, result.pending), "why": why}
+
+
+def describe(result) -> Optional[dict]:
+    """{at_ns, pending, queued, why} for a run that ended with I/O pending, else None; runs that did
+    not go through :func:`annotate` (several hosts, --conf) get the engine's reason."""
+    if not result.pending and not result.stalled:
+        return None
+    st = getattr(result, "stall", None)
+    if st:
+        return st
+    return {"at_ns": None, "pending": result.pending, "queued": None, "why": NO_PATH}
+
+
+def stall_line(result) -> Optional[str]:
+    st = describe(result)
+    if st is None:
+        return None
+    where = " at %s" % format_ns(st["at_ns"]) if st["at_ns"] is not None else ""
+    what = "%d I/O(s) pending" % st["pending"]
+    if st["queued"] is not None:
+        what += " (%d queued in the target, %d requeued or in flight)" % (st["queued"], st["pending"] - st["queued"])
+    return "stalled: the run ended%s with %s: %s" % (where, what, st["why"])
