@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up a virtualenv with the test dependencies (once) and run the test suite.
+# Set up .venv with the test dependencies (once) and run the test suite. Run as root, test-deps.sh also
+# apt-get installs fio, shellcheck, linux-source-6.1, python3-six and chromium (not root: their tests skip).
 # Usage: bash scripts/test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,9 +11,7 @@ fi
 # (Re)install when a dependency is missing or the compiled core is older than its source.
 so=$(ls src/mpathlab/_fastcore*.so 2>/dev/null | head -n 1 || true)
 if ! .venv/bin/python -c "import pytest, hypothesis, mpathlab, fio_plot" 2>/dev/null \
-   || [ -z "$so" ] || [ src/mpathlab/_fastcore.c -nt "$so" ] \
-   || ! .venv/bin/python -c "from mpathlab.selectors import lookup; assert lookup('p2c')" 2>/dev/null; then
-  # (the last check: an install older than the mpathlab.policies entry points in pyproject.toml)
+   || [ -z "$so" ] || [ src/mpathlab/_fastcore.c -nt "$so" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]"
 fi
 bash scripts/test-deps.sh

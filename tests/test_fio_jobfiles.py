@@ -168,9 +168,9 @@ def test_option_table_declares_each_name_once_with_help():
     assert {o.name for o in fo.OPTIONS if o.cls == fo.MODELLED} == set(SETTERS) - {"ioengine"}
 
 
-def test_readme_lists_the_options_from_the_table():
-    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
-    assert fo.markdown() in readme, "regenerate: PYTHONPATH=src python -m mpathlab.workload.fio_options --update-readme README.md"
+def test_docs_list_the_options_from_the_table():
+    doc = open(os.path.join(os.path.dirname(__file__), "..", "docs", "formats.md")).read()
+    assert fo.markdown() in doc, "regenerate: PYTHONPATH=src python -m mpathlab.workload.fio_options --update-readme docs/formats.md"
 
 
 # -- sizes and counts ----------------------------------------------------------

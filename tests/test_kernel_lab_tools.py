@@ -100,8 +100,13 @@ def test_every_batch_names_topology_files_that_parse():
             if f[0] == "TOPO":
                 rows = [x.split() for x in open(os.path.join(LAB, "experiments", "grid", "topo", f[1] + ".txt"))
                         if x.strip()]
-                assert rows and all(len(x) in (2, 3) and x[1].isdigit() for x in rows), f[1]
-                assert all(int(x[2]) >= 1 for x in rows if len(x) == 3)
+                # null_blk: label nsec [depth]; scsi_debug: label nsec queue_depth scsi host [can_queue]
+                assert rows and all(len(x) in (2, 3) or (len(x) in (5, 6) and x[3] == "scsi" and x[4].isdigit())
+                                    for x in rows), f[1]
+                assert all(x[1].isdigit() for x in rows) and all(int(x[2]) >= 1 for x in rows if len(x) >= 3)
+                scsi = [x for x in rows if len(x) >= 5]
+                # scsi_debug's ndelay and max_queue are module parameters: one value per topology
+                assert len({x[1] for x in scsi}) <= 1 and len({(x[5:] or ["192"])[0] for x in scsi}) <= 1, f[1]
             elif f[0] == "RUN":
                 assert f[2] in sels and f[3] in ("mq", "bio") and int(f[4]) >= 1 and f[5] == "8", (batch, l)
             else:
@@ -226,3 +231,86 @@ def test_kernel_differences_against_two_standard_errors():
     # D2-8: 0.02 apart, bound 2 * sqrt(2 * 0.03^2 / 3) = 0.049 -> within
     assert abs(rows[1]["diff"]) == 0.02 and rows[1]["beyond_noise"] is False
     assert "| D1-4 mq d16 ql | 3, 3 | 5ms/1t | -0.050 | 0.026 | yes |" in grid.differences_markdown(rows)
+
+
+def test_run_with_runs_dir_keeps_the_boot_out_of_runs_and_results(tmp_path, monkeypatch, capsys):
+    # held-out runs go to a folder of the user's choosing, unseen: no results.json rebuilt, no shares printed.
+    # run.sh is replaced by a stand-in that "boots" by copying a stored 6.12 boot into OUTDIR.
+    lab = tmp_path / "klab"
+    lab.mkdir()
+    (lab / "kernel-release").write_text("6.12.118+deb12-amd64\n")
+    seen = {}
+
+    def fake_run(argv, env):
+        exp, out = argv[1], argv[2]
+        seen["plan"] = open(os.path.join(exp, "runs.txt")).read()
+        seen["klab"] = env["KLAB_DIR"]
+        for f in os.listdir(os.path.join(DATA, "6.12-bio-based")):
+            src = os.path.join(DATA, "6.12-bio-based", f)
+            if f != "host_load.json":
+                (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, os.path.join(out, f))
+        return subprocess.CompletedProcess(argv, 0)
+
+    repo_runs, here, sealed = tmp_path / "runs", tmp_path / "here", tmp_path / "sealed"
+    repo_runs.mkdir(); here.mkdir()
+    monkeypatch.setattr(grid, "RUNS", str(repo_runs))
+    monkeypatch.setattr(grid, "HERE", str(here))
+    monkeypatch.setattr(grid.subprocess, "run", fake_run)
+    monkeypatch.setenv("KLAB_DIR", str(lab))
+    monkeypatch.setattr(sys, "argv", ["grid.py", "run", "heldout", "--rep", "2", "--runs-dir", str(sealed)])
+    grid.main()
+    assert seen["klab"] == str(lab) and seen["plan"] == grid.runs_txt("heldout", 2, 8)
+    boots = os.listdir(sealed)
+    assert len(boots) == 1 and re.fullmatch(r"heldout-6\.12-\d{8}T\d{6}", boots[0])
+    s = json.load(open(sealed / boots[0] / "runs" / "T4q_st_bio_d64_r0" / "summary.json"))
+    assert s["batch"] == boots[0] and s["shares"]["p3"] == round(699 / 5165, 4)
+    assert os.listdir(repo_runs) == [] and os.listdir(here) == []     # nothing in runs/, no results.json
+    printed = capsys.readouterr().out
+    assert printed.strip() == "grid.py: 1 runs summarised in %s" % (sealed / boots[0]) and "p3=" not in printed
+
+
+def test_finish_batch_of_a_boot_that_wrote_no_runs(tmp_path):
+    # a guest that never reached /init leaves no runs/ folder: nothing to summarise, no traceback
+    (tmp_path / "console.log").write_text("no init\n")
+    grid.finish_batch(str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == ["console.log"]
+
+
+def test_plan_of_the_scsi_batch_and_its_topologies():
+    r = _grid("plan", "scsi", "--rep", "2")
+    assert r.returncode == 0, r.stderr
+    lines = _parse_plan(r.stdout)["scsi"]
+    assert [l for l in lines if l.startswith("TOPO ")] == ["TOPO S1", "TOPO S2"] * 2
+    assert len([l for l in lines if l.startswith("RUN ")]) == 24
+    rows = {t: [x.split() for x in open(os.path.join(LAB, "experiments", "grid", "topo", t + ".txt"))]
+            for t in ("S1", "S2")}
+    # S1: the same-latency/different-depth class on SCSI, one path per host, queue_depth 2 and 8
+    assert [(x[2], x[4]) for x in rows["S1"]] == [("2", "0"), ("8", "1")] and len({x[1] for x in rows["S1"]}) == 1
+    # S2: two of the three paths behind host 0, whose can_queue (4) is what they share
+    assert [x[4] for x in rows["S2"]] == ["0", "0", "1"] and {x[5] for x in rows["S2"]} == {"4"}
+
+
+def test_scsi_paths_keep_kind_host_and_can_queue(tmp_path, monkeypatch):
+    # the guest's path line of a scsi_debug LUN carries kind/host/can_queue/block; the summary and the cell keep
+    # them (null_blk paths stay as they were). The stored 6.12 run with its path lines written the scsi way.
+    runs = tmp_path / "runs"
+    shutil.copytree(os.path.join(DATA, "6.12-bio-based"), runs / "b")
+    rd = runs / "b" / "runs" / "T4q_st_bio_d64_r0"
+    meta = open(rd / "meta").read()
+    for i in range(4):
+        meta = meta.replace("T4q p%d 252:%d" % (i, i), "T4q p%d 8:%d" % (i, 16 * i))   # sd majors
+    meta = re.sub(r"(T4q p(\d) .*submit_queues=1)",
+                  lambda m: m.group(1) + " kind=scsi host=%d can_queue=4 block=sd%s" % (int(m.group(2)) // 2,
+                                                                                       "abcd"[int(m.group(2))]),
+                  meta)
+    open(rd / "meta", "w").write(meta)
+    s = grid.summarise_run(str(rd))
+    assert s["paths"][2] == {"label": "p2", "completion_ns": 4000000, "hw_queue_depth": 4, "submit_queues": 1,
+                             "kind": "scsi", "host": 1, "can_queue": 4, "block": "sdc"}
+    assert s["shares"] == grid.summarise_run(RUN612)["shares"]      # the stat lines are keyed by label
+    grid.finish_batch(str(runs / "b"))
+    monkeypatch.setattr(grid, "RUNS", str(runs))
+    monkeypatch.setattr(grid, "HERE", str(tmp_path))
+    (cell,) = grid.collect()
+    assert [(p["host"], p["can_queue"], p["kind"]) for p in cell["paths"]] == [(0, 4, "scsi"), (0, 4, "scsi"),
+                                                                               (1, 4, "scsi"), (1, 4, "scsi")]

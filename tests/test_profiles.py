@@ -251,7 +251,7 @@ def test_cli_kernel_and_host(capsys):
 
 def test_readme_table_is_the_generated_one():
     import os
-    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "docs", "kernel-profiles.md")).read()
     body = readme.split("<!-- kernel-profiles-table -->\n", 1)[1].split("\n<!-- /kernel-profiles-table -->", 1)[0]
     assert body == markdown_table()
 

@@ -196,7 +196,7 @@ def _status(draw):
     nps = draw(st.integers(0, 2))
     nfields = draw(st.integers(0, 3))
     toks = ["2", draw(st.sampled_from("01")), str(draw(st.integers(0, 9))), "0", str(ngroups),
-            str(draw(st.integers(0, ngroups)))]
+            str(draw(st.integers(1, ngroups)) if ngroups else 0)]   # the kernel's pg_num (multipath_status)
     for _ in range(ngroups):
         toks += [draw(st.sampled_from("ADE")), str(nps)] + [str(draw(st.integers(0, 10 ** 6))) for _ in range(nps)]
         npaths = draw(st.integers(0, 4))

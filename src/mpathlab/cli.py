@@ -33,6 +33,7 @@ EXIT_USAGE = 2
 EXIT_INPUT = 3
 EXIT_MISMATCH = 4
 EXIT_MISSING_DEPENDENCY = 5     # an optional package (dask, matplotlib, pyarrow) is not installed
+EXIT_SELECTOR = 6               # a C selector (--selector c:FILE) crashed or overran MPATHLAB_C_CALL_BUDGET_MS
 EXIT_INTERNAL = 70
 
 
@@ -411,6 +412,11 @@ def cmd_maps(args) -> int:
     return maps(args)
 
 
+def cmd_multipath(args) -> int:
+    from .mtools.cli import cmd_multipath as mp
+    return mp(args)
+
+
 def cmd_selectors(args) -> int:
     from . import selectors
     for name in selectors.names():
@@ -459,6 +465,8 @@ def cmd_table(args) -> int:
     if len(rows) > 1:
         raise InputError("table: one table line expected, got %d lines (to read a whole `dmsetup table` listing "
                          "use: mpathlab status)" % len(rows))
+    from .target.table import strip_device_name
+    line = strip_device_name(line)          # `dmsetup table` prints "mpatha: 0 2097152 multipath ..."
     first = line.split()
     kw = {"kernel": args.kernel, "host": _host_from_args(args)}
     if len(first) >= 3 and first[2] == "multipath":
@@ -498,9 +506,11 @@ def cmd_status(args) -> int:
         if sys.stdin is None or sys.stdin.isatty():
             raise InputError("status: give the lines as arguments, or pipe them in: dmsetup status | mpathlab status")
         text, source = _read_text_stdin(), "stdin"
+    from .inputs import check_text
+    check_text(text, source, "dmsetup output", InputError)
     table = None
     if args.table:
-        table = args.table
+        table = check_text(args.table, "--table", "table line", InputError)
     out = explain_dmsetup(text, source=source, kind=args.kind, table=table, as_json=args.json)
     if args.json:
         json.dump(out, sys.stdout, indent=2)
@@ -511,7 +521,11 @@ def cmd_status(args) -> int:
 
 
 def _read_text_stdin() -> str:
+    from .inputs import binary_problem
     data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+    bad = binary_problem(data, "dmsetup output")
+    if bad and "NUL" not in bad[1]:     # a NUL is found with its column by check_text
+        raise InputError("stdin:%d: %s" % bad)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -543,6 +557,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--conf", metavar="multipath.conf",
                    help="build the map from this multipath.conf and a path topology (serials, ALUA states, "
                         "device models), with multipathd's checker loop running (default: none)")
+    r.add_argument("--mtools", metavar="VERSION",
+                   help="with --conf: multipath-tools version (0.9.4 or 0.14.3; default: the topology's "
+                        "[multipath] mtools, else 0.14.3)")
     r.add_argument("--map", help="with --conf: the map (alias or wwid) to simulate when there are several "
                                  "(default: the only one)")
     r.add_argument("--service", help="with --table: every path's service time (400us, exponential:400us, "
@@ -651,7 +668,7 @@ def build_parser() -> argparse.ArgumentParser:
     mh = sub.add_parser("hosts", help="many hosts, one array: per-port load over time and per-host tails",
                         description="A multi-host topology (a topology file plus [hosts] count = N): every host "
                                     "loads the table (own selector state) and runs JOB; its paths share the "
-                                    "array ports. See README, Many hosts, one array.")
+                                    "array ports. See docs/many-hosts.md.")
     mh.add_argument("topology", help="multi-host topology file (TOML with a [hosts] section)")
     mh.add_argument("job", help="fio job file, run by every host")
     mh.add_argument("--selectors", default="historical-service-time,service-time,queue-length",
@@ -684,7 +701,25 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the multipath.conf to apply (required, no default)")
     mp_.add_argument("-v", "--verbose", action="store_true",
                      help="also print every setting with where it came from, as multipath -v3 does (default: off)")
+    mp_.add_argument("--mtools", metavar="VERSION",
+                     help="multipath-tools version whose parser, built-in hardware table and defaults apply "
+                          "(0.9.4 or 0.14.3; default: the topology's [multipath] mtools, else 0.14.3)")
     mp_.set_defaults(func=cmd_maps)
+    mt_ = sub.add_parser("multipath", help="multipath-tools' own commands over mpathlab's model: "
+                                           "`multipath -t` (the merged configuration)",
+                         description="Print what `multipath -t` prints for a multipath.conf: the merged "
+                                     "configuration on stdout, multipath's warnings on stderr.")
+    mt_.add_argument("-t", dest="show_config", action="store_true", required=True,
+                     help="print the merged configuration (the built-in one without --conf)")
+    mt_.add_argument("--conf", metavar="multipath.conf", help="the configuration file (default: none)")
+    mt_.add_argument("--mtools", metavar="VERSION", help="multipath-tools version: 0.9.4 or 0.14.3 "
+                                                         "(default: 0.14.3)")
+    mt_.set_defaults(func=cmd_multipath)
+
+    va = sub.add_parser("validate", add_help=False,
+                        help="the simulator against the kernel lab's results (python -m mpathlab.validate)")
+    va.add_argument("args", nargs=argparse.REMAINDER, help="the arguments of python -m mpathlab.validate (--help)")
+    va.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("selectors", help="list the registered path selectors")
     s.set_defaults(func=cmd_selectors)
@@ -692,7 +727,7 @@ def build_parser() -> argparse.ArgumentParser:
     fo = sub.add_parser("fio-options", help="list the fio job-file options: modelled, accepted without "
                         "effect, refused")
     fo.add_argument("name", nargs="?", help="show one option")
-    fo.add_argument("--markdown", action="store_true", help="the README's list")
+    fo.add_argument("--markdown", action="store_true", help="the list of docs/formats.md (Markdown)")
     fo.set_defaults(func=cmd_fio_options)
 
     t = sub.add_parser("table", help="parse a multipath table and print its canonical form or status",
@@ -757,7 +792,26 @@ def _known_errors():
             UnknownSelectorError, UnitError, InputError, OSError, StatusParseError, InputFileError)
 
 
+def cmd_validate(args) -> int:
+    from . import validate
+    return validate.main(args.args)
+
+
+MESSAGE_WORD_MAX = 200
+
+
+def shorten_message(msg: str) -> str:
+    """One line; a word of the input echoed whole (a table of 38,000 characters) is cut to its start,
+    so the problem, which follows it, stays readable."""
+    words = msg.replace("\n", " ").split(" ")
+    return " ".join(w if len(w) <= MESSAGE_WORD_MAX else "%s...(%d characters)" % (w[:MESSAGE_WORD_MAX], len(w))
+                    for w in words)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["validate"]:    # its own parser (python -m mpathlab.validate), options included
+        return cmd_validate(argparse.Namespace(args=argv[1:]))
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
@@ -790,11 +844,16 @@ def _dispatch(args, debug: bool) -> int:
         if debug:
             raise
         msg = str(e) or e.__class__.__name__
-        print("mpathlab: error: %s" % msg.replace("\n", " "), file=sys.stderr)
+        print("mpathlab: error: %s" % shorten_message(msg), file=sys.stderr)
         return EXIT_INPUT
     except Exception as e:  # never a traceback for a user
         if debug:
             raise
+        if isinstance(e, ValueError) and "integer string conversion" in str(e):
+            # a value with thousands of digits read by a parser that has no bound of its own
+            print("mpathlab: error: a number of more than 4300 digits in the input; no value needs that many",
+                  file=sys.stderr)
+            return EXIT_INPUT
         print("mpathlab: internal error: %s: %s (set MPATHLAB_DEBUG=1 for a traceback)"
               % (e.__class__.__name__, e), file=sys.stderr)
         return EXIT_INTERNAL

@@ -44,18 +44,67 @@ def decode_text(data: bytes, path: str, what: str) -> str:
                              % (path, line, data[e.start], e.start, what)) from None
 
 
+# Compressed files people hand over instead of the text (multipath.conf.gz, a job file from a bug report).
+_COMPRESSED = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"), (b"\x28\xb5\x2f\xfd", "zstd"))
+# C0 controls other than tab, LF, CR (and form feed, which config files use as a page break), DEL and the
+# C1 controls: none belongs in a text input, and echoing them (ESC sequences) would drive the terminal.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
+
+
+def binary_problem(data: bytes, what: str) -> Optional[Tuple[int, str]]:
+    """(line, problem) when ``data`` is compressed or binary rather than text, else None."""
+    for magic, name in _COMPRESSED:
+        if data.startswith(magic) and (name != "bzip2" or data[3:4].isdigit()):
+            return 1, "%s-compressed data: a %s must be plain text (decompress it first)" % (name, what)
+    if b"\0" in data:
+        return data.count(b"\n", 0, data.index(b"\0")) + 1, \
+            "a NUL byte: a %s must be a text file, this looks binary" % what
+    return None
+
+
+def control_character(text: str) -> Optional[Tuple[int, int, int]]:
+    """(line, code point, column) of the first control character in ``text``, else None."""
+    m = _CONTROL.search(text)
+    if not m:
+        return None
+    line = text.count("\n", 0, m.start()) + 1
+    col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+    return line, ord(m.group()), col
+
+
+def check_text(text: str, source: str, what: str, err=None) -> str:
+    """``text`` unchanged, or an error at the first control character (never echoed raw)."""
+    ctl = control_character(text)
+    if ctl:
+        raise (err or InputFileError)("%s:%d: a control character U+%04X (column %d): a %s must be plain text"
+                                      % ((source,) + ctl + (what,)))
+    return text
+
+
+def decode_checked(data: bytes, source: str, what: str, err=None) -> str:
+    """Bytes of a text input as text: compressed, binary, non-UTF-8 or control characters are refused."""
+    bad = binary_problem(data, what)
+    if bad:
+        raise (err or InputFileError)("%s:%d: %s" % (source, bad[0], bad[1]))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise (err or InputFileError)("%s:%d: not UTF-8 text (byte 0x%02x at offset %d); a %s must be a text file"
+                                      % (source, line, data[e.start], e.start, what)) from None
+    return check_text(text, source, what, err)
+
+
 def read_text(path: str, what: str) -> str:
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
         raise InputFileError("cannot read %s %s: %s" % (what, path, e.strerror or e)) from None
-    if b"\0" in data:
-        line = data.count(b"\n", 0, data.index(b"\0")) + 1
-        raise InputFileError("%s:%d: a NUL byte: a %s must be a text file, this looks binary" % (path, line, what))
-    return decode_text(data, path, what)
+    return decode_checked(data, path, what)
 
 
+_LONG_NUMBER = re.compile(r"[0-9_]{4000,}")
 _TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 
 
@@ -63,20 +112,31 @@ def loads_toml(text: str, path: str, what: str = "topology") -> dict:
     """tomllib.loads with errors as ``FILE:LINE: invalid TOML: ... (column N)``."""
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        msg = str(e)
-        m = _TOML_AT.search(msg)
-        line = getattr(e, "lineno", None)
-        col = getattr(e, "colno", None)
-        if m:
-            line, col = int(m.group(1)), int(m.group(2))
-            msg = msg[:m.start()]
-        elif " (at end of document)" in msg:
-            msg = msg.replace(" (at end of document)", "")
-            line = text.count("\n") + 1
-        where = "%s:%s" % (path, line) if line else path
-        raise InputFileError("%s: invalid TOML in the %s file: %s%s"
-                             % (where, what, msg, " (column %d)" % col if col else "")) from None
+    except ValueError as e:
+        if not isinstance(e, tomllib.TOMLDecodeError):
+            # tomllib's int() of a number longer than Python's int-string limit (4300 digits)
+            m = _LONG_NUMBER.search(text)
+            line = text.count("\n", 0, m.start()) + 1 if m else None
+            raise InputFileError("%s: a number of %s digits in the %s file; no value here needs more than 20"
+                                 % ("%s:%d" % (path, line) if line else path,
+                                    len(m.group()) if m else "thousands of", what)) from None
+        return _toml_error(e, text, path, what)
+
+
+def _toml_error(e, text: str, path: str, what: str):
+    msg = str(e)
+    m = _TOML_AT.search(msg)
+    line = getattr(e, "lineno", None)
+    col = getattr(e, "colno", None)
+    if m:
+        line, col = int(m.group(1)), int(m.group(2))
+        msg = msg[:m.start()]
+    elif " (at end of document)" in msg:
+        msg = msg.replace(" (at end of document)", "")
+        line = text.count("\n") + 1
+    where = "%s:%s" % (path, line) if line else path
+    raise InputFileError("%s: invalid TOML in the %s file: %s%s"
+                         % (where, what, msg, " (column %d)" % col if col else "")) from None
 
 
 def load_toml(path: str, what: str = "topology") -> Tuple[dict, str]:

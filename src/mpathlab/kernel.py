@@ -67,7 +67,17 @@ def parse_u32(token: Optional[str]) -> Optional[int]:
     digits = token[i:]
     if not all(c in _DIGITS for c in digits):
         return None
-    return (int(digits) & U64) & U32
+    return _wrapped_u64(digits) & U32
+
+
+def _wrapped_u64(digits: str) -> int:
+    """The kernel's simple_strtoull of ASCII ``digits``: accumulated modulo 2^64.  In chunks, so a
+    5,000-digit token neither hits Python's int-string limit nor costs quadratic time."""
+    v = 0
+    for i in range(0, len(digits), 1000):
+        chunk = digits[i:i + 1000]
+        v = (v * 10 ** len(chunk) + int(chunk)) & U64
+    return v
 
 
 def split_args(params: str) -> List[str]:

@@ -2,7 +2,7 @@
 """Driver of the kernel-lab validation grid (host side).
 
     grid.py plan [BATCH...] [--rep N]    print the runs.txt the guest gets for these batches
-    grid.py run BATCH... [--rep N] [--runtime S]
+    grid.py run BATCH... [--rep N] [--runtime S] [--runs-dir DIR]
                                          boot the lab once, run the batches N times (default 1) inside that boot,
                                          summarise each run into runs/<batches>-<kernel>-<stamp>/runs/<run>/summary.json,
                                          then rebuild results.json
@@ -59,6 +59,10 @@ BATCHES = {
                 + _cells('H4', ['st', 'hst'], ['mq', 'bio'], [32])
                 + _cells('H5', ['st', 'hst'], ['mq'], [64]) + _cells('H5', ['hst'], ['bio'], [64])
                 + _cells('H6', ['st'], ['mq'], [8]) + _cells('H6', ['hst'], ['bio'], [8])),
+    # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
+    # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
+    'scsi': (_cells('S1', ['ql', 'st', 'hst'], ['mq', 'bio'], [16])
+             + _cells('S2', ['rr', 'st', 'hst'], ['mq', 'bio'], [32])),
     # block tracepoint counts per device (hist triggers): dm starts vs completions = failed map attempts (mq)
     'trace': ([{'trace': 1, 'tag': '-tr'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
               + _cells('T10', ['rr', 'st'], ['mq', 'bio'], [64]) + _cells('Tmix', ['rr', 'st'], ['mq', 'bio'], [64])
@@ -213,6 +217,9 @@ def summarise_run(rd):
             by_label[f[1]] = {'label': f[1], 'completion_ns': int(kv['completion_nsec']),
                               'hw_queue_depth': int(kv['hw_queue_depth']),
                               'submit_queues': int(kv.get('submit_queues', 1))}
+            if kv.get('kind') == 'scsi':   # a scsi_debug LUN: its sdev queue_depth above, its host and can_queue
+                by_label[f[1]].update(kind='scsi', host=int(kv['host']), can_queue=int(kv['can_queue']),
+                                      block=kv.get('block'))
         elif l.startswith('dm='):
             m['dm'] = l[3:]
         elif l.startswith('dmdev='):
@@ -303,7 +310,8 @@ def summarise_run(rd):
 
 def finish_batch(out):
     """Summarise every run of one boot and shrink the raw files (fio.json -> summary, no big logs)."""
-    for name in sorted(os.listdir(os.path.join(out, 'runs'))):
+    rr = os.path.join(out, 'runs')
+    for name in sorted(os.listdir(rr)) if os.path.isdir(rr) else []:   # a boot that failed wrote no runs
         rd = os.path.join(out, 'runs', name)
         if not os.path.exists(os.path.join(rd, 'stat_after')):
             continue
@@ -379,7 +387,9 @@ def collect():
             c = cells.setdefault(key, {
                 'kernel': kernel, 'topology': topo, 'base_topology': s['topology'],
                 'path_scheduler': s.get('path_scheduler', 'default'), 'fio_extra': s.get('fio_extra', ''),
-                'paths': [{'label': p['label'], 'completion_ns': p['completion_ns'], 'hw_queue_depth': p['hw_queue_depth']}
+                'paths': [dict({'label': p['label'], 'completion_ns': p['completion_ns'],
+                                'hw_queue_depth': p['hw_queue_depth']},
+                               **{k: p[k] for k in ('kind', 'host', 'can_queue') if k in p})
                           for p in s['paths']],
                 'queue_mode': s['queue_mode'], 'iodepth': s['iodepth'], 'selector': s['selector'],
                 'selector_args': s['selector_args'], 'repeats': []})
@@ -568,6 +578,9 @@ def main():
     p.add_argument('--runtime', type=int, default=8, help='fio runtime per run in seconds (default 8)')
     p.add_argument('--append', default='', help='extra guest kernel command line (KLAB_APPEND), e.g. idle=poll; '
                    'becomes part of the cells\' variant name (default: none)')
+    p.add_argument('--runs-dir', default=None, help='write the boot folder under this folder instead of the '
+                   'repository\'s runs/ (results.json is then left alone), e.g. to keep held-out runs unseen until '
+                   'the model is frozen; move the folder into runs/ and collect later (default: runs/)')
     sub.add_parser('compare', help='cells run on both kernels: 6.12 - 6.1 share per path against the noise')
     p = sub.add_parser('summarise', help='print the summary of one raw run folder (JSON)')
     p.add_argument('rundir', help='a runs/<boot>/runs/<run> folder (meta, stat_before/after, ...)')
@@ -612,7 +625,7 @@ def main():
         die('no kernel lab in %s: run lab/setup.sh (KLAB_KERNEL=6.1|6.12, KLAB_DIR=...) first' % kl)
     series = kernel_series(open(os.path.join(kl, 'kernel-release')).read().strip())
     stamp = time.strftime('%Y%m%dT%H%M%S', time.gmtime())
-    out = os.path.join(RUNS, '%s-%s-%s' % ('+'.join(a.batch), series, stamp))
+    out = os.path.join(a.runs_dir or RUNS, '%s-%s-%s' % ('+'.join(a.batch), series, stamp))
     exp = tempfile.mkdtemp(prefix='grid-exp-')
     shutil.copy(os.path.join(EXP, 'main.sh'), exp)
     shutil.copytree(os.path.join(EXP, 'topo'), os.path.join(exp, 'topo'))
@@ -628,18 +641,25 @@ def main():
     t0 = time.time(); hb = host_cpu()
     r = subprocess.run([os.path.join(LAB, 'run.sh'), exp, out], env=env)
     ha = host_cpu()
-    load['after'] = loadavg(); load['wall_s'] = round(time.time() - t0, 1)
+    wall = max(time.time() - t0, 1e-3)   # a boot that fails at once must not divide by zero below
+    load['after'] = loadavg(); load['wall_s'] = round(wall, 1)
     hz = os.sysconf('SC_CLK_TCK')
     # host CPU seconds used by everything, by this boot (qemu and its scripts), and by everyone else
     busy = (ha[0] - hb[0]) / hz; ours = ha[2] - hb[2]
-    load['host_busy_cpus'] = round(busy / load['wall_s'], 2)
-    load['qemu_cpus'] = round(ours / load['wall_s'], 2)
-    load['others_cpus'] = round(max(0.0, busy - ours) / load['wall_s'], 2)
+    load['host_busy_cpus'] = round(busy / wall, 2)
+    load['qemu_cpus'] = round(ours / wall, 2)
+    load['others_cpus'] = round(max(0.0, busy - ours) / wall, 2)
     json.dump(load, open(os.path.join(out, 'host_load.json'), 'w'))
     shutil.rmtree(exp)
     if r.returncode:
         print('grid.py: run.sh exited %d' % r.returncode, file=sys.stderr)
     finish_batch(out)
+    if a.runs_dir and os.path.abspath(a.runs_dir) != os.path.abspath(RUNS):
+        # kept apart (held out): no shares printed, results.json not rebuilt
+        rr = os.path.join(out, 'runs')
+        n = sum(os.path.exists(os.path.join(rr, x, 'summary.json')) for x in os.listdir(rr)) if os.path.isdir(rr) else 0
+        print('grid.py: %d runs summarised in %s' % (n, out))
+        return
     print(table(collect()))
 
 

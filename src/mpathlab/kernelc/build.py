@@ -32,7 +32,7 @@ FALLBACK = os.path.join(SHIM, "fallback")
 
 # Kbuild flags that change what C code means; everything else is ours.
 KBUILD_SEMANTIC_FLAGS = ("-fno-strict-overflow", "-fno-strict-aliasing", "-Wno-pointer-sign")
-CFLAGS = ("-shared", "-fPIC", "-O2", "-std=gnu11", "-fvisibility=hidden", "-fno-common",
+CFLAGS = ("-shared", "-fPIC", "-pthread", "-O2", "-std=gnu11", "-fvisibility=hidden", "-fno-common",
           "-Wall", "-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-but-set-variable",
           "-Wno-declaration-after-statement") + KBUILD_SEMANTIC_FLAGS
 

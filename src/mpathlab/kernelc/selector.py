@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 import threading
 from typing import Dict, List, Optional, Tuple
 
@@ -53,7 +54,25 @@ _PROTOS = {
     "mpl_end_io": (_int, [_vp, _vp, _size, _u64, _u64]),
     "mpl_status": (_int, [_vp, _vp, _int, ctypes.c_char_p, _uint, _u64]),
     "mpl_dmesg_take": (_int, [ctypes.c_char_p, _int]),
+    "mpl_guard_start": (_int, [ctypes.c_char_p, _uint]),
 }
+
+# A C selector's call that runs longer than this is reported and ends the run (exit 6): a
+# select_path that never returns would otherwise hang mpathlab.  Wall-clock milliseconds per call.
+CALL_BUDGET_ENV = "MPATHLAB_C_CALL_BUDGET_MS"
+CALL_BUDGET_MS = 10000
+EXIT_SELECTOR = 6       # the shim's MPL_EXIT_SELECTOR: a C selector crashed or overran its call budget
+
+
+def call_budget_ms() -> int:
+    """MPATHLAB_C_CALL_BUDGET_MS (decimal digits, 0 turns the watchdog off), else 10 s."""
+    text = os.environ.get(CALL_BUDGET_ENV)
+    if text is None or text == "":
+        return CALL_BUDGET_MS
+    if not (text.isascii() and text.isdigit()) or len(text) > 9:
+        raise BuildError("%s=%r: a whole number of milliseconds (0 turns the watchdog off) up to 999999999"
+                         % (CALL_BUDGET_ENV, text[:40]))
+    return int(text)
 
 
 def _c_arg(a: str) -> bytes:
@@ -88,12 +107,15 @@ class CLibrary:
         self.dmesg_count = 0                      # lines ever captured (dmesg keeps the last ones)
         self._dmesg_len = ctypes.c_int.in_dll(dll, "mpl_dmesg_len")
         self._dmesg_buf = ctypes.create_string_buffer(65536)
+        label = "%s (%s)" % (os.path.basename(built.c_file)[:-2], built.c_file)
+        dll.mpl_guard_start(label.encode("utf-8", "replace")[:590], call_budget_ms())
         with self.lock:
             r = dll.mpl_load()
             self.drain()
         if r:
             raise BuildError("%s: module_init registered no path selector (returned %d)" % (built.c_file, r))
         self.kernel_name = dll.mpl_type_name().decode("latin-1")
+        dll.mpl_guard_start(("%s (%s)" % (self.kernel_name, built.c_file)).encode("utf-8", "replace")[:590], 0)
         self.log = logging.getLogger("mpathlab.kernelc." + self.kernel_name)
         for level, text in self.dmesg:
             self.log.log(_LEVELS.get(level, logging.INFO), "%s", text)

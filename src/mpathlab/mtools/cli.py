@@ -1,18 +1,30 @@
-"""The `mpathlab run --conf` and `mpathlab maps` commands (wired in mpathlab.cli)."""
+"""The `mpathlab run --conf`, `mpathlab maps` and `mpathlab multipath -t` commands (wired in mpathlab.cli)."""
 from __future__ import annotations
 
 import json
 import sys
 
-from .conf import ConfError, load_conf
+from .conf import ConfError, load_conf, parse_conf, refuse_if_failed
 from .paths import load_path_topology
+from .profile import get_profile, versions
 
 
 def _print_conf_messages(conf) -> None:
-    for w in conf.warnings:
-        print("mpathlab: multipath.conf: %s" % w, file=sys.stderr)
+    # multipath's own words, as it prints them while loading the file
+    for w in conf.messages:
+        print(w, file=sys.stderr)
     for n in conf.notes:
         print("mpathlab: note: %s" % n, file=sys.stderr)
+
+
+def _version(args, topo=None) -> str:
+    v = getattr(args, "mtools", None) or (topo.mtools if topo is not None else None)
+    if v is None:
+        return get_profile().version
+    try:
+        return get_profile(v).version
+    except KeyError:
+        raise ConfError("--mtools %s: unknown multipath-tools version; known: %s" % (v, ", ".join(versions())))
 
 
 def _as_input_error(fn):
@@ -27,12 +39,29 @@ def _as_input_error(fn):
     return wrapper
 
 
+def _load(args, topo=None):
+    conf = load_conf(args.conf, _version(args, topo))
+    _print_conf_messages(conf)
+    refuse_if_failed(conf)
+    return conf
+
+
+@_as_input_error
+def cmd_multipath(args) -> int:
+    from .showconfig import show_config
+    if args.conf:
+        conf = _load(args)
+    else:
+        conf = parse_conf("", "multipath.conf", _version(args))
+    sys.stdout.write(show_config(conf))
+    return 0
+
+
 @_as_input_error
 def cmd_maps(args) -> int:
     from .run import maps_text
-    conf = load_conf(args.conf)
-    _print_conf_messages(conf)
     topo = load_path_topology(args.topology)
+    conf = _load(args, topo)
     print(maps_text(conf, topo, verbose=args.verbose))
     return 0
 
@@ -43,9 +72,8 @@ def run_conf(args, jobs, progress) -> int:
     from ..report import fio_json, run_summary
     from .printer import format_ll
     from .run import daemon_report, simulate_conf
-    conf = load_conf(args.conf)
-    _print_conf_messages(conf)
     topo = load_path_topology(args.files[0])
+    conf = _load(args, topo)
     overrides = {}
     if args.hz:
         overrides["hz"] = args.hz

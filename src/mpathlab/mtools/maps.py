@@ -31,7 +31,8 @@ from typing import Dict, List, Optional, Tuple
 
 from . import pgpolicies, prioritizers
 from .conf import Config, ConfError, Entry
-from .hwtable import INTERNAL_DEFAULTS, find_hwe, merged_table
+from .hwtable import find_hwe, internal_defaults
+from .regex import RegexError, posix_search
 from .paths import Path
 from .prioritizers import PRIO_UNDEF, PrioEnv
 
@@ -264,13 +265,17 @@ class Multipath:
 
 
 # -- blacklist -------------------------------------------------------------------------
+def _search(pattern: str, value: str) -> bool:
+    try:
+        return posix_search(pattern, value or "")
+    except RegexError:
+        return False
+
+
 def _match(regexes, value: str) -> Optional[str]:
     for r in regexes:
         neg = r.startswith("!")
-        try:
-            hit = re.search(r[1:] if neg else r, value or "") is not None
-        except re.error:
-            continue
+        hit = _search(r[1:] if neg else r, value)
         if hit != neg:
             return r
     return None
@@ -278,24 +283,33 @@ def _match(regexes, value: str) -> Optional[str]:
 
 def _match_device(entries, vendor: str, product: str) -> Optional[str]:
     for v, p in entries:
-        if (v is None or re.search(v, vendor or "")) and (p is None or re.search(p, product or "")):
+        if (v is None or _search(v, vendor)) and (p is None or _search(p, product)):
             return "%s:%s" % (v, p)
     return None
 
 
+def _builtin_bl(conf: Config, name: str, kind: str) -> list:
+    prof = conf.profile
+    items = prof.blacklist if name == "blacklist" else prof.exceptions
+    return [v for k, v in items if k == kind]
+
+
 def blacklisted(conf: Config, path: Path, table: Optional[List[Entry]] = None) -> Optional[str]:
-    """Why the path is blacklisted (devnode, device, wwid filters in turn; an exception
-    beats the blacklist within each filter), or None.  Device entries with a
-    product_blacklist add (vendor, product_blacklist) to the device blacklist
-    (setup_default_blist)."""
+    """Why the path is blacklisted, or None: the devnode, device, wwid, property and protocol
+    filters in turn, an exception beating the blacklist within each filter (the built-in
+    blacklist and exceptions of the version included).  Device entries with a
+    product_blacklist add (vendor, product_blacklist) to the device blacklist.  With
+    property exceptions (built in: SCSI_IDENT_ or ID_WWN), a path none of whose udev
+    properties matches one is blacklisted ("missing property")."""
     bl, ex = conf.blacklist, conf.exceptions
-    if not _match(ex.devnode, path.name):
-        r = _match([DEFAULT_BLIST_DEVNODE] + bl.devnode, path.name)
+    if not _match(ex.devnode + _builtin_bl(conf, "exceptions", "devnode"), path.name):
+        r = _match(bl.devnode + _builtin_bl(conf, "blacklist", "devnode"), path.name)
         if r:
             return "devnode \"%s\"" % r
-    if not _match_device(ex.device, path.vendor, path.product):
-        devs = list(bl.device) + [(e.get("vendor"), e.get("product_blacklist")) for e in (table or conf.devices)
-                                  if e.has("product_blacklist")]
+    if not _match_device(list(ex.device) + _builtin_bl(conf, "exceptions", "device"), path.vendor, path.product):
+        devs = list(bl.device) + _builtin_bl(conf, "blacklist", "device") + [
+            (e.get("vendor"), e.get("product_blacklist")) for e in (table or conf.hwtable)
+            if e.has("product_blacklist")]
         r = _match_device(devs, path.vendor, path.product)
         if r:
             return "device %s" % r
@@ -303,6 +317,18 @@ def blacklisted(conf: Config, path: Path, table: Optional[List[Entry]] = None) -
         r = _match(bl.wwid, path.wwid)
         if r:
             return "wwid \"%s\"" % r
+    props = path.properties
+    exprops = ex.property + _builtin_bl(conf, "exceptions", "property")
+    if not any(_match(exprops, p) for p in props):
+        r = next((_match(bl.property, p) for p in props if _match(bl.property, p)), None)
+        if r:
+            return "property \"%s\"" % r
+        if exprops:
+            return "missing property"
+    if not _match(ex.protocol, path.protocol):
+        r = _match(bl.protocol, path.protocol)
+        if r:
+            return "protocol \"%s\"" % r
     return None
 
 
@@ -313,21 +339,11 @@ class Selector:
     def __init__(self, conf: Config, table: List[Entry]):
         self.conf = conf
         self.table = table
+        self.internal = internal_defaults(conf.profile)
 
     def mpe(self, wwid: str) -> Optional[Entry]:
-        found = [e for e in self.conf.multipaths if e.get("wwid") == wwid]
-        if not found:
-            return None
-        if len(found) > 1:
-            # merge_mptable: of two entries for one wwid the later keeps its values and
-            # takes the earlier one's for the keys it lacks (with glibc's stable sort)
-            self.conf.warnings.append("duplicate multipath config section for %s (lines %s)"
-                                      % (wwid, ", ".join(str(e.line) for e in found)))
-            merged = Entry("M", found[-1].line)
-            for e in found:
-                merged.values.update(e.values)
-            return merged
-        return found[0]
+        # duplicates were merged when the file was read (conf.merge_multipaths)
+        return next((e for e in self.conf.multipaths if e.get("wwid") == wwid), None)
 
     def hwes(self, path: Path) -> List[Entry]:
         return find_hwe(self.table, path.vendor, path.product, path.revision)
@@ -336,7 +352,7 @@ class Selector:
         for entry, origin in layers:
             if entry is not None and entry.has(key):
                 return entry.get(key), origin
-        return INTERNAL_DEFAULTS[key], ORIGIN_DEFAULT
+        return self.internal[key], ORIGIN_DEFAULT
 
     def map_layers(self, mpe, hwes):
         return [(mpe, ORIGIN_MPE), (self.conf.overrides, ORIGIN_OVR)] + [(h, ORIGIN_HWE) for h in hwes] + [
@@ -426,7 +442,7 @@ def build_maps(conf: Config, paths: List[Path], *, size_sectors: int = 2097152,
     setting, check and prioritise the paths, group them and pick the initial group.
     Returns (maps, [(blacklisted path, reason), ...])."""
     env = env or PrioEnv()
-    sel = Selector(conf, merged_table(conf.devices, conf.warnings))
+    sel = Selector(conf, conf.hwtable)
     kept, dropped = [], []
     for p in paths:
         why = blacklisted(conf, p, sel.table)
@@ -475,8 +491,6 @@ def _select_features(mp: Multipath, conf: Config) -> None:
     feats = mp.settings["features"]
     words = feats.split()[1:]
     if "queue_if_no_path" in words:
-        conf.warnings.append("%s: option 'features \"1 queue_if_no_path\"' is deprecated, please use "
-                             "'no_path_retry queue' instead" % mp.wwid)
         if mp.settings["no_path_retry"] is None:
             mp.settings["no_path_retry"] = "queue"
             mp.origins["no_path_retry"] = "(inherited setting from feature 'queue_if_no_path')"

@@ -53,7 +53,8 @@ class Path:
     def __init__(self, name: str, devt: Tuple[int, int], *, wwid: str, hcil: str = "", serial: str = "",
                  vendor: str = "", product: str = "", revision: str = "", node_name: str = "",
                  alua_state: Optional[str] = None, tpg: Optional[int] = None, alua_pref: bool = False,
-                 wwn: str = "", model: Optional[PathModel] = None):
+                 wwn: str = "", model: Optional[PathModel] = None, properties: Optional[List[str]] = None,
+                 protocol: str = "scsi:fcp"):
         self.name = name
         self.devt = tuple(devt)
         self.wwid = wwid
@@ -68,6 +69,10 @@ class Path:
         self.alua_pref = alua_pref
         self.wwn = wwn
         self.model = model
+        # udev properties the blacklist's property filter sees (a SCSI disk with a WWN has these)
+        self.properties = list(properties) if properties is not None else ["ID_SERIAL", "ID_WWN",
+                                                                           "SCSI_IDENT_LUN_NAA_REG"]
+        self.protocol = protocol       # as multipath names it: scsi:fcp, scsi:iscsi, nvme:tcp, ...
         self.link_down = False       # the transport is down (I/O and the checker fail)
 
     @property
@@ -85,13 +90,16 @@ class Path:
 
 class PathTopology:
     def __init__(self, paths: List[Path], *, size_sectors: int, sim: dict, link_faults: Dict[str, list],
-                 alua_changes: Dict[str, list], source: str = ""):
+                 alua_changes: Dict[str, list], source: str = "", mtools: Optional[str] = None,
+                 wwids: Optional[List[str]] = None):
         self.paths = paths
         self.size_sectors = size_sectors
         self.sim = sim                 # Simulation keyword arguments
         self.link_faults = link_faults  # path name -> [(at_ns, "fail"|"reinstate")]
         self.alua_changes = alua_changes  # path name -> [(at_ns, state, pref or None)]
         self.source = source
+        self.mtools = mtools           # multipath-tools version ([multipath] mtools)
+        self.wwids = wwids             # the wwids file's WWIDs ([multipath] wwids); None: no file
 
 
 def norm_alua(v, where: str) -> str:
@@ -120,9 +128,19 @@ def parse_size_sectors(v, where: str) -> int:
 
 
 _PATH_KEYS = {"devt", "service", "parallelism", "delay", "per_kib", "faults", "fail_latency", "hcil", "serial",
-              "wwid", "vendor", "product", "revision", "node_name", "alua", "tpg", "pref", "wwn", "alua_changes"}
+              "wwid", "vendor", "product", "revision", "node_name", "alua", "tpg", "pref", "wwn", "alua_changes",
+              "properties", "protocol", "rdac_owner", "rdac_preferred", "prio_value"}
 _MAP_KEYS = {"wwid", "size", "vendor", "product", "revision", "serial", "node_name"}
-_SIM_KEYS = {"hz", "rq_stats", "uptime", "seed", "activation", "queue_if_no_path_timeout_secs", "nr_cpus"}
+_SIM_KEYS = {"hz", "rq_stats", "uptime", "seed", "activation", "queue_if_no_path_timeout_secs", "nr_cpus", "mtools",
+             "wwids"}
+
+
+def _strlist(v, where):
+    if v is None:
+        return None
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise TopologyError("%s must be a list of strings" % where)
+    return v
 
 
 def _str(v, where):
@@ -221,7 +239,13 @@ def _from_dict(doc: dict, src: str, base_dir: str) -> PathTopology:
                     revision=_str(p.get("revision", mapd.get("revision", "")), where + ".revision"),
                     node_name=_str(p.get("node_name", mapd.get("node_name", "")), where + ".node_name"),
                     alua_state=alua, tpg=tpg, alua_pref=pref, wwn=_str(p.get("wwn", ""), where + ".wwn"),
-                    model=model)
+                    model=model, properties=_strlist(p.get("properties"), where + ".properties"),
+                    protocol=_str(p.get("protocol", "scsi:fcp"), where + ".protocol"))
+        for k in ("rdac_owner", "rdac_preferred"):
+            if k in p and not isinstance(p[k], bool):
+                raise TopologyError("%s.%s must be true or false" % (where, k))
+        path.rdac_owner = p.get("rdac_owner", alua in (None, "active/optimized") if alua else True)
+        path.rdac_preferred = p.get("rdac_preferred", path.rdac_owner)
         changes = []
         items = p.get("alua_changes", [])
         if not isinstance(items, list):
@@ -239,8 +263,14 @@ def _from_dict(doc: dict, src: str, base_dir: str) -> PathTopology:
         paths.append(path)
         link_faults[name] = sorted(link, key=lambda x: x[0])
         alua_changes[name] = sorted(changes, key=lambda x: x[0])
+    mtools = mp.get("mtools")
+    if mtools is not None and not isinstance(mtools, str):
+        raise TopologyError("%s: [multipath] mtools must be a version string like \"0.9.4\"" % src)
+    wwids = mp.get("wwids")
+    if wwids is not None and (not isinstance(wwids, list) or not all(isinstance(w, str) for w in wwids)):
+        raise TopologyError("%s: [multipath] wwids must be a list of WWID strings (the wwids file)" % src)
     return PathTopology(paths, size_sectors=size, sim=sim, link_faults=link_faults, alua_changes=alua_changes,
-                        source=src)
+                        source=src, mtools=mtools, wwids=wwids)
 
 
 def _sim_kwargs(mp: dict, src: str) -> dict:

@@ -3,8 +3,9 @@
 Each module here is an ordinary third-party-style selector: one file, one
 ``PathSelector`` subclass with the kernel's hooks (add_path, fail_path,
 reinstate_path, select_path, start_io, end_io, status), registered by name
-through the ``mpathlab.path_selectors`` entry points in pyproject.toml, the
-same way an outside package registers one.  Nothing in the engine knows them.
+on the registry's first lookup miss (``selectors.registry.BUILTIN``), just
+before the ``mpathlab.path_selectors`` entry points through which an outside
+package registers one.  Nothing in the engine knows them.
 
 - ``p2c``           power of two choices (Mitzenmacher 2001) over queue length or estimated delay
 - ``sed``           shortest expected delay with a per-path service rate (bytes/s) learned online

@@ -20,7 +20,7 @@ from .environment import DeviceFact, Host, HostError
 from .history import BY_KEY, HISTORY, Behaviour, Change, Version
 
 # How far sched_clock() leads ktime when a profile's HST reads sched_clock
-# and the caller does not say (see the hst-2020 scenario notes in the README).
+# and the caller does not say (see the hst-2020 scenario notes in docs/scenarios.md).
 DEFAULT_SCHED_CLOCK_LEAD_NS = 2 * 10 ** 9
 
 # The selectors whose presence depends on the release (the others are older
@@ -96,7 +96,7 @@ def get_profile(kernel: Union[None, str, KernelProfile] = None) -> KernelProfile
 
 
 def profile_table_rows():
-    """(behaviour, {profile: value}, [(release, where)]) for the README table and `mpathlab kernels`."""
+    """(behaviour, {profile: value}, [(release, where)]) for docs/kernel-profiles.md and `mpathlab kernels`."""
     rows = []
     for b in HISTORY:
         rows.append((b, {name: p.values[b.key] for name, p in PROFILES.items()},
@@ -116,7 +116,7 @@ def format_value(v) -> str:
 
 
 def markdown_table() -> str:
-    """The README's "Kernel profiles" table."""
+    """The table of docs/kernel-profiles.md."""
     names = list(PROFILES)
     out = ["| behaviour | %s | changed upstream |" % " | ".join(names),
            "|---|%s---|" % ("---|" * len(names))]

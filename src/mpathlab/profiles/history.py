@@ -3,7 +3,7 @@
 Each :class:`Behaviour` is one thing that differs between kernels: its value
 before the first change listed and, per change, the release that shipped it
 and the upstream commit (id where it was pinned down, always the title).
-A profile is these behaviours evaluated at one release; the README's
+A profile is these behaviours evaluated at one release; docs/kernel-profiles.md's
 "Kernel profiles" table is printed from this list too (``mpathlab kernels``),
 so the code and the documentation cannot disagree.
 """

@@ -2,9 +2,9 @@
 
 Types are kept by exact, case-sensitive name; registering a name twice is
 refused with EEXIST as the kernel does.  A miss triggers the "autoload" step,
-the kernel's ``request_module("dm-<name>")``: here, the entry points of group
-``mpathlab.path_selectors`` are loaded and registered, then the lookup is
-repeated.
+the kernel's ``request_module("dm-<name>")``: here, the package's own policies
+(``BUILTIN``) and then the entry points of group ``mpathlab.path_selectors``
+(third-party selectors) are loaded and registered, then the lookup is repeated.
 
 For the Python API, :func:`lookup` also accepts the module names ``dm-NAME``
 and ``dm-ps-NAME`` (the .ko name and the source-file name).  The table parser
@@ -20,6 +20,16 @@ from ..kernel import EEXIST, EINVAL
 from .base import PathSelector
 
 ENTRY_POINT_GROUP = "mpathlab.path_selectors"
+
+# mpathlab.policies: selectors beyond the kernel's, loaded like a module on the first miss.  Built in, not
+# entry points, so a checkout run without installing (./mpathlab) or an older install still finds them.
+BUILTIN = {
+    "p2c": "mpathlab.policies.p2c:PowerOfTwoChoices",
+    "sed": "mpathlab.policies.sed:ShortestExpectedDelay",
+    "peak-ewma": "mpathlab.policies.peak_ewma:PeakEwma",
+    "prequal": "mpathlab.policies.prequal:Prequal",
+    "hst-latency": "mpathlab.policies.hst_latency:HstLatency",
+}
 
 log = logging.getLogger("mpathlab.selectors")
 
@@ -76,6 +86,13 @@ def _autoload(module_name: str) -> None:
         if _entry_points_loaded:
             return
         _entry_points_loaded = True
+    import importlib
+    for spec in BUILTIN.values():
+        mod, _, attr = spec.partition(":")
+        cls = getattr(importlib.import_module(mod), attr)
+        with _lock:
+            if cls.name not in _types:
+                register(cls)
     try:
         from importlib.metadata import entry_points
         eps = entry_points(group=ENTRY_POINT_GROUP)

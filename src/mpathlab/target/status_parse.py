@@ -20,6 +20,17 @@ class StatusParseError(ValueError):
     pass
 
 
+U32_MAX = 2 ** 32 - 1
+U64_MAX = 2 ** 64 - 1
+
+
+def _show(token: str, limit: int = 40) -> str:
+    """A token quoted for a message, long ones shortened (a 5,000-digit number is not echoed whole)."""
+    if len(token) <= limit:
+        return repr(token)
+    return "%r... (%d characters)" % (token[:limit], len(token))
+
+
 class _Tokens:
     def __init__(self, text: str):
         self.t = text.split()
@@ -35,7 +46,11 @@ class _Tokens:
     def num(self, what: str) -> int:
         v = self.next(what)
         if not _INT.fullmatch(v):
-            raise StatusParseError("expected a number for %s, got %r" % (what, v))
+            raise StatusParseError("expected a number for %s, got %s" % (what, _show(v)))
+        if len(v.lstrip("-")) > 10 or int(v) > U32_MAX:
+            # every count and number of the INFO status is printed with %u (dm-mpath.c multipath_status)
+            raise StatusParseError("%s %s is not an unsigned 32-bit number (the kernel prints it with %%u)"
+                                   % (what, _show(v)))
         return int(v)
 
     def count(self, what: str) -> int:
@@ -56,12 +71,16 @@ def parse_status_info(text: str) -> dict:
     nhw = tk.count("hardware handler status count")
     hw = tk.take(nhw, "hardware handler status")
     ngroups = tk.count("group count")
-    current = tk.num("current group")
+    current = tk.count("current group")
+    # next_pg, else current_pg, else 1 (0 without groups): dm-mpath.c multipath_status
+    if (ngroups and not 1 <= current <= ngroups) or (not ngroups and current):
+        raise StatusParseError("current group %d is not a group of the %d listed (it is 1..%d, 0 without groups)"
+                               % (current, ngroups, ngroups))
     groups = []
     for g in range(ngroups):
         state = tk.next("group state")
         if state not in ("A", "D", "E"):
-            raise StatusParseError("group %d: state must be A, D or E, got %r" % (g + 1, state))
+            raise StatusParseError("group %d: state must be A, D or E, got %s" % (g + 1, _show(state)))
         nps = tk.count("selector status count")
         ps_status = tk.take(nps, "selector status")
         npaths = tk.count("path count")
@@ -71,13 +90,15 @@ def parse_status_info(text: str) -> dict:
             dev = tk.next("path device")
             act = tk.next("path state")
             if act not in ("A", "F"):
-                raise StatusParseError("path %s: state must be A or F, got %r" % (dev, act))
-            fail_count = tk.num("fail count")
+                raise StatusParseError("path %s: state must be A or F, got %s" % (_show(dev), _show(act)))
+            fail_count = tk.count("fail count")
             paths.append({"dev": dev, "active": act == "A", "fail_count": fail_count,
                           "selector": tk.take(nfields, "selector field")})
         groups.append({"state": state, "selector_status": ps_status, "paths": paths, "nr_fields": nfields})
     if tk.i != len(tk.t):
-        raise StatusParseError("trailing tokens after the last group: %r" % tk.t[tk.i:])
+        rest = tk.t[tk.i:]
+        raise StatusParseError("%d trailing token(s) after the last group: %s" % (
+            len(rest), " ".join(_show(t) for t in rest[:5]) + (" ..." if len(rest) > 5 else "")))
     return {"features": features, "hw": hw, "nr_groups": ngroups, "current_group": current,
             "groups": groups}
 
@@ -133,12 +154,22 @@ def split_dmsetup_output(text: str, source: str = "input") -> List[DmsetupLine]:
         if len(toks) >= 3 and _uint(toks[0]) and _uint(toks[1]) and toks[2] in DM_TARGET_TYPES:
             if toks[2] != "multipath":
                 continue            # another target type (linear, striped, ...)
+            _check_sectors(toks[0], toks[1], "%s:%d" % (source, lineno))
             out.append(DmsetupLine(lineno, name, int(toks[0]), int(toks[1]), "multipath", " ".join(toks[3:])))
         elif name is not None and len(toks) >= 3 and _uint(toks[0]) and _uint(toks[1]):
             continue                # a named line of a target type we do not know: not multipath
         else:
             out.append(DmsetupLine(lineno, name, None, None, "multipath", " ".join(toks)))
     return out
+
+
+def _check_sectors(start: str, length: str, where: str) -> None:
+    """A target's start and length are sector_t (u64) and the device ends within it (dm-table.c)."""
+    for what, v in (("start", start), ("length", length)):
+        if len(v) > 20 or int(v) > U64_MAX:
+            raise StatusParseError("%s: %s %s sectors does not fit sector_t (at most 2^64-1)" % (where, what, _show(v)))
+    if int(start) + int(length) > U64_MAX:
+        raise StatusParseError("%s: start %s + length %s sectors ends beyond sector_t (2^64-1)" % (where, start, length))
 
 
 def _uint(text: str) -> bool:

@@ -12,6 +12,8 @@ first problem found, and its message, are those ``dmsetup load`` would report.
 """
 from __future__ import annotations
 
+import re
+
 import logging
 import os
 import stat
@@ -188,6 +190,10 @@ def _parse_priority_group(m: Multipath, a: ArgSet, resolve: DeviceResolver, env:
     return pg
 
 
+_SECTORS = re.compile(r"[0-9]{1,20}")
+U64_MAX = 2 ** 64 - 1
+
+
 def construct(params: Union[str, Sequence[str]], *, resolve_device: Optional[DeviceResolver] = None,
               selector_env: Optional[dict] = None, **multipath_kwargs) -> Multipath:
     """multipath_ctr(): build a Multipath from the target's parameter string.
@@ -264,6 +270,14 @@ class TableLine:
         self.params = params
 
 
+def strip_device_name(line: str) -> str:
+    """The line without the ``NAME: `` that ``dmsetup table`` prints before each device's line."""
+    first, _, rest = line.strip().partition(" ")
+    if first.endswith(":") and len(first) > 1 and not all(t.isdigit() for t in first[:-1].split(":")):
+        return rest.strip()
+    return line.strip()
+
+
 def split_table_line(line: str) -> TableLine:
     """Split ``<start> <len> <type> <params>`` with dm core's checks."""
     rows = [r for r in line.strip().splitlines() if r.strip()]
@@ -272,18 +286,20 @@ def split_table_line(line: str) -> TableLine:
         # second line's "0 <len> multipath" would be taken for selector args.
         raise TargetError("one multipath table line expected",
                           detail="got %d lines; a device made of several targets is not modelled" % len(rows))
-    parts = line.strip().split(None, 3)
+    parts = strip_device_name(line).split(None, 3)
     if len(parts) < 3:
         raise TargetError("Invalid table line", detail="expected '<start> <length> multipath <params>'")
     start_s, len_s, ttype = parts[:3]
     params = parts[3] if len(parts) == 4 else ""
-    try:
-        start = int(start_s)
-        length = int(len_s)
-        if start < 0 or length < 0:
-            raise ValueError
-    except ValueError:
-        raise TargetError("Invalid argument list", detail="start and length must be sector counts") from None
+    # dmsetup reads both with "%" PRIu64 into sector_t: ASCII digits (int() would take "1_0" or
+    # Arabic-Indic digits), at most 2^64-1, and the device must end within sector_t.
+    if not (_SECTORS.fullmatch(start_s) and _SECTORS.fullmatch(len_s)):
+        raise TargetError("Invalid argument list", detail="start and length must be sector counts (decimal digits)")
+    start, length = int(start_s), int(len_s)
+    if start + length > U64_MAX:
+        raise TargetError("Invalid argument list",
+                          detail="start %d + length %d sectors does not fit sector_t (at most 2^64-1)"
+                          % (start, length))
     if length == 0:
         raise TargetError("zero-length target")
     if start != 0:

@@ -51,7 +51,7 @@ _UNIT_POW = {"k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 _TIME_US = {"us": 1, "usec": 1, "ms": 1000, "msec": 1000, "s": 10 ** 6, "m": 60 * 10 ** 6,
             "h": 3600 * 10 ** 6, "d": 86400 * 10 ** 6}
 _DEFAULT_UNIT_US = {"s": 10 ** 6, "ms": 1000, "us": 1}
-_NUM_RE = re.compile(r"([+-]?)(\d+)(.*)\Z", re.S)
+_NUM_RE = re.compile(r"([+-]?)([0-9]+)(.*)\Z", re.S)     # fio's strtoll: ASCII digits only
 
 
 class ValueProblem(ValueError):
@@ -89,6 +89,16 @@ def _check_one_value(text: str) -> None:
                            "list); mpathlab takes one value here" % (text, sep))
 
 
+def _short(text: str, limit: int = 40) -> str:
+    """A value quoted for a message; a long one is cut (the problem stays readable)."""
+    return repr(text) if len(text) <= limit else "%r... (%d characters)" % (text[:limit], len(text))
+
+
+def _cut(value: str, limit: int = 60) -> str:
+    """An option's value as echoed before its problem: a long one is cut so the problem stays in view."""
+    return value if len(value) <= limit else "%s...(%d characters)" % (value[:limit], len(value))
+
+
 def _leading_integer(text: str, what: str) -> Tuple[int, str]:
     """The decimal digits a value starts with (no sign, at most 2^63-1) and the rest, the unit."""
     m = _NUM_RE.match(text)
@@ -97,6 +107,8 @@ def _leading_integer(text: str, what: str) -> Tuple[int, str]:
     sign, digits, suffix = m.groups()
     if sign == "-":
         raise ValueProblem("%r is negative" % text)
+    if len(digits.lstrip("0")) > 19:
+        raise ValueProblem("%s is larger than 2^63-1 (fio's limit)" % _short(text))
     v = int(digits)
     if v > S64_MAX:
         raise ValueProblem("%r is larger than 2^63-1 (fio's limit)" % text)
@@ -113,6 +125,8 @@ def fio_number(text: str, kb_base: int = 1024, percent_ok: bool = False):
         m = re.fullmatch(r"0x([0-9a-f]+)", low)
         if not m:
             raise ValueProblem("fio reads anything containing '0x' as hex and would misread %r" % text)
+        if len(m.group(1).lstrip("0")) > 16:
+            raise ValueProblem("%s is larger than 2^63-1 (fio's limit)" % _short(text))
         v = int(m.group(1), 16)
         if v > S64_MAX:
             raise ValueProblem("%r is larger than 2^63-1 (fio's limit)" % text)
@@ -766,7 +780,7 @@ def apply_option(job: JobSpec, key: str, value: Optional[str], where: str) -> No
             if o.name == "ioengine":
                 _set_ioengine(job, o, value)
     except ValueProblem as e:
-        raise FioError("%s: %s=%s: %s" % (where, key, "" if value is None else value, e)) from None
+        raise FioError("%s: %s=%s: %s" % (where, key, "" if value is None else _cut(value), e)) from None
 
 
 # -- reading -----------------------------------------------------------------
@@ -856,13 +870,22 @@ def _calc(expr: str) -> str:
 
 
 def _decode(data: bytes, source: str) -> str:
-    if b"\x00" in data[:65536]:
+    from ..inputs import binary_problem, control_character
+    bad = binary_problem(data[:65536], "job file")
+    if bad and "NUL" in bad[1]:
         raise FioError("%s: not a job file (binary data: a NUL byte)" % source)
+    if bad:
+        raise FioError("%s line %d: %s" % (source, bad[0], bad[1]))
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data[:e.start].count(b"\n") + 1
         raise FioError("%s line %d: not UTF-8 text (byte 0x%02x)" % (source, line, data[e.start])) from None
+    ctl = control_character(text)
+    if ctl:
+        raise FioError("%s line %d: a control character U+%04X (column %d): a job file must be plain text"
+                       % ((source,) + ctl))
+    return text
 
 
 Line = Tuple[str, Optional[str], str]   # key, value, where
@@ -910,7 +933,7 @@ def _read_sections(text: str, source: str, base_dir: str = ".", depth: int = 0,
                 expanded = _expand(value)
             except ValueProblem as e:
                 sect = " [%s]" % sections[-1][0] if sections and not nested else ""
-                raise FioError("%s%s: %s=%s: %s" % (where, sect, key, value, e)) from None
+                raise FioError("%s%s: %s=%s: %s" % (where, sect, key, _cut(value), e)) from None
             unset = [n for n in _ENV_RE.findall(value) if n not in os.environ]
             if unset and not expanded:
                 raise FioError("%s: %s=%s: ${%s} is not set, so the value is empty (fio substitutes an empty "

@@ -1,8 +1,8 @@
 #!/bin/bash
 # Builds the initramfs tree $KLAB_DIR/base: busybox, dmsetup and fio with their libraries, and the kernel
-# modules the guest loads (dm-multipath and its selectors, null_blk, dm-delay, scsi_debug, nvmet, ...)
-# with their dependencies, decompressed for busybox's modprobe. Run by setup.sh; run again after changing the
-# module list. run.sh packs the tree (with the guest's /init) into a cpio archive.
+# modules the guest loads (dm-multipath and its selectors, null_blk, dm-delay, scsi_debug with sd_mod for its
+# disks, nvmet, ...) with their dependencies, decompressed for busybox's modprobe. Run by setup.sh; run again
+# after changing the module list. run.sh packs the tree (with the guest's /init) into a cpio archive.
 set -euo pipefail
 KL=${KLAB_DIR:-${TMPDIR:-/tmp}/klab-${KLAB_KERNEL:-6.1}}
 K=$(cat "$KL/kernel-release")
@@ -29,7 +29,7 @@ MD=$B/lib/modules/$K
 # (nvme-loop is not built in Debian's 6.1: there nvmet-tcp with nvme-tcp over the loopback interface is the
 # NVMe-oF path)
 WANT="configfs virtio_pci virtio_blk dm_mod dm_multipath dm_round_robin dm_queue_length dm_service_time
-      dm_delay dm_zero dm_flakey null_blk scsi_debug nvmet nvme_loop nvmet_tcp nvme_tcp"
+      dm_delay dm_zero dm_flakey null_blk scsi_debug sd_mod nvmet nvme_loop nvmet_tcp nvme_tcp"
 for m in $WANT; do
   deps=$(modprobe -d "$IMG" -S "$K" --show-depends "$m" 2>/dev/null) || {
     echo "build-initramfs.sh: $m is not in $K (left out)" >&2; continue; }

@@ -8,6 +8,11 @@
  * (mpathlab/kernelc/selector.py) calls.  Each entry point first installs the
  * caller's environment in the globals the shim headers read.
  */
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "mpl_dm.h"
 #include "dm-path-selector.h"
 
@@ -28,10 +33,134 @@ unsigned long mpl_jiffies;
 unsigned int mpl_nr_cpu_ids = 1;
 int mpl_cur_cpu;
 
+/* ---- the crash guard ------------------------------------------------------------
+ * A selector that faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL, BUG() -> abort) or never returns
+ * would take mpathlab down with exit 139 and nothing said, or hang it.  While an entry point
+ * runs, mpl_call names it: a fault then prints one line naming the selector and the call and
+ * exits MPL_EXIT_SELECTOR (documented in docs/limits.md); a watchdog thread does the same
+ * when one call runs longer than the budget.  Faults outside a call go to the previous handler. */
+#define MPL_EXIT_SELECTOR 6
+static const char *volatile mpl_call;          /* the selector hook running, NULL between calls */
+static volatile unsigned long mpl_call_seq;    /* one more per call: the watchdog sees progress */
+static char mpl_label[600];                    /* "round-robin (/path/dm-ps-round-robin.c)" */
+static char mpl_bug_where[300];
+static unsigned int mpl_budget_ms;
+static const int mpl_fatal[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+static struct sigaction mpl_old_action[5];
+
+#define MPL_CALL(name) do { mpl_call_seq++; mpl_call = (name); } while (0)
+#define MPL_DONE() do { mpl_call = NULL; } while (0)
+
+static void mpl_say(const char *s) { ssize_t r = write(2, s, strlen(s)); (void)r; }
+
+static void mpl_report_and_exit(const char *what, const char *call, const char *tail)
+{
+	mpl_say("mpathlab: error: C selector ");
+	mpl_say(mpl_label);
+	mpl_say(what);
+	mpl_say(call);
+	mpl_say(" call");
+	mpl_say(tail);
+	mpl_say("\n");
+	_exit(MPL_EXIT_SELECTOR);
+}
+
+static void mpl_on_fault(int sig, siginfo_t *si, void *uc)
+{
+	const char *call = mpl_call;
+	unsigned int i;
+	(void)si;
+	(void)uc;
+	if (call) {
+		const char *name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE" :
+				   sig == SIGILL ? "SIGILL" : "SIGABRT";
+		mpl_say("mpathlab: error: C selector ");
+		mpl_say(mpl_label);
+		mpl_say(" crashed (");
+		mpl_say(name);
+		if (mpl_bug_where[0]) {
+			mpl_say(", ");
+			mpl_say(mpl_bug_where);
+		}
+		mpl_say(") in its ");
+		mpl_say(call);
+		mpl_say(" call\n");
+		_exit(MPL_EXIT_SELECTOR);
+	}
+	for (i = 0; i < sizeof(mpl_fatal) / sizeof(mpl_fatal[0]); i++)
+		if (mpl_fatal[i] == sig)
+			sigaction(sig, &mpl_old_action[i], NULL);
+	if (sig == SIGABRT)
+		raise(sig);     /* a fault re-executes the instruction under the restored handler */
+}
+
+static void *mpl_watchdog(void *arg)
+{
+	unsigned long seen = 0;
+	struct timespec tick, since = {0, 0}, now;
+	unsigned int step = mpl_budget_ms / 10 ? mpl_budget_ms / 10 : 1;
+	(void)arg;
+	tick.tv_sec = step / 1000;
+	tick.tv_nsec = (long)(step % 1000) * 1000000L;
+	for (;;) {
+		const char *call;
+		nanosleep(&tick, NULL);
+		call = mpl_call;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (!call || mpl_call_seq != seen) {
+			seen = mpl_call_seq;
+			since = now;
+			continue;
+		}
+		if ((now.tv_sec - since.tv_sec) * 1000.0 + (now.tv_nsec - since.tv_nsec) / 1e6 >= mpl_budget_ms) {
+			char tail[160];
+			snprintf(tail, sizeof(tail), " within %u ms (MPATHLAB_C_CALL_BUDGET_MS)", mpl_budget_ms);
+			mpl_report_and_exit(" did not return from its ", call, tail);
+		}
+	}
+	return NULL;
+}
+
+/* Install the guard for this library: its label for messages and the per-call budget (0: no watchdog). */
+MPL_EXPORT int mpl_guard_start(const char *label, unsigned int budget_ms)
+{
+	static int started;
+	struct sigaction sa;
+	stack_t ss, old_ss;
+	unsigned int i;
+	pthread_t t;
+
+	snprintf(mpl_label, sizeof(mpl_label), "%s", label);
+	if (started)
+		return 0;
+	started = 1;
+	/* a runaway recursion overflows the stack: the handler needs one of its own */
+	if (sigaltstack(NULL, &old_ss) == 0 && (old_ss.ss_flags & SS_DISABLE)) {
+		ss.ss_size = 65536;
+		ss.ss_sp = malloc(ss.ss_size);
+		ss.ss_flags = 0;
+		if (ss.ss_sp)
+			sigaltstack(&ss, NULL);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = mpl_on_fault;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(mpl_fatal) / sizeof(mpl_fatal[0]); i++)
+		sigaction(mpl_fatal[i], &sa, &mpl_old_action[i]);
+	mpl_budget_ms = budget_ms;
+	if (budget_ms && pthread_create(&t, NULL, mpl_watchdog, NULL) == 0)
+		pthread_detach(t);
+	return 0;
+}
+
 /* ---- failures inside the selector ------------------------------------------ */
 void mpl_bug(const char *file, int line, const char *what)
 {
-	fprintf(stderr, "mpathlab kernel shim: %s at %s:%d\n", what, file, line);
+	if (mpl_call)
+		snprintf(mpl_bug_where, sizeof(mpl_bug_where), "%s at %s:%d", what, file, line);
+	else
+		fprintf(stderr, "mpathlab kernel shim: %s at %s:%d\n", what, file, line);
 	abort();
 }
 
@@ -664,7 +793,9 @@ MPL_EXPORT int mpl_load(void)
 	int r;
 	if (mpl_registered)
 		return 0;
+	MPL_CALL("module_init");
 	r = mpl_module_init();
+	MPL_DONE();
 	if (r < 0)
 		return r;
 	if (!mpl_type)
@@ -715,7 +846,9 @@ MPL_EXPORT struct mpl_ps *mpl_create(unsigned int argc, char **argv, unsigned in
 			cpumask_set_cpu(c, &p->topo.node_masks[p->topo.node_of[c]]);
 	p->ps.type = mpl_type;
 	mpl_enter(p, ktime, sched);
+	MPL_CALL("create");
 	*ret = mpl_type->create(&p->ps, argc, argv);
+	MPL_DONE();
 	if (*ret) {
 		free(p->topo.node_masks);
 		free(p->topo.node_of);
@@ -728,8 +861,11 @@ MPL_EXPORT struct mpl_ps *mpl_create(unsigned int argc, char **argv, unsigned in
 MPL_EXPORT void mpl_destroy(struct mpl_ps *p)
 {
 	mpl_enter(p, mpl_now_ktime, mpl_now_sched);
-	if (mpl_type->destroy)
+	if (mpl_type->destroy) {
+		MPL_CALL("destroy");
 		mpl_type->destroy(&p->ps);
+		MPL_DONE();
+	}
 	free(p->topo.node_masks);
 	free(p->topo.node_of);
 	free(p);
@@ -748,7 +884,9 @@ MPL_EXPORT int mpl_add_path(struct mpl_ps *p, int argc, char **argv, const char 
 		return -ENOMEM;
 	mp->path.dev = &mp->dev;
 	mpl_enter(p, ktime, ktime);
+	MPL_CALL("add_path");
 	r = mpl_type->add_path(&p->ps, &mp->path, argc, argv, &err);
+	MPL_DONE();
 	if (r) {
 		*error = err;
 		free(mp);
@@ -765,40 +903,60 @@ MPL_EXPORT struct mpl_path *mpl_select(struct mpl_ps *p, size_t nr_bytes, u64 kt
 	struct dm_path *path;
 	mpl_enter(p, ktime, sched);
 	mpl_cur_cpu = cpu;
+	MPL_CALL("select_path");
 	path = mpl_type->select_path(&p->ps, nr_bytes);
+	MPL_DONE();
 	return path ? container_of(path, struct mpl_path, path) : NULL;
 }
 
 MPL_EXPORT void mpl_fail(struct mpl_ps *p, struct mpl_path *mp, u64 ktime)
 {
 	mpl_enter(p, ktime, ktime);
+	MPL_CALL("fail_path");
 	mpl_type->fail_path(&p->ps, &mp->path);
+	MPL_DONE();
 }
 
 MPL_EXPORT int mpl_reinstate(struct mpl_ps *p, struct mpl_path *mp, u64 ktime)
 {
+	int r;
 	mpl_enter(p, ktime, ktime);
-	return mpl_type->reinstate_path(&p->ps, &mp->path);
+	MPL_CALL("reinstate_path");
+	r = mpl_type->reinstate_path(&p->ps, &mp->path);
+	MPL_DONE();
+	return r;
 }
 
 MPL_EXPORT int mpl_start_io(struct mpl_ps *p, struct mpl_path *mp, size_t nr_bytes, u64 ktime)
 {
+	int r;
 	mpl_enter(p, ktime, ktime);
-	return mpl_type->start_io ? mpl_type->start_io(&p->ps, &mp->path, nr_bytes) : 0;
+	MPL_CALL("start_io");
+	r = mpl_type->start_io ? mpl_type->start_io(&p->ps, &mp->path, nr_bytes) : 0;
+	MPL_DONE();
+	return r;
 }
 
 MPL_EXPORT int mpl_end_io(struct mpl_ps *p, struct mpl_path *mp, size_t nr_bytes, u64 start_time, u64 ktime)
 {
+	int r;
 	mpl_enter(p, ktime, ktime);
-	return mpl_type->end_io ? mpl_type->end_io(&p->ps, &mp->path, nr_bytes, start_time) : 0;
+	MPL_CALL("end_io");
+	r = mpl_type->end_io ? mpl_type->end_io(&p->ps, &mp->path, nr_bytes, start_time) : 0;
+	MPL_DONE();
+	return r;
 }
 
 MPL_EXPORT int mpl_status(struct mpl_ps *p, struct mpl_path *mp, int type, char *result, unsigned int maxlen,
 			  u64 ktime)
 {
+	int r;
 	mpl_enter(p, ktime, ktime);
 	result[0] = '\0';
 	if (!mpl_type->status)
 		return 0;
-	return mpl_type->status(&p->ps, mp ? &mp->path : NULL, (status_type_t)type, result, maxlen);
+	MPL_CALL("status");
+	r = mpl_type->status(&p->ps, mp ? &mp->path : NULL, (status_type_t)type, result, maxlen);
+	MPL_DONE();
+	return r;
 }

@@ -3,7 +3,12 @@
 # Builds null_blk path devices, puts dm-multipath over them, runs fio on the dm device and records what the
 # block layer did.
 #
-# /exp/topo/<T>.txt : "<label> <completion_nsec> [hw_queue_depth, default 256]" per path
+# /exp/topo/<T>.txt : "<label> <completion_nsec> [hw_queue_depth, default 256]" per null_blk path, or
+#                     "<label> <ndelay_nsec> <queue_depth> scsi <host> [<can_queue>]" per scsi_debug LUN path:
+#                     every scsi line's host is a scsi_debug host (HBA port; paths naming the same host share its
+#                     can_queue), all of them one LUN (vpd_use_hostno=0); ndelay and can_queue (max_queue) are
+#                     module-wide in scsi_debug, so all scsi lines of a topology must give the same values;
+#                     queue_depth is the LUN's sdev queue_depth (sysfs)
 # /exp/runs.txt     : one directive per line
 #   TOPO <T>                         tear down the current null_blk paths, build topology T
 #   SCHED <name>                     set the I/O scheduler of every path device (none, mq-deadline); TOPO resets it
@@ -29,16 +34,67 @@ trace_off() { for e in $EVS; do echo '!hist:keys=dev' > "$TR/events/block/$e/tri
 uname -a > /out/uname.txt
 KREL=$(uname -r)
 
+# a path's block device: its label for null_blk, the sdX that scsi_debug made for a scsi path (/tmp/blk.<label>)
+# (sets BLK without a subshell: the sampler calls it while fio runs)
+blk() { BLK=$1; if [ -f "/tmp/blk.$1" ]; then read -r BLK < "/tmp/blk.$1"; fi; }
 topo_down() {
-  for b in $DEVS; do echo 0 > "$C/$b/power"; rmdir "$C/$b"; done
+  for b in $DEVS; do
+    if [ -f "/tmp/blk.$b" ]; then rm "/tmp/blk.$b"; else echo 0 > "$C/$b/power"; rmdir "$C/$b"; fi
+  done
+  if [ -d /sys/module/scsi_debug ]; then rmmod scsi_debug || echo "scsi_debug unload failed"; fi
   DEVS=""
   : > /tmp/paths_now
+}
+# the scsi lines of a topology: one scsi_debug load with as many hosts as named and as many targets per host as
+# the busiest one; then label -> sdX of adapter<host>, target <k-th path of that host>
+scsi_up() {
+  nd=""; cq=""; nh=0; nt=0; : > /tmp/scsi_lines; : > /tmp/scsi_lines.k
+  while read -r label nsec qd kind host canq; do
+    [ "$kind" = scsi ] || continue
+    [ -z "$nd" ] || [ "$nd" = "$nsec" ] || { echo "topology $1: scsi paths with different ndelay"; return 1; }
+    [ -z "$cq" ] || [ "$cq" = "${canq:-192}" ] || { echo "topology $1: scsi paths with different can_queue"; return 1; }
+    nd=$nsec; cq=${canq:-192}
+    [ "$host" -lt "$nh" ] || nh=$((host + 1))
+    k=$(grep -c " scsi $host\$" /tmp/scsi_lines)
+    echo "$label $host $k" >> /tmp/scsi_lines.k
+    echo "$label scsi $host" >> /tmp/scsi_lines
+    [ "$k" -lt "$nt" ] || nt=$((k + 1))
+  done < "/exp/topo/$1.txt"
+  [ -n "$nd" ] || return 0
+  # no udev in the guest: sd (the disk driver the scanned LUNs bind to) is loaded by hand
+  modprobe sd_mod || { echo "sd_mod load failed"; return 1; }
+  modprobe scsi_debug add_host="$nh" num_tgts="$nt" max_luns=1 vpd_use_hostno=0 ndelay="$nd" max_queue="$cq" \
+    dev_size_mb=64 virtual_gb=2 || { echo "scsi_debug load failed"; return 1; }
+  while read -r label host k; do
+    b=""; n=0
+    while [ -z "$b" ] && [ $n -lt 50 ]; do   # the SCSI scan is asynchronous
+      for x in "/sys/bus/pseudo/drivers/scsi_debug/adapter$host"/host*/target*:"$k"/*:"$k":0/block/*; do
+        [ -e "$x" ] && b=${x##*/}
+      done
+      [ -n "$b" ] || { sleep 0.2; n=$((n + 1)); }
+    done
+    [ -n "$b" ] || { echo "topology $1: no block device for $label (host $host, target $k)"; return 1; }
+    echo "$b" > "/tmp/blk.$label"
+  done < /tmp/scsi_lines.k
+  rm -f /tmp/scsi_lines /tmp/scsi_lines.k
 }
 # every build of a topology is logged in /out/paths_map.txt; the current one alone is in /tmp/paths_now
 topo_up() {
   TOPO=$1
-  while read -r label nsec qd; do
+  rm -f /tmp/scsi_lines /tmp/scsi_lines.k
+  scsi_up "$1" || return 1
+  while read -r label nsec qd kind host _; do
     case "$label" in ''|'#'*) continue;; esac
+    if [ "$kind" = scsi ]; then
+      b=$(cat "/tmp/blk.$label"); sd=/sys/block/$b/device
+      echo "$qd" > "$sd/queue_depth"
+      DEVS="$DEVS $label"
+      for sh_ in "/sys/bus/pseudo/drivers/scsi_debug/adapter$host"/host*; do break; done
+      echo "$TOPO $label $(cat "/sys/block/$b/dev") completion_nsec=$(cat /sys/module/scsi_debug/parameters/ndelay)" \
+           "hw_queue_depth=$(cat "$sd/queue_depth") submit_queues=1 kind=scsi host=$host" \
+           "can_queue=$(cat "/sys/class/scsi_host/${sh_##*/}/can_queue") block=$b" >> /tmp/paths_now
+      continue
+    fi
     [ -n "$qd" ] || qd=256
     d=$C/$label; mkdir "$d"
     echo 2 > "$d/irqmode"; echo "$nsec" > "$d/completion_nsec"; echo 2048 > "$d/size"
@@ -50,27 +106,27 @@ topo_up() {
   cat /tmp/paths_now >> /out/paths_map.txt
 }
 # "dev f1..f17" for every path and the dm device
-snap() { for b in $DEVS $DM; do echo "$b $(cat "/sys/block/$b/stat")"; done; }
+snap() { for b in $DEVS $DM; do blk "$b"; echo "$b $(cat "/sys/block/$BLK/stat")"; done; }
 # blk-mq debugfs counters: per hw queue runs, requests queued, dispatch batch histogram; per sw queue (CPU)
 # requests dispatched/completed. "file value value ..." per line.
 dbg() {
   for b in $DEVS $DM; do
-    for f in "/sys/kernel/debug/block/$b"/hctx*/run "/sys/kernel/debug/block/$b"/hctx*/queued \
-             "/sys/kernel/debug/block/$b"/hctx*/dispatched "/sys/kernel/debug/block/$b"/hctx*/cpu*/dispatched \
-             "/sys/kernel/debug/block/$b"/hctx*/cpu*/completed; do
-      [ -f "$f" ] && echo "${f#/sys/kernel/debug/block/} $(tr '\n\t' '  ' < "$f")"
+    blk "$b"; k=/sys/kernel/debug/block/$BLK
+    for f in "$k"/hctx*/run "$k"/hctx*/queued "$k"/hctx*/dispatched "$k"/hctx*/cpu*/dispatched \
+             "$k"/hctx*/cpu*/completed; do
+      [ -f "$f" ] && echo "$b/${f#"$k"/} $(tr '\n\t' '  ' < "$f")"
     done
   done
 }
 # a bio-based dm device has no scheduler and (6.12) no nr_requests value: those fields are then empty
 queueinfo() {
   for b in $DEVS $DM; do
-    q=/sys/block/$b/queue
-    nhw=0; for h in "/sys/block/$b/mq"/*; do [ -d "$h" ] && nhw=$((nhw + 1)); done
+    blk "$b"; d=$BLK; q=/sys/block/$d/queue
+    nhw=0; for h in "/sys/block/$d/mq"/*; do [ -d "$h" ] && nhw=$((nhw + 1)); done
     echo "$b scheduler=[$(sed 's/.*\[\(.*\)\].*/\1/' "$q/scheduler" 2>/dev/null)]" \
          "nr_requests=$(cat "$q/nr_requests" 2>/dev/null) nr_hw_queues=$nhw" \
-         "hw_tags=$(cat "/sys/block/$b/mq/0/nr_tags" 2>/dev/null)" \
-         "hw_reserved=$(cat "/sys/block/$b/mq/0/nr_reserved_tags" 2>/dev/null)" \
+         "hw_tags=$(cat "/sys/block/$d/mq/0/nr_tags" 2>/dev/null)" \
+         "hw_reserved=$(cat "/sys/block/$d/mq/0/nr_reserved_tags" 2>/dev/null)" \
          "max_sectors_kb=$(cat "$q/max_sectors_kb") nomerges=$(cat "$q/nomerges") rq_affinity=$(cat "$q/rq_affinity")"
   done
 }
@@ -79,7 +135,7 @@ sampler() {  # $1 = run dir, $2 = runtime; samples every 2 s while fio runs
   while [ $n -lt $(( ($2 - 1) / 2 )) ]; do
     sleep 2; n=$((n + 1))
     echo "T $(cut -d' ' -f1 /proc/uptime)"
-    for b in $DEVS $DM; do echo "I $b $(cat "/sys/block/$b/inflight")"; done
+    for b in $DEVS $DM; do blk "$b"; echo "I $b $(cat "/sys/block/$BLK/inflight")"; done
     echo "S $(dmsetup status mp)"
   done > "$1/samples"
 }
@@ -87,7 +143,7 @@ sampler() {  # $1 = run dir, $2 = runtime; samples every 2 s while fio runs
 while read -r kind name sel qmode depth rt rest; do
   case "$kind" in
     TOPO) topo_down; topo_up "$name"; SCHEDX=default; continue;;
-    SCHED) for b in $DEVS; do echo "$name" > "/sys/block/$b/queue/scheduler"; done; SCHEDX=$name; continue;;
+    SCHED) for b in $DEVS; do blk "$b"; echo "$name" > "/sys/block/$BLK/queue/scheduler"; done; SCHEDX=$name; continue;;
     TRACE) TRACE=$name; continue;;
     FIO) FIOX=$(echo "$name $sel $qmode $depth $rt $rest" | tr -s ' ' | sed 's/^ //; s/ $//'); continue;;
     SH) sh -c "$name $sel $qmode $depth $rt $rest" >> /out/sh.log 2>&1; echo "SH rc=$?" >> /out/sh.log; continue;;
@@ -97,7 +153,7 @@ while read -r kind name sel qmode depth rt rest; do
   o=/out/runs/$name; mkdir -p "$o"
   sargs=${rest:-0}
   paths=""; N=0; first=""
-  for b in $DEVS; do paths="$paths $(cat "/sys/block/$b/dev") 1"; N=$((N + 1)); first=${first:-$b}; done
+  for b in $DEVS; do blk "$b"; paths="$paths $(cat "/sys/block/$BLK/dev") 1"; N=$((N + 1)); first=${first:-$BLK}; done
   feat="0"; [ "$qmode" = bio ] && feat="2 queue_mode bio"
   T="0 $(blockdev --getsz "/dev/$first") multipath $feat 0 1 1 $sel $sargs $N 1$paths"
   {
