@@ -351,10 +351,11 @@ def _repeat_sd(c: dict, labels: List[str]) -> Optional[float]:
 
 def within(diff: float, sd: Optional[float], n: int) -> str:
     """"yes": within TOLERANCE of the kernel's mean; "noise": further, but within two standard
-    errors of that mean (the lab's repeats disagree more than that); "no" otherwise."""
+    errors of that mean, with at least 3 repeats (the lab's repeats disagree more than that);
+    "no" otherwise."""
     if abs(diff) <= TOLERANCE + 1e-12:
         return "yes"
-    if sd is not None and n > 1 and abs(diff) <= 2 * sd / n ** 0.5:
+    if sd is not None and n >= 3 and abs(diff) <= 2 * sd / n ** 0.5:
         return "noise"
     return "no"
 
