@@ -20,7 +20,9 @@ import os
 import sys
 from typing import Dict, List, Optional, Tuple
 
-from .sim.devices import PathModel, ServiceTime
+import math
+
+from .sim.devices import Empirical, PathModel, ServiceTime
 from .sim.engine import simulate
 from .sim.host import HostModel
 from .workload.fio import parse_fio
@@ -78,25 +80,42 @@ UNLIMITED = 256
 CALIB_TOPOLOGIES = ("c0", "c1", "c4", "c0x2", "c4x2")
 
 
+LATE_QUANTILES = 1000
+
+
 class Guest:
     """The lab's guest as the prediction sees it: CPU time per I/O on the fio job's CPU
     (split into submission and completion) and the lateness of null_blk's timer, added to
     every path's completion time.  Fitted once per kernel by ``fit_guest``."""
 
-    def __init__(self, kernel: str, submit_ns: int, complete_ns: int, late_ns: int, fitted_on: List[str]):
+    def __init__(self, kernel: str, submit_ns: int, complete_ns: int, late_ns: int, fitted_on: List[str],
+                 session: str = ""):
         self.kernel = kernel
+        self.session = session
         self.submit_ns = int(submit_ns)
         self.complete_ns = int(complete_ns)
         self.late_ns = int(late_ns)
         self.fitted_on = fitted_on
 
+    def service(self, completion_ns: int) -> ServiceTime:
+        """A null_blk path's service time: its completion time plus the timer's lateness, drawn
+        from an exponential distribution with the fitted mean (the emulated CPU that owns the
+        timer runs late by a memoryless amount); as LATE_QUANTILES quantiles, so both engines
+        draw from the same table."""
+        if not self.late_ns:
+            return ServiceTime(completion_ns)
+        n = LATE_QUANTILES
+        return Empirical([completion_ns - self.late_ns * math.log(1 - (i + 0.5) / n) for i in range(n)],
+                         "completion %d ns + exponential lateness (mean %d ns)" % (completion_ns, self.late_ns))
+
     def host(self) -> HostModel:
         return HostModel(GUEST_CPUS, self.submit_ns, self.complete_ns, WAKE_NS, work_latency_ns=WORK_LATENCY_NS)
 
     def describe(self) -> str:
-        return ("kernel %s: CPU per I/O %d us (submission %d us, completion %d us), timer late %d us; "
+        return ("kernel %s%s: CPU per I/O %d us (submission %d us, completion %d us), timer late %d us; "
                 "fitted on %d calibration runs (%s)" % (
-                    self.kernel, round((self.submit_ns + self.complete_ns) / 1000), round(self.submit_ns / 1000),
+                    self.kernel, " session %s" % self.session if self.session else "",
+                    round((self.submit_ns + self.complete_ns) / 1000), round(self.submit_ns / 1000),
                     round(self.complete_ns / 1000), round(self.late_ns / 1000), len(self.fitted_on),
                     ", ".join(sorted(set(r.split()[0] for r in self.fitted_on)))))
 
@@ -111,7 +130,16 @@ def is_calib(c: dict) -> bool:
     return c["topology"] in CALIB_TOPOLOGIES
 
 
-def fit_guest(cells: List[dict], kernel: str) -> Guest:
+def session_of(c: dict) -> str:
+    """The lab session a cell was run in: the UTC day its (first) repeat's boot started."""
+    for r in c.get("repeats") or []:
+        start = str((r.get("host_load") or {}).get("utc_start") or "")
+        if len(start) >= 8:
+            return start[:8]
+    return ""
+
+
+def fit_guest(cells: List[dict], kernel: str, session: str = "") -> Guest:
     """Fit the guest model of one kernel on its calibration cells (plain topologies c0, c1, c4,
     no variants), three numbers, each a median over those cells' repeats:
 
@@ -121,11 +149,18 @@ def fit_guest(cells: List[dict], kernel: str) -> Guest:
       spent before the I/O is handed to dm), the rest is the completion;
     - the timer's lateness: device latency (path_mean_write_ms) less the completion time of the
       one-path 1 ms and 4 ms cells, every depth and mode.
-    Without calibration cells for ``kernel`` the constants of the 6.1 calibration are used."""
+    With ``session`` (a UTC day, see session_of) only the calibration runs of that session
+    count: the emulation's cost is the host's, and the host's load differs from day to day.
+    A session without calibration runs takes all of the kernel's; a kernel without any, the
+    constants of the first 6.1 calibration."""
     mine = [c for c in cells if str(c.get("kernel") or "6.1") == kernel and c["topology"] in ("c0", "c1", "c4")]
+    if session and not any(session_of(dict(c, repeats=[r])) == session for c in mine for r in c["repeats"]):
+        session = ""
     per_io, frac, late, runs = [], [], [], []
     for c in mine:
         for r in c.get("repeats") or []:
+            if session and session_of(dict(c, repeats=[r])) != session:
+                continue
             tag = "%s %s d%d" % (c["topology"], c["queue_mode"], c["iodepth"])
             if c["topology"] == "c0" and c["iodepth"] == 64 and r.get("fio_iops"):
                 per_io.append(1e9 / r["fio_iops"])
@@ -138,10 +173,10 @@ def fit_guest(cells: List[dict], kernel: str) -> Guest:
                     late.append(ms * 1e6 - c["paths"][0]["completion_ns"])
                     runs.append(tag)
     if not per_io or not late:
-        return Guest(kernel, SUBMIT_COST_NS, COMPLETE_COST_NS, int(4_000_000 * (TIMER_LATE - 1)), [])
+        return Guest(kernel, SUBMIT_COST_NS, COMPLETE_COST_NS, int(4_000_000 * (TIMER_LATE - 1)), [], session)
     cost = _median(per_io)
     f = min(max(_median(frac), 0.0), 1.0) if frac else SUBMIT_FRACTION
-    return Guest(kernel, int(cost * f), int(cost * (1 - f)), max(0, int(_median(late))), runs)
+    return Guest(kernel, int(cost * f), int(cost * (1 - f)), max(0, int(_median(late))), runs, session)
 
 
 TOLERANCE = 0.03
@@ -192,7 +227,8 @@ def path_models(c: dict, guest: Optional[Guest] = None) -> List[PathModel]:
             svc = p["completion_ns"] + guest.late_ns
         else:
             svc = ms * 1e6 if ms else p["completion_ns"] * TIMER_LATE
-        out.append(PathModel(p["label"], (8, 16 * i), ServiceTime(svc),
+        service = guest.service(p["completion_ns"]) if guest is not None else ServiceTime(svc)
+        out.append(PathModel(p["label"], (8, 16 * i), service,
                              parallelism=qd, hw_queue_depth=0 if qd >= UNLIMITED else qd,
                              nr_hw_queues=GUEST_CPUS, **sched_kw))
     return out
@@ -255,20 +291,23 @@ def table_cells(cells: List[dict]) -> List[dict]:
 
 
 def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
-            guests: Optional[Dict[str, Guest]] = None) -> List[dict]:
+            guests: Optional[Dict[str, Guest]] = None, all_cells: Optional[List[dict]] = None) -> List[dict]:
     """One row per table cell: the kernel's mean share per path group and the prediction (from
     the topology and the kernel's guest, fitted on ``cells``' calibration cells unless
-    ``guests`` are given); with ``measured`` also the diagnostic run from each repeat's
+    ``guests`` (keyed "KERNEL SESSION") are given; ``all_cells``: where the calibration cells are
+    when ``cells`` is a selection); with ``measured`` also the diagnostic run from each repeat's
     measured device latency and CPU time."""
     guests = dict(guests or {})
     rows = []
     for c in table_cells(cells):
         kernel = str(c.get("kernel") or "6.1")
-        if kernel not in guests:
-            guests[kernel] = fit_guest(cells, kernel)
+        gkey = "%s %s" % (kernel, session_of(c))
+        if gkey not in guests:
+            guests[gkey] = fit_guest(all_cells if all_cells is not None else cells, kernel, session_of(c))
+        guest = guests[gkey]
         groups = _groups(c)
         kern = _group_shares(groups, c["mean_share"])
-        pred_run = simulate_cell(c, runtime_s, guest=guests[kernel])
+        pred_run = simulate_cell(c, runtime_s, guest=guest)
         sim = _group_shares(groups, pred_run.shares)
         diffs = {k: sim[k] - v for k, v in kern.items()}
         worst = max(diffs, key=lambda k: abs(diffs[k]))
@@ -279,7 +318,7 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                "within": within(diffs[worst], sd, n), "variant": "/" in c["topology"],
                "kernel_iops": c.get("mean_fio_iops"),
                "sim_iops": pred_run.completed / (pred_run.runtime_ns / 1e9) if pred_run.runtime_ns else 0.0,
-               "paths": c["paths"], "topology": c["topology"]}
+               "paths": c["paths"], "topology": c["topology"], "guest": guest.describe()}
         if measured:
             runs = [simulate_cell(rc, runtime_s) for rc in repeat_cells(c)]
             mshares = {k: sum(r.shares[k] for r in runs) / len(runs) for k in runs[0].shares}
@@ -312,10 +351,11 @@ def _repeat_sd(c: dict, labels: List[str]) -> Optional[float]:
 
 def within(diff: float, sd: Optional[float], n: int) -> str:
     """"yes": within TOLERANCE of the kernel's mean; "noise": further, but within two standard
-    errors of that mean (the lab's repeats disagree more than that); "no" otherwise."""
+    errors of that mean, with at least 3 repeats (the lab's repeats disagree more than that);
+    "no" otherwise."""
     if abs(diff) <= TOLERANCE + 1e-12:
         return "yes"
-    if sd is not None and n > 1 and abs(diff) <= 2 * sd / n ** 0.5:
+    if sd is not None and n >= 3 and abs(diff) <= 2 * sd / n ** 0.5:
         return "noise"
     return "no"
 
@@ -332,7 +372,7 @@ def _fmt_paths(paths) -> str:
     return "+".join(parts)
 
 
-def markdown(rows: List[dict], guests: Optional[Dict[str, Guest]] = None) -> str:
+def markdown(rows: List[dict]) -> str:
     measured = any("measured_sim" in r for r in rows)
     head = "| kernel | cell | paths (ms/tags) | n | path(s) | kernel share (sd) | predicted | diff | kernel IOPS | pred. IOPS "
     rule = "|---|---|---|---|---|---|---|---|---|---|"
@@ -364,8 +404,8 @@ def markdown(rows: List[dict], guests: Optional[Dict[str, Guest]] = None) -> str
         out.append("predicted: %s within tolerance; largest difference %.3f (%s %s)" % (
             ", ".join("%s %d of %d" % (k, v[0], v[1]) for k, v in sorted(counts.items())),
             abs(worst["diff"]), worst["kernel_series"], worst["cell"]))
-        for g in (guests or {}).values():
-            out.append("guest model %s" % g.describe())
+        for g in sorted({r["guest"] for r in rows}):
+            out.append("guest model %s" % g)
     return "\n".join(out)
 
 
@@ -391,10 +431,8 @@ def main(argv=None) -> int:
     if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
         print("mpathlab.validate: error: %s: not a list of cells" % a.results, file=sys.stderr)
         return 3
-    kernels = sorted({str(c.get("kernel") or "6.1") for c in cells})
-    guests = {k: fit_guest(cells, k) for k in kernels if not a.kernel or k == a.kernel}
-    chosen = [c for c in cells if a.filter in cell_key(c) and str(c.get("kernel") or "6.1") in guests]
-    print(markdown(compare(chosen, a.runtime, a.measured, guests), guests))
+    chosen = [c for c in cells if a.filter in cell_key(c) and (not a.kernel or str(c.get("kernel") or "6.1") == a.kernel)]
+    print(markdown(compare(chosen, a.runtime, a.measured, guests=None, all_cells=cells)))
     return 0
 
 
