@@ -15,7 +15,7 @@ Measures
      plug-in selector (examples/my_selector.py) and a bssplit + rate_iops job (IoGen), each in both engines: simulated I/Os per
      second, and the core's rate as a ratio to the Python engine and to the bare heapq floor
      (the heapq loop's rate for that run's events per I/O).
-Targets (issue 4): >= 20x SimPy, within 2x of the bare heapq loop, HST < 2 us per I/O
+Targets: >= 20x SimPy, within 2x of the bare heapq loop, HST < 2 us per I/O
 at 8 paths, memory flat in the number of I/Os.  Issue 16: every shipped scenario and fault
 study >= 2 M I/Os per second in the core, a Python plug-in selector >= 3x the Python engine,
 the 4-path HST scenario (1.) >= 6 M/s.
@@ -40,7 +40,7 @@ from mpathlab.scenarios import HERE as SCEN  # noqa: E402
 from mpathlab.sim import fast  # noqa: E402
 from mpathlab.sim.engine import Simulation  # noqa: E402
 from mpathlab.workload.fio import parse_fio  # noqa: E402
-from mpathlab.workload.topology import load_topology  # noqa: E402
+from mpathlab.topology import load_topology  # noqa: E402
 
 
 def scenario(n_ios: int):
@@ -118,7 +118,7 @@ def _plugin_selector():
 
 
 def core_configs(n_ios: int):
-    """(label, build(engine) -> Simulation) for every configuration issue 16 puts in the core
+    """(label, build(engine) -> Simulation) for every configuration that runs in the compiled core
     (built as mpathlab.runner.run_simulation builds them; only run() is timed)."""
     from mpathlab.scenarios import SCENARIOS
     from mpathlab.sim.devices import Exponential, PathModel
@@ -265,7 +265,7 @@ def main():
         out["selector_us"]["historical-service-time (accelerated)"] = row
         print("%-28s %8.2f %8.2f %8.2f   (target < 2 us at 8)" % (("hst, accelerated",) + tuple(row)))
 
-    print("\n== issue 16: every run in the core (one run; rates in simulated I/Os per second)")
+    print("\n== every run in the core (one run; rates in simulated I/Os per second)")
     out["core_runs"] = core_table(n_py, heapq_rate(n_py * 4))
 
     print("\n== peak memory (max RSS of a fresh process)")

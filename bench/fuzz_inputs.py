@@ -56,7 +56,7 @@ def t_fio(data: bytes) -> None:
 
 
 def t_topology(data: bytes) -> None:
-    from mpathlab.workload.topology import load_topology
+    from mpathlab.topology import load_topology
     with tempfile.NamedTemporaryFile("wb", suffix=".toml", delete=False) as f:
         f.write(data)
     try:
@@ -127,7 +127,7 @@ def main(argv) -> int:
         import mpathlab.inputs  # noqa: F401  (instrument the parsers before the first call)
         import mpathlab.target.status_parse  # noqa: F401
         import mpathlab.workload.fio  # noqa: F401
-        import mpathlab.workload.topology  # noqa: F401
+        import mpathlab.topology  # noqa: F401
         import mpathlab.mtools.conf  # noqa: F401
     atheris.Setup([sys.argv[0]] + argv[1:] + [corpus], lambda data: check(name, data))
     atheris.Fuzz()

@@ -15,7 +15,7 @@ import simpy
 from mpathlab.scenarios import HERE as SCEN
 from mpathlab.target import MAP_REMAPPED, MpathIO, construct, split_table_line
 from mpathlab.timing import TimeBase
-from mpathlab.workload.topology import load_topology
+from mpathlab.topology import load_topology
 
 
 def rate(n_ios: int, iodepth: int = 64, seed: int = 1) -> float:

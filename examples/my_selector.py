@@ -44,7 +44,7 @@ class ShortestQueueTail(ListSelector):
         kind = check_status_kind(kind)
         if path is None:
             return "0 "
-        p = self._path_info(path)
+        p = self.path_info(path)
         return ("%d " % p.inflight) if kind == STATUS_INFO else ("1 " if kind == "table" else "")
 
 

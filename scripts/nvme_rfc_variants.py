@@ -15,9 +15,9 @@ except ImportError:                       # Python < 3.11
     import tomli as tomllib
 
 from mpathlab.nvme.run import run_nvme
-from mpathlab.nvme.scenarios import HERE, bandwidth_mib
+from mpathlab.scenarios.nvme import HERE, bandwidth_mib
 from mpathlab.workload.fio import parse_fio
-from mpathlab.workload.topology import topology_from_dict
+from mpathlab.topology import topology_from_dict
 
 POLICIES = ("numa", "round-robin", "queue-depth", "adaptive")
 with open(os.path.join(HERE, "nvme-latency-rfc.toml"), "rb") as f:

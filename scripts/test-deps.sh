@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Debian packages that some tests need (fio's tools, the kernel source for the C selectors, a browser for
-# the report tests). Installed with apt-get when running as root and missing; elsewhere the tests that need
+# the report tests, multipath-tools whose multipath -t is the oracle of the multipath.conf corpus). Installed with apt-get when running as root and missing; elsewhere the tests that need
 # them skip (and fail under CI=true, see tests/conftest.py require()).
 # One package per line of DEBIAN_PACKAGES: "package  command-or-file-that-proves-it-is-installed".
 set -uo pipefail
@@ -10,6 +10,7 @@ DEBIAN_PACKAGES=(
   "linux-source-6.1 /usr/src/linux-source-6.1.tar.xz"
   "python3-six /usr/lib/python3/dist-packages/six.py"
   "chromium /usr/bin/chromium"
+  "multipath-tools /sbin/multipath"
 )
 missing=()
 for entry in "${DEBIAN_PACKAGES[@]}"; do

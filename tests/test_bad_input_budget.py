@@ -74,7 +74,7 @@ def test_ten_million_ios_on_the_python_engine_are_announced(tmp_path, monkeypatc
     from mpathlab import budget
     from mpathlab.sim.engine import Simulation
     from mpathlab.workload.fio import load_fio
-    from mpathlab.workload.topology import load_topology
+    from mpathlab.topology import load_topology
     monkeypatch.setenv("MPATHLAB_ENGINE", "python")
     topo = load_topology(ASYM)
     jobs = load_fio(write(tmp_path, "j.fio", "[j]\nrw=randwrite\nbs=512\nnumber_ios=10000000\nsize=100g\n"))

@@ -70,7 +70,7 @@ def test_runs_not_annotated_by_the_runner_say_stalled_the_same_way(tmp_path, cap
     from mpathlab.report import fio_json, run_summary
     from mpathlab.runner import run_simulation
     from mpathlab.workload.fio import load_fio
-    from mpathlab.workload.topology import load_topology
+    from mpathlab.topology import load_topology
     topo = load_topology(write(tmp_path, "t.toml", LATE.replace(', { at = "120s", action = "reinstate" }', "")))
     jobs = load_fio(write(tmp_path, "j.fio", DEPTH4))
     res = run_simulation(topo, jobs)

@@ -12,7 +12,7 @@ from mpathlab.sim.devices import Exponential, PathModel, ServiceTime
 from mpathlab.sim.engine import Simulation, simulate
 from mpathlab.sim.host import HostModel
 from mpathlab.workload.fio import JobSpec
-from mpathlab.workload.topology import TopologyError, load_topology
+from mpathlab.topology import TopologyError, load_topology
 
 MS = 1_000_000
 

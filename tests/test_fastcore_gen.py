@@ -314,7 +314,7 @@ def test_fio_examples_the_core_takes_run_identically():
     import os
     from test_fio_examples import EXPECTED_REFUSED, HERE, PARSED, TABLE
     from mpathlab.workload.fio import load_fio
-    from mpathlab.workload.topology import topology_from_table
+    from mpathlab.topology import topology_from_table
     ran = []
     for name in PARSED:
         if name in EXPECTED_REFUSED:

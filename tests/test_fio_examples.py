@@ -11,7 +11,7 @@ from conftest import require
 from mpathlab.runner import run_simulation
 from mpathlab.workload import fio_options as fo
 from mpathlab.workload.fio import FioError, load_fio
-from mpathlab.workload.topology import topology_from_table
+from mpathlab.topology import topology_from_table
 
 HERE = os.path.join(os.path.dirname(__file__), "data", "fio-examples")
 TABLE = "0 2097152 multipath 0 0 1 1 service-time 0 2 2 sdb 1 1 sdc 1 1"

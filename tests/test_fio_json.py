@@ -20,7 +20,7 @@ from mpathlab.sim import PathModel, ServiceTime
 from mpathlab.workload.fio import parse_fio
 import tomllib
 
-from mpathlab.workload.topology import topology_from_dict
+from mpathlab.topology import topology_from_dict
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "fio-3.33")
 TABLE = "0 2097152 multipath 0 0 1 1 service-time 0 2 2 sdb 1 1 sdc 1 1"

@@ -207,7 +207,9 @@ def test_averaged_windows_end_as_fios_do(tmp_path):
     assert r.jobs[0].end_ns // 1_000_000 == 255
     fio_clat = [t for t, *_ in _log(tmp_path / "fio" / "f_clat.1.log")]
     our_clat = [t for t, *_ in _log(tmp_path / "sim" / "m_clat.1.log")]
-    assert our_clat == [100, 200, 255] and fio_clat[:2] == [100, 200] and 255 <= fio_clat[2] <= 258
+    # fio stamps a window when its thread gets the CPU: on a loaded host a few ms late, never early
+    assert our_clat == [100, 200, 255] and len(fio_clat) == 3
+    assert all(0 <= f - o <= 10 for f, o in zip(fio_clat, our_clat))
     # bw: ours at the two full windows' ends; fio's at most as many, at its helper thread's ticks
     assert [t for t, *_ in _log(tmp_path / "sim" / "m_bw.1.log")] == [100, 200]
     assert 1 <= len(_log(tmp_path / "fio" / "f_bw.1.log")) <= 2

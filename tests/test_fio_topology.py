@@ -3,7 +3,7 @@ import os
 import pytest
 
 from mpathlab.workload.fio import FioError, parse_fio
-from mpathlab.workload.topology import TopologyError, load_topology, rewrite_selector, topology_from_dict
+from mpathlab.topology import TopologyError, load_topology, rewrite_selector, topology_from_dict
 from mpathlab.scenarios import HERE
 
 

@@ -14,7 +14,7 @@ import re
 import pytest
 
 from mpathlab.profiles import Host
-from mpathlab.profiles.dmsetup import DmDevice
+from mpathlab.target.dmsetup import DmDevice
 from mpathlab.target import MpathIO
 from mpathlab.target import ima as dm_ima
 

@@ -182,7 +182,7 @@ def test_run_report_and_sweep_point_with_a_c_selector(md, tmp_path):
     from mpathlab.scenarios import HERE
     from mpathlab.sweep import run_point
     from mpathlab.workload.fio import parse_fio
-    from mpathlab.workload.topology import load_topology
+    from mpathlab.topology import load_topology
     import tomllib
     name = c_name(md, "queue-length")
     assert parse_selector_spec(name + ":1") == (name, ["1"])

@@ -1,4 +1,4 @@
-"""Many hosts, one array (mpathlab.sim.multihost)."""
+"""Many hosts, one array (mpathlab.multihost)."""
 import os
 
 import pytest
@@ -7,9 +7,9 @@ from mpathlab.scenarios import HERE
 from mpathlab.sim import fast
 from mpathlab.sim.devices import ServiceTime, PathModel
 from mpathlab.sim.engine import Simulation
-from mpathlab.sim.multihost import MultiHostSimulation, load_multihost, run_multihost, tail_rows
+from mpathlab.multihost import MultiHostSimulation, load_multihost, run_multihost, tail_rows
 from mpathlab.workload.fio import parse_fio
-from mpathlab.workload.topology import TopologyError
+from mpathlab.topology import TopologyError
 
 TOPO = os.path.join(HERE, "hosts-8x4.toml")
 JOB = os.path.join(HERE, "hosts-8x4.fio")
@@ -46,7 +46,7 @@ def test_hosts_share_a_port_queue():
     assert sim.targets[0] is not sim.targets[1]
     assert sim.targets[0].priority_groups[0].ps is not sim.targets[1].priority_groups[0].ps
     assert sim.host_port == [[10], [10]]
-    assert fast.eligible(sim) == "several hosts (mpathlab.sim.multihost) need the Python engine"
+    assert fast.eligible(sim) == "several hosts (mpathlab.multihost) need the Python engine"
 
 
 def test_multihost_input_errors(tmp_path):

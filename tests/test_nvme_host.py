@@ -11,7 +11,7 @@ from mpathlab.nvme.run import attach
 from mpathlab.runner import run_simulation
 from mpathlab.sim.engine import Simulation
 from mpathlab.workload.fio import parse_fio
-from mpathlab.workload.topology import TopologyError, load_topology, topology_from_dict
+from mpathlab.topology import TopologyError, load_topology, topology_from_dict
 
 MS = 1_000_000
 US = 1_000

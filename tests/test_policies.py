@@ -275,7 +275,7 @@ def test_hst_latency_spreads_the_fast_paths():
     from mpathlab.scenarios import SCENARIOS, herding_rows
     from mpathlab.runner import run_simulation
     from mpathlab.workload.fio import load_fio
-    from mpathlab.workload.topology import load_topology
+    from mpathlab.topology import load_topology
     sc = SCENARIOS["hst-fast-path-herding"]
     r = run_simulation(load_topology(sc.topology), load_fio(sc.job), selector="hst-latency")
     rows = herding_rows(r.shares)

@@ -16,7 +16,7 @@ from mpathlab.sim.engine import Simulation
 from mpathlab.timing import TimeBase
 from mpathlab.target import MessageError, TargetError, parse
 from mpathlab.workload.fio import parse_fio
-from mpathlab.workload.topology import TopologyError, topology_from_dict
+from mpathlab.topology import TopologyError, topology_from_dict
 
 RR2 = "0 2097152 multipath 0 0 1 1 round-robin 0 2 1 252:0 1 252:1 1"
 

@@ -10,7 +10,7 @@ from mpathlab.cli import main
 from mpathlab.selectors import CpuTopology, SelectorError
 from mpathlab.target import TargetError, construct, parse_status_info
 from mpathlab.workload.fio import FioError, parse_fio
-from mpathlab.workload.topology import TopologyError, topology_from_dict
+from mpathlab.topology import TopologyError, topology_from_dict
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

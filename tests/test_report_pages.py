@@ -15,7 +15,7 @@ from mpathlab.runner import run_simulation
 from mpathlab.scenarios import HERE
 from mpathlab.sweep import run_point
 from mpathlab.workload.fio import parse_fio
-from mpathlab.workload.topology import load_topology
+from mpathlab.topology import load_topology
 
 EX = os.path.join(os.path.dirname(__file__), "..", "examples")
 TOPO = os.path.join(HERE, "hst-2020.toml")

@@ -173,7 +173,7 @@ def test_2020_depth64_depends_on_sched_clock_leading_ktime(offset, stale_limited
     import os
     from mpathlab.runner import run_simulation
     from mpathlab.scenarios import HERE
-    from mpathlab.workload.topology import load_topology
+    from mpathlab.topology import load_topology
     topo = load_topology(os.path.join(HERE, "hst-2020.toml"))
     topo.sched_clock_offset_ns = offset
     jobs = parse_fio("[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=64\nnumber_ios=40000\n")

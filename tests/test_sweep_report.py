@@ -12,7 +12,7 @@ from mpathlab.runner import run_simulation
 from mpathlab.scenarios import HERE
 from mpathlab.sweep import SweepError, parse_set, read_rows, run_point, run_sweep, write_rows
 from mpathlab.workload.fio import parse_fio
-from mpathlab.workload.topology import load_topology
+from mpathlab.topology import load_topology
 
 TOPO = os.path.join(HERE, "hst-2020.toml")
 JOB = "[j]\nioengine=libaio\nrw=randwrite\nbs=4k\nnumber_ios=2000\n"

@@ -84,3 +84,14 @@ def test_report_with_seeds_has_a_tail_table(tmp_path):
     page = out.read_text()
     assert "Tail latency, 95% confidence" in page and "mean over 3 seeds" in page
     assert page.count("iodepth=8  round-robin") == 1 and "p99.99" in page
+
+
+def test_selectors_that_ran_identically_are_not_listed_as_comparisons():
+    # C's runs are A's, seed for seed (as queue-length and service-time on equal-sized I/O)
+    rows = _rows() + [dict(r, selector="C") for r in _rows() if r["selector"] == "A"]
+    text = tail_text(rows)
+    assert "ran identically at every seed" in text and "  iodepth=8 A = C" in text
+    not_sig = text.split("NOT significant")[1]
+    assert "A vs C" not in not_sig and "C vs A" not in not_sig
+    assert "A vs B, difference 0.0 us" in not_sig          # equal at p50 only: still a comparison
+    assert "identically" not in tail_text(_rows())

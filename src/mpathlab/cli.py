@@ -28,6 +28,7 @@ import time
 from typing import List, Optional
 
 from . import __version__
+from .inputs import InputError, arg_int
 
 EXIT_USAGE = 2
 EXIT_INPUT = 3
@@ -78,7 +79,7 @@ def _progress_enabled(args) -> bool:
 def cmd_run(args) -> int:
     from .runner import run_simulation
     from .workload.fio import load_fio
-    from .workload.topology import load_topology
+    from .topology import load_topology
 
     if args.conf:
         if args.table or args.selector or len(args.files) != 2:
@@ -97,7 +98,7 @@ def cmd_run(args) -> int:
         if len(args.files) != 1:
             raise InputError("with --table give only the job file, got %d files: %s"
                              % (len(args.files), " ".join(args.files)))
-        from .workload.topology import topology_from_table
+        from .topology import topology_from_table
         topo = topology_from_table(args.table, service=args.service or RUN_TABLE_DEFAULTS["service"],
                                    parallelism=(RUN_TABLE_DEFAULTS["parallelism"] if args.parallelism is None
                                                 else args.parallelism),
@@ -143,7 +144,7 @@ def _with_kernel(topo, kernel):
         return topo
     import copy
     from .profiles import get_profile
-    from .workload.topology import validate_table
+    from .topology import validate_table
     get_profile(kernel)
     t = copy.copy(topo)
     t.kernel = kernel
@@ -194,13 +195,13 @@ def _print_result(args, result, jobs) -> None:
 
 
 def cmd_reproduce(args) -> int:
-    from .nvme.scenarios import NVME_SCENARIOS
+    from .scenarios.nvme import NVME_SCENARIOS
     from .scenarios import DEFAULT_SCENARIO, SCENARIOS
     SCENARIOS = dict(SCENARIOS, **NVME_SCENARIOS)
 
     if args.list:
         for name, sc in SCENARIOS.items():
-            print("%-22s %s" % (name, sc.title))
+            _say("%-22s %s" % (name, sc.title), " " * 23)
         return 0
     name = args.name or DEFAULT_SCENARIO
     if name == "all":
@@ -236,7 +237,7 @@ def _say(text: str, indent: str = "    ") -> None:
 
 def _print_outcome(outcome) -> None:
     from .report import share_table
-    if hasattr(outcome, "format"):      # NVMe throughput scenarios (mpathlab.nvme.scenarios)
+    if hasattr(outcome, "format"):      # NVMe throughput scenarios (mpathlab.scenarios.nvme)
         for line in outcome.format().splitlines():
             _say(line)
         return
@@ -251,13 +252,13 @@ def _print_outcome(outcome) -> None:
 
 
 def cmd_faults(args) -> int:
-    from .nvme.scenarios import NVME_STUDIES
+    from .scenarios.nvme import NVME_STUDIES
     from .sim.faults import SELECTORS, STUDIES, format_row, summarize
     STUDIES = dict(STUDIES, **NVME_STUDIES)
 
     if args.list or not args.name:
         for name, st in STUDIES.items():
-            print("%-22s %s" % (name, st.title))
+            _say("%-22s %s" % (name, st.title), " " * 23)
         return 0
     names = list(STUDIES) if args.name == "all" else [args.name]
     out = []
@@ -304,10 +305,13 @@ def cmd_live(args) -> int:
         result = run.run()
     finally:
         prog.done()
+        gone = [] if args.keep_files else run.remove_created()
     _print_result(args, result, jobs)
     if not args.json:
-        print("O_DIRECT: %s" % ", ".join("%s %s" % (p["file"], "yes" if p["direct"] else "no (buffered)")
-                                         for p in result.paths))
+        _say("O_DIRECT: %s" % ", ".join("%s %s" % (p["file"], "yes" if p["direct"] else "no (buffered)")
+                                        for p in result.paths))
+        if gone:
+            _say("removed the files this run created (--keep-files keeps them): %s" % ", ".join(gone))
     return 0
 
 
@@ -357,7 +361,7 @@ def cmd_report(args) -> int:
     from .report.html import run_report, sweep_report
     from .runner import run_simulation
     from .workload.fio import load_fio
-    from .workload.topology import load_topology
+    from .topology import load_topology
 
     if args.sweep:
         from .sweep import read_rows
@@ -471,7 +475,7 @@ def _check_conf_file(path: Optional[str]) -> None:
 
 def cmd_hosts(args) -> int:
     """``mpathlab hosts``: what several hosts cannot run is refused as input first (exit 3)."""
-    from .sim import multihost
+    from . import multihost
     _check_multihost(args.topology, args.job)
     return multihost.cmd_hosts(args)
 
@@ -482,7 +486,7 @@ def _check_multihost(topology: str, job: str) -> None:
     target alone (the other hosts' I/O would pass untagged).  Named with their file and line."""
     from .inputs import read_text, toml_key_line
     from .kernel import split_args
-    from .sim.multihost import load_multihost
+    from .multihost import load_multihost
     from .workload.fio import load_fio
     topo, cfg = load_multihost(topology)
     if cfg.count <= 1:
@@ -530,10 +534,10 @@ def cmd_selectors(args) -> int:
         cls = selectors.lookup(name)
         print("%-24s version %-6s table_args %d info_args %d%s"
               % (name, cls.version or "-", cls.table_args, cls.info_args,
-                 "  (asks for high-resolution start times)" if cls.uses_hr_timer() else ""))
+                 "  (high-res start times)" if cls.uses_hr_timer() else ""))
     from . import nvme
     for name in nvme.names():
-        print("%-24s %s" % ("nvme:" + name, nvme.lookup(name).origin))
+        _say("%-24s %s" % ("nvme:" + name, nvme.lookup(name).origin), " " * 25)
     return 0
 
 
@@ -547,9 +551,17 @@ def cmd_kernels(args) -> int:
             where = p.where(b.key) or "(before %d.%d: %s)" % (b.changes[0].release + (b.changes[0].where,))
             print("  %-26s %-12s %s" % (b.key, format_value(p.values[b.key]), where))
         return 0
-    print(markdown_table())
-    print("\nprofiles: %s (default current); any release X.Y from 4.6 evaluates the same history"
-          % ", ".join(PROFILES))
+    if args.markdown:
+        print(markdown_table())
+    else:       # the same table as blocks of at most 100 columns
+        from .profiles import format_value, profile_table_rows
+        for b, values, changes in profile_table_rows():
+            _say(b.what, "  ")
+            _say("    " + "  ".join("%s: %s" % (n, format_value(v)) for n, v in values.items()), "      ")
+            for rel, where in changes:
+                _say("    changed in %d.%d: %s" % (rel[0], rel[1], where), "      ")
+    _say("\nprofiles: %s (default current); any release X.Y from 4.6 evaluates the same history"
+         % ", ".join(PROFILES))
     return 0
 
 
@@ -624,7 +636,8 @@ def cmd_status(args) -> int:
         json.dump(out, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        print("\n".join(out))
+        for line in out:    # within 100 columns, continuation lines under the line's own indentation
+            _say(line, " " * (len(line) - len(line.lstrip()) + 4))
     return 0
 
 
@@ -641,12 +654,30 @@ def _read_text_stdin() -> str:
                          % (data.count(b"\n", 0, e.start) + 1, e.start, data[e.start])) from None
 
 
-class InputError(Exception):
-    """Bad user input that has no more specific exception type."""
+def _parent(*options) -> argparse.ArgumentParser:
+    """An argparse parent parser holding OPTIONS, each a (flags, keywords) pair."""
+    parent = argparse.ArgumentParser(add_help=False)
+    for flags, kw in options:
+        parent.add_argument(*flags, **kw)
+    return parent
+
+
+# Options several commands share, declared once; a command takes them with parents=[...].
+PROGRESS = _parent((("--progress",), dict(action="store_true",
+                                          help="always show the progress bar (default: on a terminal)")),
+                   (("--no-progress",), dict(action="store_true", help="never show the progress bar")))
+KERNEL_HELP = "kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y (default: %s)"
+KERNEL = _parent((("--kernel",), dict(help=KERNEL_HELP % "current")))
+KERNEL_OF_TOPOLOGY = _parent((("--kernel",), dict(help=KERNEL_HELP % "the topology's kernel, else current")))
+SEED_OF_TOPOLOGY = _parent((("--seed",), dict(type=arg_int(0, 2 ** 64 - 1), help="random seed (default: the topology's)")))
+SEED_1 = _parent((("--seed",), dict(type=arg_int(0, 2 ** 64 - 1), default=1, help="random seed (default: %(default)s)")))
+
+
+def _json(what: str) -> argparse.ArgumentParser:
+    return _parent((("--json",), dict(action="store_true", help="print %s" % what)))
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .inputs import arg_int
     p = argparse.ArgumentParser(prog="mpathlab", description=(
         "Linux dm-multipath path selectors in Python: simulate how each selector spreads I/O over "
         "asymmetric paths, driven by fio job files."))
@@ -658,6 +689,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     r = sub.add_parser("run", help="simulate a fio job over a topology",
+                       parents=[_json("fio-style JSON instead of a table (default: off)"), SEED_OF_TOPOLOGY,
+                                KERNEL_OF_TOPOLOGY, PROGRESS],
                        description="Simulate a fio job file over the multipath topology of a TOML file.")
     r.add_argument("files", nargs="+", metavar="TOPOLOGY.toml JOB.fio",
                    help="a topology file (the dm table line and a model per path) and a fio job file; "
@@ -685,30 +718,23 @@ def build_parser() -> argparse.ArgumentParser:
                                       "historical-service-time or historical-service-time:972,2; or "
                                       "nvme:POLICY to run the topology's [nvme] subsystem with that I/O policy "
                                       "(default: the table's)")
-    r.add_argument("--json", action="store_true", help="print fio-style JSON instead of a table (default: off)")
     r.add_argument("--json-plus", action="store_true",
                    help="fio json+: JSON with clat_ns latency bins (default: off)")
-    r.add_argument("--seed", type=arg_int(0, 2 ** 64 - 1), help="random seed (default: the topology's)")
     r.add_argument("--hz", type=arg_int(100, 1000), choices=(100, 250, 300, 1000),
                    help="kernel HZ for jiffies (default: the topology's, else 250)")
-    r.add_argument("--kernel", help="kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y "
-                   "(default: the topology's kernel, else current)")
     r.add_argument("--jiffies-start", action="store_true",
                    help="bio-based: ignore DM_PS_USE_HR_TIMER, as kernels before 5.19 did")
-    r.add_argument("--progress", action="store_true", help="always show the progress bar")
-    r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     r.set_defaults(func=cmd_run)
 
-    rp = sub.add_parser("reproduce", help="run a shipped scenario and compare it with the seed's table")
+    rp = sub.add_parser("reproduce", help="run a shipped scenario and compare it with the seed's table",
+                        parents=[_json("the columns as JSON (default: a table)"), PROGRESS])
     rp.add_argument("name", nargs="?", help="scenario name or 'all' (default: hst-2020-depth1); see --list")
     rp.add_argument("--list", action="store_true", help="list the shipped scenarios")
-    rp.add_argument("--json", action="store_true", help="print the columns as JSON")
     rp.add_argument("--seed", type=arg_int(0, 2 ** 64 - 1), help="override the scenario's random seed (default: the scenario's)")
-    rp.add_argument("--progress", action="store_true", help="always show the progress bar")
-    rp.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     rp.set_defaults(func=cmd_reproduce)
 
     lv = sub.add_parser("live", help="drive real I/O to files or block devices through a selector",
+                        parents=[KERNEL, _json("fio-style JSON (default: a table)"), PROGRESS],
                         description="Real I/O (threads doing pread/pwrite, O_DIRECT where allowed) to "
                                     "files or block devices, one per path, through the multipath target "
                                     "and selector code, with real clocks.")
@@ -724,16 +750,15 @@ def build_parser() -> argparse.ArgumentParser:
                     help="kernel HZ of the jiffies clock (default: %(default)s)")
     lv.add_argument("--queue-mode", choices=("rq", "bio"), default="rq",
                     help="request-based or bio-based target (default: %(default)s)")
-    lv.add_argument("--kernel", help="kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y (default: current)")
     lv.add_argument("--allow-device-writes", action="store_true",
                     help="allow a job with writes on a block device (destroys its data; default: off)")
     lv.add_argument("--seed", type=arg_int(0, 2 ** 64 - 1), default=1, help="random seed of the offsets (default: %(default)s)")
-    lv.add_argument("--json", action="store_true", help="print fio-style JSON (default: a table)")
-    lv.add_argument("--progress", action="store_true", help="always show the progress bar (default: on a terminal)")
-    lv.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    lv.add_argument("--keep-files", action="store_true",
+                    help="keep the files the run created (default: remove them; existing files always stay)")
     lv.set_defaults(func=cmd_live)
 
     sw = sub.add_parser("sweep", help="run a grid of simulations on Dask and write a CSV/Parquet table",
+                        parents=[PROGRESS],
                         description="Selectors x iodepths x topology parameters x seeds, one simulation per "
                                     "point, run on Dask (a local cluster unless --scheduler is given).")
     sw.add_argument("topology", help="topology file (TOML)")
@@ -752,11 +777,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="local cluster worker processes, at least 1 (default: %(default)s)")
     sw.add_argument("--out", default="sweep.csv",
                     help="output table (.csv, or .parquet with pyarrow; default: %(default)s)")
-    sw.add_argument("--progress", action="store_true", help="always show the progress bar (default: on a terminal)")
-    sw.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     sw.set_defaults(func=cmd_sweep)
 
-    rep = sub.add_parser("report", help="write an HTML report with plots for selectors on a topology, or a sweep")
+    rep = sub.add_parser("report", help="write an HTML report with plots for selectors on a topology, or a sweep",
+                         parents=[KERNEL_OF_TOPOLOGY, PROGRESS])
     rep.add_argument("topology", nargs="?", help="topology file (TOML) for a run report")
     rep.add_argument("job", nargs="?", help="fio job file for a run report")
     rep.add_argument("--selectors", default="round-robin,queue-length,service-time,historical-service-time",
@@ -768,11 +792,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--seed", type=arg_int(0, 2 ** 64 - 1), help="random seed of every run (default: the topology's)")
     rep.add_argument("--seeds", metavar="A,B,...", help="also run every selector once per seed and report "
                      "p50/p99/p99.9/p99.99 with 95%% t-intervals over the seeds (default: none)")
-    rep.add_argument("--kernel", help="kernel profile (default: the topology's kernel, else current)")
     rep.add_argument("--title", help="page title (default: the files, or what the sweep varied)")
     rep.add_argument("-o", "--out", default="report.html", help="output HTML file (default: %(default)s)")
-    rep.add_argument("--progress", action="store_true", help="always show the progress bar (default: on a terminal)")
-    rep.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     rep.set_defaults(func=cmd_report)
 
     mh = sub.add_parser("hosts", help="many hosts, one array: per-port load over time and per-host tails",
@@ -788,19 +809,19 @@ def build_parser() -> argparse.ArgumentParser:
                     help="seeds; tails get 95%% t-intervals over them (default: 1,...,10)")
     mh.set_defaults(func=cmd_hosts)
 
-    f = sub.add_parser("faults", help="run the fault studies (path failure, all paths down, slow path)")
+    f = sub.add_parser("faults", help="run the fault studies (path failure, all paths down, slow path)",
+                       parents=[_json("the results as JSON (default: a table)"), SEED_1, KERNEL])
     f.add_argument("name", nargs="?", help="study name, or 'all'; without one, the list")
     f.add_argument("--list", action="store_true", help="list the studies")
     f.add_argument("--selector", help="run only this selector (default: round-robin, queue-length, service-time "
                                        "and historical-service-time)")
-    f.add_argument("--json", action="store_true", help="print the results as JSON (default: a table)")
-    f.add_argument("--seed", type=arg_int(0, 2 ** 64 - 1), default=1, help="random seed (default: %(default)s)")
-    f.add_argument("--kernel", help="kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y (default: current)")
     f.set_defaults(func=cmd_faults)
 
     k = sub.add_parser("kernels", help="the kernel profiles and where each behaviour changed upstream")
     k.add_argument("name", nargs="?", help="one profile (5.8, 5.15, 6.1, 6.12, current or X.Y); "
                    "default: the table of all")
+    k.add_argument("--markdown", action="store_true", help="print the table as Markdown, one wide line per "
+                   "behaviour, as docs/kernel-profiles.md has it (default: blocks of at most 100 columns)")
     k.set_defaults(func=cmd_kernels)
     mp_ = sub.add_parser("maps", help="build maps from multipath.conf and a path topology; print the table "
                                       "lines and the `multipath -ll` view",
@@ -811,6 +832,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the multipath.conf to apply (required, no default)")
     mp_.add_argument("-v", "--verbose", action="store_true",
                      help="also print every setting with where it came from, as multipath -v3 does (default: off)")
+    mp_.add_argument("--show-paths", metavar="FMT",
+                     help="print `multipathd show paths format FMT` instead (wildcards %%d %%D %%i %%w %%t %%T %%o "
+                          "%%s %%c %%p %%S %%z %%m %%P %%0; default: the table lines and the -ll view)")
+    mp_.add_argument("--show-maps", metavar="FMT",
+                     help="print `multipathd show maps format FMT` instead (wildcards %%n %%w %%d %%F %%Q %%N %%t "
+                          "%%S %%f %%h %%s %%v %%p %%e; default: the table lines and the -ll view)")
     mp_.add_argument("--mtools", metavar="VERSION",
                      help="multipath-tools version whose parser, built-in hardware table and defaults apply "
                           "(0.9.4 or 0.14.3; default: the topology's [multipath] mtools, else 0.14.3)")
@@ -820,7 +847,8 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Print what `multipath -t` prints for a multipath.conf: the merged "
                                      "configuration on stdout, multipath's warnings on stderr.")
     mt_.add_argument("-t", dest="show_config", action="store_true", required=True,
-                     help="print the merged configuration (the built-in one without --conf)")
+                     help="print the merged configuration (the built-in one without --conf; required: the only "
+                          "mode so far)")
     mt_.add_argument("--conf", metavar="multipath.conf", help="the configuration file (default: none)")
     mt_.add_argument("--mtools", metavar="VERSION", help="multipath-tools version: 0.9.4 or 0.14.3 "
                                                          "(default: 0.14.3)")
@@ -841,12 +869,12 @@ def build_parser() -> argparse.ArgumentParser:
     fo.set_defaults(func=cmd_fio_options)
 
     t = sub.add_parser("table", help="parse a multipath table and print its canonical form or status",
+                       parents=[KERNEL],
                        description="Parse a multipath table (a full '0 LEN multipath ...' line or only "
                                    "the target's parameters) as the kernel would.")
     t.add_argument("line", nargs="+", help="the table line")
     t.add_argument("--status", choices=("table", "info", "ima"), default="table",
                    help="what to print: the canonical table, or the INFO or IMA status (default: %(default)s)")
-    t.add_argument("--kernel", help="kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y (default: current)")
     t.add_argument("--device", action="append", metavar="MAJOR:MINOR=KIND",
                    help="a block device that exists on the host and what it is (scsi, nvme, null_blk, ...); "
                         "repeat per device; when given, any other device is refused as the kernel does "
@@ -859,6 +887,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_kernel_selector_parser(sub)
 
     st = sub.add_parser("status", help="explain `dmsetup status` / `dmsetup table` output in words",
+                        parents=[_json("the parsed lines as JSON (default: words)")],
                         description="Explain multipath lines of `dmsetup status` or `dmsetup table` output "
                                     "(one or many lines, with or without 'name: ' prefixes; other targets are "
                                     "skipped): priority groups, the group in use, each path's state and fail "
@@ -871,7 +900,6 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--table", metavar="LINE",
                     help="the device's table line, to name the selectors of status lines exactly (default: "
                          "guessed from the number of fields, or from table lines in the input)")
-    st.add_argument("--json", action="store_true", help="print the parsed lines as JSON (default: words)")
     st.set_defaults(func=cmd_status)
 
     # -v/-q on every command too (mpathlab run -v ...), not only before it
@@ -890,7 +918,7 @@ def _known_errors():
     from .sim.devices import UnitError
     from .target import MessageError, StatusParseError, TargetError
     from .workload.fio import FioError
-    from .workload.topology import TopologyError
+    from .topology import TopologyError
     from .nvme.policy import PolicyError
     from .live import LiveError
     from .report.html import ReportError

@@ -17,6 +17,18 @@ class InputFileError(ValueError):
     """A user file cannot be used: the message is one line, ``FILE:LINE: problem``."""
 
 
+class TopologyError(ValueError):
+    """A topology file (or table line) the reader refuses."""
+
+    def __init__(self, msg: str, key: Optional[Tuple[str, str]] = None):
+        super().__init__(msg)
+        self.key = key        # (section, key): load_topology adds the line it is on
+
+
+class InputError(Exception):
+    """Bad user input that has no more specific exception type."""
+
+
 class MissingDependency(RuntimeError):
     """An optional package a feature needs is not installed (the CLI exits 5)."""
 

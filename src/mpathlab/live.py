@@ -28,7 +28,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 from .selectors import CpuTopology, lookup
 from .sim.engine import JobState, SimResult
 from .sim.stats import depth_index, lat_range_index
-from .sim.stats import mean_abs_deviation
+from .sim.stats import LatencyStats, mean_abs_deviation
 from .target import MAP_DELAY_REQUEUE, MAP_REMAPPED, MpathIO, construct, mapping_resolver
 from .target.multipath import END_DONE, REQUEUE_DELAY_MS
 from .timing import TimeBase
@@ -56,9 +56,11 @@ class LivePath:
         self.dispatched = 0
         self.busy_ns = 0        # time inside pread/pwrite
         self.lat_ns = 0         # dispatch to completion, added delay included
+        self.lat = LatencyStats()   # latency of the I/O this path completed (the table's per-path percentiles)
         self.in_flight = 0
         self.peak_in_flight = 0
         self.name = path
+        self.created = False    # the run made this file (mpathlab live removes it unless --keep-files)
 
 
 def _open(lp: LivePath, size: int, writes: bool, allow_device_writes: bool) -> None:
@@ -87,6 +89,7 @@ def _open(lp: LivePath, size: int, writes: bool, allow_device_writes: bool) -> N
         if not writes:
             raise LiveError("%s does not exist (a read-only job cannot create it)" % lp.path)
         flags |= os.O_CREAT
+        lp.created = True
     direct = getattr(os, "O_DIRECT", 0)
     fd = -1
     if direct:
@@ -181,6 +184,18 @@ class LiveRun:
             if lp.fd >= 0:
                 os.close(lp.fd)
                 lp.fd = -1
+
+    def remove_created(self) -> List[str]:
+        """Delete the files this run created (not files or devices that were there before)."""
+        gone = []
+        for lp in self.paths:
+            if lp.created and lp.fd < 0:
+                try:
+                    os.unlink(lp.path)
+                    gone.append(lp.path)
+                except OSError:
+                    pass
+        return gone
 
     def run(self) -> SimResult:
         try:
@@ -304,6 +319,7 @@ class LiveRun:
                     lp.completed += 1
                     js.completed += 1
                     lat = end - submit
+                    lp.lat.add(lat)
                     if is_read:
                         js.read_lat.add(lat)
                         js.bytes_read += bs
@@ -344,6 +360,7 @@ class LiveRun:
                               "mean_service_ns": (lp.busy_ns / lp.completed if lp.completed else 0.0),
                               "delay_ns": lp.delay_ns})
         res.mean_deviation = mean_abs_deviation(res.shares, res.best)
+        res.path_latency = {lp.name: lp.lat for lp in self.paths}
         res.status_info = self.mp.status("info")
         res.status_table = self.mp.status("table")
         res.check_accounting()

@@ -5,7 +5,7 @@ from typing import Callable, Optional
 
 from .sim.engine import SimResult, Simulation
 from .workload.fio import FioJobFile, load_fio
-from .workload.topology import Topology, load_topology
+from .topology import Topology, load_topology
 
 
 def parse_selector_spec(spec: str):
@@ -28,7 +28,7 @@ def run_simulation(topo: Topology, jobs: FioJobFile, *, selector: Optional[str] 
         return run_nvme(topo, jobs, policy=selector[5:] if selector else None, seed=seed, progress=progress,
                         **overrides)
     if not topo.table:
-        from .workload.topology import TopologyError
+        from .topology import TopologyError
         raise TopologyError("%s has no [multipath] table for selector %s (NVMe policies are nvme:NAME)"
                             % (topo.source or "topology", selector))
     if selector:
@@ -40,7 +40,7 @@ def run_simulation(topo: Topology, jobs: FioJobFile, *, selector: Optional[str] 
     kw.update({k: v for k, v in overrides.items() if v is not None})
     named = [(max(j.cpus_allowed), j.name) for j in jobs.jobs if j.cpus_allowed]
     if kw.get("nr_cpus") and named and max(named)[0] >= kw["nr_cpus"]:
-        from .workload.topology import TopologyError
+        from .topology import TopologyError
         cpu, name = max(named)
         raise TopologyError("%s: [multipath] nr_cpus = %d, but job %r of %s runs on CPU %d (cpus_allowed)"
                             % (topo.source or "topology", kw["nr_cpus"], name, jobs.source or "the job file", cpu))

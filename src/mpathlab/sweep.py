@@ -89,7 +89,7 @@ def run_point(doc: dict, source: str, base_dir: str, job_text: str, point: dict)
     """One sweep point (runs on a Dask worker): returns a flat result row."""
     from .runner import run_simulation
     from .workload.fio import parse_fio
-    from .workload.topology import topology_from_dict
+    from .topology import topology_from_dict
 
     d = copy.deepcopy(doc)
     for key, value in point.get("set", {}).items():
@@ -141,7 +141,7 @@ def run_sweep(topology_path: str, job_path: str, *, selectors: Sequence[str], io
     if not scheduler and (isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 1024):
         raise SweepError("--workers must be a whole number from 1 to 1024, got %r" % (workers,))
     from .workload.fio import load_fio
-    from .workload.topology import load_topology
+    from .topology import load_topology
 
     load_topology(topology_path)   # validate before starting anything
     load_fio(job_path)
@@ -155,7 +155,7 @@ def run_sweep(topology_path: str, job_path: str, *, selectors: Sequence[str], io
     base_dir = os.path.dirname(os.path.abspath(topology_path))
     # Every parameter combination must make a valid topology: find out here,
     # with a clear message, not in a worker.
-    from .workload.topology import topology_from_dict
+    from .topology import topology_from_dict
     seen = set()
     for p in pts:
         key = tuple(sorted((k, str(v)) for k, v in p["set"].items()))

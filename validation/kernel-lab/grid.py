@@ -52,6 +52,8 @@ BATCHES = {
                + _cells('D8-32', ['hst'], ['mq', 'bio'], [48, 8])),
     'depthN': (_cells('D1-4-16', ['ql', 'st', 'hst'], ['mq', 'bio'], [32])
                + _cells('D1-2-4-8', ['st', 'hst'], ['mq', 'bio'], [64]) + _cells('D1-2-4-8', ['hst'], ['mq', 'bio'], [1])),
+    # more repeats of the depthN cells where HST's repeats spread widely (3 and 4 paths, depth 32/64)
+    'depthNhst': _cells('D1-4-16', ['hst'], ['mq', 'bio'], [32]) + _cells('D1-2-4-8', ['hst'], ['mq', 'bio'], [64]),
     # held out: topologies fixed (and committed) before the model that predicts them was final, run last
     'heldout': (_cells('H1', ['ql', 'st', 'hst'], ['mq', 'bio'], [24])
                 + _cells('H2', ['st', 'hst'], ['mq', 'bio'], [48])

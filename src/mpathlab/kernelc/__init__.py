@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from typing import Optional, Sequence, Tuple
 
+from ..selectors import registry
 from .build import SHIM_FAULTS, Built, BuildError, build, cache_dir
 
 PREFIX = "c:"
@@ -55,11 +56,10 @@ def canonical_name(path: str, features: Optional[int] = None, shim_faults: Seque
 
 def load(path: str, *, features: Optional[int] = None, shim_faults: Sequence[str] = ()):
     """Build (or reuse) and register the C selector in ``path``; returns its type."""
-    from ..selectors.registry import register_once
     from .selector import selector_class
 
     name = canonical_name(path, features, shim_faults)
-    return register_once(name, lambda: selector_class(build(path, features=features, shim_faults=shim_faults),
+    return registry.register_once(name, lambda: selector_class(build(path, features=features, shim_faults=shim_faults),
                                                       name))
 
 
@@ -68,6 +68,8 @@ def resolve(name: str):
     path, features, faults = parse_name(name)
     return load(path, features=features, shim_faults=faults)
 
+
+registry.register_resolver(PREFIX, resolve)
 
 __all__ = ["PREFIX", "SHIM_FAULTS", "Built", "BuildError", "build", "cache_dir", "canonical_name", "load",
            "parse_name", "resolve"]

@@ -30,7 +30,7 @@ def _version(args, topo=None) -> str:
 def _as_input_error(fn):
     """A multipath.conf error leaves the CLI as its other input errors do (one line, exit 3)."""
     def wrapper(*a, **kw):
-        from ..cli import InputError
+        from ..inputs import InputError
         try:
             return fn(*a, **kw)
         except ConfError as e:
@@ -59,9 +59,17 @@ def cmd_multipath(args) -> int:
 
 @_as_input_error
 def cmd_maps(args) -> int:
-    from .run import maps_text
+    from .run import discover, maps_text
     topo = load_path_topology(args.topology)
     conf = _load(args, topo)
+    if getattr(args, "show_paths", None) or getattr(args, "show_maps", None):
+        from .showformat import show_maps, show_paths
+        maps, _, _ = discover(conf, topo)
+        if args.show_paths:
+            print(show_paths(maps, args.show_paths))
+        if args.show_maps:
+            print(show_maps(maps, args.show_maps))
+        return 0
     print(maps_text(conf, topo, verbose=args.verbose))
     return 0
 

@@ -226,7 +226,7 @@ class Multipathd:
         alive = mp.retry_tick > 0 or mp.failback_tick > 0 or any(
             checker_state(pp.path, pp.checker) in USABLE and (pp.state not in USABLE or pp.dmstate == "failed")
             for pp in mp.paths)
-        if not alive and not sim._state_changes and not self.target.nr_valid_paths:
+        if not alive and not sim.pending_state_changes and not self.target.nr_valid_paths:
             # no usable path and nothing pending that could bring one back or end the
             # queueing: stop, so the engine can report the run as stalled
             self.stopped = True
@@ -507,7 +507,7 @@ class Multipathd:
                 pp.dmstate = "failed"
         if queued:
             t.queued_bios.extend(queued)
-            t._kick()
+            t.kick()
 
     def deferred_failback_tick(self) -> None:
         mp = self.mp

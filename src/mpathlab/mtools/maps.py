@@ -317,12 +317,15 @@ def blacklisted(conf: Config, path: Path, table: Optional[List[Entry]] = None) -
         r = _match(bl.wwid, path.wwid)
         if r:
             return "wwid \"%s\"" % r
-    props = path.properties
+    # udev properties in their order: the first that an exception or a blacklist entry names decides
     exprops = ex.property + _builtin_bl(conf, "exceptions", "property")
-    if not any(_match(exprops, p) for p in props):
-        r = next((_match(bl.property, p) for p in props if _match(bl.property, p)), None)
+    for prop in path.properties:
+        if _match(exprops, prop):
+            break
+        r = _match(bl.property, prop)
         if r:
             return "property \"%s\"" % r
+    else:
         if exprops:
             return "missing property"
     if not _match(ex.protocol, path.protocol):
@@ -411,6 +414,14 @@ def checker_state(path: Path, checker: str) -> str:
     if path.link_down:
         return DOWN
     st = path.alua_state
+    if checker in ("rdac", "hp_sw", "emc_clariion"):
+        # these read the controller's ownership: a passive (standby or non-owner) path is ghost
+        from .prioritizers.array import owner
+        if st in ("unavailable", "offline"):
+            return DOWN
+        if st == "standby" or not owner(path):
+            return GHOST
+        return UP
     if st is None or st in ("active/optimized", "active/non-optimized", "lba-dependent"):
         return UP
     if checker == "tur":
@@ -436,23 +447,58 @@ def get_prio(pp: MapPath, env: PrioEnv) -> None:
     pp.priority = p
 
 
+def find_multipaths_mode(conf: Config) -> str:
+    """The find_multipaths setting (strict by default in 0.9.4 and 0.14.3; yes/no read as on/off)."""
+    v = conf.defaults.get("find_multipaths")
+    if v is None:
+        v = conf.profile.default_value("find_multipaths") or "strict"
+    return {"yes": "on", "no": "off"}.get(v, v)
+
+
+def should_multipath(mode: str, wwid: str, n_paths: int, wwids: Optional[List[str]]) -> Optional[str]:
+    """None when paths of this WWID become a map, else why not.
+
+    - off, greedy: every path that is not blacklisted;
+    - strict: only a WWID in the wwids file;
+    - on (yes), smart: a WWID in the wwids file or seen on two or more paths (smart waits
+      find_multipaths_timeout for a second path before giving a single one up; the map
+      assembled at discovery is the same).
+    ``wwids`` None means the topology names no wwids file: every WWID counts as known
+    (the state of a host whose maps were set up before)."""
+    known = wwids is None or wwid in wwids
+    if mode in ("off", "greedy") or known:
+        return None
+    if mode == "strict":
+        return "find_multipaths strict: WWID %s is not in the wwids file" % wwid
+    if n_paths >= 2:
+        return None
+    return "find_multipaths %s: one path and WWID %s is not in the wwids file" % (mode, wwid)
+
+
 def build_maps(conf: Config, paths: List[Path], *, size_sectors: int = 2097152,
-               env: Optional[PrioEnv] = None) -> Tuple[List[Multipath], List[Tuple[Path, str]]]:
-    """Discover: filter the blacklist, group paths into maps by wwid, select every
-    setting, check and prioritise the paths, group them and pick the initial group.
-    Returns (maps, [(blacklisted path, reason), ...])."""
+               env: Optional[PrioEnv] = None, wwids: Optional[List[str]] = None
+               ) -> Tuple[List[Multipath], List[Tuple[Path, str]]]:
+    """Discover: filter the blacklist, apply find_multipaths (with the topology's wwids
+    file), group paths into maps by wwid, select every setting, check and prioritise the
+    paths, group them and pick the initial group.
+    Returns (maps, [(path left alone, reason), ...])."""
     env = env or PrioEnv()
     sel = Selector(conf, conf.hwtable)
     kept, dropped = [], []
     for p in paths:
         why = blacklisted(conf, p, sel.table)
         if why:
-            dropped.append((p, why))
+            dropped.append((p, "blacklisted by " + why))
         else:
             kept.append(p)
     by_wwid: Dict[str, List[Path]] = {}
     for p in kept:
         by_wwid.setdefault(p.wwid, []).append(p)
+    mode = find_multipaths_mode(conf)
+    for wwid in list(by_wwid):
+        why = should_multipath(mode, wwid, len(by_wwid[wwid]), wwids)
+        if why:
+            dropped.extend((p, why) for p in by_wwid.pop(wwid))
     maps = []
     used_aliases = set()
     for n, (wwid, ps) in enumerate(by_wwid.items()):

@@ -35,7 +35,7 @@ from ..inputs import load_toml
 from ..kernel import parse_devt
 from ..sim.devices import PathModel
 from ..units import UnitError, parse_duration_ns
-from ..workload.topology import TopologyError, _faults, path_model
+from ..topology import TopologyError, parse_faults, path_model
 
 ALUA_STATES = ("active/optimized", "active/non-optimized", "lba-dependent", "standby", "unavailable",
                "offline", "transitioning")
@@ -74,6 +74,8 @@ class Path:
                                                                            "SCSI_IDENT_LUN_NAA_REG"]
         self.protocol = protocol       # as multipath names it: scsi:fcp, scsi:iscsi, nvme:tcp, ...
         self.link_down = False       # the transport is down (I/O and the checker fail)
+        self.owner: Optional[bool] = None      # the controller owns the LUN (None: from the ALUA state)
+        self.preferred: Optional[bool] = None  # the LUN's preferred path (None: as owner)
 
     @property
     def tpgs(self) -> bool:
@@ -129,7 +131,7 @@ def parse_size_sectors(v, where: str) -> int:
 
 _PATH_KEYS = {"devt", "service", "parallelism", "delay", "per_kib", "faults", "fail_latency", "hcil", "serial",
               "wwid", "vendor", "product", "revision", "node_name", "alua", "tpg", "pref", "wwn", "alua_changes",
-              "properties", "protocol", "rdac_owner", "rdac_preferred", "prio_value"}
+              "properties", "protocol", "owner", "preferred"}
 _MAP_KEYS = {"wwid", "size", "vendor", "product", "revision", "serial", "node_name"}
 _SIM_KEYS = {"hz", "rq_stats", "uptime", "seed", "activation", "queue_if_no_path_timeout_secs", "nr_cpus", "mtools",
              "wwids"}
@@ -202,7 +204,7 @@ def _from_dict(doc: dict, src: str, base_dir: str) -> PathTopology:
         if devt in seen:
             raise TopologyError("%s: %s and %s have the same devt" % (src, seen[devt], name))
         seen[devt] = name
-        faults = _faults(p.get("faults", []), where)
+        faults = parse_faults(p.get("faults", []), where)
         slow, link = [], []
         for f in faults:
             if f.action == "slow":
@@ -241,11 +243,12 @@ def _from_dict(doc: dict, src: str, base_dir: str) -> PathTopology:
                     alua_state=alua, tpg=tpg, alua_pref=pref, wwn=_str(p.get("wwn", ""), where + ".wwn"),
                     model=model, properties=_strlist(p.get("properties"), where + ".properties"),
                     protocol=_str(p.get("protocol", "scsi:fcp"), where + ".protocol"))
-        for k in ("rdac_owner", "rdac_preferred"):
+        for k in ("owner", "preferred"):
             if k in p and not isinstance(p[k], bool):
                 raise TopologyError("%s.%s must be true or false" % (where, k))
-        path.rdac_owner = p.get("rdac_owner", alua in (None, "active/optimized") if alua else True)
-        path.rdac_preferred = p.get("rdac_preferred", path.rdac_owner)
+        # the controller owns the LUN / this is its preferred path (rdac, emc, hds, ontap prioritizers)
+        path.owner = p.get("owner")
+        path.preferred = p.get("preferred")
         changes = []
         items = p.get("alua_changes", [])
         if not isinstance(items, list):

@@ -11,11 +11,12 @@ Where glibc's ERE and RE2 differ, the translation follows glibc:
 - inside a bracket expression a backslash is an ordinary character, a leading ``]`` is a
   member, ``[:class:]`` names a class, and ``[`` is an ordinary member (``[[0-9]``);
 - outside brackets ``\\X`` is the character X, except glibc's GNU operators ``\\w \\W
-  \\s \\S \\b \\B`` (and ``\\< \\>``, word edges, read as ``\\b``); a back-reference is
-  refused (RE2 has none; no built-in or corpus pattern uses one);
-- ``*``, ``+``, ``?`` with nothing to repeat (at the start, after ``(`` or ``|``) are
-  ordinary characters, and a ``{`` that does not start a valid interval is an error, as
-  in glibc.
+  \\s \\S \\b \\B \\< \\>`` (word start and end need lookaround, which RE2 lacks: the rare
+  pattern with them is matched with Python's re); a back-reference is refused (RE2 has
+  none; no built-in or corpus pattern uses one);
+- ``*``, ``+``, ``?`` or an interval with nothing to repeat (at the start, after ``(``,
+  ``|``, ``^`` or ``$``) and a ``{`` that does not start a valid interval are errors, as
+  in glibc; ``{,n}`` is ``{0,n}``; ``\\``` and ``\\'`` are the text's start and end.
 
 The property test in tests/ compares this with glibc's own regcomp/regexec (ctypes).
 """
@@ -35,8 +36,15 @@ class RegexError(ValueError):
     pass
 
 
-_CLASSES = {"alpha", "digit", "alnum", "upper", "lower", "space", "blank", "punct", "print", "graph",
-            "cntrl", "xdigit"}
+_WORD_START = "\\b(?=\\w)"
+_WORD_END = "\\b(?<=\\w)"
+
+
+# POSIX classes spelled out as ranges (the C locale multipath runs in), so both RE2 and Python's re read them
+_CLASSES = {"alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9", "upper": "A-Z", "lower": "a-z",
+            "space": "\\x09-\\x0d\\x20", "blank": "\\x09\\x20", "punct": "\\x21-\\x2f\\x3a-\\x40\\x5b-\\x60\\x7b-\\x7e",
+            "print": "\\x20-\\x7e", "graph": "\\x21-\\x7e", "cntrl": "\\x00-\\x1f\\x7f",
+            "xdigit": "0-9A-Fa-f"}
 _META = set("\\.+*?()|[]{}^$")
 
 
@@ -71,7 +79,9 @@ def _bracket(p: str, i: int):
             if kind == ":":
                 if name not in _CLASSES:
                     raise RegexError("invalid character class")
-                items.append("[:%s:]" % name)
+                if p[end + 2:end + 3] == "-" and p[end + 3:end + 4] not in ("]", ""):
+                    raise RegexError("invalid range end")      # a class cannot start a range
+                items.append(_CLASSES[name])
             else:
                 if len(name) != 1:
                     raise RegexError("invalid collation character")
@@ -122,7 +132,15 @@ def translate(p: str) -> str:
                 out.append("\\" + d)
                 can_repeat = d in "wWsS"
             elif d in "<>":
-                out.append("\\b")
+                # word start / end: a word boundary with a word character after / before it; RE2 has no
+                # lookaround, so such a pattern is matched with Python's re (see PosixRegex)
+                out.append(_WORD_START if d == "<" else _WORD_END)
+                can_repeat = False
+            elif d == "`":
+                out.append("\\A")
+                can_repeat = False
+            elif d == "'":
+                out.append("\\z")
                 can_repeat = False
             elif d.isdigit() and d != "0":
                 raise RegexError("back-references are not supported")
@@ -138,9 +156,7 @@ def translate(p: str) -> str:
             continue
         if c in "*+?":
             if not can_repeat:
-                atom, stacked = len(out), False
-                out.append(_lit(c))
-                can_repeat = True
+                raise RegexError("invalid preceding regular expression")
             else:
                 wrap_if_stacked()
                 out.append(c)
@@ -150,16 +166,18 @@ def translate(p: str) -> str:
         if c == "{":
             j = p.find("}", i)
             body = p[i + 1:j] if j > 0 else None
-            ok = body is not None and _re.fullmatch(r"\d+(,\d*)?", body) is not None
+            ok = body is not None and _re.fullmatch(r"\d*(,\d*)?", body) is not None and body not in ("",)
             if not can_repeat:
                 if ok or j < 0:
                     raise RegexError("invalid preceding regular expression")
                 raise RegexError("invalid content of \\{\\}")
             if not ok:
                 raise RegexError("invalid content of \\{\\}" if j > 0 else "unmatched \\{")
-            lo, _, hi = body.partition(",")
+            lo, comma, hi = body.partition(",")
+            lo = lo or "0"
             if hi and int(hi) < int(lo) or int(lo) > 32767 or (hi and int(hi) > 32767):
                 raise RegexError("invalid content of \\{\\}")
+            body = lo + comma + hi
             wrap_if_stacked()
             out.append("{%s}" % body)
             stacked = True
@@ -219,7 +237,10 @@ class PosixRegex:
         self.pattern = pattern
         self.re2_pattern = translate(pattern)
         try:
-            if _re2 is not None:
+            if _WORD_START in self.re2_pattern or _WORD_END in self.re2_pattern:
+                # only \\< and \\> need lookaround; no built-in or corpus pattern has them
+                self._rx = _re.compile(self.re2_pattern.replace("\\z", "\\Z"))
+            elif _re2 is not None:
                 opts = _re2.Options()
                 opts.log_errors = False
                 self._rx = _re2.compile(self.re2_pattern, opts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Callable, Dict, List, Optional
 
-from ..workload.topology import TopologyError
+from ..topology import TopologyError
 from .conf import Config
 from .daemon import Multipathd
 from .maps import Multipath, build_maps, check_map, map_target
@@ -31,7 +31,7 @@ def prio_env(topo: PathTopology, seed: int) -> PrioEnv:
 
 def discover(conf: Config, topo: PathTopology, seed: Optional[int] = None):
     env = prio_env(topo, topo.sim.get("seed", 1) if seed is None else seed)
-    maps, dropped = build_maps(conf, topo.paths, size_sectors=topo.size_sectors, env=env)
+    maps, dropped = build_maps(conf, topo.paths, size_sectors=topo.size_sectors, env=env, wwids=topo.wwids)
     for mp in maps:
         check_map(mp, "%s: " % conf.source)
     return maps, dropped, env
@@ -69,7 +69,7 @@ def maps_text(conf: Config, topo: PathTopology, verbose: bool = False) -> str:
     maps, dropped, _ = discover(conf, topo)
     out = []
     for p, why in dropped:
-        out.append("%s: blacklisted by %s" % (p.name, why))
+        out.append("%s: %s" % (p.name, why))
     if verbose:
         for mp in maps:
             out.extend(settings_lines(mp))
@@ -88,7 +88,8 @@ def simulate_conf(conf: Config, topo: PathTopology, jobs, *, seed: Optional[int]
     from ..sim.engine import Simulation
     maps, dropped, env = discover(conf, topo, seed)
     if not maps:
-        raise TopologyError("%s: no map: every path is blacklisted" % topo.source)
+        raise TopologyError("%s: no map: %s" % (topo.source, "; ".join(
+            "%s %s" % (p.name, why) for p, why in dropped) or "no paths"))
     if map_name:
         chosen = [m for m in maps if map_name in (m.alias, m.wwid)]
         if not chosen:

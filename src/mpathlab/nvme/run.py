@@ -2,7 +2,6 @@
 and what the simulator does for the NVMe transport beyond the dm surface (``attach``)."""
 from __future__ import annotations
 
-import heapq
 from typing import Callable, Optional
 
 from ..sim.engine import EV_ARRIVE, EV_CALL, EV_DONE, SimResult, Simulation
@@ -36,7 +35,36 @@ def run_nvme(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = 
     from ..stall import annotate
     annotate(sim, result, cfg.paths, cfg.events)
     result.check_accounting()
+    ana_best(result, cfg)
     return result
+
+
+def ana_best(result: SimResult, cfg) -> None:
+    """Best as the head may spread I/O: per ANA group, each usable controller's share of the usable
+    capacity, where usable is optimized (non-optimized only when no controller is optimized for the group;
+    inaccessible, persistent-loss and change never), the groups weighted by their namespaces (job clones
+    go to the namespaces in turn). The states are those the run starts with. The path column names the
+    controller: an NVMe path (nvmeXcYnZ) has no device number of its own."""
+    from ..sim.stats import mean_abs_deviation
+    ctrl_of = {path: name for name, path, _, _ in cfg.controllers}
+    capacity = dict(result.best)        # every path's share of the total capacity, at the job's I/O size
+    best = {name: 0.0 for name in capacity}
+    total_ns = sum(len(nss) for nss, _ in cfg.ana_groups.values()) or 1
+    for nss, states in cfg.ana_groups.values():
+        state = {path: states.get(ctrl, "optimized") for path, ctrl in ctrl_of.items()}
+        usable = ([p for p, st in state.items() if st == "optimized"]
+                  or [p for p, st in state.items() if st == "non-optimized"])
+        if not usable:
+            continue
+        cap = sum(capacity.get(p, 0.0) for p in usable)
+        for p in usable:
+            best[p] += (capacity.get(p, 0.0) / cap if cap else 1.0 / len(usable)) * len(nss) / total_ns
+    result.best = best
+    result.mean_deviation = mean_abs_deviation(result.shares, best)
+    for p in result.paths:
+        p["best"] = best.get(p["name"], 0.0)
+        if p["name"] in ctrl_of:
+            p["dev"] = ctrl_of[p["name"]]
 
 
 def attach(sim: Simulation) -> None:
@@ -55,26 +83,21 @@ def _cancel_tagset(arg) -> None:
     (NvmeHead.driver_start).  Completions already on a host CPU were received and stand.
     """
     sim, dev = arg
-    heap = sim._heap
     aborted = []
-    keep = []
-    for ev in heap:
-        t, seq, kind, obj = ev
+
+    def cancel(kind, obj):
         if kind == EV_ARRIVE and obj.dev is dev:
             aborted.append(obj)
-        elif kind == EV_DONE and obj.dev is dev:
+            return ()
+        if kind == EV_DONE and obj.dev is dev:
             aborted.append(obj)
-            keep.append((t, seq, EV_CALL, (_server_free, (sim, dev))))
-        else:
-            keep.append(ev)
-    if not aborted and not dev.queue:
-        return
+            return (EV_CALL, (_server_free, (sim, dev)))
+        return None
+    sim.edit_events(cancel)
     aborted.extend(dev.queue)
     dev.queue.clear()
-    heap[:] = keep
-    heapq.heapify(heap)
     for io in sorted(aborted, key=lambda io: io.submit_ns):
-        sim._path_done(io, HOST_ABORTED)
+        sim.path_done(io, HOST_ABORTED)
 
 
 def _server_free(arg) -> None:
@@ -82,6 +105,6 @@ def _server_free(arg) -> None:
     sim, dev = arg
     if dev.queue:
         nxt = dev.queue.popleft()
-        heapq.heappush(sim._heap, (sim.now + dev.service_ns(nxt.nr_bytes), next(sim._seq), EV_DONE, nxt))
+        sim.schedule(sim.now + dev.service_ns(nxt.nr_bytes), EV_DONE, nxt)
     else:
         dev.busy -= 1

@@ -43,7 +43,7 @@ import copy
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..units import UnitError, parse_duration_ns
-from ..workload.topology import TopologyError
+from ..inputs import TopologyError
 from . import registry
 from ..sim.host import HostModel
 from .head import Controller, NvmeHead

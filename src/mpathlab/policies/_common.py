@@ -95,7 +95,7 @@ class PolicySelector(ListSelector):
         kind = check_status_kind(kind)
         if path is None:
             return "%d %s" % (len(self.args), "".join(a + " " for a in self.args))
-        pi = self._path_info(path)
+        pi = self.path_info(path)
         if kind == STATUS_INFO:
             return "%d %d " % (pi.outstanding, int(pi.est))
         if kind == STATUS_TABLE:

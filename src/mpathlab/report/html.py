@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Dict, List, Optional, Sequence
 
-from ..sim.stats import _bucket_value, merged_latency
+from ..sim.stats import bucket_value, merged_latency
 from . import model
 from .page import (DPI, FIG_WIDTH_IN, ReportError, count, deviation, dl, esc, figure, note, page, plt, png,
                    share, table, us)
@@ -64,7 +64,7 @@ def _cdf_points(st):
     xs, ys, cum = [], [], 0
     for idx, c in sorted(st.hist.items()):
         cum += c
-        xs.append(_bucket_value(idx) / 1e3)
+        xs.append(bucket_value(idx) / 1e3)
         ys.append(cum / st.n)
     return xs, ys
 

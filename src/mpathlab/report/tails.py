@@ -200,8 +200,19 @@ def comparisons(summary: List[dict]) -> List[dict]:
                         continue
                     iv, method = difference(a["per_seed"][p], b["per_seed"][p])
                     out.append({"point": dict(point), "a": a["selector"], "b": b["selector"], "percentile": p,
-                                "diff": iv, "method": method, "significant": iv.excludes_zero()})
+                                "diff": iv, "method": method, "significant": iv.excludes_zero(),
+                                "identical": a["per_seed"][p] == b["per_seed"][p]})
     return out
+
+
+def identical_pairs(comps: List[dict]) -> List[tuple]:
+    """(point, a, b) of the pairs equal at every seed and percentile: the same runs (queue-length and
+    service-time on equal-sized I/O, say), which are no comparison at all."""
+    keys: Dict[tuple, bool] = {}
+    for c in comps:
+        k = (tuple(c["point"].items()), c["a"], c["b"])
+        keys[k] = keys.get(k, True) and c["identical"]
+    return [k for k, same in keys.items() if same]
 
 
 def _us(v: Optional[float]) -> str:
@@ -220,9 +231,10 @@ def _pname(p: float) -> str:
     return "p%g" % p
 
 
-def tail_text(rows: List[dict], baselines: Sequence[str] = ()) -> str:
+def tail_text(rows: List[dict], baselines: Sequence[str] = (), width: Optional[int] = 100) -> str:
     """The text table `mpathlab sweep` prints and the report shows.  With ``baselines``, only pairs
-    that include one of them are listed among the differences that are not significant."""
+    that include one of them are listed among the differences that are not significant.  The terminal's
+    text fits ``width`` columns (None: one table, for the HTML page)."""
     summary = tail_summary(rows)
     if not summary:
         return "no runs"
@@ -237,10 +249,24 @@ def tail_text(rows: List[dict], baselines: Sequence[str] = ()) -> str:
         table.append([" ".join("%s=%s" % kv for kv in s["point"].items()), s["selector"]]
                      + [format_cell(s["tails"][p]) for p in TAIL_PERCENTILES])
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
-    for r in table:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    # as many percentile columns as fit 100 columns per table; the rest in the next table
+    chunks: List[List[int]] = [[]]
+    for i in range(2, len(head)):
+        if chunks[-1] and width and sum(widths[j] + 2 for j in [0, 1] + chunks[-1] + [i]) - 2 > width:
+            chunks.append([])
+        chunks[-1].append(i)
+    for chunk in chunks:
+        cols = [0, 1] + chunk
+        for r in table:
+            lines.append("  ".join(r[i].ljust(widths[i]) for i in cols).rstrip())
     if n >= 2:
-        ns = [c for c in comparisons(summary) if not c["significant"]
+        comps = comparisons(summary)
+        same = identical_pairs(comps)
+        if same:
+            lines.append("Selectors that ran identically at every seed (the same runs, so not compared):")
+        for point, a, b in same:
+            lines.append("  %s%s = %s" % (" ".join("%s=%s " % kv for kv in point), a, b))
+        ns = [c for c in comps if not c["significant"] and (tuple(c["point"].items()), c["a"], c["b"]) not in same
               and (not baselines or c["a"] in baselines or c["b"] in baselines)]
         lines.append("Differences between selectors%s that are NOT significant (95%%, %s over seeds):%s"
                      % (" and %s" % ", ".join(baselines) if baselines else "",
@@ -250,7 +276,10 @@ def tail_text(rows: List[dict], baselines: Sequence[str] = ()) -> str:
             lines.append("  %s %s: %s vs %s, difference %s us [%s, %s]" % (
                 " ".join("%s=%s" % kv for kv in c["point"].items()), _pname(c["percentile"]), c["a"], c["b"],
                 _us(c["diff"].mean), _us(c["diff"].lo), _us(c["diff"].hi)))
-    return "\n".join(lines)
+    import textwrap     # within 100 columns; the tables above are cut into column groups that fit
+    return "\n".join(w for line in lines for w in (
+        [line] if not width or len(line) <= width
+        else textwrap.wrap(line, width, subsequent_indent="      ", break_long_words=False)))
 
 
 def tail_row(selector: str, seed: int, result) -> dict:
@@ -270,7 +299,7 @@ def tail_html(rows: List[dict]) -> str:
     return ("<h2>Tail latency, 95%% confidence</h2><p>%s</p><pre>%s</pre>"
             % (html.escape("Student t-interval over the per-seed percentiles of each selector; differences "
                            "compared seed by seed (paired t), significant when their interval excludes 0."),
-               html.escape(tail_text(rows))))
+               html.escape(tail_text(rows, width=None))))
 
 
 def beats(rows: List[dict], baselines: Sequence[str], percentile: float = 99.0, **point) -> List[str]:

@@ -42,6 +42,37 @@ def wrap(text: str, indent: str = "    ") -> List[str]:
                          break_on_hyphens=False) or [""]
 
 
+def _pg_init_note(result) -> List[str]:
+    """Why the first I/O (and the I/O after a group switch) waited: the hardware handler's pg_init."""
+    from ..target.status_parse import StatusParseError, parse_status_info
+    try:
+        feats = parse_status_info(result.status_info)["features"]
+    except (StatusParseError, ValueError, KeyError, IndexError):
+        return []
+    count = int(feats[1]) if len(feats) == 2 and feats[1].isdigit() else 0
+    if not count:
+        return []
+    return wrap("note: pg_init ran %d time%s: with a hardware handler (%s) dm-mpath holds I/O while it "
+                "initialises a path group (at the first I/O and at each group switch), so those I/Os wait for "
+                "it (the topology's `activation` time) and the max latency shows it"
+                % (count, "" if count == 1 else "s", _hw_handler(result.status_table) or "in the table"))
+
+
+def _hw_handler(table: str) -> str:
+    toks = table.split()
+    try:
+        nf = int(toks[0])
+        nh = int(toks[1 + nf])
+        return "'%s'" % " ".join(toks[1 + nf:2 + nf + nh])
+    except (ValueError, IndexError):
+        return ""
+
+
+def _short(name: str, width: int = 20) -> str:
+    """A path's name for the table: whole, or its end (files of one folder differ at the end)."""
+    return name if len(name) <= width else "..." + name[-(width - 3):]
+
+
 def run_summary(result) -> str:
     """Per-path table plus latency and accounting lines for one run, at most 100 columns wide.
 
@@ -73,7 +104,7 @@ def run_summary(result) -> str:
         st = path_lat.get(p["name"])
         pct = st.percentiles((50.0, 99.0, 99.9)) if st is not None and st.n else None
         lat = [us(pct[k]) for k in ("50.000000", "99.000000", "99.900000")] if pct else ["-"] * 3
-        rows.append((p["name"][:16], p["dev"], str(group_of.get(p["name"], "-")), "%.3f" % p["share"],
+        rows.append((_short(p["name"]), p["dev"], str(group_of.get(p["name"], "-")), "%.3f" % p["share"],
                      "%.3f" % best.get(p["name"], 0.0), str(p["completed"]), str(p["errors"]),
                      str(p["peak_in_flight"])) + tuple(lat))
     if len(groups) <= 1:   # one group: the column says nothing
@@ -97,6 +128,7 @@ def run_summary(result) -> str:
         lines += wrap(j)
     for t, msg, outcome in result.messages:
         lines += wrap("at %s: %s (%s)" % (format_ns(t), msg, outcome))
+    lines += _pg_init_note(result)
     from ..stall import stall_line
     stalled = stall_line(result)
     if stalled:

@@ -11,7 +11,7 @@ from typing import Callable, Dict, List, Optional
 
 from ..runner import run_simulation
 from ..workload.fio import load_fio
-from ..workload.topology import load_topology
+from ..topology import load_topology
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOLERANCE = 0.03
@@ -115,19 +115,19 @@ SCENARIOS: Dict[str, Scenario] = {s.name: s for s in [
     Scenario("hst-2020-depth1", "HST cover letter 2020: 4 paths, one 4x slower, 500 MB 4k randwrite, iodepth=1",
              "hst-2020.toml", "hst-2020-depth1.fio", [Column("ST", ST), Column("HST", HST)],
              {"ST": _col(_2020, 0), "HST": _col(_2020, 1), "Best": _col(_2020, 4)},
-             "shared/seeds/hst-cover-letter-2020.txt"),
+             "G. Krisman Bertazi, '[PATCH 0/2] Historical Service Time Path Selector', LKML 2020-04-16"),
     Scenario("hst-2020-depth64", "HST cover letter 2020: 4 paths, one 4x slower, 500 MB 4k randwrite, iodepth=64",
              "hst-2020.toml", "hst-2020-depth64.fio", [Column("ST", ST), Column("HST", HST)],
              {"ST": _col(_2020, 2), "HST": _col(_2020, 3), "Best": _col(_2020, 4)},
-             "shared/seeds/hst-cover-letter-2020.txt"),
+             "G. Krisman Bertazi, '[PATCH 0/2] Historical Service Time Path Selector', LKML 2020-04-16"),
     Scenario("hst-ktime-bio-10disk",
              "HST high-resolution timer patch 2022: 10 asymmetric paths, bio-based, randwrite iodepth=64",
              "hst-ktime-bio-10disk.toml", "hst-ktime-bio-10disk.fio",
              [Column("ST", ST), Column("HST (orig)", HST, kernel="5.18"), Column("HST (ktime)", HST, kernel="5.19")],
              {"ST": _col(_2022, 0), "HST (orig)": _col(_2022, 1), "HST (ktime)": _col(_2022, 2),
               "Best": _col(_2022, 3)},
-             "shared/seeds/hst-history.txt"),
-    # Kernel-lab run (Debian 6.1, 10 null_blk paths at 2/8/16/32 ms, iodepth 64) as reported in issue 14:
+             "commit c06dfd124d46 'dm mpath: provide high-resolution timer to HST for bio-based'"),
+    # Kernel-lab run (validation/kernel-lab: Debian 6.1, 10 null_blk paths at 2/8/16/32 ms, iodepth 64):
     # 0.44 and 0.45 on two fast paths, 0.03-0.04 on the other three (0.035 is the middle of that range);
     # the slow total is what is left.  The kernel moved a path's share by 0.02-0.03 between repeated runs
     # at this depth (kernel-lab README), hence the wider tolerance.
@@ -137,7 +137,7 @@ SCENARIOS: Dict[str, Scenario] = {s.name: s for s in [
              "hst-herding-10path.toml", "hst-herding-depth64.fio",
              [Column("HST", HST), Column("ST", ST), Column("QL", QL)],
              {"HST": {"fast #1": 0.45, "fast #2": 0.44, "fast #3-5 (mean)": 0.035, "slow 5 (total)": 0.005}},
-             "issue 14: kernel-lab, Debian 6.1 kernel", tolerance=0.05, summarize=herding_rows),
+             "this repository's kernel lab (validation/kernel-lab), Debian 6.1 kernel", tolerance=0.05, summarize=herding_rows),
 ]}
 
 DEFAULT_SCENARIO = "hst-2020-depth1"

@@ -29,7 +29,7 @@ from typing import Optional
 
 from ..sim.engine import Simulation
 from ..workload.fio import load_fio
-from ..workload.topology import load_topology
+from ..topology import load_topology
 from . import HERDING_FAST, SCENARIOS
 
 
@@ -50,13 +50,13 @@ def trace(seed: Optional[int] = None) -> dict:
 
     def traced_select(nr_bytes=0):
         now = ps.select_clock()
-        order = list(ps._valid)
+        order = list(ps.valid_paths)
         state = {name[pi.path]: (pi.hst >> 10, pi.outstanding, pi.stale_after < now) for pi in order}
         chosen = select(nr_bytes)
         lost = {}
-        if ps._info[chosen].outstanding:
+        if ps.path_info(chosen).outstanding:
             # replay the scan to tell "lost on estimate" from "lost by scan order"
-            win = ps._info[chosen]
+            win = ps.path_info(chosen)
             for pi in order:
                 n = name[pi.path]
                 if n in HERDING_FAST and pi is not win:

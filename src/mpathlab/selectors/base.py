@@ -139,7 +139,8 @@ class PathSelector:
         """The selector's private valid-list order (for tests and debugging)."""
         return [pi.path for pi in self._valid]  # type: ignore[attr-defined]
 
-    def _path_info(self, path: Hashable):
+    def path_info(self, path: Hashable):
+        """The selector's per-path state (struct path_info) of PATH."""
         try:
             return self._info[path]  # type: ignore[attr-defined]
         except KeyError:
@@ -160,11 +161,17 @@ class ListSelector(PathSelector):
         self._failed = []
         self._info = {}
 
+    @property
+    def valid_paths(self) -> list:
+        """The valid list (struct selector's valid_paths), head first: the list itself, so the compiled
+        core can write its order back."""
+        return self._valid
+
     def fail_path(self, path):
-        self._move(self._path_info(path), self._failed, to_head=True)
+        self._move(self.path_info(path), self._failed, to_head=True)
 
     def reinstate_path(self, path):
-        self._move(self._path_info(path), self._valid, to_head=False)
+        self._move(self.path_info(path), self._valid, to_head=False)
         return 0
 
 

@@ -232,7 +232,7 @@ class HistoricalServiceTime(ListSelector):
         if path is None:
             # The PG-level line ignores the status type.
             return "2 %u %u " % (self.weights[0], self.threshold_multiplier)
-        pi = self._path_info(path)
+        pi = self.path_info(path)
         if kind == STATUS_INFO:
             return "%d %d %d " % (pi.hst, pi.outstanding, pi.stale_after)
         if kind == STATUS_TABLE:
@@ -241,5 +241,5 @@ class HistoricalServiceTime(ListSelector):
 
     def path_state(self, path):
         """(hst, outstanding, stale_after, last_finish) of one path, raw."""
-        pi = self._path_info(path)
+        pi = self.path_info(path)
         return pi.hst, pi.outstanding, pi.stale_after, pi.last_finish

@@ -91,10 +91,10 @@ class IOAffinity(PathSelector):
         self._info[path] = pi
 
     def fail_path(self, path):
-        self._path_info(path).failed = True
+        self.path_info(path).failed = True
 
     def reinstate_path(self, path):
-        self._path_info(path).failed = False
+        self.path_info(path).failed = False
         return 0
 
     def select_path(self, nr_bytes=0):
@@ -126,7 +126,7 @@ class IOAffinity(PathSelector):
         kind = check_status_kind(kind)
         if path is None:
             return "0 "
-        pi = self._path_info(path)
+        pi = self.path_info(path)
         if kind == STATUS_INFO:
             return "%d " % self.map_misses
         if kind == STATUS_TABLE:

@@ -60,7 +60,7 @@ class QueueLength(ListSelector):
         kind = check_status_kind(kind)
         if path is None:
             return "0 "
-        pi = self._path_info(path)
+        pi = self.path_info(path)
         if kind == STATUS_INFO:
             return "%d " % pi.qlen
         if kind == STATUS_TABLE:
@@ -68,4 +68,4 @@ class QueueLength(ListSelector):
         return ""
 
     def in_flight(self, path) -> int:
-        return self._path_info(path).qlen
+        return self.path_info(path).qlen

@@ -12,6 +12,7 @@ uses :func:`get_exact`, which is what the kernel's table loader does.
 """
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
 from typing import Callable, Dict, List, Optional, Type
@@ -43,6 +44,17 @@ class RegistryError(Exception):
 _lock = threading.RLock()
 _types: Dict[str, Type[PathSelector]] = {}
 _entry_points_loaded = False
+
+# Families named by a prefix ('c:PATH') are built on demand by a module above this one. As the kernel's
+# request_module() names a module without linking to it, the registry holds only the module's name; the
+# module, once imported, hands its builder to register_resolver().
+_PREFIX_MODULES = {"c:": "mpathlab.kernelc"}
+_resolvers: Dict[str, Callable[[str], Optional[Type[PathSelector]]]] = {}
+
+
+def register_resolver(prefix: str, resolve: Callable[[str], Optional[Type[PathSelector]]]) -> None:
+    """Let names starting with PREFIX be built by RESOLVE on a miss."""
+    _resolvers[prefix] = resolve
 
 
 def register(cls: Type[PathSelector]) -> None:
@@ -120,10 +132,12 @@ def get_exact(name: Optional[str]) -> Optional[Type[PathSelector]]:
     if name is None:
         return None
     cls = _types.get(name)
-    if cls is None and name.startswith("c:"):
-        # A selector built from kernel C source (mpathlab.kernelc), compiled on first use.
-        from ..kernelc import resolve
-        return resolve(name)
+    if cls is None:
+        for prefix, module in _PREFIX_MODULES.items():
+            if name.startswith(prefix):
+                if prefix not in _resolvers:
+                    importlib.import_module(module)
+                return _resolvers[prefix](name)
     if cls is None:
         _autoload("dm-" + name)
         cls = _types.get(name)

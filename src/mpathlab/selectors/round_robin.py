@@ -34,7 +34,7 @@ class RoundRobin(ListSelector):
 
     def reinstate_path(self, path):
         # list_move: the head of the valid list, unlike QL/ST/HST.
-        self._move(self._path_info(path), self._valid, to_head=True)
+        self._move(self.path_info(path), self._valid, to_head=True)
         return 0
 
     def select_path(self, nr_bytes=0):
@@ -49,7 +49,7 @@ class RoundRobin(ListSelector):
         kind = check_status_kind(kind)
         if path is None:
             return "0 "
-        pi = self._path_info(path)
+        pi = self.path_info(path)
         if kind == STATUS_TABLE:
             return "%u " % pi.repeat_count
         return ""

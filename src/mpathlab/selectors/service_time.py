@@ -101,7 +101,7 @@ class ServiceTime(ListSelector):
         kind = check_status_kind(kind)
         if path is None:
             return "0 "
-        pi = self._path_info(path)
+        pi = self.path_info(path)
         if kind == STATUS_INFO:
             return "%d %u " % (pi.in_flight_size, pi.relative_throughput)
         if kind == STATUS_TABLE:
@@ -109,4 +109,4 @@ class ServiceTime(ListSelector):
         return ""
 
     def in_flight(self, path) -> int:
-        return self._path_info(path).in_flight_size
+        return self.path_info(path).in_flight_size

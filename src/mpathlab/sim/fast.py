@@ -47,7 +47,7 @@ from ..target import (END_DELAY_REQUEUE, END_DONE, END_INCOMPLETE, END_REQUEUE, 
                       MAP_REMAPPED, MAP_REQUEUE, MAP_SUBMITTED, MpathIO)
 from ..target.multipath import DH_OK
 from .devices import Empirical, Exponential, LogNormal, ServiceTime
-from .engine import EV_ACTIVATED, EV_FAULT, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT
+from .loop import EV_ACTIVATED, EV_FAULT, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT
 from . import fast_gen
 
 try:
@@ -141,7 +141,7 @@ class _Target:
         return ([(getattr(i, "qlen", 0), getattr(i, "in_flight_size", 0), getattr(i, "hst", 0),
                   getattr(i, "outstanding", 0), getattr(i, "stale_after", 0), getattr(i, "last_finish", 0),
                   getattr(p.pg.ps, "valid_count", 0)) for p, i in zip(self.pgpaths, self.infos)],
-                [self.infos.index(i) for i in self.c_pg.ps._valid] if self.c_pg in self.c_groups else [])
+                [self.infos.index(i) for i in self.c_pg.ps.valid_paths] if self.c_pg in self.c_groups else [])
 
     def _enter(self, state):
         if state is not None:
@@ -151,7 +151,7 @@ class _Target:
                     _set_info(info, ql, ifs, hst, out, stale, last)
             # valid_count only changes in the Python selector (fail_path, reinstate_path)
             if self.c_pg in self.c_groups:
-                self.c_pg.ps._valid[:] = [self.infos[i] for i in order]
+                self.c_pg.ps.valid_paths[:] = [self.infos[i] for i in order]
         self.sim._state_changes = 0
 
     def flags(self):
@@ -162,7 +162,7 @@ class _Target:
         # no path and no queueing: map kills every I/O and changes nothing (choose_pgpath already
         # cleared the current group); the core may fail them itself
         idle = not (mp.nr_valid_paths or mp.queue_io or mp.current_pg is not None or mp.current_pgpath is not None)
-        queueing = mp.queue_if_no_path_flag or mp._noflush_suspending()
+        queueing = mp.queue_if_no_path_flag or mp.noflush_suspending()
         kill = idle and not queueing
         # likewise request-based with queueing: every map is DM_MAPIO_DELAY_REQUEUE
         requeue = idle and queueing and mp.queue_mode != "bio"
@@ -268,7 +268,7 @@ def eligible(sim) -> str:
     if getattr(sim, "daemons", None):
         return "a user-space daemon (multipathd) needs the Python engine"
     if len(getattr(sim, "targets", ())) > 1:
-        return "several hosts (mpathlab.sim.multihost) need the Python engine"
+        return "several hosts (mpathlab.multihost) need the Python engine"
     mp = sim.mp
     if getattr(mp, "stack", "dm") != "dm":
         return "the %s stack is not in the compiled core" % mp.stack
@@ -326,7 +326,7 @@ def try_run_fast(sim) -> bool:
     for pgpath in mp.pgpaths:
         d = sim.dev_of_pgpath[pgpath]
         # a Python selector keeps its own state: the core only needs the pgpath
-        info = None if ioa or _py_selector(pgpath.pg.ps) else pgpath.pg.ps._info[pgpath]
+        info = None if ioa or _py_selector(pgpath.pg.ps) else pgpath.pg.ps.path_info(pgpath)
         info_of_dev[index[d]] = (pgpath, info)
     for i, d in enumerate(devices):
         pgpath, info = info_of_dev[i]
@@ -344,7 +344,7 @@ def try_run_fast(sim) -> bool:
             "hctx_sched_tags": d.model.hctx_sched_tags if sim.blk is not None else 0,
         }
     order = (list(range(len(devices))) if py_sel or ioa
-             else [index[sim.dev_of_pgpath[pi.path]] for pi in ps._valid])
+             else [index[sim.dev_of_pgpath[pi.path]] for pi in ps.valid_paths])
     hst = [pg.ps for pg in mp.priority_groups if type(pg.ps) is HistoricalServiceTime]
     jobs_cfg = [{"bs": j.spec.bs, "iodepth": j.spec.iodepth,
                  "remaining": -1 if j.remaining is None else j.remaining,
@@ -450,7 +450,7 @@ def _write_back(sim, out, info_of_dev) -> None:
     # the C selector's valid list: of the group it last selected in
     c_ps = target.c_pg.ps if target is not None else ps
     if not (_py_selector(c_ps) or type(c_ps) is IOAffinity):
-        c_ps._valid[:] = [info_of_dev[i][1] for i in out["order"]]
+        c_ps.valid_paths[:] = [info_of_dev[i][1] for i in out["order"]]
     sim.now = out["now"]
     sim._windows = {k: v for k, v in out["windows"].items()}
     if out["first_choice"] >= 0 and target is None:   # with a target its state is already the run's

@@ -26,7 +26,7 @@ def _bucket(v: int) -> int:
     return base + ((v >> error_bits) & (PLAT_VAL - 1))
 
 
-def _bucket_value(idx: int) -> float:
+def bucket_value(idx: int) -> float:
     """Midpoint of a bucket (fio's plat_idx_to_val)."""
     if idx < 2 * PLAT_VAL:
         return idx
@@ -97,18 +97,18 @@ class LatencyStats:
         for idx, c in items:
             cum += c
             while ti < len(targets) and cum >= math.ceil(targets[ti] / 100.0 * self.n - 1e-9):
-                res[targets[ti]] = int(_bucket_value(idx))
+                res[targets[ti]] = int(bucket_value(idx))
                 ti += 1
             if ti == len(targets):
                 break
-        last = int(_bucket_value(items[-1][0]))
+        last = int(bucket_value(items[-1][0]))
         for p in plist:
             out["%f" % p] = res.get(p, last)
         return out
 
     def bins(self) -> Dict[str, int]:
         """fio json+ style bins: {bucket midpoint ns: count}."""
-        return {str(int(_bucket_value(k))): c for k, c in sorted(self.hist.items())}
+        return {str(int(bucket_value(k))): c for k, c in sorted(self.hist.items())}
 
 
 # fio's default bw/iops sampling period (bw_avg_time / iops_avg_time, 500 ms).

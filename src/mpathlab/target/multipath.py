@@ -212,7 +212,7 @@ class Multipath:
     def _table_event(self) -> None:
         self.event_nr += 1
 
-    def _kick(self) -> None:
+    def kick(self) -> None:
         """Queued I/O may now make progress (process_queued_bios / run queue)."""
         if self.on_kick is not None:
             self.on_kick(self)
@@ -221,7 +221,8 @@ class Multipath:
     def pgpaths(self) -> List[PGPath]:
         return [p for pg in self.priority_groups for p in pg.pgpaths]
 
-    def _noflush_suspending(self) -> bool:
+    def noflush_suspending(self) -> bool:
+        """dm_noflush_suspending(): a suspend without flush is in progress."""
         return self.is_suspending and self._noflush
 
     # ------------------------------------------------------------------
@@ -237,7 +238,7 @@ class Multipath:
             self.saved_queue_if_no_path = False
         self.queue_if_no_path_flag = enable
         if not enable:
-            self._kick()
+            self.kick()
 
     # ------------------------------------------------------------------
     # path selection
@@ -302,7 +303,7 @@ class Multipath:
         if p is None or not self.queue_io:
             p = self.choose_pgpath(io.nr_bytes)
         if p is None:
-            if self.queue_if_no_path_flag or self._noflush_suspending():
+            if self.queue_if_no_path_flag or self.noflush_suspending():
                 return MAP_DELAY_REQUEUE
             return MAP_KILL
         if self.queue_io or self.pg_init_required:
@@ -335,7 +336,7 @@ class Multipath:
             if self.queue_if_no_path_flag:
                 self._queue_bio(io)
                 return MAP_SUBMITTED
-            if self._noflush_suspending():
+            if self.noflush_suspending():
                 return MAP_REQUEUE
             return MAP_KILL
         if self.queue_io or self.pg_init_required:
@@ -381,7 +382,7 @@ class Multipath:
                 if p is not None:
                     self.fail_path(p)
                 if not self.nr_valid_paths and not self.queue_if_no_path_flag:
-                    if self._noflush_suspending():
+                    if self.noflush_suspending():
                         r = END_REQUEUE
                     else:
                         io.error = "ioerr"
@@ -392,7 +393,7 @@ class Multipath:
                 r = END_DELAY_REQUEUE if error == "resource" else END_REQUEUE
                 if p is not None:
                     self.fail_path(p)
-                if not self.nr_valid_paths and not (self.queue_if_no_path_flag or self._noflush_suspending()):
+                if not self.nr_valid_paths and not (self.queue_if_no_path_flag or self.noflush_suspending()):
                     r = END_DONE
                     io.error = error
         elif error:
@@ -402,7 +403,7 @@ class Multipath:
             if ps.has_io_hooks:
                 ps.end_io(p, io.nr_bytes, self._end_start_time(io))
         if r == END_INCOMPLETE and self.nr_valid_paths:
-            self._kick()
+            self.kick()
         return r
 
     def release_clone(self, io: MpathIO) -> None:
@@ -475,7 +476,7 @@ class Multipath:
         self._table_event()
         self.disable_nopath_timeout()
         if run_queue:
-            self._kick()
+            self.kick()
         return 0
 
     def _action_dev(self, devt, action) -> int:
@@ -570,7 +571,7 @@ class Multipath:
             if self.pg_init_all_paths():
                 return
         self.queue_io = False
-        self._kick()
+        self.kick()
 
     # ------------------------------------------------------------------
     # messages

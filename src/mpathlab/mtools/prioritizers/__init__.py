@@ -46,10 +46,18 @@ def names() -> List[str]:
     return sorted(_REGISTRY)
 
 
+class Unknown(Prioritizer):
+    """A prioritizer multipath cannot load: every priority is undefined."""
+    name = "(unknown)"
+
+    def getprio(self, path, args, env):
+        return PRIO_UNDEF
+
+
 def create(name: str) -> Prioritizer:
     cls = lookup(name)
     if cls is None:
-        raise KeyError(name)
+        return Unknown()
     return cls()
 
 
@@ -60,4 +68,4 @@ def exclusive_pref_arg(args: str) -> bool:
 
 # The built-ins register themselves when imported and take register() from this module, so they
 # are imported last, once, as the selectors package does with its BUILTIN tuple.
-from . import alua, const, path_latency, random_prio, sysfs, weightedpath  # noqa: E402,F401
+from . import alua, array, const, path_latency, random_prio, sysfs, weightedpath  # noqa: E402,F401

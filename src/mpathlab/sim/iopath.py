@@ -1,0 +1,257 @@
+"""The dm I/O path of one run: map through the target, the path's tags and transport, the device,
+and end_io (dm-mpath's multipath_clone_and_map / multipath_end_io around the block layer)."""
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional
+
+from ..target import (END_DELAY_REQUEUE, END_DONE, END_REQUEUE, MAP_DELAY_REQUEUE, MAP_KILL, MAP_REMAPPED,
+                      MAP_REQUEUE, MessageError, MpathIO, Multipath)
+from ..target.multipath import REQUEUE_DELAY_MS
+from .devices import PathDevice
+from .loop import (EV_ACTIVATED, EV_ARRIVE, EV_DONE, EV_ERRDONE, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT,
+                   EV_RETRY, EventLoop)
+
+if TYPE_CHECKING:
+    from ..timing import TimeBase
+    from .blockqueue import BlockLayer
+    from .host import Host
+    from .result import SimResult
+
+REQUEUE_DELAY_NS = REQUEUE_DELAY_MS * 1_000_000
+
+
+class SimIO(MpathIO):
+    __slots__ = ("job", "submit_ns", "is_read", "dev", "ddir")
+
+    def __init__(self, nr_bytes, job, submit_ns, is_read, ddir=None):
+        MpathIO.__init__(self, nr_bytes)
+        self.job = job
+        self.submit_ns = submit_ns
+        self.is_read = is_read
+        self.dev = None
+        self.ddir = (0 if is_read else 1) if ddir is None else ddir   # 0 read, 1 write, 2 trim
+
+
+class IoPath(EventLoop):
+    """Map, dispatch, transport, service and completion of one I/O; faults and dm messages."""
+
+    # set up by Simulation.__init__
+    mp: Multipath
+    paths: list
+    result: "SimResult"
+    host: Optional["Host"]
+    blk: Optional["BlockLayer"]
+    timebase: "TimeBase"
+    window_ns: int
+    _windows: Dict[int, List[int]]
+    activation_ns: int
+    _timer_gen: int
+    _timer_pending: bool
+    _kick_pending: bool
+    _extra_delay: Optional[Callable]
+    _driver_start: Optional[Callable]
+
+    def _complete(self, io: SimIO, error: Optional[str]) -> None:
+        """The I/O is done for its job (fio's side: JobRules)."""
+        raise NotImplementedError
+
+    def _init_devices(self, master: random.Random) -> None:
+        """A device per path model (seeded from MASTER in path order) and the table's paths onto them."""
+        devs_by_devt = {}
+        self.devices: List[PathDevice] = []
+        for pm in self.paths:
+            d = PathDevice(pm, master.getrandbits(64))
+            devs_by_devt[pm.devt] = d
+            self.devices.append(d)
+        self._dev_index = {d: i for i, d in enumerate(self.devices)}
+        self.dev_of_pgpath = {}
+        for pgpath in self.mp.pgpaths:
+            dev = devs_by_devt.get(pgpath.dev.devt)
+            if dev is None:
+                raise ValueError("table path %s has no device model in the topology" % pgpath.dev.name)
+            self.dev_of_pgpath[pgpath] = dev
+
+    def _target_of(self, io) -> Multipath:
+        """The multipath target an I/O goes through: the one table of this host
+        (mpathlab.multihost gives every host its own)."""
+        return self.mp
+
+    def _on_kick(self, mp) -> None:
+        if not self._kick_pending:
+            self._kick_pending = True
+            self._push(self.now, EV_KICK, None)
+
+    def _set_timer(self, mp, delay_ns) -> None:
+        """mod_timer / del_timer for the queue_if_no_path timeout."""
+        if self._timer_pending:
+            self._state_changes -= 1
+            self._timer_pending = False
+        self._timer_gen += 1
+        if delay_ns is not None:
+            self._push(self.now + delay_ns, EV_NOPATH_TIMEOUT, self._timer_gen)
+            self._state_changes += 1
+            self._timer_pending = True
+
+    def _nopath_timeout(self, gen: int) -> None:
+        """The queue_if_no_path timer fired (unless re-armed or deleted since)."""
+        if gen == self._timer_gen and self._timer_pending:
+            self._timer_pending = False
+            self._state_changes -= 1
+            self.mp.nopath_timeout()
+
+    def _activate(self, mp, pgpath, delay_ms: int) -> None:
+        self._push(self.now + delay_ms * 1_000_000 + self.activation_ns, EV_ACTIVATED, pgpath)
+
+    def _dispatch(self, io: SimIO) -> None:
+        if self.blk is not None and self.blk.rq:
+            self.blk.insert(io)     # dm's own blk-mq queue maps it when it runs
+        else:
+            self._map(io)
+
+    def _map(self, io: SimIO) -> bool:
+        """Map one I/O and issue it; False when a request-based clone found no tag (BLK_STS_RESOURCE)."""
+        self._cur_cpu = io.job.cpu
+        r = self._target_of(io).map(io)
+        if r == MAP_REMAPPED:
+            dev = self.dev_of_pgpath[io.pgpath]  # type: ignore[index]  # map() set pgpath
+            blk = self.blk
+            if blk is not None and blk.rq and not blk.issue_directly(io, dev):
+                return False
+            io.dev = dev
+            dev.dispatched += 1
+            if self.window_ns:
+                w = self._windows.get(self.now // self.window_ns)
+                if w is None:
+                    w = self._windows[self.now // self.window_ns] = [0] * len(self.devices)
+                w[self._dev_index[dev]] += 1
+            dev.in_flight += 1
+            if dev.in_flight > dev.peak_in_flight:
+                dev.peak_in_flight = dev.in_flight
+            if blk is None or blk.start(io, dev):   # bio-based: False while it waits for a tag
+                self._start(io, dev)
+        elif r == MAP_DELAY_REQUEUE:
+            self._push(self.now + REQUEUE_DELAY_NS, EV_RETRY, io)
+        elif r == MAP_REQUEUE:
+            if self.blk is not None and self.blk.rq:
+                return False    # no tag for the clone
+            # back to dm core at once; 1 us keeps a persistent requeue (noflush
+            # suspend) from spinning at one instant
+            self._push(self.now + 1000, EV_RETRY, io)
+        elif r == MAP_KILL:
+            self._complete(io, "ioerr")
+        # MAP_SUBMITTED: queued inside the target until a kick
+        return True
+
+    def _start(self, io: SimIO, dev: PathDevice) -> None:
+        """The driver has the request: it travels the path's delay to the device."""
+        if self._driver_start is not None and not self._driver_start(io):
+            self._push(self.now, EV_ERRDONE, io)
+            return
+        delay = dev.model.delay_ns
+        if self._extra_delay is not None:       # a per-I/O transport cost the target asks for (NVMe)
+            delay += self._extra_delay(io)
+        if dev.offline:
+            self._push(self.now + dev.model.fail_latency_ns, EV_ERRDONE, io)
+        elif delay:
+            self._push(self.now + delay, EV_ARRIVE, io)
+        else:
+            self._arrive(io)
+
+    def _arrive(self, io: SimIO) -> None:
+        dev = io.dev
+        if dev.offline:
+            self._push(self.now + dev.model.fail_latency_ns, EV_ERRDONE, io)
+            return
+        if dev.busy < dev.model.parallelism:
+            dev.busy += 1
+            self._push(self.now + dev.service_ns(io.nr_bytes), EV_DONE, io)
+        else:
+            dev.queue.append(io)
+
+    def _path_done(self, io: SimIO, error: Optional[str]) -> None:
+        dev = io.dev
+        dev.in_flight -= 1
+        io.dev = None
+        r = self._target_of(io).end_io(io, error)
+        if self.blk is not None:
+            self.blk.complete(io, dev)
+        if error:
+            dev.errors += 1
+        if r == END_DONE:
+            if io.error:
+                self._complete(io, io.error)
+            else:
+                dev.completed += 1
+                dev.lat.add(self.now - io.submit_ns)
+                self._complete(io, None)
+        elif r == END_REQUEUE:
+            self._push(self.now, EV_RETRY, io)
+        elif r == END_DELAY_REQUEUE:
+            self._push(self.now + REQUEUE_DELAY_NS, EV_RETRY, io)
+
+    def path_done(self, io: SimIO, error: Optional[str]) -> None:
+        """A path ends I/O IO (ERROR None, or a blk_status name): dm's end_io and what follows."""
+        self._path_done(io, error)
+
+    def _fault(self, dev: PathDevice, fault) -> None:
+        self._state_changes -= 1
+        if fault.action == "fail":
+            self.fail_device(dev)
+        elif fault.action == "reinstate":
+            dev.offline = False
+            # multipathd's path checker notices and reinstates the path
+            self._schedule_message(fault.reinstate_after_ns, "reinstate_path %s" % dev.model.devname)
+        elif fault.action == "slow":
+            dev.slow_factor = fault.factor
+
+    def _schedule_message(self, delay_ns: int, text: str) -> None:
+        """A dm message later: the topology's [[messages]], multipathd's reinstate after a fault, a target's own
+        timer (NVMe ctrl_loss_tmo).  It can bring a path back, so it counts as a pending state change."""
+        self._push(self.now + delay_ns, EV_MESSAGE, text)
+        self._state_changes += 1
+
+    def _message(self, text: str) -> None:
+        self._state_changes -= 1
+        self.send_message(text)
+
+    def send_message(self, text: str) -> bool:
+        """A dm message (``dmsetup message``) now; recorded in the result."""
+        try:
+            self.mp.message(*text.split())
+            self.result.messages.append((self.now, text, "ok"))
+            return True
+        except MessageError as e:
+            self.result.messages.append((self.now, text, "error: %s" % (e.warning or e)))
+            return False
+
+    def fail_device(self, dev: PathDevice) -> None:
+        """The device stops answering: waiting I/O fails at once, I/O being served
+        fails when it ends, new I/O fails after its fail latency."""
+        dev.offline = True
+        while dev.queue:
+            self._push(self.now + dev.model.fail_latency_ns, EV_ERRDONE, dev.queue.popleft())
+
+    def restore_device(self, dev: PathDevice) -> None:
+        """The device answers again (nothing is reinstated in the target)."""
+        dev.offline = False
+
+    def _snapshot_in_flight(self) -> None:
+        self.result.timeline.append((self.now, {d.model.name: d.in_flight for d in self.devices}))
+
+    def _drain_pending(self, heap) -> int:
+        """Count the I/O still under way when the run is cut short, and drop it."""
+        n = 0
+        for _, _, kind, obj in heap:
+            if kind in (EV_DONE, EV_ARRIVE, EV_RETRY, EV_ERRDONE):
+                n += 1
+        heap.clear()
+        if self.blk is not None:
+            n += self.blk.drain()
+        if self.host is not None:
+            n += self.host.drain()
+        for d in self.devices:
+            n += len(d.queue)
+            d.queue.clear()
+            d.in_flight = 0
+        return n

@@ -1,0 +1,79 @@
+"""The event loop's core, as SimPy's Environment: the clock, the event heap, and scheduling.
+
+An event is a (time, seq, kind, obj) tuple; seq keeps the events of one instant in the order they
+were scheduled, so a run is the same run every time. Parts of the simulator (tags, CPUs, daemons)
+plug in through call_at() as EV_CALL events.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Callable, Iterator, List, Optional
+
+(EV_DONE, EV_ARRIVE, EV_SUBMIT, EV_RETRY, EV_KICK, EV_FAULT, EV_MESSAGE, EV_ERRDONE, EV_ACTIVATED,
+ EV_NOPATH_TIMEOUT) = range(10)
+EV_CALL = 10        # obj = (fn, arg): a part plugged into the loop (blockqueue, host, a daemon's timer) asked to be called
+
+
+class EventLoop:
+    """now, the heap and its sequence counter (the Simulation sets them up: now, _base, _heap, _seq,
+    _state_changes)."""
+
+    now: int
+    _base: int
+    _heap: list
+    _seq: Iterator[int]
+    _state_changes: int
+    daemons: List
+
+
+    def _ktime(self) -> int:
+        return self._base + self.now
+
+    def _push(self, t: int, kind: int, obj) -> None:
+        heapq.heappush(self._heap, (t, next(self._seq), kind, obj))
+
+    def call_at(self, t: int, fn, arg) -> None:
+        self._push(t, EV_CALL, (fn, arg))
+
+    def schedule(self, t: int, kind: int, obj) -> None:
+        """Add an event of KIND (EV_*) for OBJ at time T."""
+        self._push(t, kind, obj)
+
+    def edit_events(self, edit: Callable[[int, object], Optional[tuple]]) -> None:
+        """Rewrite the pending events: EDIT(kind, obj) returns None to keep an event, () to drop it, or
+        (kind, obj) to replace it at the same time and in the same order."""
+        keep = []
+        for ev in self._heap:
+            t, seq, kind, obj = ev
+            new = edit(kind, obj)
+            if new is None:
+                keep.append(ev)
+            elif new:
+                keep.append((t, seq) + tuple(new))
+        self._heap[:] = keep
+        heapq.heapify(self._heap)
+
+    @property
+    def pending_state_changes(self) -> int:
+        """Scheduled events that can bring a path back (faults, messages, activations, timers)."""
+        return self._state_changes
+
+    def add_daemon(self, daemon) -> None:
+        """Hook in a daemon: ``daemon.attach(sim)`` is called now and may schedule
+        timers with daemon_timer().  Simulations with a daemon run on the Python engine."""
+        self.daemons.append(daemon)
+        daemon.attach(self)
+
+    def daemon_timer(self, at_ns: int, fn: Callable[[], None], keeps_alive: bool = False) -> None:
+        """Run fn() at simulated time at_ns.  keeps_alive: the call may bring a path
+        back or change queueing, so a run with no usable path must not be cut short
+        as stalled while it is pending."""
+        if keeps_alive:
+            self._state_changes += 1
+        self.call_at(max(at_ns, self.now), self._daemon_call, (fn, keeps_alive))
+
+    def _daemon_call(self, call) -> None:
+        fn, keeps_alive = call
+        if keeps_alive:
+            self._state_changes -= 1
+        fn()
