@@ -707,7 +707,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  "(default: the only one)")
     r.add_argument("--service", help="with --table: every path's service time (400us, exponential:400us, "
                                      "lognormal:400us:0.5; default: %s)" % RUN_TABLE_DEFAULTS["service"])
-    r.add_argument("--parallelism", type=arg_int(1, 65536), help="with --table: servers per device (default: %d)"
+    r.add_argument("--parallelism", type=arg_int(-2 ** 31, 2 ** 31), help="with --table: servers per device (default: %d)"
                    % RUN_TABLE_DEFAULTS["parallelism"])
     r.add_argument("--delay", help="with --table: fixed added delay per path (default: %s)"
                    % RUN_TABLE_DEFAULTS["delay"])
@@ -773,7 +773,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--kernels", metavar="A,B", help="kernel profiles to sweep over, e.g. 5.15,6.1 "
                     "(default: the topology's kernel, else current)")
     sw.add_argument("--scheduler", help="address of a Dask scheduler (default: start a local cluster)")
-    sw.add_argument("--workers", type=arg_int(1, 1024), default=2,
+    sw.add_argument("--workers", type=arg_int(-2 ** 31, 1024), default=2,
                     help="local cluster worker processes, at least 1 (default: %(default)s)")
     sw.add_argument("--out", default="sweep.csv",
                     help="output table (.csv, or .parquet with pyarrow; default: %(default)s)")
