@@ -202,18 +202,8 @@ def translate(p: str) -> str:
                 can_repeat = True
             i += 1
             continue
-        if c == "|":
-            out.append("|")
-            can_repeat = False
-            i += 1
-            continue
-        if c == "^":
-            out.append("^")
-            can_repeat = False
-            i += 1
-            continue
-        if c == "$":
-            out.append("$")
+        if c in "|^$":        # alternation and anchors mean the same in RE2; nothing after them repeats
+            out.append(c)
             can_repeat = False
             i += 1
             continue
