@@ -68,7 +68,7 @@ from __future__ import annotations
 
 from collections import deque
 
-BLK_MQ_RESOURCE_DELAY_NS = 3 * 1_000_000     # blk-mq.c BLK_MQ_RESOURCE_DELAY (3 ms)
+from .boundary import BLK_MQ_RESOURCE_DELAY_NS
 
 
 class Hctx:
