@@ -108,6 +108,9 @@ topo_up() {
     if [ "$kind" = scsi ]; then
       b=$(cat "/tmp/blk.$label"); sd=/sys/block/$b/device
       echo "$qd" > "$sd/queue_depth"
+      # sd gives a single-queue LUN mq-deadline; the paths here run without a scheduler, as null_blk's do
+      # (request-based dm issues its clones directly anyway; SCHED after TOPO changes it)
+      echo none > "/sys/block/$b/queue/scheduler"
       DEVS="$DEVS $label"
       for sh_ in "/sys/bus/pseudo/drivers/scsi_debug/adapter$host"/host*; do break; done
       echo "$TOPO $label $(cat "/sys/block/$b/dev") completion_nsec=$(cat /sys/module/scsi_debug/parameters/ndelay)" \
