@@ -179,3 +179,25 @@ def test_finish_batch_keeps_the_fault_summary_and_drops_the_per_io_log(tmp_path,
     assert cell["paths"][1] == {"label": "p1", "completion_ns": 2000000, "hw_queue_depth": 8, "submit_queues": 1,
                                 "kind": "scsi", "host": 1, "can_queue": 192, "driver_max_queue": 192}
     assert cell["mean_completions"]["after"] == {"p0": 498, "p1": 505}
+
+
+TRIAL = os.path.join(os.path.dirname(grid.HERE), "kernel-lab", "scsi-trial", "scsi-6.1-20261204T160836", "runs")
+
+
+def test_scsi_trial_completions_add_up_to_fios_total():
+    # Debian 6.1, S1 (queue_depth 2 and 8 behind two scsi_debug hosts), raw stat files as the guest wrote
+    # them: completed writes per path (sectors) add up to what fio counted, while the 2-deep LUN's writes
+    # field in request-based runs also counts every refused direct issue of a clone (4x-5x its completions)
+    runs = sorted(r for r in os.listdir(TRIAL) if r.startswith("S1_"))
+    assert len(runs) == 6
+    for r in runs:
+        s = grid.summarise_run(os.path.join(TRIAL, r))
+        c = s["completed_vs_fio"]
+        assert c["fio"] == s["fio"]["total_ios"] and c["paths"] == s["writes_total"]
+        assert abs(c["difference"]) <= s["iodepth"], r
+        assert s["paths"][0]["kind"] == "scsi" and s["paths"][0]["hw_queue_depth"] == 2
+        p0 = s["devices"]["p0"]
+        if s["queue_mode"] == "mq":
+            assert p0["failed_issue_attempts"] > 2 * p0["writes"], r
+        else:
+            assert abs(p0["failed_issue_attempts"]) <= 2, r
