@@ -105,13 +105,20 @@ def make_fault_run(root, name="F2-allq_rr_mq_d16_r0"):
              (7000000000, 7000100000, 2000, "running", "p0"), (7000100000, 7000200000, 2000, "running", "p1"),
              (7000200000, 7000350000, 2000, "reinstate", "p0"), (7000350000, 7000500000, 2000, "reinstate", "p1")]
     with open(os.path.join(rd, "faults"), "w") as f:
+        # the schedule's zero: the dm device's first completed write at 5000 ms
+        f.write("T0 5000000000\nPRE\n")
+        # before the first step: 500 and 500 done; after the last: nothing more, but p0's sectors also
+        # account 3 requests it ended offline (never dispatched), which dm-mpath queued and sent on later
+        f.write("D " + _stat("p0", 800 + 8 * 500) + "D " + _stat("p1", 800 + 8 * 500))
+        f.write("C p0 0x%x 0x%x 0x0\nC p1 0x%x 0x%x 0x0\n" % (16 + 500, 16 + 500, 16 + 500, 16 + 500))
         for i, (a, b, at, act, tgt) in enumerate(steps):
             f.write("STEP %d %d %d %s %s - rc=0\n" % (a, b, at, act, tgt))
-            f.write("S 0 4194304 multipath 2 %d 0 0 1 1 A 0 2 0 8:0 %s 1 8:16 %s 1\n"
-                    % (16 if i < 5 else 0, "A" if i >= 4 else "F", "A" if i >= 5 else "F"))
-            # per-path stat and counters after the step: 500 and 500 done before the fault, nothing while offline
-            f.write("D " + _stat("p0", 800 + 8 * 503) + "D " + _stat("p1", 800 + 8 * 500))
-            f.write("C p0 0x%x 0x%x 0x0\nC p1 0x%x 0x%x 0x0\n" % (16 + 500, 16 + 500, 16 + 500, 16 + 500))
+            if i in (1, 5):   # the status once the steps of a time are done
+                f.write("S 0 4194304 multipath 2 %d 0 0 1 1 A 0 2 0 8:0 %s 1 8:16 %s 1\n"
+                        % (16 if i == 1 else 0, "F" if i == 1 else "A", "F" if i == 1 else "A"))
+        f.write("POST\n")
+        f.write("D " + _stat("p0", 800 + 8 * 503) + "D " + _stat("p1", 800 + 8 * 500))
+        f.write("C p0 0x%x 0x%x 0x0\nC p1 0x%x 0x%x 0x0\n" % (16 + 500, 16 + 500, 16 + 500, 16 + 500))
     with open(os.path.join(rd, "io_clat.1.log"), "w") as f:
         for t in range(5000, 6000):
             f.write("%d, 2100000, 1, 4096, 0, 0\n" % t)
@@ -139,6 +146,9 @@ def test_fault_summary_of_a_hand_built_run(tmp_path):
     f = s["fault"]
     assert f["name"] == "allq" and [st["action"] for st in f["steps"]][:2] == ["offline", "offline"]
     assert f["step_times_ms"] == [0.0, 0.5, 999.6, 999.7, 999.8, 999.95]
+    assert f["first_step_after_io_ms"] == 1000.4
+    assert f["status_after_steps"] == ["0 4194304 multipath 2 16 0 0 1 1 A 0 2 0 8:0 F 1 8:16 F 1",
+                                       "0 4194304 multipath 2 0 0 0 1 1 A 0 2 0 8:0 A 1 8:16 A 1"]
     # first completion after 6000.4 ms is at 7003 ms; the last step ended at 7000.5 ms
     assert f["stall_ms"] == round(7003 - 6000.4, 1) == 1002.6
     assert f["recovery_ms"] == 2.5
@@ -146,7 +156,7 @@ def test_fault_summary_of_a_hand_built_run(tmp_path):
     assert f["max_lat_after_fault_ms"] == 1005.0
     assert f["iops"] == {"before": round(1000 / (6000.4 - 5000) * 1e3, 1), "during": 0.0,
                          "after": round(997 / (7999 - 7000.5) * 1e3, 1)}
-    # per path from the SCSI counters (iodone - ioerr): 500 each before (the first step's C lines: 516 - 16),
+    # per path from the SCSI counters (iodone - ioerr): 500 each before (the PRE block's C lines: 516 - 16),
     # none while offline, then p0 1014 - 516 = 498 and p1 (1022 - 1) - 516 = 505 after
     assert f["completions"] == {"before": {"p0": 500, "p1": 500}, "during": {"p0": 0, "p1": 0},
                                 "after": {"p0": 498, "p1": 505}}

@@ -257,27 +257,35 @@ def _scsi_counters(path):
 
 
 def _fault_steps(rd):
-    """The guest's faults file: per step its CLOCK_MONOTONIC ns at start and end, the schedule's ms, the action,
-    its path and argument, the exit status, then dmsetup status, the paths' stat lines and SCSI counters."""
+    """The guest's faults file: T0 (CLOCK_MONOTONIC ns of the dm device's first completed write, the
+    schedule's zero); PRE and POST blocks (the paths' stat lines 'D dev fields' and SCSI counters 'C label
+    hex...') taken before the first step and after the last; per step its ns at start and end, the schedule's
+    ms, the action, its path and argument, the exit status, and 'S <dmsetup status>' after each time's steps.
+    -> {'t0_ns', 'pre': {'stat', 'scsi'}, 'post': {...}, 'steps': [...]} or None without a faults file."""
     p = os.path.join(rd, 'faults')
-    steps = []
     if not os.path.exists(p):
-        return steps
+        return None
+    out = {'t0_ns': None, 'pre': {'stat': {}, 'scsi': {}}, 'post': {'stat': {}, 'scsi': {}}, 'steps': []}
+    block = None
     for l in open(p):
         f = l.split()
         if not f:
             continue
-        if f[0] == 'STEP' and len(f) >= 8:
-            steps.append({'t_ns': int(f[1]), 't_end_ns': int(f[2]), 'at_ms': int(f[3]), 'action': f[4],
-                          'target': None if f[5] == '-' else f[5], 'arg': None if f[6] == '-' else f[6],
-                          'rc': int(f[7].split('=')[1]), 'status': None, 'stat': {}, 'scsi': {}})
-        elif steps and f[0] == 'S':
-            steps[-1]['status'] = ' '.join(f[1:])
-        elif steps and f[0] == 'D' and len(f) > 2:
-            steps[-1]['stat'][f[1]] = [int(x) for x in f[2:]]
-        elif steps and f[0] == 'C' and len(f) == 5:
-            steps[-1]['scsi'][f[1]] = [int(x, 16) for x in f[2:]]
-    return steps
+        if f[0] == 'T0':
+            out['t0_ns'] = int(f[1])
+        elif f[0] in ('PRE', 'POST'):
+            block = out[f[0].lower()]
+        elif f[0] == 'STEP' and len(f) >= 8:
+            out['steps'].append({'t_ns': int(f[1]), 't_end_ns': int(f[2]), 'at_ms': int(f[3]), 'action': f[4],
+                                 'target': None if f[5] == '-' else f[5], 'arg': None if f[6] == '-' else f[6],
+                                 'rc': int(f[7].split('=')[1]), 'status': None})
+        elif f[0] == 'S' and out['steps']:
+            out['steps'][-1]['status'] = ' '.join(f[1:])
+        elif f[0] == 'D' and block is not None and len(f) > 2:
+            block['stat'][f[1]] = [int(x) for x in f[2:]]
+        elif f[0] == 'C' and block is not None and len(f) == 5:
+            block['scsi'][f[1]] = [int(x, 16) for x in f[2:]]
+    return out
 
 
 def mpath_status_paths(status):
@@ -332,17 +340,20 @@ def _phase_counts(before, after, labels, scsi_b, scsi_a):
     return out
 
 
-def fault_summary(rd, labels, fio, steps, stat_b, stat_a, scsi_b, scsi_a, status_end, devno):
+def fault_summary(rd, labels, fio, fs, stat_b, stat_a, scsi_b, scsi_a, status_end, devno):
     """What a fault did to the I/O: fio's errors; the stall (first step -> the next completed I/O), the longest
     time without a completion after it, recovery (last step -> next completion), the worst latency after the
     fault; completions per path before the first step, between the first and the last, after the last; the
     paths' fail counts and states at the end."""
     comp = _completion_log(rd)
+    steps = fs['steps']
     first, last = steps[0], steps[-1]
     f_ms, l_ms = first['t_ns'] / 1e6, last['t_end_ns'] / 1e6
     out = {'steps': [{k: st[k] for k in ('at_ms', 'action', 'target', 'arg', 'rc')} for st in steps],
            'step_times_ms': [round((st['t_ns'] - first['t_ns']) / 1e6, 2) for st in steps],
            'step_durations_ms': [round((st['t_end_ns'] - st['t_ns']) / 1e6, 2) for st in steps],
+           # when the first step came after the first completed write (its schedule said at_ms)
+           'first_step_after_io_ms': round((first['t_ns'] - fs['t0_ns']) / 1e6, 1) if fs['t0_ns'] else None,
            'fio_errors': fio.get('total_err'), 'fio_total_ios': fio.get('total_ios')}
     if comp:
         # the log has whole ms: a completion in the fault's own ms counts as after it (stall 0)
@@ -361,9 +372,9 @@ def fault_summary(rd, labels, fio, steps, stat_b, stat_a, scsi_b, scsi_a, status
         out['iops'] = {'before': round(n_before / max(f_ms - t0, 1) * 1e3, 1),
                        'during': round(n_during / (l_ms - f_ms) * 1e3, 1) if l_ms > f_ms + 1 else None,
                        'after': round(n_after / max(t1 - l_ms, 1) * 1e3, 1)}
-    snaps = [stat_b, first['stat'], last['stat'], stat_a]
-    sc = [scsi_b, first['scsi'], last['scsi'], scsi_a]
-    # a path gone by the last step keeps its last line (the stat files leave it out)
+    snaps = [stat_b, fs['pre']['stat'], fs['post']['stat'], stat_a]
+    sc = [scsi_b, fs['pre']['scsi'], fs['post']['scsi'], scsi_a]
+    # a path gone by a snapshot keeps its line from the one before (the stat files leave it out)
     for i in (1, 2, 3):
         for k, v in snaps[i - 1].items():
             snaps[i].setdefault(k, v)
@@ -382,7 +393,7 @@ def fault_summary(rd, labels, fio, steps, stat_b, stat_a, scsi_b, scsi_a, status
     out['end_paths'] = {devno.get(p['dev'], p['dev']): {'state': p['state'], 'fail_count': p['fail_count']}
                         for p in paths}
     out['end_queued'] = queued
-    out['status_after_steps'] = [st['status'] for st in steps]
+    out['status_after_steps'] = [st['status'] for st in steps if st['status']]
     return out
 
 
@@ -428,9 +439,9 @@ def summarise_run(rd):
     paths = list(by_label.values())
     release = _run_kernel(rd, m.get('kernel'))
     b, a = _stat(os.path.join(rd, 'stat_before')), _stat(os.path.join(rd, 'stat_after'))
-    steps = _fault_steps(rd)
-    for st in reversed(steps):   # a path a fault removed has no line at the end: its last one before it went
-        for k, v in st['stat'].items():
+    fs = _fault_steps(rd)
+    for snapshot in (fs['post'], fs['pre']) if fs else ():   # a path a fault removed has no line at the end
+        for k, v in snapshot['stat'].items():
             a.setdefault(k, v)
     t0, t1 = (float(x) for x in open(os.path.join(rd, 'uptime')).read().split())
     dev = {}
@@ -496,17 +507,17 @@ def summarise_run(rd):
             elif f[0] == 'S':
                 samples['status'].append(' '.join(f[1:]))
     scsi_b, scsi_a = _scsi_counters(os.path.join(rd, 'scsi_before')), _scsi_counters(os.path.join(rd, 'scsi_after'))
-    for st in reversed(steps):
-        for k, v in st['scsi'].items():
+    for snapshot in (fs['post'], fs['pre']) if fs else ():
+        for k, v in snapshot['scsi'].items():
             scsi_a.setdefault(k, v)
     status_end = open(os.path.join(rd, 'status_end')).read().strip()
     fault = m.get('fault', '').split()
     extra = {}
     prev = os.path.join(rd, 'summary.json')
-    if fault and steps and not _completion_log(rd) and os.path.exists(prev):
+    if fault and fs and fs['steps'] and not _completion_log(rd) and os.path.exists(prev):
         extra['fault'] = json.load(open(prev)).get('fault')   # the per-I/O log is dropped once summarised
-    elif fault and steps:
-        extra['fault'] = dict(fault_summary(rd, labels, fio, steps, b, a, scsi_b, scsi_a, status_end,
+    elif fault and fs and fs['steps']:
+        extra['fault'] = dict(fault_summary(rd, labels, fio, fs, b, a, scsi_b, scsi_a, status_end,
                                             m.get('devno', {})), name=fault[0], schedule=fault[1])
     # the SCSI midlayer's own count per path (commands the LLD completed, errors among them), and what the
     # paths completed against what fio counted (they differ by the I/Os in flight when a count was read)

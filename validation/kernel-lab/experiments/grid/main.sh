@@ -35,6 +35,8 @@
 # ("label iorequest_cnt iodone_cnt ioerr_cnt" of each SCSI path, hex as sysfs prints them).
 C=/sys/kernel/config/nullb
 modprobe null_blk nr_devices=0 || echo "null_blk load failed"
+# dm-delay paths: the guest has no /sbin/modprobe for the kernel to load a target type on demand
+modprobe dm-delay || echo "dm-delay load failed"
 DEVS=""; DM=""; TOPO=none; FIOX=""; SCHEDX=default; TRACE=0; FEATX=""; FAULTX=""; FAULTN=""
 TR=/sys/kernel/tracing
 mount -t tracefs nodev $TR 2>/dev/null
@@ -154,17 +156,33 @@ scsicnt() {
     [ -f "$sd/iodone_cnt" ] && echo "$b $(cat "$sd/iorequest_cnt") $(cat "$sd/iodone_cnt") $(cat "$sd/ioerr_cnt")"
   done
 }
-# CLOCK_MONOTONIC in ns (ktime_get), the clock fio's per-I/O log is put on (busybox date has no %N)
-mono_ns() { awk '/^now at/ {print $3; exit}' /proc/timer_list; }
-# runs a fault schedule ($2) against the paths while fio runs; steps and their effect go to $1/faults
+# CLOCK_MONOTONIC in ns (ktime_get: /proc/timer_list's third line) into MONO, without a fork (busybox date
+# has no %N)
+mono_ns() { { read -r _; read -r _; read -r _ _ MONO _; } < /proc/timer_list; }
+# runs a fault schedule ($2) against the paths while fio runs; the schedule's clock starts at the first write
+# the dm device completes (fio takes a second or more to start under emulation). Steps of the same time run
+# back to back, then dmsetup status; the paths' stat lines and SCSI counters are taken once before the first
+# step (PRE) and once after the last (POST): what a path deleted or powered off had done stays in PRE.
 faulter() {
-  t0=$(mono_ns)
-  for step in $(echo "$2" | tr ',' ' '); do
+  blk "$DM"; n=0
+  while [ $n -lt 2000 ]; do
+    read -r _ _ _ _ w _ < "/sys/block/$BLK/stat"
+    [ "$w" -gt 0 ] && break
+    usleep 5000; n=$((n + 1))
+  done
+  mono_ns; t0=$MONO
+  steps=$(echo "$2" | tr ',' ' ')
+  # shellcheck disable=SC2086  # one word per step
+  set -- $steps
+  echo "T0 $t0"
+  echo PRE; snap | sed 's/^/D /'; scsicnt | sed 's/^/C /'
+  while [ $# -gt 0 ]; do
+    step=$1; shift
     at=${step%%/*}; r=${step#*/}; act=${r%%/*}; r=${r#"$act"}; r=${r#/}; tgt=${r%%/*}; arg=${r#"$tgt"}; arg=${arg#/}
-    now=$(mono_ns); w=$(( (t0 + at * 1000000 - now) / 1000 ))
+    mono_ns; w=$(( (t0 + at * 1000000 - MONO) / 1000 ))
     [ "$w" -le 0 ] || usleep "$w"
     [ -z "$tgt" ] || blk "$tgt"
-    a=$(mono_ns)
+    mono_ns; a=$MONO
     case $act in
       offline|running) echo "$act" > "/sys/block/$BLK/device/state";;
       delete) echo 1 > "/sys/block/$BLK/device/delete";;
@@ -176,12 +194,13 @@ faulter() {
       *) false;;
     esac
     rc=$?
-    echo "STEP $a $(mono_ns) $at $act ${tgt:--} ${arg:--} rc=$rc"
-    echo "S $(dmsetup status mp)"
-    snap | sed 's/^/D /'
-    scsicnt | sed 's/^/C /'
-  done >> "$1/faults"
-}
+    mono_ns
+    echo "STEP $a $MONO $at $act ${tgt:--} ${arg:--} rc=$rc"
+    # the status once the steps of this time are done
+    [ $# -gt 0 ] && [ "${1%%/*}" = "$at" ] || echo "S $(dmsetup status mp)"
+  done
+  echo POST; snap | sed 's/^/D /'; scsicnt | sed 's/^/C /'
+} >> "$1/faults" 2>&1
 # blk-mq debugfs counters: per hw queue runs, requests queued, dispatch batch histogram; per sw queue (CPU)
 # requests dispatched/completed. "file value value ..." per line.
 dbg() {
@@ -260,6 +279,8 @@ while read -r kind name sel qmode depth rt rest; do
   SP=$!
   FL=""; FP=""; WP=""
   if [ -n "$FAULTX" ]; then
+    # I/O errors go to the serial console, which is slow under emulation: errors only to the kernel log
+    echo 1 > /proc/sys/kernel/printk
     # every I/O's completion time on CLOCK_MONOTONIC (clock id 1), the clock of the fault steps
     FL="--write_lat_log=$o/io --log_avg_msec=0 --log_alternate_epoch=1 --log_alternate_epoch_clock_id=1"
     FL="$FL --clocksource=clock_gettime --continue_on_error=all"
@@ -275,7 +296,7 @@ while read -r kind name sel qmode depth rt rest; do
       --group_reporting $FIOX $FL --output-format=json --output="$o/fio.json" > "$o/fio.stderr" 2>&1
   t1=$(cut -d' ' -f1 /proc/uptime)
   [ -z "$FP" ] || wait "$FP"
-  [ -z "$WP" ] || kill "$WP" 2>/dev/null
+  [ -z "$WP" ] || { kill "$WP" 2>/dev/null; echo 4 > /proc/sys/kernel/printk; }
   [ "$TRACE" = 1 ] && { trace_read > "$o/trace_hist"; trace_off; }
   snap > "$o/stat_after"; grep '^cpu' /proc/stat > "$o/cpu_after"; dbg > "$o/dbg_after"; scsicnt > "$o/scsi_after"
   wait $SP
