@@ -211,3 +211,16 @@ def test_scsi_trial_completions_add_up_to_fios_total():
             assert p0["failed_issue_attempts"] > 2 * p0["writes"], r
         else:
             assert abs(p0["failed_issue_attempts"]) <= 2, r
+
+
+def test_faults_table_row(tmp_path, monkeypatch):
+    boot, rd = make_fault_run(str(tmp_path / "runs"))
+    grid.finish_batch(boot)
+    monkeypatch.setattr(grid, "RUNS", str(tmp_path / "runs"))
+    monkeypatch.setattr(grid, "HERE", str(tmp_path))
+    grid.collect()
+    rows = grid.faults_markdown(json.load(open(tmp_path / "results-faults.json"))).splitlines()
+    assert len(rows) == 3
+    # n = 1: no stddev; errors, stall, recovery, longest gap and slowest I/O as in the summary above
+    assert rows[2].startswith("| 6.1 | allq | F2 | mq | rr | 1 | 0.0 | 1002.6 | 2.5 | 1002.6 | 1005.0 | p0=0.4")
+    assert rows[2].endswith("| p0=1 p1=1 |")

@@ -593,7 +593,7 @@ def _topology_class(topo):
     order = ['c0', 'c1', 'c4', 'c0x2', 'c4x2', 'T4q', 'T4u', 'T10', 'Tmix']
     if base in order:
         return order.index(base), ''
-    return {'D': 20, 'H': 30}.get(base[:1], 99), base
+    return {'D': 20, 'H': 30, 'S': 40}.get(base[:1], 99), base
 
 
 def _cell_order(key):
@@ -810,6 +810,8 @@ def readme_block(cells):
         for title, sel in (('grid', lambda t: t[:1] == 'T' and '/' not in t),
                            ('same completion time, different queue depths', lambda t: t[:1] == 'D'),
                            ('held out', lambda t: t[:1] == 'H'),
+                           ('SCSI paths (scsi_debug LUNs; `t` = sdev queue_depth)',
+                            lambda t: t[:1] == 'S' and '/' not in t),
                            ('variants (`traced` cells count block tracepoints)', lambda t: '/' in t)):
             group = [c for c in kc if sel(c['topology'])]
             if group:
@@ -822,13 +824,41 @@ def readme_block(cells):
     return '\n\n'.join(parts) + '\n'
 
 
+def faults_markdown(cells):
+    """One row per fault cell: means over the repeats (sample stddev in brackets where n > 1)."""
+    def ms(c, k):
+        mu, sd = c['mean_' + k], c['stddev_' + k]
+        return '-' if mu is None else ('%.1f' % mu) + (' (%.1f)' % sd if sd is not None else '')
+    rows = ['| kernel | fault | topology | mode | selector | n | fio errors | stall ms | recovery ms | longest gap ms '
+            '| slowest I/O after ms | share per path after | fail counts at the end |',
+            '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+    for c in cells:
+        fails = {}
+        for r in c['repeats']:
+            for l, p in (r.get('end_paths') or {}).items():
+                fails.setdefault(l, []).append(p['fail_count'])
+        rows.append('| %s | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |' % (
+            c['kernel'], c['fault'], c['topology'], c['queue_mode'], ABBR.get(c['selector'], c['selector']), c['n'],
+            ms(c, 'fio_errors'), ms(c, 'stall_ms'), ms(c, 'recovery_ms'), ms(c, 'max_gap_ms'),
+            ms(c, 'max_lat_after_fault_ms'),
+            ' '.join('%s=%.3f' % (l, v) for l, v in c['mean_shares_after'].items() if v is not None) or '-',
+            ' '.join('%s=%s' % (l, '/'.join(map(str, v))) for l, v in fails.items()) or '-'))
+    return '\n'.join(rows)
+
+
 def update_readme(cells):
-    """Rewrite the generated results block of README.md (between the results-table markers)."""
+    """Rewrite the generated blocks of README.md: results (between the results-table markers) and faults
+    (between the faults-table markers, from results-faults.json)."""
     p = os.path.join(HERE, 'README.md')
     s = open(p).read()
     s = re.sub(r'<!-- results-table-begin -->.*<!-- results-table-end -->',
                lambda m: '<!-- results-table-begin -->\n' + readme_block(cells) + '<!-- results-table-end -->',
                s, flags=re.S)
+    fp = os.path.join(HERE, 'results-faults.json')
+    if os.path.exists(fp):
+        s = re.sub(r'<!-- faults-table-begin -->.*<!-- faults-table-end -->',
+                   lambda m: '<!-- faults-table-begin -->\n' + faults_markdown(json.load(open(fp)))
+                   + '\n<!-- faults-table-end -->', s, flags=re.S)
     open(p, 'w').write(s)
 
 
