@@ -396,14 +396,16 @@ def _scsi_hosts(doc, src: str) -> Dict[str, ScsiHostModel]:
 
 
 def _scsi_path(model: PathModel, p: dict, hosts: Dict[str, ScsiHostModel], src: str, where: str) -> None:
-    """queue_depth and scsi_host of a kind = "scsi" path make its device a SCSI device (sim/scsi.py):
-    budgets, a host's shared tags, device states.  Without them the path stays the plain model."""
+    """queue_depth, scsi_host or a SCSI fault (offline, delete, online, error) make the device of a
+    kind = "scsi" path a SCSI device (sim/scsi.py): budgets, a host's shared tags, device states.
+    Without them the path stays the plain model, as before these keys existed.  Another kind takes
+    offline/delete/online as its device failing and coming back (null_blk powered off and on)."""
     scsi_keys = [k for k in ("queue_depth", "scsi_host") if k in p]
     scsi_faults = [f.action for f in model.faults if f.action in SCSI_FAULTS]
-    if not scsi_keys:
-        if scsi_faults:
-            raise TopologyError("%s: [%s] a %r fault needs a SCSI device: kind = \"scsi\" with queue_depth or "
-                                "scsi_host" % (src, where, scsi_faults[0]), key=(where, "faults"))
+    if p.get("kind") != "scsi" and "error" in scsi_faults:
+        raise TopologyError("%s: [%s] an \"error\" fault needs kind = \"scsi\"" % (src, where),
+                            key=(where, "faults"))
+    if not scsi_keys and (p.get("kind") != "scsi" or not scsi_faults):
         return
     if p.get("kind") != "scsi":
         raise TopologyError("%s: [%s] %s needs kind = \"scsi\"" % (src, where, scsi_keys[0]),
