@@ -289,6 +289,10 @@ def eligible(sim) -> str:
     kinds = {e[2] for e in sim._heap}
     if kinds - {EV_FAULT, EV_MESSAGE}:
         return "simulation already started"
+    if any(d.model.is_scsi for d in sim.devices):
+        return "SCSI path devices (queue_depth, a host's can_queue) run in the Python engine"
+    if any(f.action not in _FAULT_ACTIONS for d in sim.devices for f in d.model.faults):
+        return "SCSI device faults (offline, delete, online, error) run in the Python engine"
     if any(_dist(d.model.service) is None for d in sim.devices):
         return "custom service-time distribution"
     if len(sim._groups) > 1:
