@@ -7,13 +7,20 @@
 S=${1:-5}
 case "$S" in ''|*[!0-9]*) echo "usage: capture.sh [SECONDS] (a whole number of seconds)" >&2; exit 2;; esac
 
+# Files and directories are read with shell builtins only: on a busy host (or an emulated guest) every fork
+# costs the I/O being measured CPU time.
 f() {  # a file's text, or "missing"
-  if [ -f "$1" ] && [ -r "$1" ] && cat "$1" > /dev/null 2>&1; then
-    echo "@@ file $1"; awk '{print "|" $0}' "$1" 2>/dev/null
+  if [ -f "$1" ] && [ -r "$1" ]; then
+    echo "@@ file $1"
+    while IFS= read -r line || [ -n "$line" ]; do printf '|%s\n' "$line"; done < "$1"
   else echo "@@ missing $1"; fi
 }
 d() {  # a directory's entries
-  if [ -d "$1" ]; then echo "@@ dir $1"; ls -1A "$1" 2>/dev/null | awk '{print "|" $0}'; fi
+  [ -d "$1" ] || return 0
+  echo "@@ dir $1"
+  for e in "$1"/* "$1"/.[!.]*; do
+    if [ -e "$e" ] || [ -L "$e" ]; then printf '|%s\n' "${e##*/}"; fi
+  done
 }
 l() {  # where a symbolic link points
   if [ -L "$1" ]; then echo "@@ link $1 $(readlink "$1")"; fi
@@ -27,7 +34,8 @@ c() {  # a command's output (stdout and stderr) and exit status; 127 when it is 
   echo "@@ rc $rc"
 }
 snap() {  # the counters the service times are computed from
-  echo "@@ snap $1 $(cut -d' ' -f1 /proc/uptime)"
+  read -r up _ < /proc/uptime
+  echo "@@ snap $1 $up"
   for b in /sys/block/*; do f "$b/stat"; f "$b/inflight"; done
   f /proc/diskstats
 }
