@@ -256,3 +256,18 @@ def test_stat_parser_reads_the_recorded_lines():
     for (kind, arg), lines in raw.items():
         if kind.startswith("snap") and arg.endswith("/stat"):
             assert len(parse_stat(lines[0])) in (15, 17)
+
+
+def test_refused_dispatches_are_taken_out_of_the_service_time():
+    """blk_insert_cloned_request counts a refused issue as a done I/O with no sectors: a path whose sectors
+    per I/O fall below the map's gets its completions from its sectors (hand-computed)."""
+    from mpathlab.capture.collect import MapCapture, PathCapture, _refused_dispatches
+    m = MapCapture("mp", "dm-0")
+    m.window = {"write": (1000, 9000, 8000)}                  # 8 sectors (4 KiB) per I/O
+    busy, calm = PathCapture("sda", (8, 0)), PathCapture("sdb", (8, 16))
+    busy.window = {"write": (1400, 5000, 4000)}               # 500 completions, 900 refusals
+    calm.window = {"write": (500, 2500, 4000)}
+    _refused_dispatches(m, [busy, calm])
+    assert busy.refused == {"write": 900} and busy.service_ms() == (10.0, 500)
+    assert calm.refused == {} and calm.service_ms() == (5.0, 500)
+    assert "900 of the 1400 write I/Os" in busy.notes[0]

@@ -31,7 +31,8 @@ class PathCapture:
         self.kind: Optional[str] = None
         self.kind_from = ""
         self.queue: Dict[str, object] = {}     # scheduler, nr_requests, nr_hw_queues, nr_tags, queue_depth, ...
-        self.window: Dict[str, Tuple[int, int]] = {}    # direction -> (I/Os completed, ticks ms)
+        self.window: Dict[str, Tuple[int, int, int]] = {}   # direction -> (I/Os completed, ticks ms, sectors)
+        self.refused: Dict[str, int] = {}     # direction -> I/Os counted that were refused dispatches
         self.inflight: List[Tuple[int, int]] = []        # (reads, writes) at the window's start and end
         self.notes: List[str] = []
 
@@ -41,9 +42,9 @@ class PathCapture:
 
     def service_ms(self) -> Optional[Tuple[float, int]]:
         """(mean ms per I/O over the data directions, I/Os it rests on), or None without completions."""
-        ios = sum(self.window.get(d, (0, 0))[0] for d in DATA_DIRECTIONS)
-        ticks = sum(self.window.get(d, (0, 0))[1] for d in DATA_DIRECTIONS)
-        return (ticks / ios, ios) if ios else None
+        ios = sum(self.window.get(d, (0, 0, 0))[0] - self.refused.get(d, 0) for d in DATA_DIRECTIONS)
+        ticks = sum(self.window.get(d, (0, 0, 0))[1] for d in DATA_DIRECTIONS)
+        return (ticks / ios, ios) if ios > 0 else None
 
 
 class MapCapture:
@@ -58,7 +59,7 @@ class MapCapture:
         self.status_info: Optional[dict] = None
         self.size: Optional[int] = None        # sectors (/sys/block/dm-N/size)
         self.path_devts: List[str] = []        # in table order, or the slaves' when there is no table
-        self.window: Dict[str, Tuple[int, int]] = {}
+        self.window: Dict[str, Tuple[int, int, int]] = {}
         self.notes: List[str] = []
 
     def path_state(self, devt: str) -> Optional[Tuple[str, int]]:
@@ -132,6 +133,8 @@ def collect(src: Source, seconds: float = 5.0, conf: Optional[Tuple[str, str]] =
             _path_facts(src, p, majors)
             cap.paths[d] = p
     _window(src, cap, seconds, sleep)
+    for m in cap.maps:
+        _refused_dispatches(m, [cap.paths[d] for d in m.path_devts if d in cap.paths])
     _nvme(src, cap)
     if conf is not None:
         cap.conf_source, cap.conf = conf
@@ -340,6 +343,27 @@ def _window(src: Source, cap: Capture, seconds: float, sleep) -> None:
                     obj.inflight.append(parse_inflight(s.get("/sys/block/%s/inflight" % name) or ""))
                 except ValueError:
                     pass
+
+
+def _refused_dispatches(m: MapCapture, paths: List[PathCapture]) -> None:
+    """Request-based dm hands a clone to a path with blk_insert_cloned_request (block/blk-mq.c), which
+    counts an issue the path refused (BLK_STS_RESOURCE: a SCSI LUN at its queue_depth) as a completed I/O
+    with its time so far and no sectors. A path whose sectors per I/O fall below the map's has such counts:
+    its completions are estimated from its sectors at the map's sectors per I/O, and the difference is
+    kept (PathCapture.refused) and said."""
+    for d in DATA_DIRECTIONS:
+        mios, _, msec = m.window.get(d, (0, 0, 0))
+        if not mios or not msec:
+            continue
+        for p in paths:
+            ios, _, sec = p.window.get(d, (0, 0, 0))
+            done = round(sec * mios / msec)
+            if ios - done > max(2, 0.02 * ios):
+                p.refused[d] = ios - done
+                p.notes.append("%d of the %d %s I/Os the path counted moved no sectors: issues it refused, which "
+                               "the kernel counts as done (blk_insert_cloned_request); the service time rests "
+                               "on the %d completions its sectors show at the map's %.1f sectors per I/O"
+                               % (ios - done, ios, d, done, msec / mios))
 
 
 def _diskstats(text: Optional[str]) -> Dict[str, List[int]]:

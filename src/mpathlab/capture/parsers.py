@@ -11,8 +11,8 @@ from typing import Dict, List, Optional, Tuple
 
 # Documentation/block/stat.rst: 11 fields up to 4.18, 15 with discards (4.18), 17 with flushes (5.5)
 STAT_FIELDS = (11, 15, 17)
-# the per-direction (I/Os, ticks in ms) field indices of /sys/block/*/stat
-STAT_DIRECTIONS = {"read": (0, 3), "write": (4, 7), "discard": (11, 14), "flush": (15, 16)}
+# the per-direction (I/Os, ticks in ms, sectors) field indices of /sys/block/*/stat (flushes move no sectors)
+STAT_DIRECTIONS = {"read": (0, 3, 2), "write": (4, 7, 6), "discard": (11, 14, 13), "flush": (15, 16, None)}
 STAT_IN_FLIGHT = 8
 _UINT = re.compile(r"[0-9]{1,20}")
 
@@ -25,20 +25,21 @@ def parse_stat(text: str) -> List[int]:
     return [int(p) for p in parts]
 
 
-def stat_delta(before: List[int], after: List[int]) -> Dict[str, Tuple[int, int]]:
-    """{direction: (I/Os completed, ticks in ms)} between two stat lines of the same device.
+def stat_delta(before: List[int], after: List[int]) -> Dict[str, Tuple[int, int, int]]:
+    """{direction: (I/Os completed, ticks in ms, sectors)} between two stat lines of the same device.
     The kernel's counters are unsigned long: a smaller value after is a wrap (or a re-created device),
     which is refused rather than read as a huge count."""
     if len(before) != len(after):
         raise ValueError("the two stat lines have %d and %d fields" % (len(before), len(after)))
     out = {}
-    for d, (ios, ticks) in STAT_DIRECTIONS.items():
+    for d, (ios, ticks, sectors) in STAT_DIRECTIONS.items():
         if ticks >= len(after):
             continue
         dio, dt = after[ios] - before[ios], after[ticks] - before[ticks]
-        if dio < 0 or dt < 0:
+        dsec = 0 if sectors is None else after[sectors] - before[sectors]
+        if dio < 0 or dt < 0 or dsec < 0:
             raise ValueError("the %s counters went backwards (device re-created or counter wrapped)" % d)
-        out[d] = (dio, dt)
+        out[d] = (dio, dt, dsec)
     return out
 
 

@@ -110,8 +110,8 @@ def _path(p: PathCapture, m: MapCapture, out: List[str]) -> None:
         out.append("kind = %s    # %s" % (json.dumps(p.kind), p.kind_from))
     svc = p.service_ms()
     if svc:
-        per_dir = ", ".join("%s %d I/Os %.3f ms" % (d, ios, t / ios) for d, (ios, t) in p.window.items()
-                            if ios and d != "flush")
+        per_dir = ", ".join("%s %d I/Os %.3f ms" % (d, ios - p.refused.get(d, 0), t / (ios - p.refused.get(d, 0)))
+                            for d, (ios, t, _) in p.window.items() if ios - p.refused.get(d, 0) > 0 and d != "flush")
         out.append("service = %s    # mean over %d I/Os in the window (%s); constant: sysfs gives the mean only"
                    % (json.dumps(_duration(svc[0])), svc[1], per_dir))
     else:
