@@ -393,6 +393,8 @@ def eligible(sim) -> str:
     kinds = {e[2] for e in sim._heap}
     if kinds - {EV_FAULT, EV_MESSAGE}:
         return "simulation already started"
+    if any(d.model.is_scsi for d in sim.devices):
+        return "SCSI path devices (queue_depth, a host's can_queue) run in the Python engine"
     why = _device_refusal(sim)
     if why:
         return why
