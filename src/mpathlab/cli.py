@@ -69,7 +69,7 @@ class Progress:
 
 
 def _progress_enabled(args) -> bool:
-    if getattr(args, "no_progress", False):
+    if getattr(args, "no_progress", False) or getattr(args, "quiet", False):
         return False
     if getattr(args, "progress", False):
         return True
@@ -261,7 +261,7 @@ def cmd_faults(args) -> int:
             _say("%-22s %s" % (name, st.title), " " * 23)
         return 0
     names = list(STUDIES) if args.name == "all" else [args.name]
-    out = []
+    plan = []           # (study, its selectors), checked before any run
     for name in names:
         st = STUDIES.get(name)
         if st is None:
@@ -271,12 +271,22 @@ def cmd_faults(args) -> int:
             raise InputError("--selector: %s runs %s, not %r" % (st.name, ", ".join(own), args.selector))
         if own is None:
             _check_selector_arg(args.selector, "--selector")
-        sels = [args.selector] if args.selector is not None else list(own or SELECTORS)
+        plan.append((st, [args.selector] if args.selector is not None else list(own or SELECTORS)))
+    out = []
+    prog = Progress(_progress_enabled(args))
+    total, done = sum(len(sels) for _, sels in plan), 0
+    for st, sels in plan:
         if not args.json:
             _say("%s: %s" % (st.name, st.title))
             _say("  expected: %s" % st.expect, "    ")
         for sel in sels:
-            d = getattr(st, "summarize", summarize)(st, sel, st.run(sel, seed=args.seed, kernel=args.kernel))
+            label = "faults %d/%d" % (done + 1, total)
+            prog(label, done / total)       # shown while the run works, whichever engine runs it
+            res = st.run(sel, seed=args.seed, kernel=args.kernel,
+                         progress=lambda f, _l=label, _d=done: prog(_l, (_d + f) / total))
+            prog.done()
+            done += 1
+            d = getattr(st, "summarize", summarize)(st, sel, res)
             out.append(d)
             if not args.json:
                 row = getattr(st, "format_row", format_row)(d)
@@ -477,7 +487,7 @@ def cmd_hosts(args) -> int:
     """``mpathlab hosts``: what several hosts cannot run is refused as input first (exit 3)."""
     from . import multihost
     _check_multihost(args.topology, args.job)
-    return multihost.cmd_hosts(args)
+    return multihost.cmd_hosts(args, progress=Progress(_progress_enabled(args)))
 
 
 def _check_multihost(topology: str, job: str) -> None:
@@ -797,6 +807,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(func=cmd_report)
 
     mh = sub.add_parser("hosts", help="many hosts, one array: per-port load over time and per-host tails",
+                        parents=[PROGRESS],
                         description="A multi-host topology (a topology file plus [hosts] count = N): every host "
                                     "loads the table (own selector state) and runs JOB; its paths share the "
                                     "array ports. See docs/many-hosts.md.")
@@ -810,7 +821,7 @@ def build_parser() -> argparse.ArgumentParser:
     mh.set_defaults(func=cmd_hosts)
 
     f = sub.add_parser("faults", help="run the fault studies (path failure, all paths down, slow path)",
-                       parents=[_json("the results as JSON (default: a table)"), SEED_1, KERNEL])
+                       parents=[_json("the results as JSON (default: a table)"), SEED_1, KERNEL, PROGRESS])
     f.add_argument("name", nargs="?", help="study name, or 'all'; without one, the list")
     f.add_argument("--list", action="store_true", help="list the studies")
     f.add_argument("--selector", help="run only this selector (default: round-robin, queue-length, service-time "

@@ -41,9 +41,10 @@ class FaultStudy:
         self.build = build   # selector -> (table, paths, job text, sim kwargs)
         self.expect = expect
 
-    def run(self, selector: str, seed: int = 1, kernel=None):
+    def run(self, selector: str, seed: int = 1, kernel=None, progress=None):
+        """progress: called with the run's fraction done, as Simulation calls it."""
         table, paths, job, kw = self.build(selector)
-        sim = Simulation(table, paths, parse_fio(job).jobs, seed=seed, kernel=kernel, **kw)
+        sim = Simulation(table, paths, parse_fio(job).jobs, seed=seed, kernel=kernel, progress=progress, **kw)
         res = sim.run()
         res.check_accounting()
         return res
