@@ -249,6 +249,8 @@ def _print_outcome(outcome) -> None:
         print("%-12s mean deviation from Best %.4f" % (label, res.mean_deviation))
     print("largest difference from the published table: %.3f (%s, tolerance %.2f)"
           % (outcome.max_deviation(), "within" if outcome.within() else "OUTSIDE", sc.tolerance))
+    if sc.note:
+        _say(sc.note, "")
 
 
 def cmd_faults(args) -> int:
