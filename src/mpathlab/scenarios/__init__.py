@@ -136,7 +136,7 @@ SCENARIOS: Dict[str, Scenario] = {s.name: s for s in [
     # Kernel-lab run (validation/kernel-lab: Debian 6.1, 10 null_blk paths at 2/8/16/32 ms, iodepth 64):
     # 0.44 and 0.45 on two fast paths, 0.03-0.04 on the other three (0.035 is the middle of that range);
     # the slow total is what is left.  The kernel moved a path's share by 0.02-0.03 between repeated runs
-    # at this depth (kernel-lab README), hence the wider tolerance.
+    # at this depth (validation/kernel-lab/README.md), hence the wider tolerance.
     Scenario("hst-fast-path-herding",
              "HST piles I/O on two of five equal fast paths: 10 parallel paths (5 fast, 5 4x-16x slower), "
              "lognormal service, iodepth 64",
