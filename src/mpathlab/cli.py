@@ -275,6 +275,8 @@ def cmd_faults(args) -> int:
         if not args.json:
             _say("%s: %s" % (st.name, st.title))
             _say("  expected: %s" % st.expect, "    ")
+            for where in getattr(st, "kernel", ()):     # the kernel functions the study runs through
+                _say("  kernel: %s" % where, "    ")
         for sel in sels:
             d = getattr(st, "summarize", summarize)(st, sel, st.run(sel, seed=args.seed, kernel=args.kernel))
             out.append(d)
