@@ -68,9 +68,8 @@ from __future__ import annotations
 
 from collections import deque
 
+from .boundary import BLK_MQ_RESOURCE_DELAY_NS
 from .scsi import ScsiQueues
-
-BLK_MQ_RESOURCE_DELAY_NS = 3 * 1_000_000     # blk-mq.c BLK_MQ_RESOURCE_DELAY (3 ms)
 
 
 class Hctx:

@@ -192,6 +192,7 @@ class Simulation(JobRules):
                 return self._finish()
             if self.engine == "compiled":
                 raise ValueError("the compiled core cannot run this simulation: %s" % fast.eligible(self))
+            fast.note_fallback(self)
         self.result.engine = "python"
         # planned before any job starts, as fast.py plans the core's run (a job with an IoGen has no
         # I/O count up front: counted after its first submissions, it would shift the timeline's step)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional
 
 from ..target import (END_DELAY_REQUEUE, END_DONE, END_REQUEUE, MAP_DELAY_REQUEUE, MAP_KILL, MAP_REMAPPED,
                       MAP_REQUEUE, MessageError, MpathIO, Multipath)
-from ..target.multipath import REQUEUE_DELAY_MS
+from .boundary import REQUEUE_DELAY_NS
 from .devices import PathDevice
 from .loop import (EV_ACTIVATED, EV_ARRIVE, EV_DONE, EV_ERRDONE, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT,
                    EV_RETRY, EventLoop)
@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from .blockqueue import BlockLayer
     from .host import Host
     from .result import SimResult
-
-REQUEUE_DELAY_NS = REQUEUE_DELAY_MS * 1_000_000
 
 
 class SimIO(MpathIO):
