@@ -281,6 +281,8 @@ def cmd_faults(args) -> int:
         if not args.json:
             _say("%s: %s" % (st.name, st.title))
             _say("  expected: %s" % st.expect, "    ")
+            for where in getattr(st, "kernel", ()):     # the kernel functions the study runs through
+                _say("  kernel: %s" % where, "    ")
         for sel in sels:
             label = "faults %d/%d" % (done + 1, total)
             prog(label, done / total)       # shown while the run works, whichever engine runs it

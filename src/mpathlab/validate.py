@@ -26,6 +26,7 @@ import math
 from .sim.devices import Empirical, PathModel, ServiceTime
 from .sim.engine import simulate
 from .sim.host import HostModel
+from .sim.scsi import ScsiHostModel
 from .workload.fio import parse_fio
 
 DEFAULT_RESULTS = os.path.join("validation", "kernel-lab", "results.json")
@@ -243,6 +244,7 @@ def path_models(c: dict, guest: Optional[Guest] = None) -> List[PathModel]:
     measured = {}
     if guest is None and sched == "none" and cell_host(c)[1] == "calib":
         measured = reps[0].get("path_mean_write_ms") or {}
+    scsi_hosts: Dict[int, ScsiHostModel] = {}
     for i, p in enumerate(c["paths"]):
         qd = int(p.get("hw_queue_depth") or UNLIMITED)
         sched_kw = {}
@@ -258,10 +260,24 @@ def path_models(c: dict, guest: Optional[Guest] = None) -> List[PathModel]:
         else:
             svc = ms * 1e6 if ms else p["completion_ns"] * TIMER_LATE
         service = guest.service(p["completion_ns"]) if guest is not None else ServiceTime(svc)
+        if p.get("kind") == "scsi":
+            out.append(scsi_path_model(p, i, service, scsi_hosts))
+            continue
         out.append(PathModel(p["label"], (8, 16 * i), service,
                              parallelism=qd, hw_queue_depth=0 if qd >= UNLIMITED else qd,
                              nr_hw_queues=GUEST_CPUS, **sched_kw))
     return out
+
+
+def scsi_path_model(p: dict, i: int, service, hosts: Dict[int, ScsiHostModel]) -> PathModel:
+    """A scsi_debug LUN of a cell (sim/scsi.py): ``hw_queue_depth`` is its queue_depth (the budget),
+    ``host``/``can_queue`` the host whose tag set it shares; scsi_debug completes each command on a
+    timer of its own, so as many run at once as the budget lets through."""
+    qd = int(p.get("hw_queue_depth") or 0)
+    host = hosts.setdefault(int(p.get("host", i)), ScsiHostModel("host%s" % p.get("host", i),
+                                                                  int(p.get("can_queue") or 0)))
+    return PathModel(p["label"], (8, 16 * i), service, parallelism=qd or UNLIMITED, queue_depth=qd,
+                     scsi_host=host)
 
 
 def cell_host(c: dict) -> Tuple[HostModel, str]:
