@@ -106,7 +106,7 @@ def make_fault_run(root, name="F2-allq_rr_mq_d16_r0"):
              (7000200000, 7000350000, 2000, "reinstate", "p0"), (7000350000, 7000500000, 2000, "reinstate", "p1")]
     with open(os.path.join(rd, "faults"), "w") as f:
         # the schedule's zero: the dm device's first completed write at 5000 ms
-        f.write("T0 5000000000\nPRE\n")
+        f.write("T0 5000000000\nPRE 5900400000\n")
         # before the first step: 500 and 500 done; after the last: nothing more, but p0's sectors also
         # account 3 requests it ended offline (never dispatched), which dm-mpath queued and sent on later
         f.write("D " + _stat("p0", 800 + 8 * 500) + "D " + _stat("p1", 800 + 8 * 500))
@@ -116,7 +116,7 @@ def make_fault_run(root, name="F2-allq_rr_mq_d16_r0"):
             if i in (1, 5):   # the status once the steps of a time are done
                 f.write("S 0 4194304 multipath 2 %d 0 0 1 1 A 0 2 0 8:0 %s 1 8:16 %s 1\n"
                         % (16 if i == 1 else 0, "F" if i == 1 else "A", "F" if i == 1 else "A"))
-        f.write("POST\n")
+        f.write("POST 7000600000\n")
         f.write("D " + _stat("p0", 800 + 8 * 503) + "D " + _stat("p1", 800 + 8 * 500))
         f.write("C p0 0x%x 0x%x 0x0\nC p1 0x%x 0x%x 0x0\n" % (16 + 500, 16 + 500, 16 + 500, 16 + 500))
     with open(os.path.join(rd, "io_clat.1.log"), "w") as f:
@@ -146,7 +146,7 @@ def test_fault_summary_of_a_hand_built_run(tmp_path):
     f = s["fault"]
     assert f["name"] == "allq" and [st["action"] for st in f["steps"]][:2] == ["offline", "offline"]
     assert f["step_times_ms"] == [0.0, 0.5, 999.6, 999.7, 999.8, 999.95]
-    assert f["first_step_after_io_ms"] == 1000.4
+    assert f["first_step_after_io_ms"] == 1000.4 and f["snapshot_times_ms"] == [-100.0, 1000.2]
     assert f["status_after_steps"] == ["0 4194304 multipath 2 16 0 0 1 1 A 0 2 0 8:0 F 1 8:16 F 1",
                                        "0 4194304 multipath 2 0 0 0 1 1 A 0 2 0 8:0 A 1 8:16 A 1"]
     # first completion after 6000.4 ms is at 7003 ms; the last step ended at 7000.5 ms

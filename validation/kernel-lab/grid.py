@@ -275,6 +275,7 @@ def _fault_steps(rd):
             out['t0_ns'] = int(f[1])
         elif f[0] in ('PRE', 'POST'):
             block = out[f[0].lower()]
+            block['t_ns'] = int(f[1]) if len(f) > 1 else None
         elif f[0] == 'STEP' and len(f) >= 8:
             out['steps'].append({'t_ns': int(f[1]), 't_end_ns': int(f[2]), 'at_ms': int(f[3]), 'action': f[4],
                                  'target': None if f[5] == '-' else f[5], 'arg': None if f[6] == '-' else f[6],
@@ -354,6 +355,9 @@ def fault_summary(rd, labels, fio, fs, stat_b, stat_a, scsi_b, scsi_a, status_en
            'step_durations_ms': [round((st['t_end_ns'] - st['t_ns']) / 1e6, 2) for st in steps],
            # when the first step came after the first completed write (its schedule said at_ms)
            'first_step_after_io_ms': round((first['t_ns'] - fs['t0_ns']) / 1e6, 1) if fs['t0_ns'] else None,
+           # when the paths' counters that cut the phases were read, from the first step
+           'snapshot_times_ms': [round((b['t_ns'] - first['t_ns']) / 1e6, 1) if b.get('t_ns') else None
+                                 for b in (fs['pre'], fs['post'])],
            'fio_errors': fio.get('total_err'), 'fio_total_ios': fio.get('total_ios')}
     if comp:
         # the log has whole ms: a completion in the fault's own ms counts as after it (stall 0)
