@@ -291,7 +291,8 @@ def _fault_steps(rd):
 
 def mpath_status_paths(status):
     """dmsetup status of a multipath target -> [{dev, state (A/F), fail_count}] in table order, and the
-    number of I/Os queued (the first feature value: queue_io / queued with no path)."""
+    first status feature value, MPATHF_QUEUE_IO (1 while I/O waits for a path group's initialisation;
+    multipath_status() in drivers/md/dm-mpath.c)."""
     t = status.split()
     if 'multipath' not in t:
         return [], None
@@ -339,6 +340,9 @@ def _phase_counts(before, after, labels, scsi_b, scsi_a):
         else:
             out[l] = None
     return out
+
+
+LOG_METRICS = ('stall_ms', 'recovery_ms', 'max_gap_ms', 'max_lat_after_fault_ms', 'completions_logged', 'iops')
 
 
 def fault_summary(rd, labels, fio, fs, stat_b, stat_a, scsi_b, scsi_a, status_end, devno):
@@ -396,7 +400,7 @@ def fault_summary(rd, labels, fio, fs, stat_b, stat_a, scsi_b, scsi_a, status_en
     paths, queued = mpath_status_paths(status_end)
     out['end_paths'] = {devno.get(p['dev'], p['dev']): {'state': p['state'], 'fail_count': p['fail_count']}
                         for p in paths}
-    out['end_queued'] = queued
+    out['end_queue_io'] = queued
     out['status_after_steps'] = [st['status'] for st in steps if st['status']]
     return out
 
@@ -517,12 +521,14 @@ def summarise_run(rd):
     status_end = open(os.path.join(rd, 'status_end')).read().strip()
     fault = m.get('fault', '').split()
     extra = {}
-    prev = os.path.join(rd, 'summary.json')
-    if fault and fs and fs['steps'] and not _completion_log(rd) and os.path.exists(prev):
-        extra['fault'] = json.load(open(prev)).get('fault')   # the per-I/O log is dropped once summarised
-    elif fault and fs and fs['steps']:
+    if fault and fs and fs['steps']:
         extra['fault'] = dict(fault_summary(rd, labels, fio, fs, b, a, scsi_b, scsi_a, status_end,
                                             m.get('devno', {})), name=fault[0], schedule=fault[1])
+        prev = os.path.join(rd, 'summary.json')
+        if not _completion_log(rd) and os.path.exists(prev):
+            # the per-I/O log is dropped once summarised: what was read from it is kept from the summary
+            old = json.load(open(prev)).get('fault') or {}
+            extra['fault'].update({k: old[k] for k in LOG_METRICS if k in old})
     # the SCSI midlayer's own count per path (commands the LLD completed, errors among them), and what the
     # paths completed against what fio counted (they differ by the I/Os in flight when a count was read)
     scsi = {l: {'iorequest': scsi_a[l][0] - scsi_b[l][0], 'iodone': scsi_a[l][1] - scsi_b[l][1],
@@ -714,7 +720,7 @@ def collect_faults(runs):
             'queue_mode': s['queue_mode'], 'iodepth': s['iodepth'], 'selector': s['selector'],
             'fio_options': s.get('fio_extra', ''), 'runtime_s': s['runtime_s'], 'repeats': []})
         c['repeats'].append(dict({k: f.get(k) for k in FAULT_METRICS + (
-            'iops', 'completions', 'shares_after', 'path_errors', 'end_paths', 'end_queued', 'step_times_ms',
+            'iops', 'completions', 'shares_after', 'path_errors', 'end_paths', 'end_queue_io', 'step_times_ms',
             'step_durations_ms', 'status_after_steps')},
             run='%s/%s' % (s['batch'], s['run']), kernel_release=s.get('kernel_release'),
             host_load=s.get('host_load')))
