@@ -185,3 +185,20 @@ def test_prediction_weights_sessions_by_repeats():
         cell, 2.0, guest=validate.fit_guest(cells, "6.1", s)).shares) for s in (early, late)]
     for g in row["sim"]:
         assert abs(row["sim"][g] - (each[0][g] + 2 * each[1][g]) / 3) < 1e-9
+
+
+def test_seed_range_is_a_diagnostic_around_the_prediction(capsys):
+    path = require(RESULTS, "the kernel lab's results (validation/kernel-lab/results.json)")
+    with open(path) as f:
+        cells = json.load(f)
+    chosen = [c for c in cells if validate.cell_key(c) == "D2-8 historical-service-time bio d32"]
+    plain = validate.compare(chosen, 2.0, all_cells=cells)
+    rows = validate.compare(chosen, 2.0, all_cells=cells, seeds=3)
+    for p, r in zip(plain, rows):
+        # the asserted prediction is seed 1's, with or without the diagnostic
+        assert r["sim"] == p["sim"] and r["within"] == p["within"]
+        lo, hi = r["seed_range"]
+        assert lo <= r["sim"][r["worst_path"]] <= hi
+    assert validate.main([path, "--filter", "D2-8 historical-service-time bio d32", "--runtime", "2",
+                          "--seeds", "2"]) == 0
+    assert "range over seeds (diagnostic)" in capsys.readouterr().out.splitlines()[0]
