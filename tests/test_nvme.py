@@ -414,8 +414,8 @@ def _loss_doc(**nv):
 
 def test_ctrl_loss_tmo_counts_reconnect_attempts_and_fast_io_fail_tmo():
     # ctrl_loss_tmo is a number of reconnect attempts, max_reconnects = DIV_ROUND_UP(ctrl_loss_tmo,
-    # reconnect_delay) (6.12 fabrics.c:1075-1079; 6.1 fabrics.c:1003-1007); each attempt comes reconnect_delay
-    # after the previous failure (6.12 tcp.c:2574-2592 nvme_tcp_reconnect_or_remove, 2666-2692
+    # reconnect_delay) (6.12 fabrics.c:1075-1079; 6.1 fabrics.c:940-944); each attempt comes reconnect_delay
+    # after the previous failure (6.12 tcp.c:2574-2592 nvme_tcp_reconnect_or_remove, 2668-2692
     # nvme_tcp_reconnect_ctrl_work: ++nr_reconnects, then another attempt while nr_reconnects < max_reconnects,
     # else nvme_delete_ctrl).  a's link fails at 10 ms for good, b's at 20 ms until 31 ms.
     job = parse_fio("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=8\nruntime=60ms\ntime_based\ncontinue_on_error=io\n")

@@ -512,7 +512,7 @@ class NvmeHead:
 
     def max_reconnects(self) -> int:
         """opts->max_reconnects = DIV_ROUND_UP(ctrl_loss_tmo, reconnect_delay); -1 reconnects forever
-        (6.1 fabrics.c:1003-1007, 6.12 fabrics.c:1075-1079)."""
+        (6.1 fabrics.c:940-944, 6.12 fabrics.c:1075-1079)."""
         if self.ctrl_loss_tmo_ns < 0:
             return -1
         d = self.timers.reconnect_delay_ns

@@ -6,6 +6,8 @@ from typing import Callable, Optional
 
 from ..sim.engine import EV_ARRIVE, EV_CALL, EV_DONE, SimResult, Simulation
 from . import registry
+from .head import check_iopolicy
+from .policy import PolicyError
 from .topology import NvmeTopologyError
 
 HOST_ABORTED = "host-aborted"     # NVME_SC_HOST_ABORTED_CMD: a path error, so the request fails over
@@ -27,6 +29,11 @@ def run_nvme(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = 
         profile = get_profile(kernel or topo.kernel)
     except ProfileError as e:
         raise NvmeTopologyError(str(e)) from None
+    if policy:
+        try:
+            check_iopolicy(policy, profile)
+        except PolicyError as e:
+            raise NvmeTopologyError("nvme:%s: %s" % (policy, e)) from None
     try:
         cfg.check_profile(profile, policy)
     except NvmeTopologyError as e:

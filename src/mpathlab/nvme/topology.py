@@ -121,8 +121,9 @@ class NvmeConfig:
 
     def check_profile(self, profile, iopolicy: Optional[str] = None) -> None:
         """What the release refuses: a policy it does not offer (also in iopolicy events), delayed
-        removal before it existed.  Raises NvmeTopologyError naming the [nvme] key."""
-        for key, name in [("iopolicy", iopolicy or self.iopolicy)] + [
+        removal before it existed.  Raises NvmeTopologyError naming the [nvme] key.  ``iopolicy``: the
+        policy a run uses instead of the file's (checked by the caller)."""
+        for key, name in ([] if iopolicy else [("iopolicy", self.iopolicy)]) + [
                 ("events", msg.split()[1]) for _, msg in self.events if msg.startswith("iopolicy ")]:
             try:
                 check_iopolicy(name, profile)
