@@ -36,10 +36,10 @@ CELLS: Dict[str, tuple] = {
     "E2-numa": ("tcp", (0, 0), "oo", "numa", 16, 4, "none", 0),
     "E2-rr": ("tcp", (0, 0), "oo", "round-robin", 16, 4, "none", 0),
     "E2-qd": ("tcp", (0, 0), "oo", "queue-depth", 16, 4, "none", 0),
-    # port 2's commands wait 2 ms (netem)
-    "A2-numa": ("tcp", (0, 2000), "oo", "numa", 16, 4, "none", 0),
-    "A2-rr": ("tcp", (0, 2000), "oo", "round-robin", 16, 4, "none", 0),
-    "A2-qd": ("tcp", (0, 2000), "oo", "queue-depth", 16, 4, "none", 0),
+    # the commands sent to port 1 wait 4 ms, to port 2 12 ms (netem)
+    "A2-numa": ("tcp", (4000, 12000), "oo", "numa", 16, 4, "none", 0),
+    "A2-rr": ("tcp", (4000, 12000), "oo", "round-robin", 16, 4, "none", 0),
+    "A2-qd": ("tcp", (4000, 12000), "oo", "queue-depth", 16, 4, "none", 0),
     # three equal ports
     "E3-rr": ("tcp", (0, 0, 0), "ooo", "round-robin", 16, 4, "none", 0),
     # ANA groups: port 1 non-optimized
@@ -147,11 +147,22 @@ def summarise_cell(d: str) -> dict:
         s["clat_max_ms"] = round(job["read"]["clat_ns"]["max"] / 1e6, 2)
     except (OSError, ValueError, KeyError) as e:
         s["fio_problem"] = str(e)
+    infl = os.path.join(d, "inflight.txt")
+    if os.path.exists(infl):
+        per: Dict[str, List[int]] = {}
+        with open(infl) as f:
+            for ln in f:
+                w = ln.split()
+                if len(w) >= 3:
+                    per.setdefault(w[1], []).append(int(w[2]))
+        s["mean_inflight"] = {p: round(sum(v) / len(v), 2) for p, v in sorted(per.items())}
     ev = os.path.join(d, "stat.ev")
     if os.path.exists(ev):
         mid = _stat(ev)
+        mid2 = _stat(os.path.join(d, "stat.ev2"))
         s["shares_before"], s["ios_before"] = _shares(pre, mid)
-        s["shares_after"], s["ios_after"] = _shares(mid, post)
+        s["shares_after"], s["ios_after"] = _shares(mid2, post)
+        s["event_snapshot_s"] = round(mid2["uptime"] - mid["uptime"], 2)
         with open(os.path.join(d, "event.txt")) as f:
             w = f.read().split()
         ev_ms = int(w[0]) * 1000 + int(w[1]) / 1000.0
