@@ -112,7 +112,9 @@ def _stat(path):
 
 def _shares(a, b):
     """Per-port share of the 4k reads completed between two snapshots (sectors / 8, as the dm lab)."""
-    d = {p: (b["ports"][p]["sectors"] - a["ports"][p]["sectors"]) // 8 for p in a["ports"] if p in b["ports"]}
+    # a port whose path disk is gone (nvme-loop deletes the controller) kept no count: nothing after a
+    d = {p: max(0, b["ports"][p]["sectors"] - a["ports"][p]["sectors"]) // 8 for p in a["ports"]
+         if p in b["ports"]}
     tot = sum(d.values())
     return {p: (v / tot if tot else 0.0) for p, v in sorted(d.items())}, tot
 

@@ -41,6 +41,11 @@ snap() {   # FILE: uptime, then per port: port ctrl pathdisk reads_completed sec
     done < map.txt; } > "$1"
 }
 
+reads_done() {   # reads completed on every path so far
+  while read port ctrl disk; do cat /sys/class/nvme/$ctrl/$disk/stat 2>/dev/null || echo 0; done < map.txt \
+    | awk '{ n += $1 } END { print n }'
+}
+
 teardown() {
   for c in $(our_ctrls); do echo 1 > /sys/class/nvme/$c/delete_controller 2>/dev/null; done
   sleep 1
@@ -114,7 +119,11 @@ while read name transport delays anas iopolicy iodepth runtime event event_at; d
   lat=""
   if [ "$event" != none ]; then
     lat="--write_lat_log=lat --log_avg_msec=0 --log_unix_epoch=1"
-    ( sleep $event_at
+    # the event comes EVENT_AT seconds after fio's first I/O completed (fio takes a second or two to
+    # start under TCG): polled on the paths' read counts
+    ( r0=$(reads_done)
+      while [ "$(reads_done)" = "$r0" ]; do sleep 0.05; done
+      sleep $event_at
       snap stat.ev
       adjtimex | sed -n 's/.*time.tv_\(sec\|usec\): *//p' | tr '\n' ' ' > event.txt
       case $event in
