@@ -896,6 +896,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the simulator against the kernel lab's results (python -m mpathlab.validate)")
     va.add_argument("args", nargs=argparse.REMAINDER, help="the arguments of python -m mpathlab.validate (--help)")
     va.set_defaults(func=cmd_validate)
+    vn = sub.add_parser("validate-nvme", add_help=False,
+                        help="the NVMe model against the NVMe kernel lab (python -m mpathlab.validate_nvme)")
+    vn.add_argument("args", nargs=argparse.REMAINDER, help="the arguments of python -m mpathlab.validate_nvme")
+    vn.set_defaults(func=cmd_validate_nvme)
 
     s = sub.add_parser("selectors", help="list the registered path selectors")
     s.set_defaults(func=cmd_selectors)
@@ -1021,6 +1025,11 @@ def cmd_validate(args) -> int:
     return validate.main(args.args)
 
 
+def cmd_validate_nvme(args) -> int:
+    from . import validate_nvme
+    return validate_nvme.main(args.args)
+
+
 MESSAGE_WORD_MAX = 200
 
 
@@ -1036,6 +1045,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["validate"]:    # its own parser (python -m mpathlab.validate), options included
         return cmd_validate(argparse.Namespace(args=argv[1:]))
+    if argv[:1] == ["validate-nvme"]:
+        return cmd_validate_nvme(argparse.Namespace(args=argv[1:]))
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
