@@ -271,3 +271,21 @@ def test_refused_dispatches_are_taken_out_of_the_service_time():
     assert busy.refused == {"write": 900} and busy.service_ms() == (10.0, 500)
     assert calm.refused == {} and calm.service_ms() == (5.0, 500)
     assert "900 of the 1400 write I/Os" in busy.notes[0]
+
+
+def test_bio_based_path_with_a_scheduler_takes_littles_law():
+    """Bio-based dm over a path with mq-deadline: the stat ticks hold the scheduler wait, so the time per
+    request is the driver's in-flight mean over the completion rate (hand-computed); request-based maps
+    and paths without a scheduler keep the ticks."""
+    from mpathlab.capture.collect import MapCapture, PathCapture, _service_by_little
+    from mpathlab.capture.parsers import parse_multipath_params
+    for features, sched, expect in (("2 queue_mode bio", "mq-deadline", 2.0 / (726 / 2.03) * 1000),
+                                    ("0", "mq-deadline", 20.0), ("2 queue_mode bio", "none", 20.0)):
+        m = MapCapture("mp", "dm-0")
+        m.parsed = parse_multipath_params(features + " 0 1 1 service-time 0 1 2 8:0 1 1")
+        p = PathCapture("sda", (8, 0))
+        p.window = {"write": (726, 726 * 20, 726 * 8)}
+        p.queue["scheduler"] = sched
+        p.driver_inflight = (2.0, 20)
+        _service_by_little(m, [p], 2.03)
+        assert p.service_ms() == (pytest.approx(expect), 726)

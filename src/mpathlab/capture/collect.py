@@ -21,7 +21,9 @@ NAME_KINDS = ((r"nvme\d+n\d+$", "nvme"), (r"nullb\d+$", "null_blk"), (r"sd[a-z]+
               (r"vd[a-z]+$", "virtio"), (r"loop\d+$", "loop"), (r"dm-\d+$", "dm"), (r"md\d+$", "md"))
 # the directions whose completions the window's service time rests on (flushes carry no data)
 DATA_DIRECTIONS = ("read", "write", "discard")
-MPATH_UUID_PREFIX = "mpath-"     # multipath-tools names its maps' uuids so (libmultipath/devmapper.c)
+MPATH_UUID_PREFIX = "mpath-"
+SAMPLES_PER_S = 10           # in-flight samples a second during the window
+MIN_SAMPLES = 5              # fewer: Little's law is not used     # multipath-tools names its maps' uuids so (libmultipath/devmapper.c)
 
 
 class PathCapture:
@@ -34,17 +36,29 @@ class PathCapture:
         self.window: Dict[str, Tuple[int, int, int]] = {}   # direction -> (I/Os completed, ticks ms, sectors)
         self.refused: Dict[str, int] = {}     # direction -> I/Os counted that were refused dispatches
         self.inflight: List[Tuple[int, int]] = []        # (reads, writes) at the window's start and end
+        self.driver_inflight: Optional[Tuple[float, int]] = None   # mean requests in the driver, samples
+        self.little_ms: Optional[float] = None   # time per request by Little's law, where ticks hold more
         self.notes: List[str] = []
 
     @property
     def devt_text(self) -> str:
         return "%d:%d" % self.devt
 
+    def completions(self) -> int:
+        return sum(self.window.get(d, (0, 0, 0))[0] - self.refused.get(d, 0) for d in DATA_DIRECTIONS)
+
+    def ticks_ms(self) -> Optional[float]:
+        """The block layer's mean time per I/O (stat ticks / completions)."""
+        ios = self.completions()
+        return sum(self.window.get(d, (0, 0, 0))[1] for d in DATA_DIRECTIONS) / ios if ios > 0 else None
+
     def service_ms(self) -> Optional[Tuple[float, int]]:
-        """(mean ms per I/O over the data directions, I/Os it rests on), or None without completions."""
-        ios = sum(self.window.get(d, (0, 0, 0))[0] - self.refused.get(d, 0) for d in DATA_DIRECTIONS)
-        ticks = sum(self.window.get(d, (0, 0, 0))[1] for d in DATA_DIRECTIONS)
-        return (ticks / ios, ios) if ios > 0 else None
+        """(mean ms per I/O, the completions it rests on), or None without completions: Little's law
+        where the ticks also hold scheduler time (see _service_by_little), else the ticks."""
+        ticks = self.ticks_ms()
+        if ticks is None:
+            return None
+        return (self.little_ms if self.little_ms is not None else ticks), self.completions()
 
 
 class MapCapture:
@@ -134,7 +148,9 @@ def collect(src: Source, seconds: float = 5.0, conf: Optional[Tuple[str, str]] =
             cap.paths[d] = p
     _window(src, cap, seconds, sleep)
     for m in cap.maps:
-        _refused_dispatches(m, [cap.paths[d] for d in m.path_devts if d in cap.paths])
+        paths = [cap.paths[d] for d in m.path_devts if d in cap.paths]
+        _refused_dispatches(m, paths)
+        _service_by_little(m, paths, cap.window_s)
     _nvme(src, cap)
     if conf is not None:
         cap.conf_source, cap.conf = conf
@@ -313,10 +329,26 @@ def _window(src: Source, cap: Capture, seconds: float, sleep) -> None:
     devs = [(p.name, p) for p in cap.paths.values()] + [(m.dm, m) for m in cap.maps]
     files = ["/sys/block/%s/%s" % (n, f) for n, _ in devs for f in ("stat", "inflight")] + ["/proc/diskstats"]
     t0, s0 = src.counters(0, files)
+    samples = src.samples()
     if src.live:
+        # ten samples a second of the requests in each path's driver (as capture.sh takes them)
+        for _ in range(int(seconds * SAMPLES_PER_S)):
+            sleep(1.0 / SAMPLES_PER_S)
+            counts = {}
+            for name, _ in devs:
+                try:
+                    counts[name] = parse_inflight(src.read("/sys/block/%s/inflight" % name) or "")
+                except ValueError:
+                    pass
+            samples.append((0.0, counts))
+        seconds -= int(seconds * SAMPLES_PER_S) / SAMPLES_PER_S
         if seconds > 0:
             sleep(seconds)
     t1, s1 = src.counters(1, files)
+    for name, obj in devs:
+        vals = [sum(c[name]) for _, c in samples if name in c]
+        if isinstance(obj, PathCapture) and vals:
+            obj.driver_inflight = (sum(vals) / len(vals), len(vals))
     win = src.window()
     if win is None and t0 is not None and t1 is not None:
         win = t1 - t0
@@ -364,6 +396,33 @@ def _refused_dispatches(m: MapCapture, paths: List[PathCapture]) -> None:
                                "the kernel counts as done (blk_insert_cloned_request); the service time rests "
                                "on the %d completions its sectors show at the map's %.1f sectors per I/O"
                                % (ios - done, ios, d, done, msec / mios))
+
+
+def is_bio_based(m: MapCapture) -> bool:
+    f = m.parsed.features if m.parsed else []
+    return any(a == "queue_mode" and b == "bio" for a, b in zip(f, f[1:]))
+
+
+def _service_by_little(m: MapCapture, paths: List[PathCapture], window_s: Optional[float]) -> None:
+    """A bio-based map submits bios to its paths, and a path with an I/O scheduler allocates the
+    request (where the block layer starts its clock, blk_mq_rq_ctx_init) before the request waits in
+    the scheduler: its stat ticks then hold that wait, which the simulator models itself. Such a path's
+    time per request is taken by Little's law instead: the requests in its driver (``inflight`` counts
+    only started ones, blk_mq_check_inflight), sampled in the window, over its completions per second.
+    Request-based dm inserts its clones past the scheduler (blk_insert_cloned_request), and without a
+    scheduler a bio waits for its tag before the clock starts, so the ticks stand there."""
+    if not is_bio_based(m) or not window_s:
+        return
+    for p in paths:
+        if p.queue.get("scheduler") in (None, "none") or not p.completions():
+            continue
+        if p.driver_inflight is None or p.driver_inflight[1] < MIN_SAMPLES:
+            p.notes.append("its stat ticks hold time in its %s scheduler (bio-based map), and too few in-flight "
+                           "samples were taken to tell it apart: the service time may be too long"
+                           % p.queue["scheduler"])
+            continue
+        mean, n = p.driver_inflight
+        p.little_ms = mean / (p.completions() / window_s) * 1000.0
 
 
 def _diskstats(text: Optional[str]) -> Dict[str, List[int]]:

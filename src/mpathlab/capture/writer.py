@@ -112,8 +112,15 @@ def _path(p: PathCapture, m: MapCapture, out: List[str]) -> None:
     if svc:
         per_dir = ", ".join("%s %d I/Os %.3f ms" % (d, ios - p.refused.get(d, 0), t / (ios - p.refused.get(d, 0)))
                             for d, (ios, t, _) in p.window.items() if ios - p.refused.get(d, 0) > 0 and d != "flush")
-        out.append("service = %s    # mean over %d I/Os in the window (%s); constant: sysfs gives the mean only"
-                   % (json.dumps(_duration(svc[0])), svc[1], per_dir))
+        if p.little_ms is not None:
+            mean, n = p.driver_inflight
+            out.append("service = %s    # Little's law: %.2f requests in the driver (%d samples) at %.0f "
+                       "completions/s; the stat ticks (%s) also hold time in its %s scheduler (bio-based map)"
+                       % (json.dumps(_duration(svc[0])), mean, n, mean / p.little_ms * 1000.0, per_dir,
+                          p.queue.get("scheduler")))
+        else:
+            out.append("service = %s    # mean over %d I/Os in the window (%s); constant: sysfs gives the mean "
+                       "only" % (json.dumps(_duration(svc[0])), svc[1], per_dir))
     else:
         out.append("service = %s    # ASSUMED: no I/O completed on this path in the window, nothing measured"
                    % json.dumps(NO_IO_SERVICE))

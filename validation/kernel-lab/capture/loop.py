@@ -51,13 +51,15 @@ def fio_job(args_text: str) -> str:
 
 
 def kernel_shares(cell_dir: str) -> Dict[str, float]:
-    """Each path's share of the writes completed during the run (stat field 5 = writes completed)."""
+    """Each path's share of the data written during the run (stat field 7, sectors written: the I/O count
+    of field 5 also holds issues a path refused, which blk_insert_cloned_request counts as done; every
+    I/O of the lab's job is 4 KiB, so sectors count I/Os)."""
     def read(name):
         out = {}
         with open(os.path.join(cell_dir, name)) as f:
             for line in f:
                 parts = line.split()
-                out[parts[0]] = int(parts[2 + 4])
+                out[parts[0]] = int(parts[2 + 6])
         return out
     before, after = read("stat_before"), read("stat_after")
     done = {k: after[k] - before[k] for k in after}
