@@ -170,7 +170,7 @@ def test_no_device_mapper_host_writes_nothing(tmp_path, capsys):
     out = tmp_path / "t.toml"
     assert main(["capture", "--from", HOST, "-o", str(out)]) == 0
     err = capsys.readouterr().err
-    assert "no dm-multipath map" in err and "nothing written" in err and "dmsetup table" in err
+    assert "no dm-multipath map or NVMe subsystem" in err and "nothing written" in err and "dmsetup table" in err
     assert not out.exists()
 
 

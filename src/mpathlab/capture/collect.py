@@ -27,9 +27,10 @@ MIN_SAMPLES = 5              # fewer: Little's law is not used     # multipath-t
 
 
 class PathCapture:
-    def __init__(self, name: str, devt: Tuple[int, int]):
+    def __init__(self, name: str, devt: Tuple[int, int], sysdir: str = ""):
         self.name = name
         self.devt = devt
+        self.sysdir = sysdir or "/sys/block/" + name     # where its stat and inflight are
         self.kind: Optional[str] = None
         self.kind_from = ""
         self.queue: Dict[str, object] = {}     # scheduler, nr_requests, nr_hw_queues, nr_tags, queue_depth, ...
@@ -38,6 +39,8 @@ class PathCapture:
         self.inflight: List[Tuple[int, int]] = []        # (reads, writes) at the window's start and end
         self.driver_inflight: Optional[Tuple[float, int]] = None   # mean requests in the driver, samples
         self.little_ms: Optional[float] = None   # time per request by Little's law, where ticks hold more
+        self.ana_state: Optional[str] = None     # an NVMe path's
+        self.ana_grpid: Optional[str] = None
         self.notes: List[str] = []
 
     @property
@@ -146,12 +149,12 @@ def collect(src: Source, seconds: float = 5.0, conf: Optional[Tuple[str, str]] =
             p = PathCapture(name, devt)
             _path_facts(src, p, majors)
             cap.paths[d] = p
+    _nvme(src, cap)
     _window(src, cap, seconds, sleep)
     for m in cap.maps:
         paths = [cap.paths[d] for d in m.path_devts if d in cap.paths]
         _refused_dispatches(m, paths)
         _service_by_little(m, paths, cap.window_s)
-    _nvme(src, cap)
     if conf is not None:
         cap.conf_source, cap.conf = conf
     elif src.read("/etc/multipath.conf") is not None:
@@ -326,8 +329,10 @@ def _path_facts(src: Source, p: PathCapture, majors: Dict[int, str]) -> None:
 
 def _window(src: Source, cap: Capture, seconds: float, sleep) -> None:
     """Service time per path over the window: the stat counters at its start and end."""
-    devs = [(p.name, p) for p in cap.paths.values()] + [(m.dm, m) for m in cap.maps]
-    files = ["/sys/block/%s/%s" % (n, f) for n, _ in devs for f in ("stat", "inflight")] + ["/proc/diskstats"]
+    nvme_paths = [p for s in cap.nvme for c in s["controllers"] for p in c["paths"]]
+    devs = [(p.sysdir, p) for p in list(cap.paths.values()) + nvme_paths] + \
+        [("/sys/block/" + m.dm, m) for m in cap.maps]
+    files = ["%s/%s" % (d, f) for d, _ in devs for f in ("stat", "inflight")] + ["/proc/diskstats"]
     t0, s0 = src.counters(0, files)
     samples = src.samples()
     if src.live:
@@ -335,9 +340,9 @@ def _window(src: Source, cap: Capture, seconds: float, sleep) -> None:
         for _ in range(int(seconds * SAMPLES_PER_S)):
             sleep(1.0 / SAMPLES_PER_S)
             counts = {}
-            for name, _ in devs:
+            for sysdir, _ in devs:
                 try:
-                    counts[name] = parse_inflight(src.read("/sys/block/%s/inflight" % name) or "")
+                    counts[sysdir.rsplit("/", 1)[-1]] = parse_inflight(src.read(sysdir + "/inflight") or "")
                 except ValueError:
                     pass
             samples.append((0.0, counts))
@@ -345,7 +350,8 @@ def _window(src: Source, cap: Capture, seconds: float, sleep) -> None:
         if seconds > 0:
             sleep(seconds)
     t1, s1 = src.counters(1, files)
-    for name, obj in devs:
+    for sysdir, obj in devs:
+        name = sysdir.rsplit("/", 1)[-1]
         vals = [sum(c[name]) for _, c in samples if name in c]
         if isinstance(obj, PathCapture) and vals:
             obj.driver_inflight = (sum(vals) / len(vals), len(vals))
@@ -358,9 +364,10 @@ def _window(src: Source, cap: Capture, seconds: float, sleep) -> None:
         return
     disk0 = _diskstats(s0.get("/proc/diskstats"))
     disk1 = _diskstats(s1.get("/proc/diskstats"))
-    for name, obj in devs:
-        before = _stat(s0.get("/sys/block/%s/stat" % name), disk0.get(name))
-        after = _stat(s1.get("/sys/block/%s/stat" % name), disk1.get(name))
+    for sysdir, obj in devs:
+        name = sysdir.rsplit("/", 1)[-1]
+        before = _stat(s0.get(sysdir + "/stat"), disk0.get(name))
+        after = _stat(s1.get(sysdir + "/stat"), disk1.get(name))
         if before is None or after is None:
             obj.notes.append("stat could not be read at the window's %s: no service time"
                              % ("start" if before is None else "end"))
@@ -372,7 +379,7 @@ def _window(src: Source, cap: Capture, seconds: float, sleep) -> None:
         if isinstance(obj, PathCapture):
             for s in (s0, s1):
                 try:
-                    obj.inflight.append(parse_inflight(s.get("/sys/block/%s/inflight" % name) or ""))
+                    obj.inflight.append(parse_inflight(s.get(sysdir + "/inflight") or ""))
                 except ValueError:
                     pass
 
@@ -442,25 +449,37 @@ def _stat(text: Optional[str], fallback: Optional[List[int]]) -> Optional[List[i
 
 
 def _nvme(src: Source, cap: Capture) -> None:
+    """NVMe subsystems (native multipath): iopolicy, controllers (state, transport, address, NUMA node,
+    I/O queues and their depth) and each controller's path to each namespace (its ANA state and group,
+    and, through the window, its service time)."""
     base = "/sys/class/nvme-subsystem"
     subs = src.listdir(base)
     if not subs:
         return
+
+    def text(path):
+        return (src.read(path) or "").strip() or None
     for s in subs:
         d = "%s/%s" % (base, s)
-        sub = {"name": s, "iopolicy": (src.read(d + "/iopolicy") or "").strip() or None,
-               "nqn": (src.read(d + "/subsysnqn") or "").strip() or None, "controllers": []}
+        sub = {"name": s, "iopolicy": text(d + "/iopolicy"), "nqn": text(d + "/subsysnqn"), "controllers": []}
         for c in src.listdir(d) or []:
             if not re.fullmatch(r"nvme\d+", c):
                 continue
             cd = "%s/%s" % (d, c)
-            ctl = {"name": c, "state": (src.read(cd + "/state") or "").strip() or None,
-                   "transport": (src.read(cd + "/transport") or "").strip() or None,
-                   "address": (src.read(cd + "/address") or "").strip() or None, "paths": []}
+            ctl = {"name": c, "state": text(cd + "/state"), "transport": text(cd + "/transport"),
+                   "address": text(cd + "/address"), "numa_node": text(cd + "/numa_node"),
+                   "queue_count": text(cd + "/queue_count"), "sqsize": text(cd + "/sqsize"), "paths": []}
             for pth in src.listdir(cd) or []:
-                if re.fullmatch(r"nvme\d+c\d+n\d+", pth):
-                    ctl["paths"].append({"name": pth,
-                                         "ana_state": (src.read("%s/%s/ana_state" % (cd, pth)) or "").strip() or None,
-                                         "ana_grpid": (src.read("%s/%s/ana_grpid" % (cd, pth)) or "").strip() or None})
+                if not re.fullmatch(r"nvme\d+c\d+n\d+", pth):
+                    continue
+                try:
+                    devt = parse_devt(text("%s/%s/dev" % (cd, pth)) or "")
+                except ValueError:
+                    devt = (0, 0)
+                p = PathCapture(pth, devt, "%s/%s" % (cd, pth))
+                p.kind, p.kind_from = "nvme", "an NVMe controller's path (%s)" % c
+                p.ana_state = text("%s/%s/ana_state" % (cd, pth))
+                p.ana_grpid = text("%s/%s/ana_grpid" % (cd, pth))
+                ctl["paths"].append(p)
             sub["controllers"].append(ctl)
         cap.nvme.append(sub)

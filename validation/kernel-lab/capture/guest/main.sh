@@ -55,7 +55,51 @@ up() {
   done < "/exp/topo/$1.txt"
 }
 snap() { for b in $DEVS; do echo "$b $(cat "/sys/block/$b/dev") $(cat "/sys/block/$b/stat")"; done; }
+# "NVME <name> <ana states, one per port> <iopolicy> <iodepth> <runtime_s> <capture_after_s> <capture_s>":
+# native NVMe multipath over nvme-loop: one nvmet subsystem exporting a null_blk namespace (1 ms) through
+# one loop port per ANA state, the host connected to each (one controller per port); fio on the head.
+nvme_cell() {
+  name=$1; anas=$2; pol=$3; depth=$4; rt=$5; after=$6; window=$7
+  o=/out/cells/$name; mkdir -p "$o"
+  for m in nvmet nvme_fabrics nvme_loop; do modprobe $m || { echo "cell $name: modprobe $m failed"; return 1; }; done
+  N=klab-capture; CF=/sys/kernel/config/nvmet; S=$CF/subsystems/$N
+  d=$C/nvns; mkdir "$d"
+  echo 2 > "$d/irqmode"; echo 1000000 > "$d/completion_nsec"; echo 2048 > "$d/size"; echo 1 > "$d/power"
+  mkdir "$S"; echo 1 > "$S/attr_allow_any_host"
+  mkdir "$S/namespaces/1"; printf /dev/nvns > "$S/namespaces/1/device_path"; echo 1 > "$S/namespaces/1/enable"
+  i=1
+  for a in $(echo "$anas" | tr ',' ' '); do
+    P=$CF/ports/$i; mkdir "$P"; echo loop > "$P/addr_trtype"; echo "$i" > "$P/addr_traddr"
+    echo "$a" > "$P/ana_groups/1/ana_state"; ln -s "$S" "$P/subsystems/$N"
+    echo "transport=loop,traddr=$i,nqn=$N" > /dev/nvme-fabrics || echo "cell $name: connect port $i failed"
+    i=$((i + 1))
+  done
+  sleep 1
+  head=""; for x in /sys/class/nvme-subsystem/*; do
+    [ "$(cat "$x/subsysnqn")" = "$N" ] && { echo "$pol" > "$x/iopolicy"; for h in "$x"/nvme*n*; do head=${h##*/}; done; }
+  done
+  echo "cell=$name kind=nvme iopolicy=$pol ana=$anas iodepth=$depth runtime=$rt head=$head" > "$o/meta"
+  set -- --name="$name" --filename="/dev/$head" --ioengine=libaio --direct=1 --rw=randwrite --bs=4k \
+      --iodepth="$depth" --runtime="$rt" --time_based --size=512M --randrepeat=0
+  echo "$*" > "$o/fio.args"
+  fio "$@" --output-format=json --output="$o/fio.json" > "$o/fio.stderr" 2>&1 &
+  FP=$!
+  sleep "$after"
+  sh /exp/capture.sh "$window" > "$o/capture.dump" 2> "$o/capture.stderr"
+  wait $FP
+  for x in /sys/class/nvme/nvme*; do
+    [ "$(cat "$x/subsysnqn")" = "$N" ] && for pth in "$x"/nvme*c*n*; do
+      echo "${x##*/} ${pth##*/} $(cat "$pth/ana_state") $(cat "$pth/stat")"; done
+  done > "$o/paths_end"
+  for x in /sys/class/nvme/nvme*; do [ "$(cat "$x/subsysnqn")" = "$N" ] && echo 1 > "$x/delete_controller"; done
+  sleep 1
+  for P in "$CF"/ports/*; do rm -f "$P/subsystems/$N"; rmdir "$P"; done
+  echo 0 > "$S/namespaces/1/enable"; rmdir "$S/namespaces/1"; rmdir "$S"
+  echo 0 > "$d/power"; rmdir "$d"
+  echo "cell $name done: $(awk '{printf "%s:%s:%d ", $1, $3, $8}' "$o/paths_end")"
+}
 while read -r kind name topo sel qmode depth rt after window; do
+  if [ "$kind" = NVME ]; then nvme_cell "$name" "$topo" "$sel" "$qmode" "$depth" "$rt" "$after"; continue; fi
   [ "$kind" = CELL ] || continue
   o=/out/cells/$name; mkdir -p "$o"
   : > /tmp/built
