@@ -131,7 +131,9 @@ def collect(src: Source, seconds: float = 5.0, conf: Optional[Tuple[str, str]] =
         try:
             by_devt[parse_devt(t or "")] = b
         except ValueError:
-            cap.notes.append("/sys/block/%s/dev could not be read" % b)
+            # an NVMe controller's path to a namespace (nvme0c1n1) is a hidden disk without a dev_t
+            if not re.fullmatch(r"nvme\d+c\d+n\d+", b):
+                cap.notes.append("/sys/block/%s/dev could not be read" % b)
     _maps(src, cap, blocks)
     for m in cap.maps:
         for d in m.path_devts:

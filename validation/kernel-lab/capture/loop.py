@@ -21,6 +21,7 @@ import gzip
 import json
 import os
 import sys
+import tempfile
 from typing import Dict, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,7 +29,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "src"))
 
 from mpathlab import __version__  # noqa: E402
-from mpathlab.capture import collect, read_dump, write_topology  # noqa: E402
+from mpathlab.capture import collect, read_dump, write_nvme_topology, write_topology  # noqa: E402
 from mpathlab.runner import run_simulation  # noqa: E402
 from mpathlab.topology import load_topology  # noqa: E402
 from mpathlab.validate import TOLERANCE, fit_guest  # noqa: E402
@@ -48,6 +49,16 @@ def fio_job(args_text: str) -> str:
             continue
         lines.append("%s=%s" % (key, val) if val else key)
     return "\n".join(lines) + "\n"
+
+
+def trace_job(cell_dir: str, args_text: str, tmp: str) -> str:
+    """The run's own I/O as the workload: fio's write_iolog of the run (decompressed into ``tmp``),
+    replayed with its timing (read_iolog), at the run's iodepth."""
+    depth = [a.split("=", 1)[1] for a in args_text.split() if a.startswith("--iodepth=")][0]
+    log = os.path.join(tmp, os.path.basename(cell_dir) + ".iolog")
+    with gzip.open(os.path.join(cell_dir, "iolog.gz"), "rb") as src, open(log, "wb") as dst:
+        dst.write(src.read())
+    return "[replay]\nread_iolog=%s\nioengine=libaio\niodepth=%s\n" % (log, depth)
 
 
 def kernel_shares(cell_dir: str) -> Dict[str, float]:
@@ -102,29 +113,69 @@ def iolog_ios(cell_dir: str) -> Optional[int]:
         return sum(1 for line in f if " write " in line or " read " in line or " trim " in line)
 
 
-def run_cell(cell_dir: str, guest, write: bool) -> dict:
-    meta = dict(kv.split("=", 1) for kv in open(os.path.join(cell_dir, "meta")).readline().split())
+def nvme_kernel_shares(cell_dir: str) -> Dict[str, float]:
+    """Each controller's share of the data the run wrote (paths_end: "<controller> <path> <ana> <stat>";
+    the paths were created for the cell, so their counters start at the cell)."""
+    done = {}
+    with open(os.path.join(cell_dir, "paths_end")) as f:
+        for line in f:
+            parts = line.split()
+            done[parts[0]] = int(parts[3 + 6])
+    total = sum(done.values()) or 1
+    return {k: v / total for k, v in done.items()}
+
+
+def run_cell(cell_dir: str, guest, write: bool, workload: str = "job", tmp: str = "") -> dict:
+    with open(os.path.join(cell_dir, "meta")) as f:
+        meta = dict(kv.split("=", 1) for kv in f.readline().split())
+    nvme = meta.get("kind") == "nvme"
     cap = collect(read_dump(os.path.join(cell_dir, "capture.dump")), 0)
-    if len(cap.maps) != 1:
-        raise SystemExit("%s: %d maps captured, expected 1" % (cell_dir, len(cap.maps)))
-    text = write_topology(cap, cap.maps[0], __version__)
+    if nvme:
+        subs = [s for s in cap.nvme if s["controllers"]]
+        if len(subs) != 1:
+            raise SystemExit("%s: %d NVMe subsystems captured, expected 1" % (cell_dir, len(subs)))
+        text = write_nvme_topology(cap, subs[0], __version__)
+        paths = [c["paths"][0] for c in subs[0]["controllers"] if c["paths"]]
+        names = [c["name"] for c in subs[0]["controllers"] if c["paths"]]
+    else:
+        if len(cap.maps) != 1:
+            raise SystemExit("%s: %d maps captured, expected 1" % (cell_dir, len(cap.maps)))
+        text = write_topology(cap, cap.maps[0], __version__)
+        paths = [cap.paths[d] for d in cap.maps[0].path_devts if d in cap.paths]
+        names = [p.name for p in paths]
     topo_path = os.path.join(cell_dir, "captured.toml")
     if write or not os.path.exists(topo_path):
         with open(topo_path, "w") as f:
             f.write(text)
     topo = load_topology(topo_path)
+    topo.host = guest.host()
     with open(os.path.join(cell_dir, "fio.args")) as f:
-        job = fio_job(f.read())
-    res = run_simulation(topo, parse_fio(job, "fio.args"), host=guest.host())
+        args_text = f.read()
+    job = trace_job(cell_dir, args_text, tmp) if workload == "trace" and not nvme else fio_job(args_text)
+    res = run_simulation(topo, parse_fio(job, "fio.args"))
+    captured = {n: (round(p.service_ms()[0], 3) if p.service_ms() else None,
+                    min(x for x in (p.queue.get("nr_tags"), p.queue.get("queue_depth")) if x is not None)
+                    if p.queue.get("nr_tags") or p.queue.get("queue_depth") else None) for n, p in zip(names, paths)}
+    if nvme:
+        kern, pred = nvme_kernel_shares(cell_dir), res.shares
+        kern = {k: kern.get(k, 0.0) for k in names}
+        pred = {k: pred.get(k, 0.0) for k in names}
+        diffs = {k: pred[k] - kern[k] for k in kern}
+        worst = max(diffs, key=lambda k: abs(diffs[k]))
+        return {"cell": meta["cell"], "kernel_series": cap.series, "selector": "nvme:" + meta["iopolicy"],
+                "queue_mode": "nvme", "iodepth": int(meta["iodepth"]), "captured": captured,
+                "window_s": round(cap.window_s or 0, 2), "kernel": kern, "predicted": pred, "worst_path": worst,
+                "diff": diffs[worst], "within": abs(diffs[worst]) <= TOLERANCE + 1e-12,
+                "kernel_iops": kernel_iops(cell_dir), "predicted_iops": res.completed / (res.runtime_ns / 1e9),
+                "iolog_ios": None, "guest": guest.describe(), "ana": meta.get("ana")}
     groups = identical_paths(cell_dir)
     kern = grouped(groups, kernel_shares(cell_dir))
     pred = grouped(groups, res.shares)
     diffs = {k: pred[k] - kern[k] for k in kern}
     worst = max(diffs, key=lambda k: abs(diffs[k]))
-    return {"cell": meta["cell"], "kernel_series": cap.series, "run": os.path.basename(os.path.dirname(os.path.dirname(cell_dir))),
+    return {"cell": meta["cell"], "kernel_series": cap.series,
             "selector": meta["selector"], "queue_mode": meta["queue_mode"], "iodepth": int(meta["iodepth"]),
-            "captured_service_ms": {p.name: round(p.service_ms()[0], 3) for p in cap.paths.values() if p.service_ms()},
-            "captured_tags": {p.name: p.queue.get("nr_tags") for p in cap.paths.values()},
+            "captured": captured,
             "window_s": round(cap.window_s or 0, 2), "kernel": kern, "predicted": pred, "worst_path": worst,
             "diff": diffs[worst], "within": abs(diffs[worst]) <= TOLERANCE + 1e-12,
             "kernel_iops": kernel_iops(cell_dir), "predicted_iops": res.completed / (res.runtime_ns / 1e9),
@@ -135,7 +186,8 @@ def markdown(rows: List[dict]) -> str:
     out = ["| kernel | cell | captured service ms (tags) | path | kernel share | predicted | diff | kernel IOPS "
            "| pred. IOPS |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        svc = ", ".join("%s %.2f (%s)" % (k, v, r["captured_tags"].get(k)) for k, v in sorted(r["captured_service_ms"].items()))
+        svc = ", ".join("%s %s (%s)" % (k, "%.2f" % v[0] if v[0] is not None else "-", v[1] if v[1] else "-")
+                        for k, v in sorted(r["captured"].items()))
         w = r["worst_path"]
         out.append("| %s | %s | %s | %s | %.3f | %.3f | %+.3f%s | %.0f | %.0f |" % (
             r["kernel_series"], r["cell"], svc, w, r["kernel"][w], r["predicted"][w], r["diff"],
@@ -151,6 +203,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="*", help="run folders (default: runs/*/ beside this file)")
     ap.add_argument("--write", action="store_true", help="write results.json, results.md and captured.toml files")
+    ap.add_argument("--workload", choices=("job", "trace"), default="job",
+                    help="job: the run's fio job; trace: the run's own write_iolog replayed with its timing "
+                         "(default: job)")
     a = ap.parse_args(argv)
     runs = a.runs or sorted(glob.glob(os.path.join(HERE, "runs", "*")))
     with open(RESULTS) as f:
@@ -162,13 +217,15 @@ def main(argv=None) -> int:
         guest = fit_guest(lab_cells, series, day)
         for cell_dir in sorted(glob.glob(os.path.join(run, "cells", "*"))):
             if os.path.exists(os.path.join(cell_dir, "capture.dump")):
-                rows.append(run_cell(cell_dir, guest, a.write))
+                with tempfile.TemporaryDirectory() as tmp:
+                    rows.append(dict(run_cell(cell_dir, guest, a.write, a.workload, tmp), workload=a.workload))
     md = markdown(rows)
     sys.stdout.write(md)
     if a.write:
-        with open(os.path.join(HERE, "results.json"), "w") as f:
+        suffix = "" if a.workload == "job" else "-" + a.workload
+        with open(os.path.join(HERE, "results%s.json" % suffix), "w") as f:
             json.dump(rows, f, indent=1, sort_keys=True)
-        with open(os.path.join(HERE, "results.md"), "w") as f:
+        with open(os.path.join(HERE, "results%s.md" % suffix), "w") as f:
             f.write(md)
     return 0
 
