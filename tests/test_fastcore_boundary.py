@@ -66,10 +66,17 @@ def test_the_ops_table_has_one_entry_per_declared_selector():
     assert not re.search(r"case SEL_", C_SOURCE)
 
 
-def test_the_bridge_maps_each_c_selector_class_to_its_declared_kind():
-    for cls, code in fast._SELECTORS.items():
-        assert issubclass(cls, PathSelector)
-        assert boundary.SELECTOR_KINDS[cls.name] == code
+def test_each_kernel_selector_class_runs_in_its_c_implementation_and_a_subclass_does_not():
+    from mpathlab import selectors
+    for name in ("round-robin", "queue-length", "service-time", "historical-service-time"):
+        cls = selectors.get_exact(name)
+        ps = cls(("2", "64") if name == "historical-service-time" else ())
+        assert fast.core_kind(ps) == boundary.SELECTOR_KINDS[name]
+
+        class Changed(cls):          # a prototype that overrides select_path: its Python must run
+            pass
+        assert fast.core_kind(Changed(("2", "64") if name == "historical-service-time" else ())) == boundary.SEL_PY
+    assert fast.core_kind(PathSelector()) == boundary.SEL_PY
 
 
 def test_one_historical_service_time_in_c():

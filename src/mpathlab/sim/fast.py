@@ -45,7 +45,7 @@ import os
 import sys
 from typing import Optional
 
-from ..selectors import HistoricalServiceTime, QueueLength, RoundRobin, ServiceTime as STSelector
+from ..selectors import HistoricalServiceTime
 from ..selectors.io_affinity import IOAffinity
 from ..timing import initial_jiffies
 from ..target import (END_DELAY_REQUEUE, END_DONE, END_INCOMPLETE, END_REQUEUE, MAP_DELAY_REQUEUE, MAP_KILL,
@@ -65,7 +65,6 @@ try:
 except ImportError:  # not built: pure Python only
     _fastcore = None  # type: ignore[assignment]
 
-_SELECTORS = {RoundRobin: b.SEL_RR, QueueLength: b.SEL_QL, STSelector: b.SEL_ST, HistoricalServiceTime: b.SEL_HST}
 SEL_PY, SEL_IOA = b.SEL_PY, b.SEL_IOA   # a Python selector called from the core; io-affinity in C (no faults)
 
 
@@ -87,9 +86,16 @@ def _dist(svc):
     return None
 
 
+def core_kind(ps) -> int:
+    """The core's own implementation of PS (boundary.SEL_*), or SEL_PY: the core calls its Python
+    methods.  Only a class that declares core_selector itself has one (not a subclass of it)."""
+    name = type(ps).__dict__.get("core_selector")
+    return b.SELECTOR_KINDS.get(name, SEL_PY) if name else SEL_PY
+
+
 def _py_selector(ps) -> bool:
     """A selector the core calls back into (not one of its own C selectors)."""
-    return type(ps) not in _SELECTORS
+    return core_kind(ps) == SEL_PY
 
 
 def _fault_events(sim):
@@ -281,7 +287,8 @@ def _needs_target(sim) -> bool:
 _CORE_DISTS = (ServiceTime, Exponential, LogNormal, Empirical)
 # PathModel fields the core models (any value); another field must keep its default
 _CORE_PATH_FIELDS = frozenset({"name", "devt", "service", "parallelism", "delay_ns", "ns_per_kib", "faults",
-                               "fail_latency_ns", "hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests"})
+                               "fail_latency_ns", "hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests",
+                               "per_kib_given"})   # per_kib_given: the topology said per_kib (used before the run)
 # HostModel fields the core models (cpu_nodes and node_distance only place CPUs for the selectors)
 _CORE_HOST_FIELDS = frozenset({"cpus", "submit_ns", "complete_ns", "wake_ns", "steal", "steal_period_ns",
                                "work_latency_ns", "cpu_nodes", "node_distance"})
@@ -463,12 +470,12 @@ def try_run_fast(sim) -> bool:
     expected, horizon, hard_stop, tl_step, tl_count = sim.run_plan()
     bio = mp.queue_mode == "bio"
     cfg = {
-        "selector": SEL_IOA if ioa else SEL_PY if py_sel else _SELECTORS[type(ps)],
+        "selector": SEL_IOA if ioa else core_kind(ps),
         "paths": paths_cfg, "jobs": jobs_cfg, "order": order,
         "base_ns": sim._base, "bio": int(bio), "rq_stats": int(mp.rq_stats),
         "use_hr": int(bio and ps.uses_hr_timer() and not mp.force_jiffies_start),
         "hz": sim.timebase.hz, "initial_jiffies": initial_jiffies(sim.timebase.hz),
-        "pg_selectors": [SEL_IOA if ioa else _SELECTORS.get(type(pg.ps), SEL_PY) for pg in mp.priority_groups],
+        "pg_selectors": [SEL_IOA if ioa else core_kind(pg.ps) for pg in mp.priority_groups],
         "weights": list(hst[0].weights) if hst else [0] * 64,
         "threshold": hst[0].threshold_multiplier if hst else 0,
         "has_select_offset": int(sim.sched_clock_offset_ns is not None),
