@@ -350,3 +350,19 @@ def test_nvme_subsystem_capture_round_trip(tmp_path):
     assert topo.nvme is not None
     res = run_simulation(topo, parse_fio(JOB))
     assert res.shares["nvme0"] == pytest.approx(1.0)       # the kernel's numa policy: the optimized path only
+
+
+@pytest.mark.parametrize("argv,what", [(["--root", "/nonexistent-root"], "not a directory"),
+                                        (["--seconds", "-1"], "--seconds"),
+                                        (["--from", "/nonexistent.dump"], "cannot read")])
+def test_bad_options_are_one_line(argv, what, capsys):
+    assert main(["capture"] + argv) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and what in err[0]
+
+
+def test_bad_conf_names_file_and_line(tmp_path, capsys):
+    conf = tmp_path / "multipath.conf"
+    conf.write_bytes(b"defaults {\n\xff\n}\n")
+    assert main(["capture", "--from", HOST, "--conf", str(conf)]) == 3
+    assert "%s:2:" % conf in capsys.readouterr().err

@@ -968,6 +968,8 @@ def cmd_capture(args) -> int:
                 conf = (args.conf, decode_text(f.read(), args.conf, "multipath.conf"))
         except OSError as e:
             raise InputError("--conf %s: cannot read: %s" % (args.conf, e.strerror or e)) from None
+    if not args.dump and not os.path.isdir(args.root):
+        raise InputError("--root %s: not a directory" % args.root)
     src = capture.read_dump(args.dump) if args.dump else capture.RootSource(args.root)
     if args.dump and not src.complete:
         print("mpathlab capture: warning: %s has no '@@ end' line: the script did not finish, its window may be "

@@ -29,7 +29,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "src"))
 
 from mpathlab import __version__  # noqa: E402
-from mpathlab.capture import collect, read_dump, write_nvme_topology, write_topology  # noqa: E402
+from mpathlab.capture import DumpSource, collect, write_nvme_topology, write_topology  # noqa: E402
 from mpathlab.runner import run_simulation  # noqa: E402
 from mpathlab.topology import load_topology  # noqa: E402
 from mpathlab.validate import TOLERANCE, fit_guest  # noqa: E402
@@ -96,19 +96,58 @@ def grouped(groups: Dict[str, List[str]], shares: Dict[str, float]) -> Dict[str,
 
 
 def kernel_iops(cell_dir: str) -> Optional[float]:
+    """fio's write IOPS of the run (fio.json, or fio_iops.txt once the run is packed)."""
     try:
         with open(os.path.join(cell_dir, "fio.json")) as f:
-            doc = json.load(f)
-        return float(doc["jobs"][0]["write"]["iops"])
+            return float(json.load(f)["jobs"][0]["write"]["iops"])
     except (OSError, ValueError, KeyError, IndexError):
+        pass
+    try:
+        with open(os.path.join(cell_dir, "fio_iops.txt")) as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
         return None
+
+
+def read_cell_dump(cell_dir: str) -> DumpSource:
+    """The capture script's dump of the cell (capture.dump, or capture.dump.gz once packed)."""
+    name = os.path.relpath(os.path.join(cell_dir, "capture.dump"), ROOT)
+    path = os.path.join(cell_dir, "capture.dump")
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            data = f.read()
+    else:
+        with gzip.open(path + ".gz", "rb") as f:
+            data = f.read()
+    return DumpSource(data.decode("utf-8"), name)
+
+
+def pack(cell_dir: str) -> None:
+    """Keep what the results rest on, small: the dump gzipped, fio's IOPS and the iolog's I/O count
+    in text files; fio.json and the iolog itself stay out of the repository (.gitignore)."""
+    iops = kernel_iops(cell_dir)
+    if iops is not None:
+        with open(os.path.join(cell_dir, "fio_iops.txt"), "w") as f:
+            f.write("%.3f\n" % iops)
+    n = iolog_ios(cell_dir)
+    if n is not None:
+        with open(os.path.join(cell_dir, "iolog_ios.txt"), "w") as f:
+            f.write("%d\n" % n)
+    path = os.path.join(cell_dir, "capture.dump")
+    if os.path.exists(path):
+        with open(path, "rb") as src, gzip.open(path + ".gz", "wb") as dst:
+            dst.write(src.read())
 
 
 def iolog_ios(cell_dir: str) -> Optional[int]:
     """How many I/Os fio's write_iolog of the run records."""
     p = os.path.join(cell_dir, "iolog.gz")
     if not os.path.exists(p):
-        return None
+        try:
+            with open(os.path.join(cell_dir, "iolog_ios.txt")) as f:
+                return int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
     with gzip.open(p, "rt") as f:
         return sum(1 for line in f if " write " in line or " read " in line or " trim " in line)
 
@@ -129,7 +168,7 @@ def run_cell(cell_dir: str, guest, write: bool, workload: str = "job", tmp: str 
     with open(os.path.join(cell_dir, "meta")) as f:
         meta = dict(kv.split("=", 1) for kv in f.readline().split())
     nvme = meta.get("kind") == "nvme"
-    cap = collect(read_dump(os.path.join(cell_dir, "capture.dump")), 0)
+    cap = collect(read_cell_dump(cell_dir), 0)
     if nvme:
         subs = [s for s in cap.nvme if s["controllers"]]
         if len(subs) != 1:
@@ -216,7 +255,9 @@ def main(argv=None) -> int:
         day = os.path.basename(run.rstrip("/")).split("-")[1][:8]
         guest = fit_guest(lab_cells, series, day)
         for cell_dir in sorted(glob.glob(os.path.join(run, "cells", "*"))):
-            if os.path.exists(os.path.join(cell_dir, "capture.dump")):
+            if any(os.path.exists(os.path.join(cell_dir, f)) for f in ("capture.dump", "capture.dump.gz")):
+                if a.write:
+                    pack(cell_dir)
                 with tempfile.TemporaryDirectory() as tmp:
                     rows.append(dict(run_cell(cell_dir, guest, a.write, a.workload, tmp), workload=a.workload))
     md = markdown(rows)
