@@ -988,35 +988,37 @@ def cmd_capture(args) -> int:
                 conf = (args.conf, decode_text(f.read(), args.conf, "multipath.conf"))
         except OSError as e:
             raise InputError("--conf %s: cannot read: %s" % (args.conf, e.strerror or e)) from None
+    if not args.dump and not os.path.isdir(args.root):
+        raise InputError("--root %s: not a directory" % args.root)
     src = capture.read_dump(args.dump) if args.dump else capture.RootSource(args.root)
     if args.dump and not src.complete:
         print("mpathlab capture: warning: %s has no '@@ end' line: the script did not finish, its window may be "
               "missing" % args.dump, file=sys.stderr)
     cap = capture.collect(src, args.seconds, conf)
-    maps = [m for m in cap.maps if args.map in (None, m.name)]
     print(capture.summary(cap), file=sys.stderr)
-    if not maps:
+    # one file per dm-multipath map and per NVMe subsystem with controllers
+    files = [(m.name, capture.write_topology(cap, m, __version__)) for m in cap.maps
+             if args.map in (None, m.name)]
+    files += [(s["name"], capture.write_nvme_topology(cap, s, __version__)) for s in cap.nvme
+              if s["controllers"] and args.map in (None, s["name"])]
+    if not files:
         why = "; ".join(cap.notes[:2])
-        print("mpathlab capture: no dm-multipath map%s on %s: nothing written%s" % (
+        print("mpathlab capture: no dm-multipath map or NVMe subsystem%s on %s: nothing written%s" % (
             " named %s" % args.map if args.map else "", cap.source, " (%s)" % why if why else ""), file=sys.stderr)
         return 0
-    files = [(m, capture.write_topology(cap, m, __version__)) for m in maps]
     if len(files) > 1:
         if not args.output or not os.path.isdir(args.output):
-            raise InputError("%d maps (%s): choose one with --map NAME, or give -o DIRECTORY for one file each"
-                             % (len(files), ", ".join(m.name for m, _ in files)))
-        for m, text in files:
-            path = os.path.join(args.output, "%s.toml" % m.name.replace("/", "_"))
-            with open(path, "w") as f:
-                f.write(text)
-            print("wrote %s" % path, file=sys.stderr)
-    elif args.output:
-        path = os.path.join(args.output, "%s.toml" % files[0][0].name) if os.path.isdir(args.output) else args.output
-        with open(path, "w") as f:
-            f.write(files[0][1])
-        print("wrote %s" % path, file=sys.stderr)
-    else:
+            raise InputError("%d maps and subsystems (%s): choose one with --map NAME, or give -o DIRECTORY for "
+                             "one file each" % (len(files), ", ".join(n for n, _ in files)))
+    elif not args.output:
         sys.stdout.write(files[0][1])
+        return 0
+    for name, text in files:
+        path = os.path.join(args.output, "%s.toml" % name.replace("/", "_")) if os.path.isdir(args.output) \
+            else args.output
+        with open(path, "w") as f:
+            f.write(text)
+        print("wrote %s" % path, file=sys.stderr)
     return 0
 
 
