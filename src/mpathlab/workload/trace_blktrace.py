@@ -35,7 +35,7 @@ import struct
 from typing import IO, Iterable, Iterator, List, Optional, Tuple
 
 from .trace import (BLK_IO_TRACE_MAGIC, BLK_IO_TRACE_VERSION, MINORBITS, TA_BACKMERGE, TA_COMPLETE,
-                    TA_FRONTMERGE, TA_ISSUE, TA_QUEUE, TC_AHEAD, TC_COMPLETE, TC_DISCARD, TC_FLUSH, TC_FS,
+                    TA_FRONTMERGE, TA_ISSUE, TA_QUEUE, TC_AHEAD, TC_COMPLETE, TC_DISCARD, TC_FLUSH, TC_ISSUE,
                     TC_FUA, TC_META, TC_NOTIFY, TC_QUEUE, TC_READ, TC_SYNC, TC_WRITE, BlkEvent, TraceError,
                     dev_major, dev_minor, tc_act)
 
@@ -169,6 +169,8 @@ _LETTER_OF = {v: k for k, v in ACTION_LETTERS.items()}
 # blkparse's header: "%D %2c %8s %5T.%9t %5p %2a %3d " (device, cpu, sequence, time, pid, action, RWBS)
 _LINE = re.compile(rb"\s*(\d+),(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\.(\d{9})\s+(\d+)\s+([A-Za-z])\s+([A-Z]*)\s*(.*)\Z", re.S)
 _RANGE = re.compile(rb"(\d+) \+ (\d+)")
+_SECTOR_ONLY = re.compile(rb"(\d+) \[")
+_ERROR = re.compile(rb"\[(-?\d+)\]")
 # the category each RWBS letter stands for, after the first (blkparse's fill_rwbs: an F before the
 # direction is a flush, one after it is FUA)
 _RWBS_TAIL = {ord("F"): TC_FUA, ord("A"): TC_AHEAD, ord("S"): TC_SYNC, ord("M"): TC_META}
@@ -180,14 +182,15 @@ def _rwbs_categories(rwbs: bytes, where: str) -> int:
     if rwbs[:1] == b"F":
         cats |= TC_FLUSH
         i = 1
+    # the kernel marks every event read or write (op_is_write: a discard writes, a flush reads)
     d = rwbs[i:i + 1]
     if d == b"D":
-        cats |= TC_DISCARD
+        cats |= TC_DISCARD | TC_WRITE
     elif d == b"W":
         cats |= TC_WRITE
-    elif d == b"R":
+    elif d in (b"R", b"N"):
         cats |= TC_READ
-    elif d != b"N":
+    else:
         raise TraceError("%s: RWBS %r has no direction (R, W, D or N)" % (where, rwbs.decode("ascii", "replace")))
     for c in rwbs[i + 1:]:
         if c not in _RWBS_TAIL:
@@ -211,14 +214,23 @@ def parse_blkparse_line(raw: bytes, where: str) -> Optional[BlkEvent]:
                             int(maj) << MINORBITS | int(mnr), int(cpu), int(seq), 0, where)
         raise TraceError("%s: unknown blkparse action %r" % (where, letter.decode()))
     cats = _rwbs_categories(rwbs, where)
-    sector = nbytes = 0
+    sector = nbytes = error = 0
     r = _RANGE.match(rest)
     if r is not None:       # (an event without data, a flush or a plug, has none)
         sector, nbytes = int(r.group(1)), int(r.group(2)) * 512
+    elif act == TA_COMPLETE:
+        r = _SECTOR_ONLY.match(rest)     # a completion without data still prints its sector
+        if r is not None:
+            sector = int(r.group(1))
+    if act == TA_COMPLETE:
+        r = _ERROR.search(rest)
+        if r is not None:
+            error = int(r.group(1)) & 0xFFFF
     # the queue-side actions carry the queue category, completions the completion one (blktrace_api.h)
-    cats |= TC_COMPLETE if act == TA_COMPLETE else TC_QUEUE if act in (TA_QUEUE, TA_BACKMERGE, TA_FRONTMERGE) else 0
-    return BlkEvent(int(sec) * 10 ** 9 + int(nsec), sector, nbytes, tc_act(cats | TC_FS) | act, int(pid),
-                    int(maj) << MINORBITS | int(mnr), int(cpu), int(seq), 0, where)
+    cats |= (TC_COMPLETE if act == TA_COMPLETE else TC_ISSUE if act == TA_ISSUE
+             else TC_QUEUE if act in (TA_QUEUE, TA_BACKMERGE, TA_FRONTMERGE) else 0)
+    return BlkEvent(int(sec) * 10 ** 9 + int(nsec), sector, nbytes, tc_act(cats) | act, int(pid),
+                    int(maj) << MINORBITS | int(mnr), int(cpu), int(seq), error, where)
 
 
 def read_blkparse(path: str) -> Iterator[BlkEvent]:
@@ -248,7 +260,7 @@ def looks_like_blkparse(first_line: bytes) -> bool:
 def rwbs_of(action: int, nbytes: int) -> str:
     cats = action >> 16
     out = "F" if cats & TC_FLUSH else ""
-    out += "D" if cats & TC_DISCARD else "W" if cats & TC_WRITE else "R" if nbytes or cats & TC_READ else "N"
+    out += "D" if cats & TC_DISCARD else "W" if cats & TC_WRITE else "R" if nbytes else "N"
     for bit, c in ((TC_FUA, "F"), (TC_AHEAD, "A"), (TC_SYNC, "S"), (TC_META, "M")):
         if cats & bit:
             out += c
@@ -261,8 +273,12 @@ def format_blkparse_line(e: BlkEvent, process: str = "fio") -> str:
     head = "%3d,%-3d %2d %8d %5d.%09d %5d  %s %3s " % (dev_major(e.device), dev_minor(e.device), e.cpu, e.sequence,
                                                      e.time_ns // 10 ** 9, e.time_ns % 10 ** 9, e.pid, letter,
                                                      rwbs_of(e.action, e.nbytes))
-    tail = "[%d]" % e.error if letter == "C" else "[%s]" % process
-    return head + "%d + %d %s\n" % (e.sector, e.nbytes // 512, tail)
+    if letter == "C":
+        where = "%d + %d" % (e.sector, e.nbytes // 512) if e.nbytes else "%d" % e.sector
+        return head + "%s [%d]\n" % (where, e.error)
+    if not e.nbytes:
+        return head + "[%s]\n" % process
+    return head + "%d + %d [%s]\n" % (e.sector, e.nbytes // 512, process)
 
 
 def write_blkparse(f: IO[str], events: Iterable[BlkEvent]) -> int:
