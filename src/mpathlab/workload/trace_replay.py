@@ -269,15 +269,16 @@ def estimate_ios(src: TraceSource, sample: int = 2000) -> int:
             if n >= sample:
                 break
         return int(ios / n * total / 80) if n else 0
-    size = 0
-    n = 0
-    with open(src.paths[0], "rb") as f:
-        for raw in f:
-            size += len(raw)
-            n += 1
-            if n >= sample:
-                break
-    return int(total / max(1, size) * n)
+    # (parsed, so that a bad line among the first is refused before the run, naming the job too)
+    n = ios = 0
+    for e in read_iolog(src.paths[0])[1]:
+        n += 1
+        ios += e.action in DDIR_OF_ACTION
+        if n >= sample:
+            with open(src.paths[0], "rb") as f:
+                head = sum(len(f.readline()) for _ in range(e.line))
+            return int(ios * total / max(1, head))
+    return ios
 
 
 class ReplayGen:
@@ -298,6 +299,7 @@ class ReplayGen:
         self.bytes_left = None
         self.ios_left: Optional[int] = spec.replay_estimate or None
         self.issued = 0
+        self.syncs = 0              # syncs (flushes) the trace times but the model does not send
 
     def completed(self, job, now: int, lat_ns: int) -> None:
         return None
@@ -335,6 +337,8 @@ class ReplayGen:
                     return due if stop is None or due < stop else stop
             self.pending = None
             self.last_issue = now
+            if p[2] == SYNC:
+                self.syncs += 1
             if kind == IO:
                 self.issued += 1
                 if self.ios_left:
