@@ -23,7 +23,9 @@ class OptionalBuildExt(build_ext):
 
 
 setup(
+    # the header is generated from src/mpathlab/sim/boundary.py (python -m mpathlab.sim.boundary --write)
     ext_modules=[Extension("mpathlab._fastcore", ["src/mpathlab/_fastcore.c"],
+                           depends=["src/mpathlab/_fastcore_boundary.h"],
                            extra_compile_args=["-O2", "-std=gnu99"], optional=True)],
     cmdclass={"build_ext": OptionalBuildExt},
 )

@@ -11,6 +11,6 @@ fi
 so=$(ls src/mpathlab/_fastcore*.so 2>/dev/null | head -n 1 || true)
 if ! .venv/bin/python -c "import dask.distributed, matplotlib" 2>/dev/null; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[sweep,report]"
-elif [ -z "$so" ] || [ src/mpathlab/_fastcore.c -nt "$so" ]; then
+elif [ -z "$so" ] || [ src/mpathlab/_fastcore.c -nt "$so" ] || [ src/mpathlab/_fastcore_boundary.h -nt "$so" ]; then
   .venv/bin/python setup.py -q build_ext --inplace   # the dependencies are there; only the core is missing
 fi

@@ -11,7 +11,7 @@ fi
 # (Re)install when a dependency is missing or the compiled core is older than its source.
 so=$(ls src/mpathlab/_fastcore*.so 2>/dev/null | head -n 1 || true)
 if ! .venv/bin/python -c "import pytest, hypothesis, mpathlab, fio_plot, re2, importlinter" 2>/dev/null \
-   || [ -z "$so" ] || [ src/mpathlab/_fastcore.c -nt "$so" ]; then
+   || [ -z "$so" ] || [ src/mpathlab/_fastcore.c -nt "$so" ] || [ src/mpathlab/_fastcore_boundary.h -nt "$so" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]"
 fi
 bash scripts/test-deps.sh

@@ -100,17 +100,20 @@ def test_every_batch_names_topology_files_that_parse():
             if f[0] == "TOPO":
                 rows = [x.split() for x in open(os.path.join(LAB, "experiments", "grid", "topo", f[1] + ".txt"))
                         if x.strip()]
-                # null_blk: label nsec [depth]; scsi_debug: label nsec queue_depth scsi host [can_queue]
+                # null_blk: label nsec [depth]; scsi_debug: label nsec queue_depth scsi host [can_queue];
+                # dm-delay over null_blk: label nsec depth delay ms
                 assert rows and all(len(x) in (2, 3) or (len(x) in (5, 6) and x[3] == "scsi" and x[4].isdigit())
-                                    for x in rows), f[1]
+                                    or (len(x) == 5 and x[3] == "delay" and x[4].isdigit()) for x in rows), f[1]
                 assert all(x[1].isdigit() for x in rows) and all(int(x[2]) >= 1 for x in rows if len(x) >= 3)
-                scsi = [x for x in rows if len(x) >= 5]
+                scsi = [x for x in rows if len(x) >= 5 and x[3] == "scsi"]
                 # scsi_debug's ndelay and max_queue are module parameters: one value per topology
                 assert len({x[1] for x in scsi}) <= 1 and len({(x[5:] or ["192"])[0] for x in scsi}) <= 1, f[1]
             elif f[0] == "RUN":
-                assert f[2] in sels and f[3] in ("mq", "bio") and int(f[4]) >= 1 and f[5] == "8", (batch, l)
+                # the plan's runtime, or a fault variant's own (its schedule needs 4 s)
+                assert f[2] in sels and f[3] in ("mq", "bio") and int(f[4]) >= 1, (batch, l)
+                assert f[5] == "8" or (f[5] == str(grid.FAULT_RUNTIME) and "-" in f[1].split("_")[0]), (batch, l)
             else:
-                assert f[0] in ("FIO", "TRACE", "SCHED"), (batch, l)
+                assert f[0] in ("FIO", "TRACE", "SCHED", "FEAT", "FAULT"), (batch, l)
 
 
 def test_class_batches_keep_the_completion_time_and_vary_the_depth():
@@ -281,7 +284,11 @@ def test_plan_of_the_scsi_batch_and_its_topologies():
     assert r.returncode == 0, r.stderr
     lines = _parse_plan(r.stdout)["scsi"]
     assert [l for l in lines if l.startswith("TOPO ")] == ["TOPO S1", "TOPO S2"] * 2
-    assert len([l for l in lines if l.startswith("RUN ")]) == 24
+    # all four selectors x bio/mq on both topologies, twice
+    runs = [l.split() for l in lines if l.startswith("RUN ")]
+    assert len(runs) == 32
+    assert {(r[1].split("_")[0], r[2], r[3]) for r in runs} == {
+        (t, s, m) for t in ("S1", "S2") for s in grid.SEL.values() for m in ("mq", "bio")}
     rows = {t: [x.split() for x in open(os.path.join(LAB, "experiments", "grid", "topo", t + ".txt"))]
             for t in ("S1", "S2")}
     # S1: the same-latency/different-depth class on SCSI, one path per host, queue_depth 2 and 8

@@ -154,11 +154,37 @@ def test_guest_per_session():
     path = require(RESULTS, "the kernel lab's results (validation/kernel-lab/results.json)")
     with open(path) as f:
         cells = json.load(f)
-    sessions = {validate.session_of(dict(c, repeats=[r])) for c in cells if c["topology"] == "c0"
-                and c.get("kernel", "6.1") == "6.1" for r in c["repeats"]}
-    if len(sessions) < 2:
-        return
-    a, b = sorted(sessions)[:2]
+    boots = validate.calibration_boots(cells, "6.1")
+    # 2026-12-03 had two calibration boots (07:12 and 07:51) and 2026-12-04 at least one
+    assert len(boots) >= 3 and {b[:8] for b in boots} >= {"20261203", "20261204"}
+    a, b = boots[0], boots[-1]
     ga, gb = validate.fit_guest(cells, "6.1", a), validate.fit_guest(cells, "6.1", b)
     # each session's guest comes from its own calibration runs only
     assert ga.describe() != gb.describe() and ga.fitted_on and gb.fitted_on
+    # a run belongs to the calibration boot nearest in time, whichever side of it
+    assert validate.session_of({"host_load": {"utc_start": a}}, boots) == a
+    assert validate.session_of({"host_load": {"utc_start": "20261203T072242"}}, boots) == a
+    assert validate.session_of({"host_load": {"utc_start": "20261203T084010"}}, boots) == boots[1]
+    assert validate.session_of({"host_load": {"utc_start": "20270101T000000"}}, boots) == b
+    assert validate.session_of({}, boots) == ""
+
+
+def test_prediction_weights_sessions_by_repeats():
+    """A cell whose repeats ran in two sessions is predicted once per session, with that session's
+    guest, and the prediction is the mean weighted by the repeats."""
+    path = require(RESULTS, "the kernel lab's results (validation/kernel-lab/results.json)")
+    with open(path) as f:
+        cells = json.load(f)
+    cell = next(c for c in cells if c["topology"] == "D1-4" and c["selector"] == "queue-length"
+                and c["queue_mode"] == "mq" and c.get("kernel") == "6.1")
+    boots = validate.calibration_boots(cells, "6.1")
+    early, late = boots[0], boots[-1]
+    rep = dict(cell["repeats"][0])
+    two = dict(cell, repeats=[dict(rep, host_load={"utc_start": early}), dict(rep, host_load={"utc_start": late}),
+                              dict(rep, host_load={"utc_start": late})])
+    row = validate.compare([two], 2.0, all_cells=cells)[0]
+    assert row["sessions"] == {early: 1, late: 2} and len(row["guests"]) == 2
+    each = [validate._group_shares(validate._groups(cell), validate.simulate_cell(
+        cell, 2.0, guest=validate.fit_guest(cells, "6.1", s)).shares) for s in (early, late)]
+    for g in row["sim"]:
+        assert abs(row["sim"][g] - (each[0][g] + 2 * each[1][g]) / 3) < 1e-9

@@ -136,23 +136,10 @@ static void lat_add(lat_stats *s, int64_t v)
 }
 
 /* ------------------------------------------------------------ model state */
-/* SEL_PY: a selector written in Python (any other PathSelector), called through the C API */
-enum { SEL_RR = 0, SEL_QL = 1, SEL_ST = 2, SEL_HST = 3, SEL_PY = 4, SEL_IOA = 5 };
-enum { DIST_CONST = 0, DIST_EXP = 1, DIST_LOGNORMAL = 2, DIST_EMPIRICAL = 3 };
-/* EV_WORK .. EV_STEAL are the Python engine's EV_CALL events of sim/blockqueue.py and sim/host.py */
-enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_WORK = 4, EV_WAKE = 5, EV_CPU = 6,
-       EV_STEAL = 7, EV_FAULT = 8, EV_RETRY = 9, EV_ERRDONE = 10, EV_KICK = 11, EV_MESSAGE = 12,
-       EV_NOPATH_TIMEOUT = 13, EV_ACTIVATED = 14 };
-enum { FAULT_FAIL = 0, FAULT_REINSTATE = 1, FAULT_SLOW = 2 };
-/* the target's answers, as fast.py's _Target codes them */
-enum { MAP_REMAPPED = 0, MAP_SUBMITTED = 1, MAP_REQUEUE = 2, MAP_DELAY_REQUEUE = 3, MAP_KILL = 4 };
-enum { END_DONE = 0, END_REQUEUE = 1, END_DELAY_REQUEUE = 2, END_INCOMPLETE = 3 };
-#define ERR_IOERR 1             /* index of "ioerr" in _Target.errors */
-#define ERR_TRANSPORT 2         /* index of "transport" */
-#define REQUEUE_DELAY_NS 100000000LL
-#define RESUBMIT_AFTER_ERROR_NS 10000LL
-
-#define BLK_MQ_RESOURCE_DELAY_NS 3000000LL
+/* The constants and the layout of every tuple that crosses to Python: generated from
+   mpathlab/sim/boundary.py (SEL_PY: a selector written in Python, called through the C API;
+   EV_WORK .. EV_STEAL are the Python engine's EV_CALL events of sim/blockqueue.py and sim/host.py) */
+#include "_fastcore_boundary.h"
 
 /* a FIFO of io ids (collections.deque in the Python engine) */
 typedef struct {
@@ -186,6 +173,11 @@ static int64_t ring_pop(ring_t *r)
     return id;
 }
 
+/* historical-service-time's per-path state (struct path_info of dm-ps-historical-service.c) */
+typedef struct {
+    uint64_t hst, outstanding, stale_after, last_finish;
+} hst_path_t;
+
 typedef struct {
     /* device */
     int parallelism, busy;
@@ -205,10 +197,10 @@ typedef struct {
     uint32_t repeat_count, rt;
     int32_t qlen_sel;       /* queue-length: atomic int */
     int32_t inflight_size;  /* service-time: atomic int */
-    uint64_t hst, outstanding, stale_after, last_finish;
+    hst_path_t h;           /* historical-service-time */
     int valid_count;        /* HST: the valid_count of this path's group's selector */
     int pg;                 /* index of the path's priority group */
-    int sel;                /* SEL_*: the selector type of that group */
+    const struct selector_ops *ops;     /* that group's selector (the ops table below) */
     /* the path's hardware queues (sim/blockqueue.py Hctx) */
     int nhw;
     struct hctx *hw;
@@ -334,7 +326,7 @@ typedef struct {
     int64_t now;
     int64_t base_ns;
     /* HST */
-    uint32_t weights[64];
+    uint32_t weights[HST_WEIGHTS];
     uint32_t threshold;
     /* io-affinity: CPU -> path (-1: no mapping), CPU -> NUMA node, map_misses */
     int nr_cpu_ids;
@@ -354,7 +346,8 @@ typedef struct {
     int host, ncpus;
     cpu_t *cpus;
     int64_t submit_ns_cost, complete_ns_cost, wake_ns_cost, steal_ns, steal_period_ns;
-    /* faults (Simulation._fault): only 'slow' is in the core; obj of EV_FAULT indexes these */
+    /* faults (Simulation._fault): fail, reinstate (its message goes to the target) and slow; obj of
+       EV_FAULT indexes these */
     int nfaults;
     int *fault_path, *fault_action, *fault_msg;
     double *fault_factor;
@@ -452,14 +445,16 @@ static int64_t service_ns(path_t *p, int64_t nr_bytes)
 }
 
 /* -------------------------------------------------------------- selectors */
-static void move_to_tail(sim_t *s, int pos)
+/* A selector's valid list (path indices): take the one at POS, moving it to the tail
+   (list_move_tail, as the kernel's selectors do with the path they choose) */
+static int valid_take(int *valid, int n, int pos)
 {
-    int n = s->nvalid;
-    int v = s->valid[pos];
+    int v = valid[pos];
     if (pos != n - 1) {
-        memmove(&s->valid[pos], &s->valid[pos + 1], (size_t)(n - 1 - pos) * sizeof(int));
-        s->valid[n - 1] = v;
+        memmove(&valid[pos], &valid[pos + 1], (size_t)(n - 1 - pos) * sizeof(int));
+        valid[n - 1] = v;
     }
+    return v;
 }
 
 static int32_t st_cmp(path_t *a, path_t *b, uint64_t incoming)
@@ -525,10 +520,33 @@ static uint64_t hst_updated(const uint32_t *weights, uint64_t hst, uint64_t st)
     return (hst * w + sample * (1024 - w) + 512) >> 10;
 }
 
-static int hst_cmp(sim_t *s, path_t *p1, path_t *p2, uint64_t now)
+/* historical-service-time, its one C implementation: the core keeps an hst_path_t inside each
+   path_t, HSTCore an array of them; both pass the first one's address and the stride. */
+static inline int hst_select_pos(const char *base, size_t stride, const int *valid, int n, uint32_t thr,
+                                 uint64_t now)
 {
-    return hst_compare_vals(s->threshold, p1->hst, p1->outstanding, p1->stale_after,
-                            p2->hst, p2->outstanding, p2->stale_after, now);
+    const hst_path_t *best = (const hst_path_t *)(base + (size_t)valid[0] * stride);
+    int best_k = 0;
+    for (int k = 1; k < n; k++) {
+        const hst_path_t *h = (const hst_path_t *)(base + (size_t)valid[k] * stride);
+        if (hst_compare_vals(thr, h->hst, h->outstanding, h->stale_after,
+                             best->hst, best->outstanding, best->stale_after, now) < 0) {
+            best = h;
+            best_k = k;
+        }
+    }
+    return best_k;
+}
+
+static inline void hst_end(hst_path_t *h, const uint32_t *weights, int valid_count, uint64_t now, uint64_t start)
+{
+    if ((int64_t)(start - h->last_finish) < 0)
+        start = h->last_finish;
+    h->last_finish = now;
+    uint64_t st = ((int64_t)(now - start) < 0) ? 0 : now - start;
+    h->outstanding -= 1;
+    h->hst = hst_updated(weights, h->hst, st);
+    h->stale_after = now + (uint64_t)(int64_t)valid_count * (h->hst >> 10);
 }
 
 /* The selector's clock() and cpu() read Simulation.now and _cur_cpu: keep them current. */
@@ -591,9 +609,9 @@ static PyObject *sel_state_out(sim_t *s)
     if (!paths || !order) { Py_XDECREF(paths); Py_XDECREF(order); return NULL; }
     for (int i = 0; i < s->npaths; i++) {
         path_t *p = &s->paths[i];
-        PyObject *t = Py_BuildValue("(iiKKKKi)", (int)p->qlen_sel, (int)p->inflight_size,
-            (unsigned long long)p->hst, (unsigned long long)p->outstanding,
-            (unsigned long long)p->stale_after, (unsigned long long)p->last_finish, p->valid_count);
+        sel_path_state_t r = {p->qlen_sel, p->inflight_size, p->h.hst, p->h.outstanding, p->h.stale_after,
+                              p->h.last_finish, p->valid_count};
+        PyObject *t = Py_BuildValue(SEL_PATH_STATE_FORMAT, SEL_PATH_STATE_VALUES(r));
         if (!t) { Py_DECREF(paths); Py_DECREF(order); return NULL; }
         PyList_SET_ITEM(paths, i, t);
     }
@@ -611,13 +629,12 @@ static int sel_state_in(sim_t *s, PyObject *st)
         return -1;
     for (int i = 0; i < s->npaths; i++) {
         path_t *p = &s->paths[i];
-        int ql, ifs;
-        unsigned long long hst, out, stale, last;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(paths, i), "iiKKKKi", &ql, &ifs, &hst, &out, &stale, &last,
-                              &p->valid_count))
+        sel_path_state_t r;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(paths, i), SEL_PATH_STATE_FIELDS, SEL_PATH_STATE_REFS(&r)))
             return -1;
-        p->qlen_sel = ql; p->inflight_size = ifs;
-        p->hst = hst; p->outstanding = out; p->stale_after = stale; p->last_finish = last;
+        p->qlen_sel = r.qlen; p->inflight_size = r.in_flight_size; p->valid_count = r.valid_count;
+        p->h.hst = r.hst; p->h.outstanding = r.outstanding; p->h.stale_after = r.stale_after;
+        p->h.last_finish = r.last_finish;
     }
     s->nvalid = (int)PyList_GET_SIZE(order);
     for (int i = 0; i < s->nvalid; i++)
@@ -638,6 +655,17 @@ static int read_active(sim_t *s, PyObject *active)
     return 0;
 }
 
+/* The target's flags (sim/boundary.py TargetFlags) into the core; state_changes is the caller's */
+static int set_target_flags(sim_t *s, const target_flags_t *fl)
+{
+    s->nr_valid_paths = fl->nr_valid_paths;
+    s->target_simple = fl->bits;
+    s->queue_if_no_path = fl->queue_if_no_path;
+    s->kick_pending = fl->kick_pending;
+    s->cur_pg = fl->current_pg;
+    return read_active(s, fl->active);
+}
+
 static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
 {
     if (!args) return NULL;
@@ -652,18 +680,18 @@ static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
         PyTuple_SET_ITEM(full, i + 1, PyTuple_GET_ITEM(args, i));
     }
     if (!(fn = PyObject_GetAttrString(s->target, name)) || !(ret = PyObject_Call(fn, full, NULL))) goto out;
-    PyObject *result, *st_in, *events, *active;
-    long long delta;
-    if (!PyArg_ParseTuple(ret, "OO(iiiiiOL)O!", &result, &st_in, &s->nr_valid_paths, &s->target_simple,
-                          &s->queue_if_no_path, &s->kick_pending, &s->cur_pg, &active, &delta, &PyList_Type, &events)
-            || read_active(s, active) < 0)
+    PyObject *result, *st_in, *events;
+    target_flags_t fl;
+    if (!PyArg_ParseTuple(ret, "OO" TARGET_FLAGS_FORMAT "O!", &result, &st_in, TARGET_FLAGS_REFS(&fl),
+                          &PyList_Type, &events)
+            || set_target_flags(s, &fl) < 0)
         goto out;
-    s->state_changes += delta;
+    s->state_changes += fl.state_changes;
     if (sel_state_in(s, st_in) < 0) goto out;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
-        long long t, obj;
-        int kind;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(events, i), "LiL", &t, &kind, &obj) || push_ev(s, t, kind, obj) < 0)
+        core_event_t e;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(events, i), CORE_EVENT_FIELDS, CORE_EVENT_REFS(&e))
+                || push_ev(s, e.t, e.kind, e.obj) < 0)
             goto out;
     }
     Py_INCREF(result);
@@ -677,111 +705,160 @@ out:
     return res;
 }
 
-static int select_path(sim_t *s, int64_t nr_bytes, int cpu)
+/* ------------------------------------------------------ selector ops table */
+/* The core's struct path_selector_type (drivers/md/dm-path-selector.h): one entry per selector, and
+   the engine calls a group's selector only through its entry.  select_path returns the chosen path's
+   index (-1 with a Python error set); the selector moves it in its valid list as the kernel's does.
+   Adding a selector at C speed: its functions and entry here, its SEL_ in sim/boundary.py, its class
+   in sim/fast.py's table (docs/selector-walkthrough.md). */
+typedef struct selector_ops {
+    const char *name;
+    int (*select_path)(sim_t *s, int64_t nr_bytes, int cpu);
+    int (*start_io)(sim_t *s, path_t *p, int64_t nr_bytes);
+    int (*end_io)(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start);
+} selector_ops_t;
+
+static int no_start_io(sim_t *s, path_t *p, int64_t nr_bytes) { return 0; }
+static int no_end_io(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start) { return 0; }
+
+/* round-robin (dm-ps-round-robin.c): the head of the valid list */
+static int rr_select_path(sim_t *s, int64_t nr_bytes, int cpu)
+{
+    return valid_take(s->valid, s->nvalid, 0);
+}
+
+/* queue-length (dm-ps-queue-length.c): the fewest I/Os in flight, the first idle one at once */
+static int ql_select_path(sim_t *s, int64_t nr_bytes, int cpu)
 {
     int n = s->nvalid, best_i = 0;
     int *v = s->valid;
-    switch (s->pg_sel[s->cur_pg]) {
-    case SEL_PY:
-        return py_select_path(s, nr_bytes, cpu);
-    case SEL_IOA: {
-        /* the submitting CPU's path; else the first mapped CPU of its node, else of all (every path
-           is valid here: with faults io-affinity runs as SEL_PY) */
-        int pi = cpu >= 0 && cpu < s->nr_cpu_ids ? s->ioa_map[cpu] : -1;
-        if (pi >= 0)
-            return pi;
-        s->map_misses++;
-        if (cpu >= 0 && cpu < s->nr_cpu_ids)
-            for (int c = 0; c < s->nr_cpu_ids; c++)
-                if (s->ioa_node[c] == s->ioa_node[cpu] && s->ioa_map[c] >= 0)
-                    return s->ioa_map[c];
+    path_t *best = NULL;
+    for (int i = 0; i < n; i++) {
+        path_t *p = &s->paths[v[i]];
+        if (!best || p->qlen_sel < best->qlen_sel) {
+            best = p;
+            best_i = i;
+        }
+        if (best->qlen_sel == 0) break;
+    }
+    return valid_take(v, n, best_i);
+}
+
+static int ql_start_io(sim_t *s, path_t *p, int64_t nr_bytes)
+{
+    p->qlen_sel = (int32_t)((uint32_t)p->qlen_sel + 1U);
+    return 0;
+}
+
+static int ql_end_io(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
+{
+    p->qlen_sel = (int32_t)((uint32_t)p->qlen_sel - 1U);
+    return 0;
+}
+
+/* service-time (dm-ps-service-time.c): the least in-flight bytes per relative throughput */
+static int st_select_path(sim_t *s, int64_t nr_bytes, int cpu)
+{
+    int n = s->nvalid, best_i = 0;
+    int *v = s->valid;
+    path_t *best = &s->paths[v[0]];
+    for (int i = 1; i < n; i++) {
+        path_t *p = &s->paths[v[i]];
+        if (st_cmp(p, best, (uint64_t)nr_bytes) < 0) {
+            best = p;
+            best_i = i;
+        }
+    }
+    return valid_take(v, n, best_i);
+}
+
+static int st_start_io(sim_t *s, path_t *p, int64_t nr_bytes)
+{
+    p->inflight_size = (int32_t)((uint32_t)p->inflight_size + (uint32_t)nr_bytes);
+    return 0;
+}
+
+static int st_end_io(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
+{
+    p->inflight_size = (int32_t)((uint32_t)p->inflight_size - (uint32_t)nr_bytes);
+    return 0;
+}
+
+/* historical-service-time (dm-ps-historical-service.c), through hst_select_pos and hst_end above */
+static int hst_select_path(sim_t *s, int64_t nr_bytes, int cpu)
+{
+    uint64_t now = (uint64_t)(s->base_ns + s->now + (s->has_select_offset ? s->select_offset : 0));
+    int pos = hst_select_pos((const char *)&s->paths[0].h, sizeof(path_t), s->valid, s->nvalid, s->threshold, now);
+    return valid_take(s->valid, s->nvalid, pos);
+}
+
+static int hst_start_io(sim_t *s, path_t *p, int64_t nr_bytes)
+{
+    p->h.outstanding += 1;
+    return 0;
+}
+
+static int hst_end_io(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
+{
+    hst_end(&p->h, s->weights, p->valid_count, (uint64_t)(s->base_ns + s->now), start);
+    return 0;
+}
+
+/* io-affinity (dm-ps-io-affinity.c): the submitting CPU's path; else the first mapped CPU of its
+   node, else of all (every path is valid here: with faults io-affinity runs as SEL_PY) */
+static int ioa_select_path(sim_t *s, int64_t nr_bytes, int cpu)
+{
+    int pi = cpu >= 0 && cpu < s->nr_cpu_ids ? s->ioa_map[cpu] : -1;
+    if (pi >= 0)
+        return pi;
+    s->map_misses++;
+    if (cpu >= 0 && cpu < s->nr_cpu_ids)
         for (int c = 0; c < s->nr_cpu_ids; c++)
-            if (s->ioa_map[c] >= 0)
+            if (s->ioa_node[c] == s->ioa_node[cpu] && s->ioa_map[c] >= 0)
                 return s->ioa_map[c];
-        PyErr_SetString(PyExc_RuntimeError, "io-affinity: no CPU is mapped");
-        return -1;
-    }
-    case SEL_RR:
-        best_i = 0;
-        break;
-    case SEL_QL: {
-        path_t *best = NULL;
-        for (int i = 0; i < n; i++) {
-            path_t *p = &s->paths[v[i]];
-            if (!best || p->qlen_sel < best->qlen_sel) {
-                best = p;
-                best_i = i;
-            }
-            if (best->qlen_sel == 0) break;
-        }
-        break;
-    }
-    case SEL_ST: {
-        path_t *best = &s->paths[v[0]];
-        for (int i = 1; i < n; i++) {
-            path_t *p = &s->paths[v[i]];
-            if (st_cmp(p, best, (uint64_t)nr_bytes) < 0) {
-                best = p;
-                best_i = i;
-            }
-        }
-        break;
-    }
-    case SEL_HST: {
-        uint64_t now = (uint64_t)(s->base_ns + s->now + (s->has_select_offset ? s->select_offset : 0));
-        path_t *best = &s->paths[v[0]];
-        for (int i = 1; i < n; i++) {
-            path_t *p = &s->paths[v[i]];
-            if (hst_cmp(s, p, best, now) < 0) {
-                best = p;
-                best_i = i;
-            }
-        }
-        break;
-    }
-    }
-    int chosen = v[best_i];
-    move_to_tail(s, best_i);
-    return chosen;
+    for (int c = 0; c < s->nr_cpu_ids; c++)
+        if (s->ioa_map[c] >= 0)
+            return s->ioa_map[c];
+    PyErr_SetString(PyExc_RuntimeError, "io-affinity: no CPU is mapped");
+    return -1;
+}
+
+/* any other selector: its Python select_path, start_io and end_io (per group; None: no I/O hooks) */
+static int py_start_io(sim_t *s, path_t *p, int64_t nr_bytes)
+{
+    PyObject *fn = PyList_GET_ITEM(s->py_start, p->pg);
+    return fn != Py_None ? py_io_hook(s, fn, (int)(p - s->paths), nr_bytes, NULL) : 0;
+}
+
+static int py_end_io(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
+{
+    PyObject *fn = PyList_GET_ITEM(s->py_end, p->pg);
+    return fn != Py_None ? py_io_hook(s, fn, (int)(p - s->paths), nr_bytes, PyLong_FromUnsignedLongLong(start)) : 0;
+}
+
+static const selector_ops_t selector_ops[] = {
+    [SEL_RR] = {"round-robin", rr_select_path, no_start_io, no_end_io},
+    [SEL_QL] = {"queue-length", ql_select_path, ql_start_io, ql_end_io},
+    [SEL_ST] = {"service-time", st_select_path, st_start_io, st_end_io},
+    [SEL_HST] = {"historical-service-time", hst_select_path, hst_start_io, hst_end_io},
+    [SEL_PY] = {"python", py_select_path, py_start_io, py_end_io},
+    [SEL_IOA] = {"io-affinity", ioa_select_path, no_start_io, no_end_io},
+};
+#define NR_SELECTOR_OPS ((int)(sizeof(selector_ops) / sizeof(selector_ops[0])))
+
+static int select_path(sim_t *s, int64_t nr_bytes, int cpu)
+{
+    return selector_ops[s->pg_sel[s->cur_pg]].select_path(s, nr_bytes, cpu);
 }
 
 static int sel_start(sim_t *s, path_t *p, int64_t nr_bytes)
 {
-    switch (p->sel) {
-    case SEL_PY:
-        return PyList_GET_ITEM(s->py_start, p->pg) != Py_None
-            ? py_io_hook(s, PyList_GET_ITEM(s->py_start, p->pg), (int)(p - s->paths), nr_bytes, NULL) : 0;
-    case SEL_QL: p->qlen_sel = (int32_t)((uint32_t)p->qlen_sel + 1U); break;
-    case SEL_ST: p->inflight_size = (int32_t)((uint32_t)p->inflight_size + (uint32_t)nr_bytes); break;
-    case SEL_HST: p->outstanding += 1; break;
-    default: break;
-    }
-    return 0;
+    return p->ops->start_io(s, p, nr_bytes);
 }
 
 static int sel_end(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
 {
-    switch (p->sel) {
-    case SEL_PY:
-        return PyList_GET_ITEM(s->py_end, p->pg) != Py_None
-            ? py_io_hook(s, PyList_GET_ITEM(s->py_end, p->pg), (int)(p - s->paths), nr_bytes,
-                                        PyLong_FromUnsignedLongLong(start)) : 0;
-    case SEL_QL: p->qlen_sel = (int32_t)((uint32_t)p->qlen_sel - 1U); break;
-    case SEL_ST: p->inflight_size = (int32_t)((uint32_t)p->inflight_size - (uint32_t)nr_bytes); break;
-    case SEL_HST: {
-        uint64_t now = (uint64_t)(s->base_ns + s->now);
-        if ((int64_t)(start - p->last_finish) < 0)
-            start = p->last_finish;
-        p->last_finish = now;
-        uint64_t st = ((int64_t)(now - start) < 0) ? 0 : now - start;
-        p->outstanding -= 1;
-        p->hst = hst_updated(s->weights, p->hst, st);
-        p->stale_after = now + (uint64_t)(int64_t)p->valid_count * (p->hst >> 10);
-        break;
-    }
-    default: break;
-    }
-    return 0;
+    return p->ops->end_io(s, p, nr_bytes, start);
 }
 
 /* ----------------------------------------------------------------- engine */
@@ -849,12 +926,12 @@ static int map_io(sim_t *s, int64_t id)
 {
     io_t *io = &s->ios[id];
     job_t *job = &s->jobs[io->job];
-    if (s->target && !(s->target_simple & 1)) {
-        if (s->target_simple & 4) {     /* no path, request-based, queueing: DM_MAPIO_DELAY_REQUEUE */
+    if (s->target && !(s->target_simple & TARGET_SIMPLE)) {
+        if (s->target_simple & TARGET_REQUEUE) {     /* no path, request-based, queueing: DM_MAPIO_DELAY_REQUEUE */
             io->mapped = 1;
             return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id) < 0 ? -1 : 1;
         }
-        if (!(s->target_simple & 2))
+        if (!(s->target_simple & TARGET_KILL))
             return map_in_target(s, id);
         /* Multipath.map with no path and no queueing: DM_MAPIO_KILL (target state unchanged) */
         if (s->bio && !io->mapped)
@@ -1390,20 +1467,21 @@ static int gen_next_io(sim_t *s, job_t *job, iogen_t *g, int *d, int64_t *n, int
     return GEN_IO;
 }
 
-/* IoGen's state in and out, as fast.py's _gen_state lays it out:
-   (bytes_left, ios_left, issued_bytes, next_ns, last_poisson, pending_d, pending_n, batch,
-    think_until, trim_next_write, writing_done, done), and the stream as random's getstate() words */
+/* IoGen's state in and out (sim/boundary.py GenState), and the stream as random's getstate() words */
 static int gen_state_in(iogen_t *g, PyObject *st, PyObject *rng)
 {
-    long long bl, il, ib0, ib1, ib2, pn, batch, tu, tnw;
-    if (!PyArg_ParseTuple(st, "LL(LLL)(ddd)(ddd)iLLLLii", &bl, &il, &ib0, &ib1, &ib2,
-                          &g->next_ns[0], &g->next_ns[1], &g->next_ns[2],
-                          &g->last_poisson[0], &g->last_poisson[1], &g->last_poisson[2],
-                          &g->pending_d, &pn, &batch, &tu, &tnw, &g->writing_done, &g->done))
+    gen_state_t r;
+    if (!PyArg_ParseTuple(st, GEN_STATE_FIELDS, GEN_STATE_REFS(&r)))
         return -1;
-    g->bytes_left = bl; g->ios_left = il;
-    g->issued_bytes[0] = ib0; g->issued_bytes[1] = ib1; g->issued_bytes[2] = ib2;
-    g->pending_n = pn; g->batch = batch; g->think_until = tu; g->trim_next_write = tnw;
+    g->bytes_left = r.bytes_left; g->ios_left = r.ios_left;
+    for (int d = 0; d < 3; d++) {
+        g->issued_bytes[d] = r.issued_bytes[d];
+        g->next_ns[d] = r.next_ns[d];
+        g->last_poisson[d] = r.last_poisson[d];
+    }
+    g->pending_d = r.pending_d; g->pending_n = r.pending_n; g->batch = r.batch;
+    g->think_until = r.think_until; g->trim_next_write = r.trim_next_write;
+    g->writing_done = r.writing_done; g->done = r.done;
     if (!PyTuple_Check(rng) || PyTuple_GET_SIZE(rng) != MT_N + 1) {
         PyErr_SetString(PyExc_ValueError, "the generator's stream must be random's 625 state words");
         return -1;
@@ -1421,11 +1499,11 @@ static PyObject *gen_state_out(iogen_t *g)
     for (int i = 0; i < MT_N; i++)
         PyTuple_SET_ITEM(rng, i, PyLong_FromUnsignedLong(g->rng.mt[i]));
     PyTuple_SET_ITEM(rng, MT_N, PyLong_FromLong(g->rng.mti));
-    return Py_BuildValue("((LL(LLL)(ddd)(ddd)iLLLLii)N)", (long long)g->bytes_left, (long long)g->ios_left,
-        (long long)g->issued_bytes[0], (long long)g->issued_bytes[1], (long long)g->issued_bytes[2],
-        g->next_ns[0], g->next_ns[1], g->next_ns[2], g->last_poisson[0], g->last_poisson[1], g->last_poisson[2],
-        g->pending_d, (long long)g->pending_n, (long long)g->batch, (long long)g->think_until,
-        (long long)g->trim_next_write, g->writing_done, g->done, rng);
+    gen_state_t r = {g->bytes_left, g->ios_left, {g->issued_bytes[0], g->issued_bytes[1], g->issued_bytes[2]},
+                     {g->next_ns[0], g->next_ns[1], g->next_ns[2]},
+                     {g->last_poisson[0], g->last_poisson[1], g->last_poisson[2]}, g->pending_d, g->pending_n,
+                     g->batch, g->think_until, g->trim_next_write, g->writing_done, g->done};
+    return Py_BuildValue("(" GEN_STATE_FORMAT "N)", GEN_STATE_VALUES(r), rng);
 }
 
 static int get_i64_triple(PyObject *d, const char *k, int64_t out[3])
@@ -1686,12 +1764,12 @@ static int path_error(sim_t *s, int64_t id)
     path_t *p = &s->paths[io->path];
     int code, err;
     p->in_flight--;
-    if ((s->target_simple & 24) && !s->path_active[io->path]) {
+    if ((s->target_simple & (TARGET_END_REQUEUE | TARGET_END_FAIL)) && !s->path_active[io->path]) {
         /* request-based, on a path the target has failed already: end_io changes nothing but the
            selector's end_io (bit 3: END_REQUEUE; bit 4: no path, no queueing: END_DONE with the error) */
         if (sel_end(s, p, io->nr_bytes, (uint64_t)io->start_time_ns) < 0) return -1;
-        code = (s->target_simple & 8) ? END_REQUEUE : END_DONE;
-        err = (s->target_simple & 8) ? 0 : ERR_TRANSPORT;
+        code = (s->target_simple & TARGET_END_REQUEUE) ? END_REQUEUE : END_DONE;
+        err = (s->target_simple & TARGET_END_REQUEUE) ? 0 : ERR_TRANSPORT;
     } else {
         PyObject *r = target_call(s, "end_io", Py_BuildValue("(LLiLLi)", (long long)id,
             (long long)io->nr_bytes, io->path, (long long)io->start_time_ns,
@@ -1904,7 +1982,10 @@ static PyObject *lat_tuple(lat_stats *l)
 {
     PyObject *h = hist_dict(l);
     if (!h) return NULL;
-    return Py_BuildValue("(LLLddN)", (long long)l->n, (long long)l->min, (long long)l->max, l->mean, l->m2, h);
+    lat_state_t r = {l->n, l->min, l->max, l->mean, l->m2, h};
+    PyObject *t = Py_BuildValue(LAT_STATE_FORMAT, LAT_STATE_VALUES(r));
+    Py_DECREF(h);
+    return t;
 }
 
 static void sim_free(sim_t *s)
@@ -2015,9 +2096,9 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     if (err) return NULL;
     s.target = PyDict_GetItemString(cfg, "target");
     if (s.target == Py_None) s.target = NULL;
-    PyObject *active = NULL;
-    if (s.target && !PyArg_ParseTuple(PyDict_GetItemString(cfg, "target_flags"), "iiiiiO", &s.nr_valid_paths,
-                                      &s.target_simple, &s.queue_if_no_path, &s.kick_pending, &s.cur_pg, &active))
+    target_flags_t flags0 = {0};
+    if (s.target && !PyArg_ParseTuple(PyDict_GetItemString(cfg, "target_flags"), TARGET_FLAGS_FIELDS,
+                                      TARGET_FLAGS_REFS(&flags0)))
         return NULL;
     if (!s.target) s.nr_valid_paths = s.target_simple = 1;
     s.py_sim = PyDict_GetItemString(cfg, "py_sim");     /* whose now the Python side reads */
@@ -2037,7 +2118,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         }
     }
     PyObject *w = PyDict_GetItemString(cfg, "weights");
-    if (!w || !PyList_Check(w) || PyList_GET_SIZE(w) != 64) {
+    if (!w || !PyList_Check(w) || PyList_GET_SIZE(w) != HST_WEIGHTS) {
         PyErr_SetString(PyExc_ValueError, "weights must be a list of 64 ints");
         return NULL;
     }
@@ -2081,9 +2162,14 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     if (!(s.pg_sel = PyMem_Calloc((size_t)s.npgs, sizeof(int)))) { sim_free(&s); return PyErr_NoMemory(); }
     for (int i = 0; i < s.npgs; i++) {
         s.pg_sel[i] = (int)PyLong_AsLong(PyList_GET_ITEM(pgs, i));
+        if (s.pg_sel[i] < 0 || s.pg_sel[i] >= NR_SELECTOR_OPS) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "pg_selectors: a selector the core has not");
+            sim_free(&s);
+            return NULL;
+        }
         s.any_c_sel |= s.pg_sel[i] != SEL_PY;
     }
-    if (active && read_active(&s, active) < 0) { sim_free(&s); return NULL; }
+    if (s.target && set_target_flags(&s, &flags0) < 0) { sim_free(&s); return NULL; }
     for (int i = 0; i < s.npaths; i++) {
         PyObject *pd = PyList_GET_ITEM(paths, i);
         path_t *p = &s.paths[i];
@@ -2098,10 +2184,10 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         p->mu = get_f(pd, "mu", &err);
         p->sigma = get_f(pd, "sigma", &err);
         p->rt = (uint32_t)get_u64(pd, "rt", &err);
-        p->hst = get_u64(pd, "hst", &err);
-        p->outstanding = get_u64(pd, "outstanding", &err);
-        p->stale_after = get_u64(pd, "stale_after", &err);
-        p->last_finish = get_u64(pd, "last_finish", &err);
+        p->h.hst = get_u64(pd, "hst", &err);
+        p->h.outstanding = get_u64(pd, "outstanding", &err);
+        p->h.stale_after = get_u64(pd, "stale_after", &err);
+        p->h.last_finish = get_u64(pd, "last_finish", &err);
         p->valid_count = (int)get_i64(pd, "valid_count", &err);
         p->pg = (int)get_i64(pd, "pg", &err);
         if (p->pg < 0 || p->pg >= s.npgs) {
@@ -2109,7 +2195,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
             sim_free(&s);
             return NULL;
         }
-        p->sel = s.pg_sel[p->pg];
+        p->ops = &selector_ops[s.pg_sel[p->pg]];
         p->nhw = (int)get_i64(pd, "nr_hw_queues", &err);
         if (p->nhw < 1) p->nhw = 1;
         p->hw = PyMem_Calloc((size_t)p->nhw, sizeof(hctx_t));
@@ -2179,24 +2265,29 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
             return PyErr_NoMemory();
         }
         for (int i = 0; i < s.nfaults; i++) {
-            long long after;
-            if (!PyArg_ParseTuple(PyList_GET_ITEM(faults, i), "iidLi", &s.fault_path[i], &s.fault_action[i],
-                                  &s.fault_factor[i], &after, &s.fault_msg[i])
-                    || s.fault_path[i] < 0 || s.fault_path[i] >= s.npaths) {
+            core_fault_t f;
+            if (!PyArg_ParseTuple(PyList_GET_ITEM(faults, i), CORE_FAULT_FIELDS, CORE_FAULT_REFS(&f))
+                    || f.path < 0 || f.path >= s.npaths) {
                 if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "fault on an unknown path");
                 sim_free(&s);
                 return NULL;
             }
-            s.fault_after[i] = after;
+            s.fault_path[i] = f.path;
+            s.fault_action[i] = f.action;
+            s.fault_factor[i] = f.factor;
+            s.fault_after[i] = f.reinstate_after_ns;
+            s.fault_msg[i] = f.message;
         }
     }
     /* Simulation.__init__ schedules the faults and messages first: (t, kind, obj) in that order */
     PyObject *initial = PyDict_GetItemString(cfg, "initial");
     for (Py_ssize_t i = 0; initial && i < PyList_GET_SIZE(initial) && rc == 0; i++) {
-        long long t, obj;
-        int kind;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(initial, i), "LiL", &t, &kind, &obj)) { sim_free(&s); return NULL; }
-        rc = push_ev(&s, t, kind, obj);
+        core_event_t e;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(initial, i), CORE_EVENT_FIELDS, CORE_EVENT_REFS(&e))) {
+            sim_free(&s);
+            return NULL;
+        }
+        rc = push_ev(&s, e.t, e.kind, e.obj);
     }
     if (s.host && s.steal_ns)           /* Host.start */
         for (int i = 0; i < s.ncpus && rc == 0; i++)
@@ -2263,8 +2354,8 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
             "dispatched", (long long)p->dispatched, "completed", (long long)p->completed,
             "in_flight", (long long)p->in_flight, "peak_in_flight", (long long)p->peak_in_flight,
             "qlen", (int)p->qlen_sel, "in_flight_size", (int)p->inflight_size,
-            "hst", (unsigned long long)p->hst, "outstanding", (unsigned long long)p->outstanding,
-            "stale_after", (unsigned long long)p->stale_after, "last_finish", (unsigned long long)p->last_finish,
+            "hst", (unsigned long long)p->h.hst, "outstanding", (unsigned long long)p->h.outstanding,
+            "stale_after", (unsigned long long)p->h.stale_after, "last_finish", (unsigned long long)p->h.last_finish,
             "slow_factor", p->slow_factor, "errors", (long long)p->errors, "offline", p->offline, "lat", pl);
         if (!t) goto fail;
         PyList_SET_ITEM(rpaths, i, t);
@@ -2331,21 +2422,24 @@ fail:
 
 
 /* ------------------------------------------------- HSTCore: a selector type */
+/* historical-service-time for a caller in Python (selectors/accelerated.py): the same hst_path_t,
+   hst_select_pos, hst_end and valid_take as the core's selector */
 typedef struct {
     PyObject_HEAD
     int n, cap, nvalid;
-    uint64_t *hst, *out, *stale, *last;
+    hst_path_t *paths;
     int *valid;          /* valid list, indices */
     char *failed;
     int valid_count;
     uint32_t threshold;
-    uint32_t weights[64];
+    uint32_t weights[HST_WEIGHTS];
 } HSTCore;
 
 static void HSTCore_dealloc(HSTCore *self)
 {
-    PyMem_Free(self->hst); PyMem_Free(self->out); PyMem_Free(self->stale); PyMem_Free(self->last);
-    PyMem_Free(self->valid); PyMem_Free(self->failed);
+    PyMem_Free(self->paths);
+    PyMem_Free(self->valid);
+    PyMem_Free(self->failed);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -2354,8 +2448,8 @@ static int HSTCore_init(HSTCore *self, PyObject *args, PyObject *kw)
     PyObject *w;
     unsigned long thr;
     if (!PyArg_ParseTuple(args, "O!k", &PyList_Type, &w, &thr)) return -1;
-    if (PyList_GET_SIZE(w) != 64) { PyErr_SetString(PyExc_ValueError, "64 weights"); return -1; }
-    for (int i = 0; i < 64; i++)
+    if (PyList_GET_SIZE(w) != HST_WEIGHTS) { PyErr_SetString(PyExc_ValueError, "64 weights"); return -1; }
+    for (int i = 0; i < HST_WEIGHTS; i++)
         self->weights[i] = (uint32_t)PyLong_AsUnsignedLong(PyList_GET_ITEM(w, i));
     self->threshold = (uint32_t)thr;
     return PyErr_Occurred() ? -1 : 0;
@@ -2365,16 +2459,16 @@ static PyObject *HSTCore_add(HSTCore *self, PyObject *noargs)
 {
     if (self->n == self->cap) {
         int nc = self->cap ? self->cap * 2 : 8;
-        uint64_t *a = PyMem_Realloc(self->hst, nc * sizeof(uint64_t)); if (!a) return PyErr_NoMemory(); self->hst = a;
-        a = PyMem_Realloc(self->out, nc * sizeof(uint64_t)); if (!a) return PyErr_NoMemory(); self->out = a;
-        a = PyMem_Realloc(self->stale, nc * sizeof(uint64_t)); if (!a) return PyErr_NoMemory(); self->stale = a;
-        a = PyMem_Realloc(self->last, nc * sizeof(uint64_t)); if (!a) return PyErr_NoMemory(); self->last = a;
+        hst_path_t *a = PyMem_Realloc(self->paths, nc * sizeof(hst_path_t));
+        if (!a) return PyErr_NoMemory();
+        self->paths = a;
         int *v = PyMem_Realloc(self->valid, nc * sizeof(int)); if (!v) return PyErr_NoMemory(); self->valid = v;
         char *f = PyMem_Realloc(self->failed, nc); if (!f) return PyErr_NoMemory(); self->failed = f;
         self->cap = nc;
     }
     int i = self->n++;
-    self->hst[i] = 1024; self->out[i] = 0; self->stale[i] = 0; self->last[i] = 0; self->failed[i] = 0;
+    self->paths[i] = (hst_path_t){1024, 0, 0, 0};
+    self->failed[i] = 0;
     self->valid[self->nvalid++] = i;
     self->valid_count++;
     return PyLong_FromLong(i);
@@ -2392,29 +2486,17 @@ static PyObject *HSTCore_select(HSTCore *self, PyObject *arg)
 {
     uint64_t now = PyLong_AsUnsignedLongLongMask(arg);
     if (PyErr_Occurred()) return NULL;
-    int n = self->nvalid;
-    if (!n) Py_RETURN_NONE;
-    int *v = self->valid, bi = 0, b = v[0];
-    for (int k = 1; k < n; k++) {
-        int i = v[k];
-        if (hst_compare_vals(self->threshold, self->hst[i], self->out[i], self->stale[i],
-                             self->hst[b], self->out[b], self->stale[b], now) < 0) {
-            b = i;
-            bi = k;
-        }
-    }
-    if (bi != n - 1) {
-        memmove(&v[bi], &v[bi + 1], (size_t)(n - 1 - bi) * sizeof(int));
-        v[n - 1] = b;
-    }
-    return PyLong_FromLong(b);
+    if (!self->nvalid) Py_RETURN_NONE;
+    int pos = hst_select_pos((const char *)self->paths, sizeof(hst_path_t), self->valid, self->nvalid,
+                             self->threshold, now);
+    return PyLong_FromLong(valid_take(self->valid, self->nvalid, pos));
 }
 
 static PyObject *HSTCore_start(HSTCore *self, PyObject *arg)
 {
     int i = core_index(self, arg);
     if (i < 0) return NULL;
-    self->out[i] += 1;
+    self->paths[i].outstanding += 1;
     Py_RETURN_NONE;
 }
 
@@ -2424,12 +2506,7 @@ static PyObject *HSTCore_end(HSTCore *self, PyObject *args)
     unsigned long long now, start;
     if (!PyArg_ParseTuple(args, "iKK", &i, &now, &start)) return NULL;
     if (i < 0 || i >= self->n) { PyErr_SetString(PyExc_IndexError, "no such path"); return NULL; }
-    if ((int64_t)(start - self->last[i]) < 0) start = self->last[i];
-    self->last[i] = now;
-    uint64_t st = ((int64_t)(now - start) < 0) ? 0 : now - start;
-    self->out[i] -= 1;
-    self->hst[i] = hst_updated(self->weights, self->hst[i], st);
-    self->stale[i] = now + (uint64_t)(int64_t)self->valid_count * (self->hst[i] >> 10);
+    hst_end(&self->paths[i], self->weights, self->valid_count, now, start);
     Py_RETURN_NONE;
 }
 
@@ -2468,8 +2545,9 @@ static PyObject *HSTCore_state(HSTCore *self, PyObject *arg)
 {
     int i = core_index(self, arg);
     if (i < 0) return NULL;
-    return Py_BuildValue("(KKKK)", (unsigned long long)self->hst[i], (unsigned long long)self->out[i],
-                         (unsigned long long)self->stale[i], (unsigned long long)self->last[i]);
+    hst_path_t *h = &self->paths[i];
+    return Py_BuildValue("(KKKK)", (unsigned long long)h->hst, (unsigned long long)h->outstanding,
+                         (unsigned long long)h->stale_after, (unsigned long long)h->last_finish);
 }
 
 static PyObject *HSTCore_order(HSTCore *self, PyObject *noargs)

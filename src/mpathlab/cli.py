@@ -854,6 +854,28 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "(default: 0.14.3)")
     mt_.set_defaults(func=cmd_multipath)
 
+    cap = sub.add_parser("capture", help="snapshot this host's dm-multipath maps and paths into topology files "
+                                          "(read-only; or from a dump of the shipped shell script)",
+                         description="Read every dm-multipath map (dmsetup, sysfs), each path's queue, kind and "
+                                     "service time over a window, NVMe subsystems, the kernel and CPUs, and write "
+                                     "a topology file that run/report/sweep take. What could not be read is "
+                                     "written as comments.")
+    cap.add_argument("--seconds", type=float, default=5.0,
+                     help="the window the paths' service times are measured over (default: %(default)s)")
+    cap.add_argument("--root", default="/", help="read a root directory other than / (a fixture tree; dmsetup "
+                                                  "is then not run) (default: /)")
+    cap.add_argument("--from", dest="dump", metavar="DUMP",
+                     help="read the output of the capture script (see --print-script) instead of this host")
+    cap.add_argument("--conf", metavar="multipath.conf", help="the host's multipath.conf, kept in the file "
+                                                              "(default: /etc/multipath.conf when readable)")
+    cap.add_argument("--map", help="write only this map (default: every map)")
+    cap.add_argument("-o", "--output", help="the topology file (one map), or a directory for several "
+                                            "(default: standard output)")
+    cap.add_argument("--print-script", action="store_true",
+                     help="print the shell script that collects a dump on a host without Python "
+                          "(sh capture.sh SECONDS > host.dump)")
+    cap.set_defaults(func=cmd_capture)
+
     va = sub.add_parser("validate", add_help=False,
                         help="the simulator against the kernel lab's results (python -m mpathlab.validate)")
     va.add_argument("args", nargs=argparse.REMAINDER, help="the arguments of python -m mpathlab.validate (--help)")
@@ -929,6 +951,53 @@ def _known_errors():
     return (BudgetError, HostError, ProfileError, PolicyError, LiveError, ReportError, SweepError, FioError, TopologyError,
             TargetError, MessageError, SelectorError, RegistryError,
             UnknownSelectorError, UnitError, InputError, OSError, StatusParseError, InputFileError)
+
+
+def cmd_capture(args) -> int:
+    from . import __version__, capture
+    if args.print_script:
+        sys.stdout.write(capture.script_text())
+        return 0
+    if not 0 <= args.seconds <= 3600:
+        raise InputError("--seconds must be from 0 to 3600, got %g" % args.seconds)
+    conf = None
+    if args.conf:
+        from .inputs import decode_text
+        try:
+            with open(args.conf, "rb") as f:
+                conf = (args.conf, decode_text(f.read(), args.conf, "multipath.conf"))
+        except OSError as e:
+            raise InputError("--conf %s: cannot read: %s" % (args.conf, e.strerror or e)) from None
+    src = capture.read_dump(args.dump) if args.dump else capture.RootSource(args.root)
+    if args.dump and not src.complete:
+        print("mpathlab capture: warning: %s has no '@@ end' line: the script did not finish, its window may be "
+              "missing" % args.dump, file=sys.stderr)
+    cap = capture.collect(src, args.seconds, conf)
+    maps = [m for m in cap.maps if args.map in (None, m.name)]
+    print(capture.summary(cap), file=sys.stderr)
+    if not maps:
+        why = "; ".join(cap.notes[:2])
+        print("mpathlab capture: no dm-multipath map%s on %s: nothing written%s" % (
+            " named %s" % args.map if args.map else "", cap.source, " (%s)" % why if why else ""), file=sys.stderr)
+        return 0
+    files = [(m, capture.write_topology(cap, m, __version__)) for m in maps]
+    if len(files) > 1:
+        if not args.output or not os.path.isdir(args.output):
+            raise InputError("%d maps (%s): choose one with --map NAME, or give -o DIRECTORY for one file each"
+                             % (len(files), ", ".join(m.name for m, _ in files)))
+        for m, text in files:
+            path = os.path.join(args.output, "%s.toml" % m.name.replace("/", "_"))
+            with open(path, "w") as f:
+                f.write(text)
+            print("wrote %s" % path, file=sys.stderr)
+    elif args.output:
+        path = os.path.join(args.output, "%s.toml" % files[0][0].name) if os.path.isdir(args.output) else args.output
+        with open(path, "w") as f:
+            f.write(files[0][1])
+        print("wrote %s" % path, file=sys.stderr)
+    else:
+        sys.stdout.write(files[0][1])
+    return 0
 
 
 def cmd_validate(args) -> int:

@@ -26,6 +26,12 @@
     scheduler = "none"        # "mq-deadline", "kyber", "bfq": scheduler tags as well
     nr_requests = 64          # scheduler tags per hw queue (default 2 x min(hw_queue_depth, 128))
 
+    queue_depth = 4           # kind = "scsi": the device's budget (sdev->queue_depth; default unlimited)
+    scsi_host = "hba0"        # kind = "scsi": the SCSI host whose can_queue tags it shares (sim/scsi.py)
+
+    [scsi_hosts.hba0]         # a SCSI host (HBA port, iSCSI session) shared by the paths naming it
+    can_queue = 32            # driver tags of the host's tag set (default unlimited)
+
     [host]                    # the host's CPUs (sim/host.py); costs default to 0 (free CPUs)
     cpus = 2                  # fio job clones on CPU n run on CPU n mod cpus
     submit_cost = "0us"       # CPU time to submit one I/O
@@ -57,6 +63,7 @@ from .kernel import parse_devt
 from .selectors import lookup
 from .sim.devices import SCHEDULERS, Empirical, Exponential, Fault, LogNormal, PathModel, ServiceTime
 from .sim.host import HostModel
+from .sim.scsi import ERRORS as SCSI_ERRORS, ScsiHostModel
 from .target import TargetError, construct, mapping_resolver, split_table_line
 from .timing import VALID_HZ
 from .units import UnitError, parse_duration_ns
@@ -177,7 +184,7 @@ def parse_faults(items, where: str) -> List[Fault]:
         w = "%s.faults[%d]" % (where, i)
         if not isinstance(f, dict) or "at" not in f or "action" not in f:
             raise TopologyError("%s needs at and action" % w)
-        unknown = set(f) - {"at", "action", "factor", "reinstate_after"}
+        unknown = set(f) - {"at", "action", "factor", "reinstate_after", "error", "every_nth"}
         if unknown:
             raise TopologyError("%s: unknown key(s) %s" % (w, ", ".join(sorted(unknown))))
         factor = f.get("factor", 1.0)
@@ -187,13 +194,32 @@ def parse_faults(items, where: str) -> List[Fault]:
         if not 0 < factor <= SLOW_FACTOR_MAX:     # also false for NaN
             raise TopologyError("%s.factor must be a finite number above 0 and at most %g, got %r"
                                 % (w, SLOW_FACTOR_MAX, factor))
+        error, nth = _fault_error(f, w)
         out.append(Fault(parse_duration_ns(f["at"], w + ".at"), str(f["action"]), float(factor),
-                         parse_duration_ns(f.get("reinstate_after", 0), w + ".reinstate_after")))
+                         parse_duration_ns(f.get("reinstate_after", 0), w + ".reinstate_after"),
+                         error=error, every_nth=nth))
     return out
 
 
+def _fault_error(f: dict, w: str) -> Tuple[str, int]:
+    """error = "<class of sim.scsi.ERRORS>" and every_nth of an ``action = "error"`` fault."""
+    if f.get("action") != "error":
+        if "error" in f or "every_nth" in f:
+            raise TopologyError("%s: error and every_nth belong to action = \"error\"" % w)
+        return "", 1
+    error = f.get("error")
+    if error not in SCSI_ERRORS and error != "":
+        raise TopologyError("%s.error must be one of %s (or \"\" to stop errors), not %r"
+                            % (w, ", ".join(SCSI_ERRORS), error))
+    nth = f.get("every_nth", 1)
+    if not isinstance(nth, int) or isinstance(nth, bool) or not 1 <= nth <= 2 ** 31:
+        raise TopologyError("%s.every_nth must be a whole number >= 1, not %r" % (w, nth))
+    return str(error), nth
+
+
+SCSI_FAULTS = ("offline", "delete", "online", "error")
 _PATH_KEYS = {"devt", "kind", "service", "parallelism", "delay", "per_kib", "faults", "fail_latency",
-              "hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests"}
+              "hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests", "queue_depth", "scsi_host"}
 _HOST_KEYS = {"cpus", "submit_cost", "complete_cost", "wake_cost", "steal", "steal_period", "work_latency",
               "cpu_nodes", "node_distance"}
 _MP_KEYS = {"table", "hz", "rq_stats", "force_jiffies_start", "uptime", "seed", "activation",
@@ -209,7 +235,7 @@ def topology_from_dict(doc: dict, source: str = "", base_dir: str = ".") -> Topo
 
 def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
     src = source or "topology"
-    unknown = set(doc) - {"multipath", "paths", "messages", "description", "nvme", "host"}
+    unknown = set(doc) - {"multipath", "paths", "messages", "description", "nvme", "host", "scsi_hosts"}
     if unknown:
         raise TopologyError("%s: unknown section(s) %s" % (src, ", ".join(sorted(unknown))))
     mp = doc.get("multipath")
@@ -226,6 +252,8 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
     paths: List[PathModel] = []
     seen = {}
     kinds = {}
+    scsi_hosts = _scsi_hosts(doc.get("scsi_hosts"), src)
+    used_hosts = set()
     for i, (name, p) in enumerate(paths_doc.items()):
         where = "paths.%s" % name
         if not isinstance(p, dict):
@@ -247,6 +275,12 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
                 raise TopologyError("%s: %s.kind must be one of %s" % (src, where, ", ".join(DEVICE_KINDS)))
             kinds[devt] = p["kind"]
         paths.append(path_model(name, devt, p, src, where, base_dir))
+        _scsi_path(paths[-1], p, scsi_hosts, src, where)
+        used_hosts.add(p.get("scsi_host"))
+    for name in scsi_hosts:
+        if name not in used_hosts:
+            raise TopologyError("%s: [scsi_hosts.%s] is the host of no path (scsi_host = \"%s\")"
+                                % (src, name, name), key=("scsi_hosts." + name, "can_queue"))
     hz = mp.get("hz", 250)
     if hz not in VALID_HZ:
         raise TopologyError("%s: hz must be one of %s" % (src, ", ".join(map(str, VALID_HZ))))
@@ -342,6 +376,55 @@ def path_model(name: str, devt: Tuple[int, int], p: dict, src: str, where: str, 
     # a job with mixed I/O sizes gives paths without per_kib a default cost (sim/arrival.py)
     model.per_kib_given = "per_kib" in p
     return model
+
+
+def _scsi_hosts(doc, src: str) -> Dict[str, ScsiHostModel]:
+    """[scsi_hosts.NAME] sections: can_queue of each SCSI host."""
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise TopologyError("%s: scsi_hosts must be tables [scsi_hosts.NAME]" % src)
+    out = {}
+    for name, h in doc.items():
+        section = "scsi_hosts.%s" % name
+        if not isinstance(h, dict):
+            raise TopologyError("%s: [%s] must be a table" % (src, section), key=(section, "can_queue"))
+        reject_unknown_keys(h, {"can_queue"}, src, section)
+        out[name] = ScsiHostModel(name, _whole(h["can_queue"], src, section, "can_queue") if "can_queue" in h
+                                  else 0)
+    return out
+
+
+def _scsi_path(model: PathModel, p: dict, hosts: Dict[str, ScsiHostModel], src: str, where: str) -> None:
+    """queue_depth, scsi_host or a SCSI fault (offline, delete, online, error) make the device of a
+    kind = "scsi" path a SCSI device (sim/scsi.py): budgets, a host's shared tags, device states.
+    Without them the path stays the plain model, as before these keys existed.  Another kind takes
+    offline/delete/online as its device failing and coming back (null_blk powered off and on)."""
+    scsi_keys = [k for k in ("queue_depth", "scsi_host") if k in p]
+    scsi_faults = [f.action for f in model.faults if f.action in SCSI_FAULTS]
+    if p.get("kind") != "scsi" and "error" in scsi_faults:
+        raise TopologyError("%s: [%s] an \"error\" fault needs kind = \"scsi\"" % (src, where),
+                            key=(where, "faults"))
+    if not scsi_keys and (p.get("kind") != "scsi" or not scsi_faults):
+        return
+    if p.get("kind") != "scsi":
+        raise TopologyError("%s: [%s] %s needs kind = \"scsi\"" % (src, where, scsi_keys[0]),
+                            key=(where, scsi_keys[0]))
+    for key in ("hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests"):
+        if key in p and not (key == "nr_hw_queues" and p[key] == 1 or key == "scheduler" and p[key] == "none"):
+            raise TopologyError("%s: [%s] %s is not modelled on a SCSI device: its tags are the host's "
+                                "can_queue, its budget queue_depth, one hardware queue, no I/O scheduler"
+                                % (src, where, key), key=(where, key))
+    if "queue_depth" in p:
+        model.queue_depth = _whole(p["queue_depth"], src, where, "queue_depth")
+    name = p.get("scsi_host")
+    if name is None:
+        model.scsi_host = ScsiHostModel(model.name + "-host")      # a host of its own, unlimited
+    elif not isinstance(name, str) or name not in hosts:
+        raise TopologyError("%s: [%s] scsi_host = %r names no [scsi_hosts.NAME] section" % (src, where, name),
+                            key=(where, "scsi_host"))
+    else:
+        model.scsi_host = hosts[name]
 
 
 def _path_queue_keys(p: dict, src: str, where: str) -> dict:

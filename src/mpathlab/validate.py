@@ -15,6 +15,7 @@ instead (docs/validation.md).
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import sys
@@ -130,13 +131,41 @@ def is_calib(c: dict) -> bool:
     return c["topology"] in CALIB_TOPOLOGIES
 
 
-def session_of(c: dict) -> str:
-    """The lab session a cell was run in: the UTC day its (first) repeat's boot started."""
-    for r in c.get("repeats") or []:
-        start = str((r.get("host_load") or {}).get("utc_start") or "")
-        if len(start) >= 8:
-            return start[:8]
-    return ""
+def boot_of(r: dict) -> str:
+    """The UTC start (YYYYMMDDTHHMMSS) of the lab boot a repeat ran in ("" when not recorded)."""
+    return str((r.get("host_load") or {}).get("utc_start") or "")
+
+
+def _stamp_s(stamp: str) -> float:
+    return datetime.datetime.strptime(stamp[:15], "%Y%m%dT%H%M%S").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+
+
+def calibration_boots(cells: List[dict], kernel: str) -> List[str]:
+    """The boots of one kernel that ran the calibration cells the guest is fitted on: c0 at
+    depth 64 and c1 or c4, in the same boot."""
+    per_io, late = set(), set()
+    for c in cells:
+        if str(c.get("kernel") or "6.1") != kernel:
+            continue
+        for r in c.get("repeats") or []:
+            if c["topology"] == "c0" and c["iodepth"] == 64:
+                per_io.add(boot_of(r))
+            elif c["topology"] in ("c1", "c4"):
+                late.add(boot_of(r))
+    return sorted(b for b in per_io & late if len(b) >= 15)
+
+
+def session_of(r: dict, boots: List[str]) -> str:
+    """The lab session of one repeat: the calibration boot of its kernel nearest in time (``boots``,
+    from calibration_boots).  The emulation's speed follows the host's load, which changes within
+    a day as other tenants come and go, so each run is predicted with the guest calibrated closest
+    to it; "" when the repeat has no boot time or the kernel no calibration boot."""
+    b = boot_of(r)
+    if len(b) < 15 or not boots:
+        return ""
+    t = _stamp_s(b)
+    return min(boots, key=lambda k: (abs(_stamp_s(k) - t), k))
 
 
 def fit_guest(cells: List[dict], kernel: str, session: str = "") -> Guest:
@@ -149,17 +178,18 @@ def fit_guest(cells: List[dict], kernel: str, session: str = "") -> Guest:
       spent before the I/O is handed to dm), the rest is the completion;
     - the timer's lateness: device latency (path_mean_write_ms) less the completion time of the
       one-path 1 ms and 4 ms cells, every depth and mode.
-    With ``session`` (a UTC day, see session_of) only the calibration runs of that session
-    count: the emulation's cost is the host's, and the host's load differs from day to day.
-    A session without calibration runs takes all of the kernel's; a kernel without any, the
-    constants of the first 6.1 calibration."""
+    With ``session`` (a calibration boot's UTC start, see session_of, or any prefix of it such
+    as a UTC day) only the calibration runs of the boots it names count: the emulation's cost is
+    the host's, and the host's load changes between and within days.  A session without
+    calibration runs takes all of the kernel's; a kernel without any, the constants of the first
+    6.1 calibration."""
     mine = [c for c in cells if str(c.get("kernel") or "6.1") == kernel and c["topology"] in ("c0", "c1", "c4")]
-    if session and not any(session_of(dict(c, repeats=[r])) == session for c in mine for r in c["repeats"]):
+    if session and not any(boot_of(r).startswith(session) for c in mine for r in c["repeats"]):
         session = ""
     per_io, frac, late, runs = [], [], [], []
     for c in mine:
         for r in c.get("repeats") or []:
-            if session and session_of(dict(c, repeats=[r])) != session:
+            if not boot_of(r).startswith(session):
                 continue
             tag = "%s %s d%d" % (c["topology"], c["queue_mode"], c["iodepth"])
             if c["topology"] == "c0" and c["iodepth"] == 64 and r.get("fio_iops"):
@@ -298,17 +328,35 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
     when ``cells`` is a selection); with ``measured`` also the diagnostic run from each repeat's
     measured device latency and CPU time."""
     guests = dict(guests or {})
+    source = all_cells if all_cells is not None else cells
+    boots: Dict[str, List[str]] = {}
     rows = []
     for c in table_cells(cells):
         kernel = str(c.get("kernel") or "6.1")
-        gkey = "%s %s" % (kernel, session_of(c))
-        if gkey not in guests:
-            guests[gkey] = fit_guest(all_cells if all_cells is not None else cells, kernel, session_of(c))
-        guest = guests[gkey]
+        if kernel not in boots:
+            boots[kernel] = calibration_boots(source, kernel)
+        # each repeat is predicted with the guest of its own session; the prediction is the
+        # repeat-weighted mean over the sessions the cell's repeats ran in
+        per_session: Dict[str, int] = {}
+        for r in c.get("repeats") or [{}]:
+            key = session_of(r, boots[kernel])
+            per_session[key] = per_session.get(key, 0) + 1
         groups = _groups(c)
         kern = _group_shares(groups, c["mean_share"])
-        pred_run = simulate_cell(c, runtime_s, guest=guest)
-        sim = _group_shares(groups, pred_run.shares)
+        sim = {g: 0.0 for g in groups}
+        sim_iops = 0.0
+        used = []
+        total = sum(per_session.values())
+        for session, count in sorted(per_session.items()):
+            gkey = "%s %s" % (kernel, session)
+            if gkey not in guests:
+                guests[gkey] = fit_guest(source, kernel, session)
+            pred_run = simulate_cell(c, runtime_s, guest=guests[gkey])
+            for g, v in _group_shares(groups, pred_run.shares).items():
+                sim[g] += v * count / total
+            if pred_run.runtime_ns:
+                sim_iops += pred_run.completed / (pred_run.runtime_ns / 1e9) * count / total
+            used.append(guests[gkey].describe())
         diffs = {k: sim[k] - v for k, v in kern.items()}
         worst = max(diffs, key=lambda k: abs(diffs[k]))
         sd = _repeat_sd(c, groups[worst])
@@ -317,8 +365,8 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                "worst_path": worst, "diff": diffs[worst], "kernel_sd": sd,
                "within": within(diffs[worst], sd, n), "variant": "/" in c["topology"],
                "kernel_iops": c.get("mean_fio_iops"),
-               "sim_iops": pred_run.completed / (pred_run.runtime_ns / 1e9) if pred_run.runtime_ns else 0.0,
-               "paths": c["paths"], "topology": c["topology"], "guest": guest.describe()}
+               "sim_iops": sim_iops, "sessions": per_session,
+               "paths": c["paths"], "topology": c["topology"], "guests": used}
         if measured:
             runs = [simulate_cell(rc, runtime_s) for rc in repeat_cells(c)]
             mshares = {k: sum(r.shares[k] for r in runs) / len(runs) for k in runs[0].shares}
@@ -404,7 +452,7 @@ def markdown(rows: List[dict]) -> str:
         out.append("predicted: %s within tolerance; largest difference %.3f (%s %s)" % (
             ", ".join("%s %d of %d" % (k, v[0], v[1]) for k, v in sorted(counts.items())),
             abs(worst["diff"]), worst["kernel_series"], worst["cell"]))
-        for g in sorted({r["guest"] for r in rows}):
+        for g in sorted({g for r in rows for g in r["guests"]}):
             out.append("guest model %s" % g)
     return "\n".join(out)
 

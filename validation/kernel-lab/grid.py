@@ -63,8 +63,8 @@ BATCHES = {
                 + _cells('H6', ['st'], ['mq'], [8]) + _cells('H6', ['hst'], ['bio'], [8])),
     # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
     # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
-    'scsi': (_cells('S1', ['ql', 'st', 'hst'], ['mq', 'bio'], [16])
-             + _cells('S2', ['rr', 'st', 'hst'], ['mq', 'bio'], [32])),
+    'scsi': (_cells('S1', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [16])
+             + _cells('S2', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [32])),
     # block tracepoint counts per device (hist triggers): dm starts vs completions = failed map attempts (mq)
     'trace': ([{'trace': 1, 'tag': '-tr'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
               + _cells('T10', ['rr', 'st'], ['mq', 'bio'], [64]) + _cells('Tmix', ['rr', 'st'], ['mq', 'bio'], [64])
@@ -82,16 +82,61 @@ BATCHES = {
 }
 
 
+# Path faults: a fresh two-path topology per run, fio rate-limited (so the error count of a no-path window is the
+# rate times the window, not the guest's speed at failing I/O), every I/O's completion logged. A step is
+# <ms after fio starts>/<action>[/<path>[/<arg>]] (experiments/grid/main.sh). multipathd's part is played by
+# messages: it reinstates a path its checker finds up again, and no_path_retry N is queue_if_no_path plus
+# fail_if_no_path N checker intervals after the last path failed (here 500 ms), then queueing again once a
+# path is back.
+FAULT_FIO = '--rate_iops=600'
+FAULT_RUNTIME = 4
+_BOTH = lambda act, t: '%d/%s/p0,%d/%s/p1' % (t, act, t, act)
+FAULTS = {   # name: (topology, table features, steps, modes)
+    'offline': ('F2', '', '1000/offline/p0,2500/running/p0,2500/reinstate/p0', ['mq', 'bio']),
+    'delete': ('F2', '', '1000/delete/p0', ['mq']),
+    'poweroff': ('F2n', '', '1000/poweroff/p0', ['mq']),
+    'slow': ('F2d', '', '1000/delay/p0/20,2500/delay/p0/0', ['bio']),
+    'failmsg': ('F2', '', '1000/fail/p0,2000/reinstate/p0', ['mq']),
+    'allq': ('F2', 'queue_if_no_path', ','.join([_BOTH('offline', 1000), _BOTH('running', 2000),
+                                                   _BOTH('reinstate', 2000)]), ['mq']),
+    'npr': ('F2', 'queue_if_no_path', ','.join([_BOTH('offline', 1000), '1500/fail_if_no_path',
+                                                 _BOTH('running', 2500), _BOTH('reinstate', 2500),
+                                                 '2500/queue_if_no_path']), ['mq']),
+    'allfail': ('F2', '', ','.join([_BOTH('offline', 1000), _BOTH('running', 2000), _BOTH('reinstate', 2000)]),
+                ['mq']),
+}
+
+
+def _fault_cells(names, sels=('rr', 'st', 'hst'), depth=16, mode=None):
+    out = []
+    for n in names:
+        topo, feat, steps, modes = FAULTS[n]
+        out += [{'fault': '%s %s' % (n, steps), 'feat': feat, 'fio': FAULT_FIO, 'tag': '-' + n,
+                 'runtime': FAULT_RUNTIME}] + _cells(topo, list(sels), [mode] if mode else modes, [depth])
+    return out + [{}]
+
+
+BATCHES['faults'] = _fault_cells(FAULTS)
+# a boot test of the SCSI host limit and the fault machinery (collect leaves smoke* boots out)
+BATCHES['smokescsi'] = (_cells('S2', ['rr'], ['mq'], [32]) + _fault_cells(['offline', 'npr'], sels=('rr',), mode='mq')
+                        + _fault_cells(['slow', 'delete'], sels=('st',)))
+
+
 def runs_txt(batch, rep, runtime):
-    """A batch is a list of (topo, selector, mode, depth) cells and {'sched': name, 'fio': options, 'tag': t}
-    variant switches (kept until the next switch; a new TOPO keeps them too)."""
-    lines, cur, var = [], None, {'sched': None, 'fio': '', 'tag': '', 'trace': 0}
+    """A batch is a list of (topo, selector, mode, depth) cells and {'sched': name, 'fio': options, 'tag': t,
+    'trace': 0|1, 'feat': table features, 'fault': '<name> <steps>', 'runtime': s} variant switches (kept until
+    the next switch; a new TOPO keeps them too; a variant's runtime replaces the batch's)."""
+    plain = {'sched': None, 'fio': '', 'tag': '', 'trace': 0, 'feat': '', 'fault': '', 'runtime': None}
+    lines, cur, var = [], None, plain
     for r in range(rep):
         for item in BATCHES[batch]:
             if isinstance(item, dict):
-                prev, var = var, dict({'sched': None, 'fio': '', 'tag': '', 'trace': 0}, **item)
+                prev, var = var, dict(plain, **item)
                 lines.append('FIO %s' % var['fio'])
                 lines.append('TRACE %d' % var['trace'])
+                for k in ('feat', 'fault'):   # only where a variant sets them: older plans stay as they were
+                    if var[k] or prev[k]:
+                        lines.append('%s %s' % (k.upper(), var[k]))
                 if cur and (var['sched'] or prev['sched']):
                     lines.append('SCHED %s' % (var['sched'] or 'none'))   # 'none' is the paths' default here
                 continue
@@ -100,7 +145,8 @@ def runs_txt(batch, rep, runtime):
                 lines.append('TOPO %s' % topo); cur = topo
                 if var['sched']:
                     lines.append('SCHED %s' % var['sched'])
-            lines.append('RUN %s%s_%s_%s_d%d_r%d %s %s %d %d' % (topo, var['tag'], s, m, d, r, SEL[s], m, d, runtime))
+            lines.append('RUN %s%s_%s_%s_d%d_r%d %s %s %d %d' % (topo, var['tag'], s, m, d, r, SEL[s], m, d,
+                                                                 var['runtime'] or runtime))
     return '\n'.join(lines) + '\n'
 
 
@@ -199,6 +245,158 @@ def _run_kernel(rd, meta_kernel):
     return None
 
 
+def _scsi_counters(path):
+    """scsi_before/after: 'label iorequest_cnt iodone_cnt ioerr_cnt' (sysfs prints them in hex)."""
+    out = {}
+    if os.path.exists(path):
+        for l in open(path):
+            f = l.split()
+            if len(f) == 4:
+                out[f[0]] = [int(x, 16) for x in f[1:]]
+    return out
+
+
+def _fault_steps(rd):
+    """The guest's faults file: T0 (CLOCK_MONOTONIC ns of the dm device's first completed write, the
+    schedule's zero); PRE and POST blocks (the paths' stat lines 'D dev fields' and SCSI counters 'C label
+    hex...') taken before the first step and after the last; per step its ns at start and end, the schedule's
+    ms, the action, its path and argument, the exit status, and 'S <dmsetup status>' after each time's steps.
+    -> {'t0_ns', 'pre': {'stat', 'scsi'}, 'post': {...}, 'steps': [...]} or None without a faults file."""
+    p = os.path.join(rd, 'faults')
+    if not os.path.exists(p):
+        return None
+    out = {'t0_ns': None, 'pre': {'stat': {}, 'scsi': {}}, 'post': {'stat': {}, 'scsi': {}}, 'steps': []}
+    block = None
+    for l in open(p):
+        f = l.split()
+        if not f:
+            continue
+        if f[0] == 'T0':
+            out['t0_ns'] = int(f[1])
+        elif f[0] in ('PRE', 'POST'):
+            block = out[f[0].lower()]
+        elif f[0] == 'STEP' and len(f) >= 8:
+            out['steps'].append({'t_ns': int(f[1]), 't_end_ns': int(f[2]), 'at_ms': int(f[3]), 'action': f[4],
+                                 'target': None if f[5] == '-' else f[5], 'arg': None if f[6] == '-' else f[6],
+                                 'rc': int(f[7].split('=')[1]), 'status': None})
+        elif f[0] == 'S' and out['steps']:
+            out['steps'][-1]['status'] = ' '.join(f[1:])
+        elif f[0] == 'D' and block is not None and len(f) > 2:
+            block['stat'][f[1]] = [int(x) for x in f[2:]]
+        elif f[0] == 'C' and block is not None and len(f) == 5:
+            block['scsi'][f[1]] = [int(x, 16) for x in f[2:]]
+    return out
+
+
+def mpath_status_paths(status):
+    """dmsetup status of a multipath target -> [{dev, state (A/F), fail_count}] in table order, and the
+    number of I/Os queued (the first feature value: queue_io / queued with no path)."""
+    t = status.split()
+    if 'multipath' not in t:
+        return [], None
+    i = t.index('multipath') + 1
+    nf = int(t[i]); feats = t[i + 1:i + 1 + nf]; i += 1 + nf
+    i += 1 + int(t[i])            # hardware handler status
+    npg = int(t[i]); i += 2       # number of groups, the next group to use
+    paths = []
+    for _ in range(npg):
+        i += 1                    # group state (A active, E enabled, D disabled)
+        i += 1 + int(t[i])        # the selector's group status
+        npath, nargs = int(t[i]), int(t[i + 1]); i += 2
+        for _ in range(npath):
+            paths.append({'dev': t[i], 'state': t[i + 1], 'fail_count': int(t[i + 2])})
+            i += 3 + nargs
+    return paths, (int(feats[0]) if feats and feats[0].isdigit() else None)
+
+
+def _completion_log(rd):
+    """fio's per-I/O completion log (write_lat_log, log_avg_msec=0, CLOCK_MONOTONIC ms): sorted
+    [(completion ms, completion latency ms)]; None when the run kept none."""
+    import glob
+    logs = sorted(glob.glob(os.path.join(rd, 'io_clat.*.log')))
+    if not logs:
+        return None
+    out = []
+    for lp in logs:
+        for l in open(lp):
+            f = l.split(',')
+            if len(f) >= 2 and f[0].strip().isdigit():
+                out.append((int(f[0]), int(f[1]) / 1e6))
+    return sorted(out)
+
+
+def _phase_counts(before, after, labels, scsi_b, scsi_a):
+    """Completed I/Os per path between two snapshots: a SCSI path's iodone_cnt - ioerr_cnt (commands the LLD
+    completed without error), other paths sectors written / 8 (a request failed before it reached the
+    driver is still accounted in sectors, so for SCSI paths the midlayer's counters are the truer count)."""
+    out = {}
+    for l in labels:
+        if l in scsi_b and l in scsi_a:
+            out[l] = (scsi_a[l][1] - scsi_a[l][2]) - (scsi_b[l][1] - scsi_b[l][2])
+        elif l in before and l in after:
+            out[l] = (after[l][6] - before[l][6]) // 8
+        else:
+            out[l] = None
+    return out
+
+
+def fault_summary(rd, labels, fio, fs, stat_b, stat_a, scsi_b, scsi_a, status_end, devno):
+    """What a fault did to the I/O: fio's errors; the stall (first step -> the next completed I/O), the longest
+    time without a completion after it, recovery (last step -> next completion), the worst latency after the
+    fault; completions per path before the first step, between the first and the last, after the last; the
+    paths' fail counts and states at the end."""
+    comp = _completion_log(rd)
+    steps = fs['steps']
+    first, last = steps[0], steps[-1]
+    f_ms, l_ms = first['t_ns'] / 1e6, last['t_end_ns'] / 1e6
+    out = {'steps': [{k: st[k] for k in ('at_ms', 'action', 'target', 'arg', 'rc')} for st in steps],
+           'step_times_ms': [round((st['t_ns'] - first['t_ns']) / 1e6, 2) for st in steps],
+           'step_durations_ms': [round((st['t_end_ns'] - st['t_ns']) / 1e6, 2) for st in steps],
+           # when the first step came after the first completed write (its schedule said at_ms)
+           'first_step_after_io_ms': round((first['t_ns'] - fs['t0_ns']) / 1e6, 1) if fs['t0_ns'] else None,
+           'fio_errors': fio.get('total_err'), 'fio_total_ios': fio.get('total_ios')}
+    if comp:
+        # the log has whole ms: a completion in the fault's own ms counts as after it (stall 0)
+        after = [c for c in comp if c[0] >= math.floor(f_ms)]
+        out['stall_ms'] = round(max(0.0, after[0][0] - f_ms), 1) if after else None
+        rec = [c for c in comp if c[0] >= math.floor(l_ms)]
+        out['recovery_ms'] = round(max(0.0, rec[0][0] - l_ms), 1) if rec else None
+        times = [f_ms] + [c[0] for c in after]
+        out['max_gap_ms'] = round(max(b - a for a, b in zip(times, times[1:])), 1) if after else None
+        out['max_lat_after_fault_ms'] = round(max(c[1] for c in after), 2) if after else None
+        t0, t1 = comp[0][0], comp[-1][0]
+        n_before = sum(1 for c in comp if c[0] < f_ms)
+        n_during = sum(1 for c in comp if f_ms <= c[0] < l_ms)
+        n_after = len(comp) - n_before - n_during
+        out['completions_logged'] = len(comp)
+        out['iops'] = {'before': round(n_before / max(f_ms - t0, 1) * 1e3, 1),
+                       'during': round(n_during / (l_ms - f_ms) * 1e3, 1) if l_ms > f_ms + 1 else None,
+                       'after': round(n_after / max(t1 - l_ms, 1) * 1e3, 1)}
+    snaps = [stat_b, fs['pre']['stat'], fs['post']['stat'], stat_a]
+    sc = [scsi_b, fs['pre']['scsi'], fs['post']['scsi'], scsi_a]
+    # a path gone by a snapshot keeps its line from the one before (the stat files leave it out)
+    for i in (1, 2, 3):
+        for k, v in snaps[i - 1].items():
+            snaps[i].setdefault(k, v)
+        for k, v in sc[i - 1].items():
+            sc[i].setdefault(k, v)
+    out['completions'] = {ph: _phase_counts(snaps[i], snaps[i + 1], labels, sc[i], sc[i + 1])
+                          for i, ph in enumerate(('before', 'during', 'after'))}
+    aft = out['completions']['after']
+    tot = sum(v for v in aft.values() if v) or None
+    out['shares_after'] = {l: round(v / tot, 4) if (tot and v is not None) else None for l, v in aft.items()}
+    # per SCSI path over the whole run: commands completed with an error, and requests the path ended before
+    # the driver saw them (offline/deleted: accounted in sectors, never dispatched); both were retried by
+    # dm-mpath on another path or failed to fio
+    out['path_errors'] = {l: scsi_a[l][2] - scsi_b[l][2] for l in labels if l in scsi_a and l in scsi_b}
+    paths, queued = mpath_status_paths(status_end)
+    out['end_paths'] = {devno.get(p['dev'], p['dev']): {'state': p['state'], 'fail_count': p['fail_count']}
+                        for p in paths}
+    out['end_queued'] = queued
+    out['status_after_steps'] = [st['status'] for st in steps if st['status']]
+    return out
+
+
 def summarise_run(rd):
     meta = open(os.path.join(rd, 'meta')).read().split('\n')
     m = dict(kv.split('=', 1) for kv in meta[0].split())
@@ -222,6 +420,14 @@ def summarise_run(rd):
             if kv.get('kind') == 'scsi':   # a scsi_debug LUN: its sdev queue_depth above, its host and can_queue
                 by_label[f[1]].update(kind='scsi', host=int(kv['host']), can_queue=int(kv['can_queue']),
                                       block=kv.get('block'))
+                if 'driver_max_queue' in kv:
+                    by_label[f[1]]['driver_max_queue'] = int(kv['driver_max_queue'])
+            elif kv.get('kind') == 'delay':   # dm-delay over a null_blk device: the delay (ms) at the start
+                by_label[f[1]].update(kind='delay', delay_ms=int(kv['delay_ms']))
+        elif l.startswith('features='):
+            m['features'] = l[len('features='):].strip()
+        elif l.startswith('fault='):
+            m['fault'] = l[len('fault='):].strip()
         elif l.startswith('dm='):
             m['dm'] = l[3:]
         elif l.startswith('dmdev='):
@@ -233,6 +439,10 @@ def summarise_run(rd):
     paths = list(by_label.values())
     release = _run_kernel(rd, m.get('kernel'))
     b, a = _stat(os.path.join(rd, 'stat_before')), _stat(os.path.join(rd, 'stat_after'))
+    fs = _fault_steps(rd)
+    for snapshot in (fs['post'], fs['pre']) if fs else ():   # a path a fault removed has no line at the end
+        for k, v in snapshot['stat'].items():
+            a.setdefault(k, v)
     t0, t1 = (float(x) for x in open(os.path.join(rd, 'uptime')).read().split())
     dev = {}
     for k in a:
@@ -279,6 +489,8 @@ def summarise_run(rd):
                    'slat_mean_us': round(w['slat_ns']['mean'] / 1e3, 1),
                    'lat_mean_us': round(w['lat_ns']['mean'] / 1e3, 1),
                    'usr_cpu_pct': round(job['usr_cpu'], 2), 'sys_cpu_pct': round(job['sys_cpu'], 2), 'ctx': job['ctx']}
+            if 'total_err' in job:   # with continue_on_error: the I/Os that ended in an error
+                fio['total_err'] = job['total_err']
         except Exception as e:  # a failed fio run is recorded, not hidden
             fio = {'error': 'fio.json unreadable: %s' % e}
     samples = {'dm_inflight': [], 'path_inflight': {l: [] for l in labels}, 'status': []}
@@ -294,7 +506,24 @@ def summarise_run(rd):
                     samples['dm_inflight'].append(n)
             elif f[0] == 'S':
                 samples['status'].append(' '.join(f[1:]))
-    return {
+    scsi_b, scsi_a = _scsi_counters(os.path.join(rd, 'scsi_before')), _scsi_counters(os.path.join(rd, 'scsi_after'))
+    for snapshot in (fs['post'], fs['pre']) if fs else ():
+        for k, v in snapshot['scsi'].items():
+            scsi_a.setdefault(k, v)
+    status_end = open(os.path.join(rd, 'status_end')).read().strip()
+    fault = m.get('fault', '').split()
+    extra = {}
+    prev = os.path.join(rd, 'summary.json')
+    if fault and fs and fs['steps'] and not _completion_log(rd) and os.path.exists(prev):
+        extra['fault'] = json.load(open(prev)).get('fault')   # the per-I/O log is dropped once summarised
+    elif fault and fs and fs['steps']:
+        extra['fault'] = dict(fault_summary(rd, labels, fio, fs, b, a, scsi_b, scsi_a, status_end,
+                                            m.get('devno', {})), name=fault[0], schedule=fault[1])
+    # the SCSI midlayer's own count per path (commands the LLD completed, errors among them), and what the
+    # paths completed against what fio counted (they differ by the I/Os in flight when a count was read)
+    scsi = {l: {'iorequest': scsi_a[l][0] - scsi_b[l][0], 'iodone': scsi_a[l][1] - scsi_b[l][1],
+                'ioerr': scsi_a[l][2] - scsi_b[l][2]} for l in labels if l in scsi_a and l in scsi_b}
+    return dict(extra, **{
         'run': os.path.basename(rd), 'kernel': kernel_series(release), 'kernel_release': release,
         'topology': m['topo'], 'selector': m['selector'], 'queue_mode': m['queue_mode'],
         'iodepth': int(m['iodepth']), 'runtime_s': int(m['runtime']), 'selector_args': m['selector_args'],
@@ -304,10 +533,13 @@ def summarise_run(rd):
         'guest_cpu': {'ticks': cpu, 'busy_frac_of_2cpus': round(busy / allt, 3) if allt else None,
                       'busy_ms_per_io': round(busy * 10.0 / tot, 3)},
         'guest_seconds': round(t1 - t0, 2), 'samples': samples,
-        'status_end': open(os.path.join(rd, 'status_end')).read().strip(),
+        'status_end': status_end,
         'blkmq_debugfs': _dbg(rd),
         'trace': _trace(rd, dict(m.get('devno', {}), **({m['dmdev']: m.get('dm')} if m.get('dmdev') else {}))),
-    }
+        'features': m.get('features', ''), 'scsi': scsi or None,
+        'completed_vs_fio': ({'paths': tot, 'fio': fio['total_ios'], 'difference': tot - fio['total_ios']}
+                             if 'total_ios' in fio else None),
+    })
 
 
 def finish_batch(out):
@@ -322,8 +554,9 @@ def finish_batch(out):
         s['host_load'] = json.load(open(os.path.join(out, 'host_load.json')))
         s['kernel_append'] = s['host_load'].get('kernel_append', '')
         json.dump(s, open(os.path.join(rd, 'summary.json'), 'w'), indent=1)
-        if os.path.exists(os.path.join(rd, 'fio.json')):
-            os.remove(os.path.join(rd, 'fio.json'))
+        for big in ['fio.json'] + [f for f in os.listdir(rd) if re.match(r'io_(c|s|)lat\.\d+\.log$', f)]:
+            if os.path.exists(os.path.join(rd, big)):
+                os.remove(os.path.join(rd, big))
     for big in ('dmesg.txt',):
         p = os.path.join(out, big)
         if os.path.exists(p):
@@ -360,7 +593,7 @@ def _topology_class(topo):
     order = ['c0', 'c1', 'c4', 'c0x2', 'c4x2', 'T4q', 'T4u', 'T10', 'Tmix']
     if base in order:
         return order.index(base), ''
-    return {'D': 20, 'H': 30}.get(base[:1], 99), base
+    return {'D': 20, 'H': 30, 'S': 40}.get(base[:1], 99), base
 
 
 def _cell_order(key):
@@ -371,7 +604,7 @@ def _cell_order(key):
 
 
 def collect():
-    cells = {}
+    cells, faults = {}, []
     for batch in sorted(os.listdir(RUNS)) if os.path.isdir(RUNS) else []:
         rr = os.path.join(RUNS, batch, 'runs')
         if not os.path.isdir(rr) or batch.startswith('smoke'):   # a boot test, not a measurement
@@ -382,6 +615,9 @@ def collect():
                 continue
             s = json.load(open(sp))
             kernel = s.get('kernel') or kernel_series(_run_kernel(os.path.join(rr, name), None)) or 'unknown'
+            if s.get('fault'):
+                faults.append((kernel, s))
+                continue
             variant = variant_name(s.get('path_scheduler', 'default'), s.get('fio_extra', ''),
                                    s.get('kernel_append', '') + (' traced' if s.get('traced') else ''))
             topo = s['topology'] + ('/' + variant if variant else '')
@@ -391,7 +627,8 @@ def collect():
                 'path_scheduler': s.get('path_scheduler', 'default'), 'fio_extra': s.get('fio_extra', ''),
                 'paths': [dict({'label': p['label'], 'completion_ns': p['completion_ns'],
                                 'hw_queue_depth': p['hw_queue_depth']},
-                               **{k: p[k] for k in ('kind', 'host', 'can_queue') if k in p})
+                               **{k: p[k] for k in ('kind', 'host', 'can_queue', 'driver_max_queue', 'delay_ms')
+                                  if k in p})
                           for p in s['paths']],
                 'queue_mode': s['queue_mode'], 'iodepth': s['iodepth'], 'selector': s['selector'],
                 'selector_args': s['selector_args'], 'repeats': []})
@@ -407,6 +644,7 @@ def collect():
                 'dm_mean_inflight': s['devices'][dm]['mean_inflight'] if dm in s['devices'] else None,
                 'path_failed_issue_attempts': {l: s['devices'][l].get('failed_issue_attempts') for l in s['shares']},
                 'trace_counts': s.get('trace'),
+                'path_scsi': s.get('scsi'), 'completed_vs_fio': s.get('completed_vs_fio'),
                 'scheduler': {'paths': sorted({q[l]['scheduler'] for l in s['shares']}), 'dm': q.get(dm, {}).get('scheduler')},
                 'nr_requests': {'paths': sorted({q[l]['nr_requests'] for l in s['shares']}), 'dm': q.get(dm, {}).get('nr_requests')},
                 'hw_tags': {'paths': sorted({q[l]['hw_tags'] for l in s['shares']}), 'dm': q.get(dm, {}).get('hw_tags')},
@@ -450,6 +688,44 @@ def collect():
         out.append(c)
     p = os.path.join(HERE, 'results.json')
     json.dump(out, open(p, 'w'), indent=1)
+    json.dump(collect_faults(faults), open(os.path.join(HERE, 'results-faults.json'), 'w'), indent=1)
+    return out
+
+
+FAULT_METRICS = ('fio_errors', 'fio_total_ios', 'stall_ms', 'recovery_ms', 'max_gap_ms', 'max_lat_after_fault_ms')
+
+
+def collect_faults(runs):
+    """Fault cells: one per kernel series, topology, fault, path mode, fio depth and selector; per repeat the
+    fault's metrics (fault_summary), then mean and sample stddev of the numeric ones and the mean completions
+    per path and phase."""
+    cells = {}
+    for kernel, s in runs:
+        f = s['fault']
+        key = (kernel, s['topology'], f['name'], s['queue_mode'], s['iodepth'], s['selector'])
+        c = cells.setdefault(key, {
+            'kernel': kernel, 'topology': s['topology'], 'fault': f['name'], 'schedule': f['schedule'],
+            'steps': [dict(st) for st in f['steps']], 'features': s.get('features', ''),
+            'paths': [{k: v for k, v in p.items() if k != 'block'} for p in s['paths']],
+            'queue_mode': s['queue_mode'], 'iodepth': s['iodepth'], 'selector': s['selector'],
+            'fio_options': s.get('fio_extra', ''), 'runtime_s': s['runtime_s'], 'repeats': []})
+        c['repeats'].append(dict({k: f.get(k) for k in FAULT_METRICS + (
+            'iops', 'completions', 'shares_after', 'path_errors', 'end_paths', 'end_queued', 'step_times_ms',
+            'step_durations_ms', 'status_after_steps')},
+            run='%s/%s' % (s['batch'], s['run']), kernel_release=s.get('kernel_release'),
+            host_load=s.get('host_load')))
+    out = []
+    for key in sorted(cells, key=lambda k: ([int(x) for x in k[0].split('.') if x.isdigit()],) + k[1:]):
+        c = cells[key]
+        reps = c['repeats']
+        c['n'] = len(reps)
+        for k in FAULT_METRICS:
+            c['mean_' + k], c['stddev_' + k] = _mean_sd([r[k] for r in reps])
+        labels = [p['label'] for p in c['paths']]
+        c['mean_completions'] = {ph: {l: _mean_sd([(r['completions'] or {}).get(ph, {}).get(l) for r in reps])[0]
+                                      for l in labels} for ph in ('before', 'during', 'after')}
+        c['mean_shares_after'] = {l: _mean_sd([(r['shares_after'] or {}).get(l) for r in reps])[0] for l in labels}
+        out.append(c)
     return out
 
 
@@ -534,6 +810,8 @@ def readme_block(cells):
         for title, sel in (('grid', lambda t: t[:1] == 'T' and '/' not in t),
                            ('same completion time, different queue depths', lambda t: t[:1] == 'D'),
                            ('held out', lambda t: t[:1] == 'H'),
+                           ('SCSI paths (scsi_debug LUNs; `t` = sdev queue_depth)',
+                            lambda t: t[:1] == 'S' and '/' not in t),
                            ('variants (`traced` cells count block tracepoints)', lambda t: '/' in t)):
             group = [c for c in kc if sel(c['topology'])]
             if group:
@@ -546,13 +824,41 @@ def readme_block(cells):
     return '\n\n'.join(parts) + '\n'
 
 
+def faults_markdown(cells):
+    """One row per fault cell: means over the repeats (sample stddev in brackets where n > 1)."""
+    def ms(c, k):
+        mu, sd = c['mean_' + k], c['stddev_' + k]
+        return '-' if mu is None else ('%.1f' % mu) + (' (%.1f)' % sd if sd is not None else '')
+    rows = ['| kernel | fault | topology | mode | selector | n | fio errors | stall ms | recovery ms | longest gap ms '
+            '| slowest I/O after ms | share per path after | fail counts at the end |',
+            '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+    for c in cells:
+        fails = {}
+        for r in c['repeats']:
+            for l, p in (r.get('end_paths') or {}).items():
+                fails.setdefault(l, []).append(p['fail_count'])
+        rows.append('| %s | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |' % (
+            c['kernel'], c['fault'], c['topology'], c['queue_mode'], ABBR.get(c['selector'], c['selector']), c['n'],
+            ms(c, 'fio_errors'), ms(c, 'stall_ms'), ms(c, 'recovery_ms'), ms(c, 'max_gap_ms'),
+            ms(c, 'max_lat_after_fault_ms'),
+            ' '.join('%s=%.3f' % (l, v) for l, v in c['mean_shares_after'].items() if v is not None) or '-',
+            ' '.join('%s=%s' % (l, '/'.join(map(str, v))) for l, v in fails.items()) or '-'))
+    return '\n'.join(rows)
+
+
 def update_readme(cells):
-    """Rewrite the generated results block of README.md (between the results-table markers)."""
+    """Rewrite the generated blocks of README.md: results (between the results-table markers) and faults
+    (between the faults-table markers, from results-faults.json)."""
     p = os.path.join(HERE, 'README.md')
     s = open(p).read()
     s = re.sub(r'<!-- results-table-begin -->.*<!-- results-table-end -->',
                lambda m: '<!-- results-table-begin -->\n' + readme_block(cells) + '<!-- results-table-end -->',
                s, flags=re.S)
+    fp = os.path.join(HERE, 'results-faults.json')
+    if os.path.exists(fp):
+        s = re.sub(r'<!-- faults-table-begin -->.*<!-- faults-table-end -->',
+                   lambda m: '<!-- faults-table-begin -->\n' + faults_markdown(json.load(open(fp)))
+                   + '\n<!-- faults-table-end -->', s, flags=re.S)
     open(p, 'w').write(s)
 
 

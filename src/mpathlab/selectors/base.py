@@ -69,6 +69,10 @@ class PathSelector:
     # Whether the type has start_io/end_io hooks (io-affinity and round-robin
     # have none; the core then skips the calls entirely).
     has_io_hooks: bool = False
+    # The compiled core's implementation of exactly this class, by its name in sim/boundary.py
+    # SELECTOR_KINDS; None: the core calls the Python methods.  Read from the class itself, so a
+    # subclass that changes a method runs as Python unless it declares one too.
+    core_selector: Optional[str] = None
 
     def __init__(self, args: Sequence[str] = (), *, clock: Optional[Clock] = None,
                  cpu: Optional[Callable[[], int]] = None, topology=None,

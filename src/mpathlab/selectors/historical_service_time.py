@@ -110,6 +110,7 @@ def _sgn64(x: int) -> int:
 
 class HistoricalServiceTime(ListSelector):
     name = "historical-service-time"
+    core_selector = name        # runs in the compiled core (sim/boundary.py)
     version = "0.1.1"
     table_args = 1
     info_args = 3

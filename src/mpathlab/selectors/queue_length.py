@@ -23,6 +23,7 @@ class _QLPath:
 
 class QueueLength(ListSelector):
     name = "queue-length"
+    core_selector = name        # runs in the compiled core (sim/boundary.py)
     version = "0.2.0"
     table_args = 1
     info_args = 1

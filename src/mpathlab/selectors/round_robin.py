@@ -22,6 +22,7 @@ class _RRPath:
 
 class RoundRobin(ListSelector):
     name = "round-robin"
+    core_selector = name        # runs in the compiled core (sim/boundary.py)
     version = "1.2.0"
     table_args = 1
     info_args = 0

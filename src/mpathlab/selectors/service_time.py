@@ -57,6 +57,7 @@ def st_compare_load(pi1, pi2, incoming: int) -> int:
 
 class ServiceTime(ListSelector):
     name = "service-time"
+    core_selector = name        # runs in the compiled core (sim/boundary.py)
     version = "0.3.0"
     table_args = 2
     info_args = 2

@@ -68,7 +68,8 @@ from __future__ import annotations
 
 from collections import deque
 
-BLK_MQ_RESOURCE_DELAY_NS = 3 * 1_000_000     # blk-mq.c BLK_MQ_RESOURCE_DELAY (3 ms)
+from .boundary import BLK_MQ_RESOURCE_DELAY_NS
+from .scsi import ScsiQueues
 
 
 class Hctx:
@@ -100,6 +101,8 @@ class Hctx:
 class BlockLayer:
     """Tags of every path device, and the dm device's own queue when request-based."""
 
+    RESOURCE_DELAY_NS = BLK_MQ_RESOURCE_DELAY_NS
+
     def __init__(self, sim):
         self.sim = sim
         # NVMe multipath is bio-based too: nvme_ns_head_submit_bio picks the path and resubmits the bio
@@ -118,6 +121,8 @@ class BlockLayer:
         # NVMe: a bio the head's requeue work resubmits sleeps in that kworker, not in the fio task
         self._by_worker = getattr(sim.mp, "submitted_by_worker", None)
         self._worker_sleepers: set = set()
+        # SCSI paths: host tags and device budgets instead of the path's own tags (sim/scsi.py)
+        self.scsi = ScsiQueues(self) if any(d.model.is_scsi for d in sim.devices) else None
 
     # -- request-based ------------------------------------------------------
     def insert(self, io) -> None:
@@ -157,13 +162,19 @@ class BlockLayer:
         return hw[io.job.cpu % len(hw)]
 
     def alloc_clone(self, pgpath, io) -> bool:
-        """blk_mq_alloc_request(path queue, BLK_MQ_REQ_NOWAIT) in multipath_clone_and_map."""
-        q = self._hctx(self.sim.dev_of_pgpath[pgpath], io)
+        """blk_mq_alloc_request(path queue, BLK_MQ_REQ_NOWAIT) in multipath_clone_and_map (None: the
+        path's queue is dying)."""
+        dev = self.sim.dev_of_pgpath[pgpath]
+        if dev.scsi is not None:
+            return self.scsi.alloc_clone(dev)
+        q = self._hctx(dev, io)
         return q.get_sched_tag() if q.nr_sched_tags else q.get_tag()
 
     def issue_directly(self, io, dev) -> bool:
         """blk_insert_cloned_request -> blk_mq_request_issue_directly: a clone holding a scheduler
         tag still needs a driver tag.  Without one the clone is released before it started."""
+        if dev.scsi is not None:
+            return self.scsi.issue_directly(io, dev)
         q = self._hctx(dev, io)
         if not q.nr_sched_tags or q.get_tag():
             return True
@@ -177,6 +188,8 @@ class BlockLayer:
         """The mapped I/O reaches the path queue.  True: the driver starts it now."""
         if self.rq:
             return True
+        if dev.scsi is not None:
+            return self.scsi.start(io, dev)
         q = self._hctx(dev, io)
         if q.nr_sched_tags:
             if not q.get_sched_tag():
@@ -211,15 +224,20 @@ class BlockLayer:
         """The request on ``dev`` is freed: its tags go back, and whatever waits for them moves."""
         q = self._hctx(dev, io)
         sim = self.sim
+        if dev.scsi is not None:
+            self.scsi.complete(io, dev)
         if self.rq:
-            q.tags_used -= 1
-            if q.nr_sched_tags:
-                q.sched_tags_used -= 1
+            if dev.scsi is None:
+                q.tags_used -= 1
+                if q.nr_sched_tags:
+                    q.sched_tags_used -= 1
             # the dm request is freed too: blk_mq_sched_restart re-runs a marked queue
             if self.sched_restart:
                 self.sched_restart = False
                 if self.waiting:
                     self._mod_work(0)
+            return
+        if dev.scsi is not None:
             return
         if q.nr_sched_tags:
             q.sched_tags_used -= 1
@@ -253,4 +271,6 @@ class BlockLayer:
                 q.dispatch.clear()
                 q.sleepers.clear()
         self._worker_sleepers.clear()
+        if self.scsi is not None:
+            n += self.scsi.drain()
         return n

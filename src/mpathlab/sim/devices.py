@@ -114,11 +114,14 @@ class Empirical(ServiceTime):
 
 
 class Fault:
-    __slots__ = ("at_ns", "action", "factor", "reinstate_after_ns")
+    __slots__ = ("at_ns", "action", "factor", "reinstate_after_ns", "error", "every_nth")
 
-    ACTIONS = ("fail", "reinstate", "slow")
+    # offline / delete / online: the SCSI device state (sysfs state, delete, rescan; sim/scsi.py);
+    # error: an error class on every every_nth command (scsi_debug's every_nth)
+    ACTIONS = ("fail", "reinstate", "slow", "offline", "delete", "online", "error")
 
-    def __init__(self, at_ns: int, action: str, factor: float = 1.0, reinstate_after_ns: int = 0):
+    def __init__(self, at_ns: int, action: str, factor: float = 1.0, reinstate_after_ns: int = 0,
+                 error: str = "", every_nth: int = 1):
         if action not in self.ACTIONS:
             raise UnitError("fault action must be one of %s, not %r" % ("/".join(self.ACTIONS), action))
         if action == "slow" and factor <= 0:
@@ -127,6 +130,8 @@ class Fault:
         self.action = action
         self.factor = factor
         self.reinstate_after_ns = reinstate_after_ns
+        self.error = error          # "error": a class of sim.scsi.ERRORS ("" clears an earlier one)
+        self.every_nth = every_nth
 
 
 # I/O schedulers a path queue can have; any of them takes scheduler tags.
@@ -139,7 +144,8 @@ class PathModel:
 
     def __init__(self, name: str, devt, service: ServiceTime, parallelism: int = 1, delay_ns: int = 0,
                  ns_per_kib: float = 0.0, faults: Sequence[Fault] = (), fail_latency_ns: int = 0,
-                 hw_queue_depth: int = 0, nr_hw_queues: int = 1, scheduler: str = "none", nr_requests: int = 0):
+                 hw_queue_depth: int = 0, nr_hw_queues: int = 1, scheduler: str = "none", nr_requests: int = 0,
+                 queue_depth: int = 0, scsi_host=None):
         if parallelism < 1:
             raise UnitError("path %s: parallelism must be at least 1" % name)
         if hw_queue_depth < 0 or nr_hw_queues < 1 or nr_requests < 0:
@@ -160,6 +166,14 @@ class PathModel:
         self.nr_hw_queues = int(nr_hw_queues)
         self.scheduler = scheduler
         self.nr_requests = int(nr_requests)
+        # A SCSI path (sim/scsi.py): sdev->queue_depth budget tokens (0 = unlimited) and the host
+        # (ScsiHostModel) whose can_queue driver tags it shares; None = a null_blk-like device.
+        self.queue_depth = int(queue_depth)
+        self.scsi_host = scsi_host
+
+    @property
+    def is_scsi(self) -> bool:
+        return self.scsi_host is not None
 
     @property
     def hctx_tags(self) -> int:
@@ -196,6 +210,8 @@ class PathModel:
         With fewer driver tags than servers only that many I/Os can be served at once."""
         m = self.mean_service_ns(nr_bytes)
         servers = min(self.parallelism, self.nr_tags) if self.nr_tags else self.parallelism
+        if self.queue_depth:
+            servers = min(servers, self.queue_depth)
         return float("inf") if m <= 0 else servers * 1e9 / m
 
 
@@ -219,7 +235,7 @@ class PathDevice:
     """Runtime state of one device in a simulation."""
 
     __slots__ = ("model", "busy", "queue", "offline", "slow_factor", "sample", "dispatched", "completed",
-                 "errors", "in_flight", "peak_in_flight", "seed", "lat")
+                 "errors", "in_flight", "peak_in_flight", "seed", "lat", "scsi")
 
     def __init__(self, model: PathModel, seed: int):
         from collections import deque
@@ -238,6 +254,7 @@ class PathDevice:
         # completion latency (submit to completion, as the job sees it) of
         # the I/Os this path completed: the per-path view of the reports
         self.lat = LatencyStats()
+        self.scsi = None       # sim.scsi.ScsiDevice of a SCSI path (set up with its host's tag set)
 
     def service_ns(self, nr_bytes: int) -> int:
         m = self.model

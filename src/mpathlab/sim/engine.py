@@ -128,8 +128,8 @@ class Simulation(JobRules):
             self.host: Optional[Host] = Host(self, host)
         else:
             self.host = Host(self, HostModel(cpus=nr_cpus)) if burners else None
-        self.blk = (BlockLayer(self) if any(d.model.nr_tags or d.model.nr_sched_tags for d in self.devices)
-                    else None)
+        self.blk = (BlockLayer(self) if any(d.model.nr_tags or d.model.nr_sched_tags or d.model.is_scsi
+                                            for d in self.devices) else None)
         # a job without size= covers the whole device: the table's length (another stack's target may say
         # its capacity; without one such a job is bounded by its runtime only)
         device_bytes = tl.length * 512 if tl is not None else getattr(self.mp, "capacity_bytes", None)
@@ -192,6 +192,7 @@ class Simulation(JobRules):
                 return self._finish()
             if self.engine == "compiled":
                 raise ValueError("the compiled core cannot run this simulation: %s" % fast.eligible(self))
+            fast.note_fallback(self)
         self.result.engine = "python"
         # planned before any job starts, as fast.py plans the core's run (a job with an IoGen has no
         # I/O count up front: counted after its first submissions, it would shift the timeline's step)

@@ -6,8 +6,11 @@ into the same Python objects, so results, status strings and JSON are
 produced by the same code either way.  The C core reproduces the Python
 engine exactly (same random streams, same event order); tests compare the
 two run for run.  Set MPATHLAB_ENGINE=python to force the pure-Python engine.
+What crosses (constants, event kinds, tuple layouts) is declared once in :mod:`.boundary`, from
+which the core's C header is generated.
 
-What the core runs (everything else falls back, :func:`eligible` says why):
+What the core runs is an allow-list (:func:`eligible`; any other part of a run falls back, and the run
+says why once on stderr):
 round-robin, queue-length, service-time, historical-service-time and
 io-affinity in C; any other selector (mpathlab.policies, a third party's, a
 kernelc-built one) as Python code the compiled loop calls through its
@@ -39,15 +42,22 @@ from __future__ import annotations
 
 import math
 import os
+import sys
+from typing import Optional
 
-from ..selectors import HistoricalServiceTime, QueueLength, RoundRobin, ServiceTime as STSelector
+from ..selectors import HistoricalServiceTime
 from ..selectors.io_affinity import IOAffinity
 from ..timing import initial_jiffies
 from ..target import (END_DELAY_REQUEUE, END_DONE, END_INCOMPLETE, END_REQUEUE, MAP_DELAY_REQUEUE, MAP_KILL,
                       MAP_REMAPPED, MAP_REQUEUE, MAP_SUBMITTED, MpathIO)
-from ..target.multipath import DH_OK
-from .devices import Empirical, Exponential, LogNormal, ServiceTime
-from .loop import EV_ACTIVATED, EV_FAULT, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT
+from ..target.multipath import DH_OK, Multipath
+from ..workload.fio import JobSpec
+from . import boundary as b
+from .boundary import (EV_ACTIVATED, EV_FAULT, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT, CoreEvent, CoreFault,
+                       LatState, SelPathState, TargetFlags)
+from .arrival import IoGen
+from .devices import Empirical, Exponential, Fault, LogNormal, PathDevice, PathModel, ServiceTime
+from .host import HostModel
 from . import fast_gen
 
 try:
@@ -55,8 +65,7 @@ try:
 except ImportError:  # not built: pure Python only
     _fastcore = None  # type: ignore[assignment]
 
-_SELECTORS = {RoundRobin: 0, QueueLength: 1, STSelector: 2, HistoricalServiceTime: 3}
-SEL_PY, SEL_IOA = 4, 5      # a Python selector called from the core; io-affinity in C (no faults)
+SEL_PY, SEL_IOA = b.SEL_PY, b.SEL_IOA   # a Python selector called from the core; io-affinity in C (no faults)
 
 
 def available() -> bool:
@@ -66,20 +75,27 @@ def available() -> bool:
 def _dist(svc):
     t = type(svc)
     if t is ServiceTime:
-        return 0, svc.mean_ns, 0.0, 0.0, []
+        return b.DIST_CONST, svc.mean_ns, 0.0, 0.0, []
     if t is Exponential:
-        return 1, svc.mean_ns, 0.0, 0.0, []
+        return b.DIST_EXP, svc.mean_ns, 0.0, 0.0, []
     if t is LogNormal:
         mu = math.log(svc.mean_ns) - svc.sigma ** 2 / 2 if svc.mean_ns else 0.0
-        return 2, svc.mean_ns, mu, svc.sigma, []
+        return b.DIST_LOGNORMAL, svc.mean_ns, mu, svc.sigma, []
     if t is Empirical:
-        return 3, svc.mean_ns, 0.0, 0.0, list(svc.samples)
+        return b.DIST_EMPIRICAL, svc.mean_ns, 0.0, 0.0, list(svc.samples)
     return None
+
+
+def core_kind(ps) -> int:
+    """The core's own implementation of PS (boundary.SEL_*), or SEL_PY: the core calls its Python
+    methods.  Only a class that declares core_selector itself has one (not a subclass of it)."""
+    name = type(ps).__dict__.get("core_selector")
+    return b.SELECTOR_KINDS.get(name, SEL_PY) if name else SEL_PY
 
 
 def _py_selector(ps) -> bool:
     """A selector the core calls back into (not one of its own C selectors)."""
-    return type(ps) not in _SELECTORS
+    return core_kind(ps) == SEL_PY
 
 
 def _fault_events(sim):
@@ -89,11 +105,10 @@ def _fault_events(sim):
             if kind == EV_FAULT]
 
 
-_MAP = {MAP_REMAPPED: 0, MAP_SUBMITTED: 1, MAP_REQUEUE: 2, MAP_DELAY_REQUEUE: 3, MAP_KILL: 4}
-_END = {END_DONE: 0, END_REQUEUE: 1, END_DELAY_REQUEUE: 2, END_INCOMPLETE: 3}
-# the core's event kinds for what the target schedules (_fastcore.c)
-_CORE_EV = {EV_KICK: 11, EV_MESSAGE: 12, EV_NOPATH_TIMEOUT: 13, EV_ACTIVATED: 14}
-_CORE_EV_FAULT, _FAULT_ACTIONS = 8, {"fail": 0, "reinstate": 1, "slow": 2}
+_MAP = {r: b.MAP_CODES[r] for r in (MAP_REMAPPED, MAP_SUBMITTED, MAP_REQUEUE, MAP_DELAY_REQUEUE, MAP_KILL)}
+_END = {r: b.END_CODES[r] for r in (END_DONE, END_REQUEUE, END_DELAY_REQUEUE, END_INCOMPLETE)}
+# the events the target schedules that the core runs (one numbering with the Python engine)
+_TARGET_EVENTS = (EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_ACTIVATED)
 
 
 class _CoreIO(MpathIO):
@@ -117,7 +132,7 @@ class _Target:
         self.index = {p: i for i, p in enumerate(pgpaths)}
         self.queued = {}                 # cid -> _CoreIO the target holds (queued bios)
         self.messages = []               # texts of the core's EV_MESSAGE events
-        self.errors = [None, "ioerr", "transport"]    # job errors by code (0: none; _fastcore.c ERR_*)
+        self.errors = list(b.JOB_ERRORS)    # job errors by code (0: none; the core's ERR_*)
         self._events = []
         sim._push = self._capture        # the target's kicks, timers and messages go to the core
 
@@ -126,29 +141,32 @@ class _Target:
             obj = self.message_index(obj)
         elif kind == EV_ACTIVATED:
             obj = self.index[obj]
-        elif kind not in _CORE_EV:
+        elif kind not in _TARGET_EVENTS:
             raise RuntimeError("event %d is not in the compiled core" % kind)
-        self._events.append((t, _CORE_EV[kind], obj or 0))
+        self._events.append(CoreEvent(t=t, kind=kind, obj=obj or 0))
 
     def message_index(self, text):
         self.messages.append(text)
         return len(self.messages) - 1
 
     def state(self):
-        """The C selectors' state as _fastcore.c's sel_state_out gives it."""
+        """The C selectors' state as _fastcore.c's sel_state_out gives it: (SelPathState of each path,
+        the valid order of the group the core selects in)."""
         if not self.c_groups:
             return None
-        return ([(getattr(i, "qlen", 0), getattr(i, "in_flight_size", 0), getattr(i, "hst", 0),
-                  getattr(i, "outstanding", 0), getattr(i, "stale_after", 0), getattr(i, "last_finish", 0),
-                  getattr(p.pg.ps, "valid_count", 0)) for p, i in zip(self.pgpaths, self.infos)],
+        return ([SelPathState(
+                    qlen=getattr(i, "qlen", 0), in_flight_size=getattr(i, "in_flight_size", 0),
+                    hst=getattr(i, "hst", 0), outstanding=getattr(i, "outstanding", 0),
+                    stale_after=getattr(i, "stale_after", 0), last_finish=getattr(i, "last_finish", 0),
+                    valid_count=getattr(p.pg.ps, "valid_count", 0)) for p, i in zip(self.pgpaths, self.infos)],
                 [self.infos.index(i) for i in self.c_pg.ps.valid_paths] if self.c_pg in self.c_groups else [])
 
     def _enter(self, state):
         if state is not None:
             paths, order = state
-            for info, (ql, ifs, hst, out, stale, last, _) in zip(self.infos, paths):
+            for info, st in zip(self.infos, paths):
                 if info is not None:
-                    _set_info(info, ql, ifs, hst, out, stale, last)
+                    _set_info(info, SelPathState._make(st))
             # valid_count only changes in the Python selector (fail_path, reinstate_path)
             if self.c_pg in self.c_groups:
                 self.c_pg.ps.valid_paths[:] = [self.infos[i] for i in order]
@@ -171,16 +189,20 @@ class _Target:
         rq = mp.queue_mode != "bio"
         end_requeue = rq and bool(mp.nr_valid_paths or queueing)
         end_fail = rq and not end_requeue
-        bits = int(simple) | (2 if kill else 0) | (4 if requeue else 0) | (8 if end_requeue else 0) | (
-            16 if end_fail else 0)
-        return (mp.nr_valid_paths, bits, int(mp.queue_if_no_path_flag), int(self.sim._kick_pending),
-                mp.priority_groups.index(self.c_pg), [p.is_active for p in self.pgpaths])
+        bits = ((b.TARGET_SIMPLE if simple else 0) | (b.TARGET_KILL if kill else 0)
+                | (b.TARGET_REQUEUE if requeue else 0) | (b.TARGET_END_REQUEUE if end_requeue else 0)
+                | (b.TARGET_END_FAIL if end_fail else 0))
+        # state_changes: what the target's call changed (_enter zeroes the count)
+        return TargetFlags(nr_valid_paths=mp.nr_valid_paths, bits=bits,
+                           queue_if_no_path=int(mp.queue_if_no_path_flag), kick_pending=int(self.sim._kick_pending),
+                           current_pg=mp.priority_groups.index(self.c_pg),
+                           active=[p.is_active for p in self.pgpaths], state_changes=self.sim._state_changes)
 
     def _leave(self, result):
         if self.mp.current_pg is not None:
             self.c_pg = self.mp.current_pg
         events, self._events = self._events, []
-        return result, self.state(), self.flags() + (self.sim._state_changes,), events
+        return result, self.state(), self.flags(), events
 
     def _io(self, cid, nr_bytes, dm_start_jiffies, mapped, start_ns, path=-1):
         io = _CoreIO(nr_bytes, None if dm_start_jiffies < 0 else dm_start_jiffies)
@@ -239,15 +261,15 @@ class _Target:
         return self._leave(None)
 
 
-def _set_info(info, qlen, in_flight_size, hst, outstanding, stale_after, last_finish):
+def _set_info(info, st: SelPathState) -> None:
     """The C selector's per-path state into the Python selector's path info."""
     if hasattr(info, "qlen"):
-        info.qlen = qlen
+        info.qlen = st.qlen
     if hasattr(info, "in_flight_size"):
-        info.in_flight_size = in_flight_size
+        info.in_flight_size = st.in_flight_size
     if hasattr(info, "hst"):
-        info.hst, info.outstanding = hst, outstanding
-        info.stale_after, info.last_finish = stale_after, last_finish
+        info.hst, info.outstanding = st.hst, st.outstanding
+        info.stale_after, info.last_finish = st.stale_after, st.last_finish
 
 
 def _needs_target(sim) -> bool:
@@ -259,8 +281,87 @@ def _needs_target(sim) -> bool:
         for _, _, kind, obj in sim._heap)
 
 
+# What the compiled core runs, as an allow-list: a run whose every part is listed here runs in C;
+# any other part (another stack or device type, a new fault, a fio option or a model field added to
+# the Python engine later) makes the run fall back, and eligible() names it.
+_CORE_DISTS = (ServiceTime, Exponential, LogNormal, Empirical)
+# PathModel fields the core models (any value); another field must keep its default
+_CORE_PATH_FIELDS = frozenset({"name", "devt", "service", "parallelism", "delay_ns", "ns_per_kib", "faults",
+                               "fail_latency_ns", "hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests",
+                               "per_kib_given"})   # per_kib_given: the topology said per_kib (used before the run)
+# HostModel fields the core models (cpu_nodes and node_distance only place CPUs for the selectors)
+_CORE_HOST_FIELDS = frozenset({"cpus", "submit_ns", "complete_ns", "wake_ns", "steal", "steal_period_ns",
+                               "work_latency_ns", "cpu_nodes", "node_distance"})
+# JobSpec fields (fio options) whose every value the core runs, or the run plan and the report use
+# before and after it (sizes, loops, runtime, reporting); conditions on some values follow in _job_refusal
+_CORE_JOB_FIELDS = frozenset({
+    "name", "rw", "ddir_mode", "read_fraction", "random", "bs_rwt", "bsrange_rwt", "bssplit_rwt", "bs_unaligned",
+    "iodepth", "iodepth_option", "iodepth_low", "size", "size_percent", "filesize", "nrfiles", "io_size",
+    "fill_device", "loops", "number_ios", "numjobs", "runtime_ns", "time_based", "startdelay_ns", "zonesize",
+    "rate_bps", "rate_iops", "rate_process", "thinktime_ns", "thinktime_spin_ns", "thinktime_blocks",
+    "thinktime_blocks_type", "percentile_list", "lat_percentiles", "clat_percentiles", "group_reporting",
+    "kb_base", "stonewall", "new_group", "continue_on_error", "cpus_allowed", "ioengine",
+    # decided by value below (IoGen's fallback, the run's waits, the job's log) or only used with those
+    "verify", "do_verify", "verify_backlog", "flow", "flow_id", "flow_sleep_ns", "latency_target_ns",
+    "latency_window_ns", "latency_percentile", "latency_run", "wait_for", "exitall", "exit_what",
+    "exitall_on_error", "cpuload", "cpu_cycle_us", "cpumode", "exit_on_io_done", "lat_log", "bw_log", "iops_log",
+    "log_avg_msec", "log_offset", "log_prio", "per_job_logs",
+    "_zones", "_rwmix_set", "notes", "options"})
+
+
+def _unlisted(obj, reference, allowed) -> Optional[str]:
+    """The first field of OBJ outside ALLOWED whose value differs from REFERENCE's (built with defaults)."""
+    ref = vars(reference)
+    for name, value in vars(obj).items():
+        if name not in allowed and (name not in ref or ref[name] != value):
+            return name
+    return None
+
+
+def _device_refusal(sim) -> str:
+    for d in sim.devices:
+        m = d.model
+        if type(d) is not PathDevice or type(m) is not PathModel:
+            return "%s devices are not in the compiled core" % type(m).__name__
+        field = _unlisted(m, PathModel(m.name, m.devt, m.service), _CORE_PATH_FIELDS)
+        if field:
+            return "the path setting %s is not in the compiled core" % field
+        if type(m.service) not in _CORE_DISTS:
+            return "custom service-time distribution"
+        for f in m.faults:
+            if type(f) is not Fault or f.action not in b.FAULT_ACTIONS:
+                return "the fault %r is not in the compiled core" % getattr(f, "action", f)
+    if sim.host is not None:
+        field = _unlisted(sim.host.model, HostModel(), _CORE_HOST_FIELDS)
+        if field:
+            return "the host setting %s is not in the compiled core" % field
+    return ""
+
+
+def _job_refusal(sim, j) -> str:
+    spec = j.spec
+    if type(spec) is not JobSpec:
+        return "%s jobs are not in the compiled core" % type(spec).__name__
+    field = _unlisted(spec, JobSpec(spec.name), _CORE_JOB_FIELDS)
+    if field:
+        return "the fio option %s is not in the compiled core" % field
+    if j.gen is not None:
+        # sim/arrival.py's IoGen: mixed sizes, trims and open-loop arrivals are in the core, the rest is not
+        if type(j.gen) is not IoGen:
+            return "%s workloads are not in the compiled core" % type(j.gen).__name__
+        why = fast_gen.fallback(j)
+        if why:
+            return why
+    if spec.bs > 0x7FFFFFFF:
+        return "block sizes of 2 GiB and more need the Python engine"
+    if j.log is not None:
+        return "fio logs (write_*_log) need the Python engine"
+    return ""
+
+
 def eligible(sim) -> str:
-    """'' when the compiled core can run this simulation, else the reason."""
+    """'' when the compiled core can run this simulation, else the reason (the first part of the run
+    that is not on the allow-list above)."""
     if _fastcore is None:
         return "compiled core not built"
     if os.environ.get("MPATHLAB_ENGINE", "").lower() == "python":
@@ -269,9 +370,12 @@ def eligible(sim) -> str:
         return "a user-space daemon (multipathd) needs the Python engine"
     if len(getattr(sim, "targets", ())) > 1:
         return "several hosts (mpathlab.multihost) need the Python engine"
+    # engine.Simulation itself, not a subclass with its own hooks (named: engine imports this module)
+    if (type(sim).__module__, type(sim).__qualname__) != (__package__ + ".engine", "Simulation"):
+        return "the simulation %s is not in the compiled core" % type(sim).__name__
     mp = sim.mp
-    if getattr(mp, "stack", "dm") != "dm":
-        return "the %s stack is not in the compiled core" % mp.stack
+    if type(mp) is not Multipath:
+        return "the %s stack is not in the compiled core" % getattr(mp, "stack", type(mp).__name__)
     pgs = mp.priority_groups
     pgpaths = mp.pgpaths
     if mp.nr_valid_paths != len(pgpaths) or len(pgpaths) != len(sim.devices):
@@ -289,24 +393,35 @@ def eligible(sim) -> str:
     kinds = {e[2] for e in sim._heap}
     if kinds - {EV_FAULT, EV_MESSAGE}:
         return "simulation already started"
-    if any(_dist(d.model.service) is None for d in sim.devices):
-        return "custom service-time distribution"
+    if any(d.model.is_scsi for d in sim.devices):
+        return "SCSI path devices (queue_depth, a host's can_queue) run in the Python engine"
+    why = _device_refusal(sim)
+    if why:
+        return why
     if len(sim._groups) > 1:
         return "stonewall groups need the Python engine"
     for j in sim.jobs:
-        # sim/arrival.py's IoGen: mixed sizes, trims and open-loop arrivals are in the core, the rest is not
-        why = fast_gen.fallback(j) if j.gen is not None else ""
+        why = _job_refusal(sim, j)
         if why:
             return why
-        if j.spec.bs > 0x7FFFFFFF:
-            return "block sizes of 2 GiB and more need the Python engine"
-        if j.log is not None:
-            return "fio logs (write_*_log) need the Python engine"
-        if j.spec.wait_for or sim._waits:
-            return "wait_for and exitall need the Python engine"
+    if sim._waits:
+        return "wait_for and exitall need the Python engine"
     if mp.queued_bios or any(j.submitted for j in sim.jobs):
         return "simulation already started"
     return ""
+
+
+_noted: set = set()     # the fallback reasons already said in this process
+
+
+def note_fallback(sim, stream=None) -> str:
+    """Say on stderr, once per reason and process, that SIM runs on the Python engine and why; the
+    reason ('' when the core runs it).  Not said when the user asked for the Python engine."""
+    why = eligible(sim)
+    if why and why != "MPATHLAB_ENGINE=python" and why not in _noted:
+        _noted.add(why)
+        print("mpathlab: note: this run uses the Python engine (slower): %s" % why, file=stream or sys.stderr)
+    return why
 
 
 def try_run_fast(sim) -> bool:
@@ -355,12 +470,12 @@ def try_run_fast(sim) -> bool:
     expected, horizon, hard_stop, tl_step, tl_count = sim.run_plan()
     bio = mp.queue_mode == "bio"
     cfg = {
-        "selector": SEL_IOA if ioa else SEL_PY if py_sel else _SELECTORS[type(ps)],
+        "selector": SEL_IOA if ioa else core_kind(ps),
         "paths": paths_cfg, "jobs": jobs_cfg, "order": order,
         "base_ns": sim._base, "bio": int(bio), "rq_stats": int(mp.rq_stats),
         "use_hr": int(bio and ps.uses_hr_timer() and not mp.force_jiffies_start),
         "hz": sim.timebase.hz, "initial_jiffies": initial_jiffies(sim.timebase.hz),
-        "pg_selectors": [SEL_IOA if ioa else _SELECTORS.get(type(pg.ps), SEL_PY) for pg in mp.priority_groups],
+        "pg_selectors": [SEL_IOA if ioa else core_kind(pg.ps) for pg in mp.priority_groups],
         "weights": list(hst[0].weights) if hst else [0] * 64,
         "threshold": hst[0].threshold_multiplier if hst else 0,
         "has_select_offset": int(sim.sched_clock_offset_ns is not None),
@@ -403,10 +518,12 @@ def try_run_fast(sim) -> bool:
         if kind == EV_FAULT:
             d, f = obj
             msg = target.message_index("reinstate_path %s" % d.model.devname) if target is not None else 0
-            faults.append((index[d], _FAULT_ACTIONS[f.action], float(f.factor), f.reinstate_after_ns, msg))
-            initial.append((t, _CORE_EV_FAULT, len(faults) - 1))
+            faults.append(CoreFault(path=index[d], action=b.FAULT_ACTIONS[f.action], factor=float(f.factor),
+                                    reinstate_after_ns=f.reinstate_after_ns, message=msg))
+            initial.append(CoreEvent(t=t, kind=EV_FAULT, obj=len(faults) - 1))
         else:
-            initial.append((t, _CORE_EV[EV_MESSAGE], target.message_index(obj)))  # type: ignore[union-attr]
+            initial.append(CoreEvent(t=t, kind=EV_MESSAGE,
+                                     obj=target.message_index(obj)))  # type: ignore[union-attr]
     cfg.update({"faults": faults, "initial": initial, "target": target,
                 "target_flags": target.flags() if target is not None else None})
     sim._heap.clear()
@@ -425,6 +542,12 @@ def try_run_fast(sim) -> bool:
     return True
 
 
+def _set_lat(stats, out) -> None:
+    """A LatState from the core into a sim.stats LatencyStats."""
+    r = LatState(*out)
+    stats.n, stats.min, stats.max, stats.mean, stats._m2, stats.hist = r.n, r.min, r.max, r.mean, r.m2, r.hist
+
+
 def _write_back(sim, out, info_of_dev) -> None:
     mp = sim.mp
     pg = mp.priority_groups[0]
@@ -433,19 +556,11 @@ def _write_back(sim, out, info_of_dev) -> None:
     for i, (d, p) in enumerate(zip(sim.devices, out["paths"])):
         d.dispatched, d.completed = p["dispatched"], p["completed"]
         d.in_flight, d.peak_in_flight = p["in_flight"], p["peak_in_flight"]
-        st = d.lat
-        st.n, st.min, st.max, st.mean, st._m2, st.hist = p["lat"]
+        _set_lat(d.lat, p["lat"])
         d.slow_factor, d.errors, d.offline = p["slow_factor"], p["errors"], bool(p["offline"])
         _, info = info_of_dev[i]
-        if info is None:
-            continue
-        if hasattr(info, "qlen"):
-            info.qlen = p["qlen"]
-        if hasattr(info, "in_flight_size"):
-            info.in_flight_size = p["in_flight_size"]
-        if hasattr(info, "hst"):
-            info.hst, info.outstanding = p["hst"], p["outstanding"]
-            info.stale_after, info.last_finish = p["stale_after"], p["last_finish"]
+        if info is not None:
+            _set_info(info, SelPathState._make(p.get(f, 0) for f in SelPathState._fields))
     target = out["target"]
     # the C selector's valid list: of the group it last selected in
     c_ps = target.c_pg.ps if target is not None else ps
@@ -469,14 +584,13 @@ def _write_back(sim, out, info_of_dev) -> None:
         j.bytes_read, j.bytes_written = o["bytes_read"], o["bytes_written"]
         if j.gen is not None:
             j.bytes_trimmed, j.wake_ns = o["bytes_trimmed"], o["wake_ns"]
-            st = j.trim_lat
-            st.n, st.min, st.max, st.mean, st._m2, st.hist = o["trim_lat"]
+            _set_lat(j.trim_lat, o["trim_lat"])
             fast_gen.set_state(j.gen, o["gen"])
         j.rate_windows.windows = [list(w) for w in o["windows"]]
         j.depth_map = list(o["depth_map"])
         j.lat_ranges = list(o["lat_ranges"])
-        for st, (n, lo, hi, mean, m2, hist) in ((j.read_lat, o["read_lat"]), (j.write_lat, o["write_lat"])):
-            st.n, st.min, st.max, st.mean, st._m2, st.hist = n, lo, hi, mean, m2, hist
+        _set_lat(j.read_lat, o["read_lat"])
+        _set_lat(j.write_lat, o["write_lat"])
     res = sim.result
     res.submitted, res.completed, res.events = out["submitted"], out["completed"], out["events"]
     res.pending, res.stalled = out["pending"] + len(mp.queued_bios), bool(out["stalled"])

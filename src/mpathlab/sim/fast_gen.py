@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .arrival import IoGen
+from .boundary import GenState
 
 # _fastcore.c: JobSpec.ddir_mode (read, write and trim are the direction they issue)
 _DDIR_MODE = {"read": 0, "write": 1, "trim": 2, "mix": 3, "trimwrite": 4}
@@ -54,26 +55,28 @@ def fallback(job) -> str:
     return ""
 
 
-def state(g: IoGen) -> tuple:
+def state(g: IoGen) -> GenState:
     """IoGen's counters as _fastcore.c's gen_state_in reads them (None as -1)."""
     def opt(v: Optional[int]) -> int:
         return -1 if v is None else v
     pd, pn = g.pending if g.pending is not None else (-1, 0)
-    return (opt(g.bytes_left), opt(g.ios_left), tuple(g.issued_bytes), tuple(g.next_ns), tuple(g.last_poisson),
-            pd, pn, g.batch, opt(g.think_until), opt(g.trim_next_write), int(g.writing_done), int(g.done))
+    return GenState(bytes_left=opt(g.bytes_left), ios_left=opt(g.ios_left), issued_bytes=tuple(g.issued_bytes),
+                    next_ns=tuple(g.next_ns), last_poisson=tuple(g.last_poisson), pending_d=pd, pending_n=pn,
+                    batch=g.batch, think_until=opt(g.think_until), trim_next_write=opt(g.trim_next_write),
+                    writing_done=int(g.writing_done), done=int(g.done))
 
 
 def set_state(g: IoGen, out) -> None:
-    """The core's final generator state (gen_state_out) back into the IoGen."""
-    (bl, il, issued, next_ns, last_poisson, pd, pn, batch, tu, tnw, writing_done, done), words = out
+    """The core's final generator state (gen_state_out: a GenState and the stream's words) into the IoGen."""
+    st, words = GenState._make(out[0]), out[1]
 
     def opt(v: int) -> Optional[int]:
         return None if v < 0 else v
-    g.bytes_left, g.ios_left = opt(bl), opt(il)
-    g.issued_bytes, g.next_ns, g.last_poisson = list(issued), list(next_ns), list(last_poisson)
-    g.pending = None if pd < 0 else (pd, pn)
-    g.batch, g.think_until, g.trim_next_write = batch, opt(tu), opt(tnw)
-    g.writing_done, g.done = bool(writing_done), bool(done)
+    g.bytes_left, g.ios_left = opt(st.bytes_left), opt(st.ios_left)
+    g.issued_bytes, g.next_ns, g.last_poisson = list(st.issued_bytes), list(st.next_ns), list(st.last_poisson)
+    g.pending = None if st.pending_d < 0 else (st.pending_d, st.pending_n)
+    g.batch, g.think_until, g.trim_next_write = st.batch, opt(st.think_until), opt(st.trim_next_write)
+    g.writing_done, g.done = bool(st.writing_done), bool(st.done)
     g.rng.setstate((3, words, None))
 
 

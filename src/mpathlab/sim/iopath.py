@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional
 
 from ..target import (END_DELAY_REQUEUE, END_DONE, END_REQUEUE, MAP_DELAY_REQUEUE, MAP_KILL, MAP_REMAPPED,
                       MAP_REQUEUE, MessageError, MpathIO, Multipath)
-from ..target.multipath import REQUEUE_DELAY_MS
+from .boundary import REQUEUE_DELAY_NS
 from .devices import PathDevice
 from .loop import (EV_ACTIVATED, EV_ARRIVE, EV_DONE, EV_ERRDONE, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT,
                    EV_RETRY, EventLoop)
@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from .blockqueue import BlockLayer
     from .host import Host
     from .result import SimResult
-
-REQUEUE_DELAY_NS = REQUEUE_DELAY_MS * 1_000_000
 
 
 class SimIO(MpathIO):
@@ -148,6 +146,12 @@ class IoPath(EventLoop):
         if self._driver_start is not None and not self._driver_start(io):
             self._push(self.now, EV_ERRDONE, io)
             return
+        sd = dev.scsi
+        if sd is not None and sd.state != "running":
+            status = sd.state_check()       # scsi_queue_rq refuses it before the LLD: completed at once
+            if status is not None:
+                self.call_at(self.now, self._scsi_rejected, (io, status))
+                return
         delay = dev.model.delay_ns
         if self._extra_delay is not None:       # a per-I/O transport cost the target asks for (NVMe)
             delay += self._extra_delay(io)
@@ -169,8 +173,17 @@ class IoPath(EventLoop):
         else:
             dev.queue.append(io)
 
+    def _scsi_rejected(self, item) -> None:
+        self._path_done(*item)
+
     def _path_done(self, io: SimIO, error: Optional[str]) -> None:
         dev = io.dev
+        sd = dev.scsi
+        if sd is not None and error is None:
+            error = sd.command_result(io)   # the midlayer's disposition of what the LLD returned
+            if error == "retry":            # below dm: the command goes round the device again
+                self.blk.scsi.retry(io, dev)    # type: ignore[union-attr]  # SCSI paths have a block layer
+                return
         dev.in_flight -= 1
         io.dev = None
         r = self._target_of(io).end_io(io, error)
@@ -200,10 +213,30 @@ class IoPath(EventLoop):
             self.fail_device(dev)
         elif fault.action == "reinstate":
             dev.offline = False
+            if dev.scsi is not None:
+                self.blk.scsi.set_state(dev, "running")     # type: ignore[union-attr]
             # multipathd's path checker notices and reinstates the path
             self._schedule_message(fault.reinstate_after_ns, "reinstate_path %s" % dev.model.devname)
         elif fault.action == "slow":
             dev.slow_factor = fault.factor
+        else:
+            self._scsi_fault(dev, fault)
+
+    def _scsi_fault(self, dev: PathDevice, fault) -> None:
+        """A fault of a SCSI path's device (sim/scsi.py): its state, or an error class on every
+        every_nth command.  null_blk-like devices take offline/delete as a device that fails."""
+        if dev.scsi is None:
+            if fault.action in ("offline", "delete"):
+                self.fail_device(dev)
+            elif fault.action == "online":
+                dev.offline = False
+            return
+        if fault.action == "error":
+            dev.scsi.error = fault.error or None
+            dev.scsi.every_nth = fault.every_nth
+            return
+        state = {"offline": "offline", "delete": "deleted", "online": "running"}[fault.action]
+        self.blk.scsi.set_state(dev, state)     # type: ignore[union-attr]
 
     def _schedule_message(self, delay_ns: int, text: str) -> None:
         """A dm message later: the topology's [[messages]], multipathd's reinstate after a fault, a target's own

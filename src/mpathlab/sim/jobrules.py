@@ -8,15 +8,11 @@ from typing import Dict, List, Optional
 from ..workload.fio import JobSpec
 from ..workload.fio_logs import JobLog, wants_log
 from .arrival import FlowGroup, mean_size
+from .boundary import RESUBMIT_AFTER_ERROR_NS
 from .iopath import IoPath, SimIO
 from .jobstate import JobState
 from .loop import EV_SUBMIT
 from .stats import depth_index, lat_range_index
-
-# A job with continue_on_error resubmits after an immediately failed I/O no
-# sooner than this: the syscall round trip of a failed I/O.  It also keeps
-# simulated time moving when every I/O fails at once.
-RESUBMIT_AFTER_ERROR_NS = 10_000
 
 
 class JobRules(IoPath):

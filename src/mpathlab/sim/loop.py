@@ -9,9 +9,10 @@ from __future__ import annotations
 import heapq
 from typing import Callable, Iterator, List, Optional
 
-(EV_DONE, EV_ARRIVE, EV_SUBMIT, EV_RETRY, EV_KICK, EV_FAULT, EV_MESSAGE, EV_ERRDONE, EV_ACTIVATED,
- EV_NOPATH_TIMEOUT) = range(10)
-EV_CALL = 10        # obj = (fn, arg): a part plugged into the loop (blockqueue, host, a daemon's timer) asked to be called
+# one numbering with the compiled core (declared in .boundary). EV_CALL: obj = (fn, arg), a part
+# plugged into the loop (blockqueue, host, a daemon's timer) asked to be called
+from .boundary import (EV_ACTIVATED, EV_ARRIVE, EV_CALL, EV_DONE, EV_ERRDONE, EV_FAULT,  # noqa: F401
+                       EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_RETRY, EV_SUBMIT)
 
 
 class EventLoop:

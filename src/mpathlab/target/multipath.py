@@ -158,7 +158,7 @@ class Multipath:
         self.queue_mode = QUEUE_MODE_RQ
         # Request-based: allocates the clone on the chosen path (the
         # simulator's tags, sim/blockqueue.py); None = a tag is always free.
-        self.alloc_clone: Optional[Callable[[PGPath, MpathIO], bool]] = None
+        self.alloc_clone: Optional[Callable[[PGPath, MpathIO], Optional[bool]]] = None
         self.queue_io = False
         self.queue_if_no_path_flag = False
         self.saved_queue_if_no_path = False
@@ -310,10 +310,17 @@ class Multipath:
             self.pg_init_all_paths()
             return MAP_DELAY_REQUEUE
         io.pgpath = p
-        if self.alloc_clone is not None and not self.alloc_clone(p, io):
+        got = True if self.alloc_clone is None else self.alloc_clone(p, io)
+        if not got:
             # blk_mq_alloc_request(BLK_MQ_REQ_NOWAIT) on the path found no
             # tag: DM_MAPIO_REQUEUE, and start_io is never called.
             io.pgpath = None
+            if got is None:
+                # the path's queue is dying (its disk deleted): activate_or_offline_path gives
+                # pg_init_done SCSI_DH_DEV_OFFLINED, which fails the path; DM_MAPIO_DELAY_REQUEUE
+                self.pg_init_in_progress += 1
+                self.pg_init_done(p, DH_DEV_OFFLINED)
+                return MAP_DELAY_REQUEUE
             return MAP_REQUEUE
         # blk_mq_start_request() stamps the clone only with stats enabled.
         io.start_time_ns = self.timebase.ktime_ns() if self.rq_stats else 0

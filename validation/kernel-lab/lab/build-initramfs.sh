@@ -1,7 +1,7 @@
 #!/bin/bash
 # Builds the initramfs tree $KLAB_DIR/base: busybox, dmsetup and fio with their libraries, and the kernel
 # modules the guest loads (dm-multipath and its selectors, null_blk, dm-delay, scsi_debug with sd_mod for its
-# disks, nvmet, ...) with their dependencies, decompressed for busybox's modprobe. Run by setup.sh; run again
+# disks, nvmet, the qdiscs for netem delays, ...) with their dependencies, decompressed for busybox's modprobe. Run by setup.sh; run again
 # after changing the module list. run.sh packs the tree (with the guest's /init) into a cpio archive.
 set -euo pipefail
 KL=${KLAB_DIR:-${TMPDIR:-/tmp}/klab-${KLAB_KERNEL:-6.1}}
@@ -15,7 +15,9 @@ rm -rf "$B"
 mkdir -p "$B"/{bin,sbin,proc,sys,dev,tmp,out,etc,run,opt,lib64} "$B/lib/modules/$K"
 cp /bin/busybox "$B/bin/busybox"
 for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -sf busybox "$B/bin/$a"; done
-for exe in /usr/sbin/dmsetup /usr/bin/fio; do
+# tc (iproute2): per-port netem delays for the NVMe/TCP lab (validation/kernel-lab/nvme)
+for exe in /usr/sbin/dmsetup /usr/bin/fio /usr/sbin/tc; do
+  rm -f "$B/bin/$(basename "$exe")"     # busybox's own tc applet is a symlink: cp would write through it
   cp "$exe" "$B/bin/"
   for l in $(ldd "$exe" | awk '/=>/ {print $3} /ld-linux/ {print $1}'); do
     mkdir -p "$B$(dirname "$l")"; cp -L "$l" "$B$l"
@@ -29,7 +31,8 @@ MD=$B/lib/modules/$K
 # (nvme-loop is not built in Debian's 6.1: there nvmet-tcp with nvme-tcp over the loopback interface is the
 # NVMe-oF path)
 WANT="configfs virtio_pci virtio_blk dm_mod dm_multipath dm_round_robin dm_queue_length dm_service_time
-      dm_delay dm_zero dm_flakey null_blk scsi_debug sd_mod nvmet nvme_loop nvmet_tcp nvme_tcp"
+      dm_delay dm_zero dm_flakey null_blk scsi_debug sd_mod nvmet nvme_loop nvmet_tcp nvme_tcp
+      sch_prio sch_netem cls_u32"
 for m in $WANT; do
   deps=$(modprobe -d "$IMG" -S "$K" --show-depends "$m" 2>/dev/null) || {
     echo "build-initramfs.sh: $m is not in $K (left out)" >&2; continue; }

@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""The NVMe kernel lab: native NVMe multipath over nvmet (one null_blk namespace, one port per path).
+
+    nvmelab.py plan BATCH                       # the guest's cells.txt
+    nvmelab.py run BATCH [--rep N] [--runs-dir DIR]   # one boot (KLAB_DIR selects the kernel's lab)
+    nvmelab.py summarise BOOTDIR                # summary.json per cell (run does it), raw files dropped
+    nvmelab.py collect                          # results-nvme.json from runs/*/cells/*/summary.json
+
+A cell: transport (tcp over the guest's loopback, or loop), one netem delay per port (TCP: the commands
+sent to that port's TCP port wait that long), the ANA state of each port's group, the iopolicy, fio's
+depth and runtime, and an optional event (an ANA state change, or the port unlinked from the subsystem)
+at a given second.  Every boot goes to runs/<batch>-<series>-<UTC stamp>/.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RUN_SH = os.path.join(HERE, "..", "lab", "run.sh")
+RUNS = os.path.join(HERE, "runs")
+RESULTS = os.path.join(HERE, "results-nvme.json")
+
+ANA = {"o": "optimized", "n": "non-optimized", "i": "inaccessible"}
+
+# name: (transport, delays_us per port, ANA state per port, iopolicy, fio iodepth, runtime s, event, event at s)
+CELLS: Dict[str, tuple] = {
+    # two equal ports
+    "E2-numa": ("tcp", (0, 0), "oo", "numa", 16, 4, "none", 0),
+    "E2-rr": ("tcp", (0, 0), "oo", "round-robin", 16, 4, "none", 0),
+    "E2-qd": ("tcp", (0, 0), "oo", "queue-depth", 16, 4, "none", 0),
+    # port 2's commands wait 2 ms (netem)
+    "A2-numa": ("tcp", (0, 2000), "oo", "numa", 16, 4, "none", 0),
+    "A2-rr": ("tcp", (0, 2000), "oo", "round-robin", 16, 4, "none", 0),
+    "A2-qd": ("tcp", (0, 2000), "oo", "queue-depth", 16, 4, "none", 0),
+    # three equal ports
+    "E3-rr": ("tcp", (0, 0, 0), "ooo", "round-robin", 16, 4, "none", 0),
+    # ANA groups: port 1 non-optimized
+    "N2-rr": ("tcp", (0, 0), "no", "round-robin", 16, 4, "none", 0),
+    "N3-rr": ("tcp", (0, 0, 0), "noo", "round-robin", 16, 4, "none", 0),
+    "N2nn-rr": ("tcp", (0, 0), "nn", "round-robin", 16, 4, "none", 0),
+    # events at 2 s
+    "ev-ana-inacc-rr": ("tcp", (0, 0), "oo", "round-robin", 16, 4, "ana:1:inaccessible", 2),
+    "ev-ana-nonopt-numa": ("tcp", (0, 0), "oo", "numa", 16, 4, "ana:1:non-optimized", 2),
+    "ev-rmport-rr": ("tcp", (0, 0), "oo", "round-robin", 16, 4, "rmport:1", 2),
+    "ev-rmport-numa": ("tcp", (0, 0), "oo", "numa", 16, 4, "rmport:1", 2),
+    # the loop transport (6.12 only)
+    "L2-rr": ("loop", (0, 0), "oo", "round-robin", 16, 4, "none", 0),
+    "L2-qd": ("loop", (0, 0), "oo", "queue-depth", 16, 4, "none", 0),
+    "ev-rmport-rr-loop": ("loop", (0, 0), "oo", "round-robin", 16, 4, "rmport:1", 2),
+}
+
+BATCHES = {
+    "smoke": ["E2-rr", "A2-qd", "ev-rmport-numa", "L2-rr"],
+    "steady": ["E2-numa", "E2-rr", "E2-qd", "A2-numa", "A2-rr", "A2-qd", "E3-rr", "N2-rr", "N3-rr", "N2nn-rr"],
+    "events": ["ev-ana-inacc-rr", "ev-ana-nonopt-numa", "ev-rmport-rr", "ev-rmport-numa"],
+    "loop": ["L2-rr", "L2-qd", "ev-rmport-rr-loop"],
+}
+
+
+def series_of(release: str) -> str:
+    parts = release.split(".")
+    return ".".join(parts[:2])
+
+
+def cells_for(batches: List[str], series: str) -> List[str]:
+    names = []
+    for b in batches:
+        if b not in BATCHES:
+            raise SystemExit("nvmelab.py: unknown batch %s (one of %s)" % (b, ", ".join(BATCHES)))
+        for n in BATCHES[b]:
+            c = CELLS[n]
+            if series == "6.1" and (c[0] == "loop" or c[3] == "queue-depth"):
+                continue        # nvme-loop is not built in Debian's 6.1; queue-depth arrived in 6.11
+            names.append(n)
+    return names
+
+
+def plan_lines(names: List[str], reps: int) -> List[str]:
+    lines = []
+    for r in range(1, reps + 1):
+        for n in names:
+            t, delays, ana, pol, depth, rt, ev, at = CELLS[n]
+            lines.append("%s--r%d %s %s %s %s %d %d %s %d" % (
+                n, r, t, ",".join(map(str, delays)), ",".join(ANA[a] for a in ana), pol, depth, rt, ev, at))
+    return lines
+
+
+def _stat(path):
+    """stat.* written by the guest: uptime, then per port: port ctrl disk reads sectors state ana."""
+    with open(path) as f:
+        lines = f.read().split("\n")
+    out = {"uptime": float(lines[0].split()[0]), "ports": {}}
+    for ln in lines[1:]:
+        w = ln.split()
+        if len(w) >= 7:
+            out["ports"][w[0]] = {"ctrl": w[1], "disk": w[2], "reads": int(w[3]), "sectors": int(w[4]),
+                                  "state": w[5], "ana": w[6]}
+    return out
+
+
+def _shares(a, b):
+    """Per-port share of the 4k reads completed between two snapshots (sectors / 8, as the dm lab)."""
+    d = {p: (b["ports"][p]["sectors"] - a["ports"][p]["sectors"]) // 8 for p in a["ports"] if p in b["ports"]}
+    tot = sum(d.values())
+    return {p: (v / tot if tot else 0.0) for p, v in sorted(d.items())}, tot
+
+
+def _lat_log(path):
+    """fio's per-I/O latency log with Unix-epoch timestamps: [(completion ms, latency ms)]."""
+    out = []
+    with open(path) as f:
+        for ln in f:
+            w = ln.split(",")
+            if len(w) >= 2:
+                out.append((int(w[0]), int(w[1]) / 1e6))
+    out.sort()
+    return out
+
+
+def summarise_cell(d: str) -> dict:
+    name = os.path.basename(d)
+    base, _, rep = name.rpartition("--r")
+    s = {"cell": base, "run": name, "repeat": int(rep)}
+    with open(os.path.join(d, "head.txt")) as f:
+        s["head"] = f.readline().strip()
+    pre = _stat(os.path.join(d, "stat.pre"))
+    post = _stat(os.path.join(d, "stat.post"))
+    s["shares"], s["ios"] = _shares(pre, post)
+    s["state_after"] = {p: [v["state"], v["ana"]] for p, v in post["ports"].items()}
+    try:
+        with open(os.path.join(d, "fio.json")) as f:
+            txt = f.read()
+        fj = json.loads(txt[txt.index("{"):])
+        job = fj["jobs"][0]
+        s["fio_errors"] = job.get("total_err", 0)
+        s["fio_error"] = job.get("error", 0)
+        s["fio_iops"] = round(job["read"]["iops"], 1)
+        s["clat_mean_us"] = round(job["read"]["clat_ns"]["mean"] / 1e3, 1)
+        s["clat_max_ms"] = round(job["read"]["clat_ns"]["max"] / 1e6, 2)
+    except (OSError, ValueError, KeyError) as e:
+        s["fio_problem"] = str(e)
+    ev = os.path.join(d, "stat.ev")
+    if os.path.exists(ev):
+        mid = _stat(ev)
+        s["shares_before"], s["ios_before"] = _shares(pre, mid)
+        s["shares_after"], s["ios_after"] = _shares(mid, post)
+        with open(os.path.join(d, "event.txt")) as f:
+            w = f.read().split()
+        ev_ms = int(w[0]) * 1000 + int(w[1]) / 1000.0
+        s["event"] = w[2]
+        lat = os.path.join(d, "lat_clat.1.log")
+        if os.path.exists(lat):
+            log = _lat_log(lat)
+            after = [t for t, _ in log if t >= ev_ms]
+            win = [t for t in after if t <= ev_ms + 1000]
+            gaps = [b - a for a, b in zip([ev_ms] + win, win)]
+            s["stall_first_ms"] = round(after[0] - ev_ms, 1) if after else None
+            s["stall_max_gap_ms"] = round(max(gaps), 1) if gaps else None
+            s["lat_max_after_ms"] = round(max([l for t, l in log if ev_ms <= t <= ev_ms + 1000] or [0]), 2)
+            s["ios_logged"] = len(log)
+    return s
+
+
+def summarise(boot: str, keep_raw: bool = False) -> List[dict]:
+    out = []
+    cdir = os.path.join(boot, "cells")
+    for name in sorted(os.listdir(cdir)):
+        d = os.path.join(cdir, name)
+        try:
+            s = summarise_cell(d)
+        except (OSError, ValueError, IndexError) as e:
+            s = {"run": name, "problem": "%s" % e}
+        with open(os.path.join(d, "summary.json"), "w") as f:
+            json.dump(s, f, indent=1, sort_keys=True)
+        if not keep_raw:
+            for raw in os.listdir(d):
+                if raw.startswith("lat_") or raw == "fio.stdout":
+                    os.remove(os.path.join(d, raw))
+        out.append(s)
+    for big in ("dmesg.txt",):
+        p = os.path.join(boot, big)
+        if os.path.exists(p):
+            with open(p) as f:
+                tail = [ln for ln in f if "nvme" in ln.lower()][-200:]
+            with open(os.path.join(boot, "dmesg-nvme.txt"), "w") as f:
+                f.writelines(tail)
+            os.remove(p)
+    return out
+
+
+def run(batches: List[str], reps: int, runs_dir: str) -> str:
+    kl = os.environ.get("KLAB_DIR") or os.path.join(os.environ.get("TMPDIR", "/tmp"), "klab-6.1")
+    with open(os.path.join(kl, "kernel-release")) as f:
+        series = series_of(f.read().strip())
+    names = cells_for(batches, series)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    boot = os.path.join(runs_dir, "%s-%s-%s" % ("+".join(batches), series, stamp))
+    exp = tempfile.mkdtemp(prefix="nvmelab-exp-")
+    try:
+        shutil.copy(os.path.join(HERE, "guest", "main.sh"), exp)
+        with open(os.path.join(exp, "cells.txt"), "w") as f:
+            f.write("\n".join(plan_lines(names, reps)) + "\n")
+        t0 = time.time()
+        rc = subprocess.call([RUN_SH, exp, boot])
+        print("nvmelab: boot rc %d, %.1f s, %d cells" % (rc, time.time() - t0, len(names) * reps))
+    finally:
+        shutil.rmtree(exp)
+    with open(os.path.join(boot, "cells.txt"), "w") as f:
+        f.write("\n".join(plan_lines(names, reps)) + "\n")
+    for s in summarise(boot):
+        print(json.dumps({k: s.get(k) for k in ("run", "shares", "fio_errors", "fio_iops", "shares_after",
+                                                    "stall_first_ms", "stall_max_gap_ms", "problem")}))
+    return boot
+
+
+def collect(runs_dir: str = RUNS) -> List[dict]:
+    cells: Dict[tuple, dict] = {}
+    for boot in sorted(os.listdir(runs_dir)):
+        kt = os.path.join(runs_dir, boot, "kernel.txt")
+        if not os.path.exists(kt):
+            continue
+        with open(kt) as f:
+            release = f.read().split()[-1]
+        series = series_of(release)
+        cdir = os.path.join(runs_dir, boot, "cells")
+        for name in sorted(os.listdir(cdir)):
+            p = os.path.join(cdir, name, "summary.json")
+            if not os.path.exists(p):
+                continue
+            with open(p) as f:
+                s = json.load(f)
+            if "problem" in s or s.get("cell") not in CELLS:
+                continue
+            s["boot"] = boot
+            s["kernel_release"] = release
+            c = cells.setdefault((series, s["cell"]), _cell_doc(series, s["cell"]))
+            c["repeats"].append(s)
+    out = []
+    for key in sorted(cells):
+        c = cells[key]
+        reps = c["repeats"]
+        c["n"] = len(reps)
+        ports = sorted(reps[0]["shares"])
+        c["mean_share"] = {p: round(sum(r["shares"].get(p, 0) for r in reps) / len(reps), 4) for p in ports}
+        c["fio_errors"] = [r.get("fio_errors") for r in reps]
+        if c["event"] != "none":
+            c["mean_share_after"] = {p: round(sum(r["shares_after"].get(p, 0) for r in reps) / len(reps), 4)
+                                     for p in ports}
+            c["stall_max_gap_ms"] = [r.get("stall_max_gap_ms") for r in reps]
+        out.append(c)
+    with open(RESULTS, "w") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return out
+
+
+def _cell_doc(series, name):
+    t, delays, ana, pol, depth, rt, ev, at = CELLS[name]
+    return {"kernel": series, "cell": name, "transport": t, "delays_us": list(delays),
+            "ana": [ANA[a] for a in ana], "iopolicy": pol, "iodepth": depth, "runtime_s": rt, "event": ev,
+            "event_at_s": at, "repeats": []}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("plan")
+    p.add_argument("batch", nargs="+")
+    p.add_argument("--series", default="6.12")
+    p.add_argument("--rep", type=int, default=1)
+    p = sub.add_parser("run")
+    p.add_argument("batch", nargs="+")
+    p.add_argument("--rep", type=int, default=1)
+    p.add_argument("--runs-dir", default=RUNS)
+    p = sub.add_parser("summarise")
+    p.add_argument("boot")
+    sub.add_parser("collect")
+    a = ap.parse_args(argv)
+    if a.cmd == "plan":
+        print("\n".join(plan_lines(cells_for(a.batch, a.series), a.rep)))
+    elif a.cmd == "run":
+        run(a.batch, a.rep, a.runs_dir)
+    elif a.cmd == "summarise":
+        for s in summarise(a.boot):
+            print(json.dumps(s))
+    else:
+        out = collect()
+        print("%s: %d cells" % (RESULTS, len(out)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
