@@ -30,8 +30,6 @@ def fallback(job) -> str:
     """'' when the core can run this job's generator, else why not."""
     g: IoGen = job.gen
     s = g.spec
-    if s.read_iolog is not None:
-        return "trace replay (read_iolog) needs the Python engine"
     if job.burner:
         return "cpuio burners need the Python engine"
     if g.verify:
