@@ -260,3 +260,22 @@ def test_blkparse_refusals(tmp_path):
     p.write_text("hello\n")
     with pytest.raises(TraceError, match=r"t.txt:1: not a blkparse event line"):
         list(read_blkparse(str(p)))
+
+
+@pytest.mark.parametrize("name", ["fio-libaio-randrw.iolog", "synth.blktrace.0", "synth.txt"])
+def test_gzip_compressed_traces_read_the_same_and_damage_is_one_line(tmp_path, name):
+    """A lab's traces are kept gzipped: read as they are (fio itself would need them decompressed)."""
+    import gzip
+    src = os.path.join(DATA, name)
+    raw = open(src, "rb").read()
+    gz = tmp_path / (name + ".gz")
+    gz.write_bytes(gzip.compress(raw))
+    a, b = find_source(src, "."), find_source(str(gz), ".")
+    assert a.kind == b.kind
+    from mpathlab.workload.trace_replay import ReplayOptions, open_pieces
+    assert list(open_pieces(a, ReplayOptions())) == list(open_pieces(b, ReplayOptions()))
+    cut = gzip.compress(raw * 40)
+    gz.write_bytes(cut[:len(cut) // 2])
+    with pytest.raises(TraceError) as e:
+        list(open_pieces(find_source(str(gz), "."), ReplayOptions()))
+    assert str(gz) in str(e.value) and "\n" not in str(e.value)

@@ -12,7 +12,8 @@ How fio turns those records into I/O it issues, and when, is :mod:`.trace_replay
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+import gzip
+from typing import IO, NamedTuple, Optional
 
 from ..inputs import InputFileError
 
@@ -72,3 +73,20 @@ def dev_major(device: int) -> int:
 
 def dev_minor(device: int) -> int:
     return device & ((1 << MINORBITS) - 1)
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def open_trace(path: str) -> IO[bytes]:
+    """A trace file for reading; a gzip-compressed one is decompressed as it is read (fio itself reads
+    no compressed trace; lines and byte offsets in messages count the decompressed data)."""
+    try:
+        f = open(path, "rb")
+        if f.read(2) == GZIP_MAGIC:
+            f.close()
+            return gzip.open(path, "rb")    # type: ignore[return-value]
+        f.seek(0)
+        return f
+    except OSError as e:
+        raise TraceError("cannot read trace %s: %s" % (path, e.strerror or e)) from None

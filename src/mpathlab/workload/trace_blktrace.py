@@ -37,7 +37,7 @@ from typing import IO, Iterable, Iterator, List, Optional, Tuple
 from .trace import (BLK_IO_TRACE_MAGIC, BLK_IO_TRACE_VERSION, MINORBITS, TA_BACKMERGE, TA_COMPLETE,
                     TA_FRONTMERGE, TA_ISSUE, TA_QUEUE, TC_AHEAD, TC_COMPLETE, TC_DISCARD, TC_FLUSH, TC_ISSUE,
                     TC_FUA, TC_META, TC_NOTIFY, TC_QUEUE, TC_READ, TC_SYNC, TC_WRITE, BlkEvent, TraceError,
-                    dev_major, dev_minor, tc_act)
+                    dev_major, dev_minor, open_trace, tc_act)
 
 HEADER = struct.Struct("<IIQQIIIIIHH")       # struct blk_io_trace, little-endian
 HEADER_BE = struct.Struct(">IIQQIIIIIHH")
@@ -56,16 +56,10 @@ def blktrace_byte_order(head: bytes) -> Optional[str]:
     return None
 
 
-def _open(path: str) -> IO[bytes]:
-    try:
-        return open(path, "rb")
-    except OSError as e:
-        raise TraceError("cannot read trace %s: %s" % (path, e.strerror or e)) from None
-
 
 def read_blktrace(path: str) -> Iterator[BlkEvent]:
     """The events of one binary file (a per-CPU file or a blkparse -d dump), payloads skipped."""
-    f = _open(path)
+    f = open_trace(path)
     head = f.read(HEADER.size)
     order = blktrace_byte_order(head)
     if order is None:
@@ -77,6 +71,13 @@ def read_blktrace(path: str) -> Iterator[BlkEvent]:
 
 
 def _events(f: IO[bytes], path: str, header: struct.Struct) -> Iterator[BlkEvent]:
+    try:
+        yield from _unpack_events(f, path, header)
+    except (OSError, EOFError) as e:        # a damaged compressed file
+        raise TraceError("%s: cannot read on: %s" % (path, e)) from None
+
+
+def _unpack_events(f: IO[bytes], path: str, header: struct.Struct) -> Iterator[BlkEvent]:
     size = header.size
     unpack = header.unpack_from
     with f:
@@ -234,11 +235,18 @@ def parse_blkparse_line(raw: bytes, where: str) -> Optional[BlkEvent]:
 
 
 def read_blkparse(path: str) -> Iterator[BlkEvent]:
-    f = _open(path)
+    f = open_trace(path)
     return _text_events(f, path)
 
 
 def _text_events(f: IO[bytes], path: str) -> Iterator[BlkEvent]:
+    try:
+        yield from _text_lines(f, path)
+    except (OSError, EOFError) as e:        # a damaged compressed file
+        raise TraceError("%s: cannot read on: %s" % (path, e)) from None
+
+
+def _text_lines(f: IO[bytes], path: str) -> Iterator[BlkEvent]:
     with f:
         seen = False
         for lineno, raw in enumerate(f, 1):

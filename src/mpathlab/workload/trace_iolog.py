@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import IO, Iterable, Iterator, Optional, Tuple
 
-from .trace import IologEntry, TraceError
+from .trace import IologEntry, TraceError, open_trace
 
 IOLOG_HEADERS = {2: "fio version 2 iolog", 3: "fio version 3 iolog"}
 IO_ACTIONS = ("read", "write", "trim", "sync", "datasync", "wait")
@@ -80,17 +80,15 @@ def parse_iolog_line(raw: bytes, version: int, where: str, lineno: int) -> Optio
     return IologEntry(lineno, time_us, name, action, offset, length)
 
 
-def _open(path: str) -> IO[bytes]:
-    try:
-        return open(path, "rb")
-    except OSError as e:
-        raise TraceError("cannot read trace %s: %s" % (path, e.strerror or e)) from None
-
 
 def read_iolog(path: str) -> Tuple[int, Iterator[IologEntry]]:
     """The version and a stream of the entries (the file is read as the stream is consumed)."""
-    f = _open(path)
-    first = f.readline(LINE_MAX + 1)
+    f = open_trace(path)
+    try:
+        first = f.readline(LINE_MAX + 1)
+    except (OSError, EOFError) as e:
+        f.close()
+        raise TraceError("%s:1: cannot read: %s" % (path, e)) from None
     version = iolog_version(first)
     if not version:
         f.close()
@@ -100,11 +98,15 @@ def read_iolog(path: str) -> Tuple[int, Iterator[IologEntry]]:
 
 
 def _entries(f: IO[bytes], path: str, version: int) -> Iterator[IologEntry]:
-    with f:
-        for lineno, raw in enumerate(f, 2):
-            entry = parse_iolog_line(raw, version, "%s:%d" % (path, lineno), lineno)
-            if entry is not None:
-                yield entry
+    lineno = 1
+    try:
+        with f:
+            for lineno, raw in enumerate(f, 2):
+                entry = parse_iolog_line(raw, version, "%s:%d" % (path, lineno), lineno)
+                if entry is not None:
+                    yield entry
+    except (OSError, EOFError) as e:        # a damaged compressed file
+        raise TraceError("%s:%d: cannot read on: %s" % (path, lineno + 1, e)) from None
 
 
 def format_iolog_entry(e: IologEntry, version: int) -> str:

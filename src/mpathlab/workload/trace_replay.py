@@ -30,7 +30,7 @@ import os
 from typing import Iterator, List, NamedTuple, Optional, Tuple
 
 from .trace import (READ, TA_BACKMERGE, TA_COMPLETE, TA_FRONTMERGE, TA_QUEUE, TC_DISCARD, TC_FLUSH, TC_NOTIFY,
-                    TC_READ, TC_WRITE, TRIM, WRITE, BlkEvent, TraceError, tc_act)
+                    TC_READ, TC_WRITE, TRIM, WRITE, BlkEvent, TraceError, open_trace, tc_act)
 from .trace_blktrace import (blktrace_byte_order, looks_like_blkparse, percpu_files, read_blkparse,
                              read_blktrace, read_blktrace_set, split_name)
 from .trace_iolog import FILE_ACTIONS, iolog_version, read_iolog
@@ -202,10 +202,10 @@ def find_source(name: str, base_dir: str) -> TraceSource:
                 return TraceSource("blktrace", tuple(parts), name)
         raise TraceError("read_iolog=%s: no such file (nor per-CPU files %s.blktrace.N)" % (name, name))
     try:
-        with open(path, "rb") as f:
+        with open_trace(path) as f:
             head = f.read(4096)
-    except OSError as e:
-        raise TraceError("cannot read trace %s: %s" % (path, e.strerror or e)) from None
+    except (OSError, EOFError) as e:
+        raise TraceError("%s: byte 0: cannot read the trace: %s" % (path, e)) from None
     first = head.split(b"\n", 1)[0]
     if blktrace_byte_order(head):
         return TraceSource("blktrace", (path,), name)
@@ -251,7 +251,7 @@ def open_pieces(src: TraceSource, opts: ReplayOptions) -> Iterator[tuple]:
 def estimate_ios(src: TraceSource, sample: int = 2000) -> int:
     """About how many I/Os the trace holds, from its size and its first records (for progress and the
     run's timeline step; reading it whole first would double the time of a long trace)."""
-    total = sum(os.path.getsize(p) for p in src.paths)
+    total = sum(os.path.getsize(p) for p in src.paths)     # (of a compressed file: an underestimate)
     if src.kind == "blktrace":
         n = ios = 0
         for e in events_of(src):
