@@ -49,6 +49,9 @@ class _Watched(Simulation):
     """A run that keeps the times of the I/Os that completed, and counts the I/O a path failed that
     dm-mpath took back (requeued or held) instead of ending it with the error."""
 
+    done_at: List[int]
+    retried: int
+
     def _complete(self, io, error):
         if not error:
             self.done_at.append(self.now)
@@ -83,9 +86,9 @@ class FaultStudy:
         sim.retried = 0
         res = sim.run()
         res.check_accounting()
-        res.stall_ns, res.max_gap_ns, res.recovery_ns = self.gaps(sim.done_at)
-        res.last_done_ns = sim.done_at[-1] if sim.done_at else 0
-        res.retried = sim.retried
+        stall, gap, rec = self.gaps(sim.done_at)
+        res.fault = {"stall_ns": stall, "max_gap_ns": gap, "recovery_ns": rec, "retried": sim.retried,
+                     "last_done_ns": sim.done_at[-1] if sim.done_at else 0}
         return res
 
     def gaps(self, done_at: List[int]) -> Tuple[Optional[int], Optional[int], Optional[int]]:
@@ -187,15 +190,15 @@ STUDIES: Dict[str, FaultStudy] = {s.name: s for s in [
 
 def summarize(study: FaultStudy, selector: str, res) -> dict:
     d = {"study": study.name, "selector": selector, "submitted": res.submitted, "completed": res.completed,
-         "errored": res.errored, "pending": res.pending, "stall_ns": getattr(res, "stall_ns", None),
-         "max_gap_ns": getattr(res, "max_gap_ns", None), "recovery_ns": getattr(res, "recovery_ns", None),
-         "retried": getattr(res, "retried", 0),
+         "errored": res.errored, "pending": res.pending, "stall_ns": res.fault.get("stall_ns"),
+         "max_gap_ns": res.fault.get("max_gap_ns"), "recovery_ns": res.fault.get("recovery_ns"),
+         "retried": res.fault.get("retried") or 0,
          "path_errors": {p["name"]: p["errors"] for p in res.paths}}
     if study.recovered_ns is not None:
         # shares once the path is back: from 10 ms after recovery (the reinstate_path) to the last
         # completion (held I/O may end after the runtime)
         t0 = study.recovered_ns + 10 * MS
-        t1 = max(study.end_ns, getattr(res, "last_done_ns", 0) + 1)
+        t1 = max(study.end_ns, (res.fault.get("last_done_ns") or 0) + 1)
         d["shares_after"] = {p["name"]: round(res.share_in_window(p["name"], t0, t1), 4) for p in res.paths}
     if study.name.startswith("slow-path-20x"):
         before = res.share_in_window("sdb", 10 * MS, 50 * MS)
