@@ -12,6 +12,7 @@ per-path counts adding up) is checked after every run.
 """
 from __future__ import annotations
 
+import copy
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..units import format_ns
@@ -26,6 +27,7 @@ _PER_PATH_ARGS: Dict[str, Optional[Tuple[int, str]]] = {
     "round-robin": (1, "1"), "queue-length": (1, "1"), "service-time": (2, "1 1"),
     "historical-service-time": (1, "0"), "io-affinity": None}
 QUEUE_DEPTH = 32        # the LUN's queue_depth (sdev->queue_depth)
+PLAIN_ACTIONS = {"offline": "fail", "delete": "fail"}
 JOB = "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=%d\nruntime=%dms\ntime_based\n"
 
 
@@ -77,6 +79,19 @@ class FaultStudy:
         self.end_ns = end_ns
         self.kernel = tuple(kernel)         # "file: function -> function" of the mechanism
         self.path = path                    # the path the fault is on (its share is followed)
+
+    def build_plain(self, selector: str):
+        """The study on plain devices (no budget, no host; offline and delete become a device that fails),
+        which the compiled core runs too: the engines are compared on it (tests/test_fastcore.py)."""
+        table, paths, job, kw = self.build(selector)
+        plain = []
+        for pm in paths:
+            q = copy.copy(pm)
+            q.queue_depth, q.scsi_host = 0, None
+            q.faults = [Fault(f.at_ns, PLAIN_ACTIONS.get(f.action, f.action), f.factor, f.reinstate_after_ns)
+                        for f in pm.faults]
+            plain.append(q)
+        return table, plain, job, kw
 
     def run(self, selector: str, seed: int = 1, kernel=None):
         table, paths, job, kw = self.build(selector)
