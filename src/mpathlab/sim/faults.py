@@ -93,10 +93,12 @@ class FaultStudy:
             plain.append(q)
         return table, plain, job, kw
 
-    def run(self, selector: str, seed: int = 1, kernel=None):
+    def run(self, selector: str, seed: int = 1, kernel=None, progress=None):
+        """progress: called with the run's fraction done, as Simulation calls it."""
         table, paths, job, kw = self.build(selector)
         # the SCSI devices run in the Python engine (the compiled core refuses them)
-        sim = _Watched(table, paths, parse_fio(job).jobs, seed=seed, kernel=kernel, engine="python", **kw)
+        sim = _Watched(table, paths, parse_fio(job).jobs, seed=seed, kernel=kernel, engine="python",
+                       progress=progress, **kw)
         sim.done_at = []
         sim.retried = 0
         res = sim.run()
