@@ -26,6 +26,8 @@
     scheduler = "none"        # "mq-deadline", "kyber", "bfq": scheduler tags as well
     nr_requests = 64          # scheduler tags per hw queue (default 2 x min(hw_queue_depth, 128))
 
+    # kind = "scsi" also takes the faults offline, delete, online and
+    # { at = "1s", action = "error", error = "medium", every_nth = 10 } (sim/scsi.py ERRORS)
     queue_depth = 4           # kind = "scsi": the device's budget (sdev->queue_depth; default unlimited)
     scsi_host = "hba0"        # kind = "scsi": the SCSI host whose can_queue tags it shares (sim/scsi.py)
 

@@ -12,6 +12,7 @@ per-path counts adding up) is checked after every run.
 """
 from __future__ import annotations
 
+import copy
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..units import format_ns
@@ -26,6 +27,7 @@ _PER_PATH_ARGS: Dict[str, Optional[Tuple[int, str]]] = {
     "round-robin": (1, "1"), "queue-length": (1, "1"), "service-time": (2, "1 1"),
     "historical-service-time": (1, "0"), "io-affinity": None}
 QUEUE_DEPTH = 32        # the LUN's queue_depth (sdev->queue_depth)
+PLAIN_ACTIONS = {"offline": "fail", "delete": "fail"}
 JOB = "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=%d\nruntime=%dms\ntime_based\n"
 
 
@@ -48,6 +50,9 @@ def _paths(n: int, faults: Dict[int, List[Fault]], service_us: float = 100.0, pa
 class _Watched(Simulation):
     """A run that keeps the times of the I/Os that completed, and counts the I/O a path failed that
     dm-mpath took back (requeued or held) instead of ending it with the error."""
+
+    done_at: List[int]
+    retried: int
 
     def _complete(self, io, error):
         if not error:
@@ -75,20 +80,32 @@ class FaultStudy:
         self.kernel = tuple(kernel)         # "file: function -> function" of the mechanism
         self.path = path                    # the path the fault is on (its share is followed)
 
+    def build_plain(self, selector: str):
+        """The study on plain devices (no budget, no host; offline and delete become a device that fails),
+        which the compiled core runs too: the engines are compared on it (tests/test_fastcore.py)."""
+        table, paths, job, kw = self.build(selector)
+        plain = []
+        for pm in paths:
+            q = copy.copy(pm)
+            q.queue_depth, q.scsi_host = 0, None
+            q.faults = [Fault(f.at_ns, PLAIN_ACTIONS.get(f.action, f.action), f.factor, f.reinstate_after_ns)
+                        for f in pm.faults]
+            plain.append(q)
+        return table, plain, job, kw
+
     def run(self, selector: str, seed: int = 1, kernel=None, progress=None):
         """progress: called with the run's fraction done, as Simulation calls it."""
         table, paths, job, kw = self.build(selector)
         # the SCSI devices run in the Python engine (the compiled core refuses them)
         sim = _Watched(table, paths, parse_fio(job).jobs, seed=seed, kernel=kernel, engine="python",
-                       progress=progress,
-                       **kw)
+                       progress=progress, **kw)
         sim.done_at = []
         sim.retried = 0
         res = sim.run()
         res.check_accounting()
-        res.stall_ns, res.max_gap_ns, res.recovery_ns = self.gaps(sim.done_at)
-        res.last_done_ns = sim.done_at[-1] if sim.done_at else 0
-        res.retried = sim.retried
+        stall, gap, rec = self.gaps(sim.done_at)
+        res.fault = {"stall_ns": stall, "max_gap_ns": gap, "recovery_ns": rec, "retried": sim.retried,
+                     "last_done_ns": sim.done_at[-1] if sim.done_at else 0}
         return res
 
     def gaps(self, done_at: List[int]) -> Tuple[Optional[int], Optional[int], Optional[int]]:
@@ -190,15 +207,15 @@ STUDIES: Dict[str, FaultStudy] = {s.name: s for s in [
 
 def summarize(study: FaultStudy, selector: str, res) -> dict:
     d = {"study": study.name, "selector": selector, "submitted": res.submitted, "completed": res.completed,
-         "errored": res.errored, "pending": res.pending, "stall_ns": getattr(res, "stall_ns", None),
-         "max_gap_ns": getattr(res, "max_gap_ns", None), "recovery_ns": getattr(res, "recovery_ns", None),
-         "retried": getattr(res, "retried", 0),
+         "errored": res.errored, "pending": res.pending, "stall_ns": res.fault.get("stall_ns"),
+         "max_gap_ns": res.fault.get("max_gap_ns"), "recovery_ns": res.fault.get("recovery_ns"),
+         "retried": res.fault.get("retried") or 0,
          "path_errors": {p["name"]: p["errors"] for p in res.paths}}
     if study.recovered_ns is not None:
         # shares once the path is back: from 10 ms after recovery (the reinstate_path) to the last
         # completion (held I/O may end after the runtime)
         t0 = study.recovered_ns + 10 * MS
-        t1 = max(study.end_ns, getattr(res, "last_done_ns", 0) + 1)
+        t1 = max(study.end_ns, (res.fault.get("last_done_ns") or 0) + 1)
         d["shares_after"] = {p["name"]: round(res.share_in_window(p["name"], t0, t1), 4) for p in res.paths}
     if study.name.startswith("slow-path-20x"):
         before = res.share_in_window("sdb", 10 * MS, 50 * MS)

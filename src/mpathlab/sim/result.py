@@ -34,6 +34,8 @@ class SimResult:
         self.window_ns = 0
         self.events = 0
         self.engine = "python"
+        # a fault study's measurements (sim/faults.py: stall, longest gap, recovery, retried I/O)
+        self.fault: Dict[str, Optional[int]] = {}
 
     def share_in_window(self, path: str, t0: int, t1: int) -> float:
         """Share of dispatches to ``path`` between t0 and t1 (needs window_ns)."""
