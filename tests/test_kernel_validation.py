@@ -44,8 +44,6 @@ KNOWN_MISSES = {
     # held-out topologies (run before the freeze, read after it): HST on paths of different depths,
     # and different completion times with tags (H4, H6), predicted too one-sided
     ("6.1", "H2 historical-service-time bio d48"),
-    ("6.12", "H2 historical-service-time bio d48"),
-    ("6.12", "H3 historical-service-time bio d16"),
     ("6.1", "H4 historical-service-time bio d32"),
     ("6.12", "H4 historical-service-time bio d32"),
     ("6.1", "H4 historical-service-time mq d32"),
@@ -57,6 +55,18 @@ KNOWN_MISSES = {
     # request-based, the shallow path gets more than its tag share in the kernel (0.231 for 0.2 of
     # the tags); 6.12 agrees with the model (0.211)
     ("6.1", "D4-16 historical-service-time mq d64"),
+    # SCSI paths (scsi_debug LUNs with queue_depth 2 and 8), request-based HST: the kernel gives the
+    # 8-deep LUN 0.60 (2 repeats, 0.53 and 0.67), the model 0.96 (docs/scsi-paths.md)
+    ("6.1", "S1 historical-service-time mq d16"),
+    # the second held-out set (H7-H12: defined and committed with the model frozen, then run once per
+    # kernel, read after): historical-service-time on paths of different latencies or depths, the
+    # model starving the slow path the kernel keeps in play (or the other way); st/ql all within
+    ("6.12", "H7 historical-service-time bio d32"),
+    ("6.12", "H8 historical-service-time mq d24"),
+    ("6.12", "H10 historical-service-time mq d48"),
+    ("6.12", "H11 historical-service-time bio d16"),
+    ("6.12", "H11 historical-service-time mq d16"),
+    ("6.12", "H12 historical-service-time bio d40"),
 }
 
 
@@ -81,7 +91,9 @@ def test_every_kernel_cell_predicted_within_tolerance():
     # a known miss that is now predicted must leave the list
     fixed = sorted(KNOWN_MISSES & {(r["kernel_series"], r["cell"]) for r in rows} - missed)
     assert not fixed, fixed
-    assert all(r["n"] >= 2 for r in rows), [(r["cell"], r["n"]) for r in rows if r["n"] < 2]
+    # every cell has 2+ kernel repeats but the second held-out set's, run once per kernel
+    second = ("H7", "H8", "H9", "H10", "H11", "H12")
+    assert all(r["n"] >= 2 or r["topology"] in second for r in rows), [(r["cell"], r["n"]) for r in rows if r["n"] < 2]
 
 
 def test_guest_fitted_on_calibration_cells_only():
