@@ -56,15 +56,15 @@ def test_fault_topologies():
 def test_mpath_status_paths():
     # round-robin, three paths (no per-path selector status), two failed once
     st = "0 4194304 multipath 2 0 0 0 1 1 A 0 3 0 8:0 F 1 8:16 A 0 8:32 F 1"
-    paths, queued = grid.mpath_status_paths(st)
+    paths, queue_io = grid.mpath_status_paths(st)
     assert [(p["dev"], p["state"], p["fail_count"]) for p in paths] == [("8:0", "F", 1), ("8:16", "A", 0),
                                                                          ("8:32", "F", 1)]
-    assert queued == 0
-    # service-time prints two values per path (in-flight size, relative throughput); 12 I/Os queued, no path
-    st = "0 4096 multipath 2 12 0 0 1 1 E 0 2 2 8:0 F 2 0 1 8:16 F 1 0 1"
-    paths, queued = grid.mpath_status_paths(st)
+    assert queue_io == 0
+    # service-time prints two values per path (in-flight size, relative throughput); the group disabled
+    st = "0 4096 multipath 2 1 0 0 1 1 E 0 2 2 8:0 F 2 0 1 8:16 F 1 4096 1"
+    paths, queue_io = grid.mpath_status_paths(st)
     assert [(p["dev"], p["state"], p["fail_count"]) for p in paths] == [("8:0", "F", 2), ("8:16", "F", 1)]
-    assert queued == 12
+    assert queue_io == 1
     assert grid.mpath_status_paths("0 4096 linear") == ([], None)
 
 
@@ -106,7 +106,7 @@ def make_fault_run(root, name="F2-allq_rr_mq_d16_r0"):
              (7000200000, 7000350000, 2000, "reinstate", "p0"), (7000350000, 7000500000, 2000, "reinstate", "p1")]
     with open(os.path.join(rd, "faults"), "w") as f:
         # the schedule's zero: the dm device's first completed write at 5000 ms
-        f.write("T0 5000000000\nPRE\n")
+        f.write("T0 5000000000\nPRE 5900400000\n")
         # before the first step: 500 and 500 done; after the last: nothing more, but p0's sectors also
         # account 3 requests it ended offline (never dispatched), which dm-mpath queued and sent on later
         f.write("D " + _stat("p0", 800 + 8 * 500) + "D " + _stat("p1", 800 + 8 * 500))
@@ -116,7 +116,7 @@ def make_fault_run(root, name="F2-allq_rr_mq_d16_r0"):
             if i in (1, 5):   # the status once the steps of a time are done
                 f.write("S 0 4194304 multipath 2 %d 0 0 1 1 A 0 2 0 8:0 %s 1 8:16 %s 1\n"
                         % (16 if i == 1 else 0, "F" if i == 1 else "A", "F" if i == 1 else "A"))
-        f.write("POST\n")
+        f.write("POST 7000600000\n")
         f.write("D " + _stat("p0", 800 + 8 * 503) + "D " + _stat("p1", 800 + 8 * 500))
         f.write("C p0 0x%x 0x%x 0x0\nC p1 0x%x 0x%x 0x0\n" % (16 + 500, 16 + 500, 16 + 500, 16 + 500))
     with open(os.path.join(rd, "io_clat.1.log"), "w") as f:
@@ -146,7 +146,7 @@ def test_fault_summary_of_a_hand_built_run(tmp_path):
     f = s["fault"]
     assert f["name"] == "allq" and [st["action"] for st in f["steps"]][:2] == ["offline", "offline"]
     assert f["step_times_ms"] == [0.0, 0.5, 999.6, 999.7, 999.8, 999.95]
-    assert f["first_step_after_io_ms"] == 1000.4
+    assert f["first_step_after_io_ms"] == 1000.4 and f["snapshot_times_ms"] == [-100.0, 1000.2]
     assert f["status_after_steps"] == ["0 4194304 multipath 2 16 0 0 1 1 A 0 2 0 8:0 F 1 8:16 F 1",
                                        "0 4194304 multipath 2 0 0 0 1 1 A 0 2 0 8:0 A 1 8:16 A 1"]
     # first completion after 6000.4 ms is at 7003 ms; the last step ended at 7000.5 ms
@@ -224,3 +224,48 @@ def test_faults_table_row(tmp_path, monkeypatch):
     # n = 1: no stddev; errors, stall, recovery, longest gap and slowest I/O as in the summary above
     assert rows[2].startswith("| 6.1 | allq | F2 | mq | rr | 1 | 0.0 | 1002.6 | 2.5 | 1002.6 | 1005.0 | p0=0.4")
     assert rows[2].endswith("| p0=1 p1=1 |")
+
+
+STORED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "kernel-lab-runs", "6.1-scsi-faults", "runs")
+
+
+def test_stored_61_host_limit_run():
+    # Debian 6.1, S2: p0 and p1 behind scsi_debug host 0 (can_queue 4), p2 on host 1; the driver's max_queue
+    # raised to 192 after the hosts were made, so no command was refused by the driver (no path failed)
+    s = grid.summarise_run(os.path.join(STORED, "S2_rr_mq_d32_r0"))
+    assert [(p["host"], p["can_queue"], p["driver_max_queue"]) for p in s["paths"]] == [(0, 4, 192), (0, 4, 192),
+                                                                                         (1, 4, 192)]
+    assert {l: s["queue"][l]["hw_tags"] for l in ("p0", "p1", "p2")} == {"p0": 4, "p1": 4, "p2": 4}
+    assert [p["state"] for p in grid.mpath_status_paths(s["status_end"])[0]] == ["A", "A", "A"]
+    # iodone_cnt (0x2e -> 0xeed, 0xb39, 0x1920) = sectors / 8 per path, and their sum = fio's total
+    assert {l: v["iodone"] for l, v in s["scsi"].items()} == {"p0": 0xeed - 0x2e, "p1": 0xb39 - 0x2e,
+                                                              "p2": 0x1920 - 0x2e}
+    # sectors / 8 against iodone_cnt: equal on p0 and p2, 2 apart on p1 (2829 against 2827) in this run
+    assert [s["devices"][l]["writes"] - s["scsi"][l]["iodone"] for l in ("p0", "p1", "p2")] == [0, 2, 0]
+    assert s["completed_vs_fio"] == {"paths": 12990, "fio": 12990, "difference": 0}
+
+
+def test_stored_61_deleted_path_keeps_its_counts_from_before_the_delete():
+    rd = os.path.join(STORED, "F2-delete_st_mq_d16_r0")
+    assert "p0" not in open(os.path.join(rd, "stat_after")).read()      # sda was gone at the end
+    f = grid.summarise_run(rd)["fault"]
+    # iodone - ioerr: p0 0x2e-1 -> PRE 0x52-1 (36), then gone; p1 0x2e-1 -> PRE 0x64-1 (54) -> POST 0x1f8-1
+    # (404) -> end 0x85b-1 (1635)
+    assert f["completions"] == {"before": {"p0": 36, "p1": 54}, "during": {"p0": 0, "p1": 404},
+                                "after": {"p0": 0, "p1": 1635}}
+    assert f["end_paths"] == {"p0": {"state": "F", "fail_count": 1}, "p1": {"state": "A", "fail_count": 0}}
+    assert f["fio_errors"] == 0 and [st["action"] for st in f["steps"]] == ["delete"]
+    # the per-I/O log was dropped when the boot was summarised: its metrics stay those of the summary
+    assert f["stall_ms"] == 6.1 and f["max_gap_ms"] == 11
+
+
+def test_stored_61_no_path_retry_run():
+    # both paths offline with queue_if_no_path, fail_if_no_path 500 ms later (no_path_retry's end), paths back
+    # and reinstated 1.5 s after the fault: fio saw errors only from the fail_if_no_path message on
+    f = grid.summarise_run(os.path.join(STORED, "F2-npr_rr_mq_d16_r0"))["fault"]
+    assert [st["action"] for st in f["steps"]] == ["offline", "offline", "fail_if_no_path", "running", "running",
+                                                   "reinstate", "reinstate", "queue_if_no_path"]
+    assert f["step_times_ms"][2] == round((31868583110 - 31373420500) / 1e6, 2)
+    assert f["fio_errors"] == 994 and f["fio_total_ios"] == 2399
+    assert f["end_paths"] == {"p0": {"state": "A", "fail_count": 1}, "p1": {"state": "A", "fail_count": 1}}
+    assert f["status_after_steps"][0].split()[-6:] == ["8:0", "F", "1", "8:16", "F", "1"]

@@ -61,6 +61,16 @@ BATCHES = {
                 + _cells('H4', ['st', 'hst'], ['mq', 'bio'], [32])
                 + _cells('H5', ['st', 'hst'], ['mq'], [64]) + _cells('H5', ['hst'], ['bio'], [64])
                 + _cells('H6', ['st'], ['mq'], [8]) + _cells('H6', ['hst'], ['bio'], [8])),
+    # a second held-out set, fixed (and committed) before it ran, with the model frozen at that commit:
+    # H7 two latencies, same tags; H8 two shallow fast paths and a deep slow one; H9 same latency, 3 vs 6
+    # tags; H10 four paths of three latencies, 8 tags each; H11 two latencies, unlimited tags; H12 two
+    # shallow paths of one latency (2 and 6 tags) and a deep slower one
+    'heldout2': (_cells('H7', ['st', 'hst'], ['mq', 'bio'], [32])
+                 + _cells('H8', ['ql', 'hst'], ['mq', 'bio'], [24])
+                 + _cells('H9', ['st', 'hst'], ['mq', 'bio'], [16])
+                 + _cells('H10', ['st', 'hst'], ['mq', 'bio'], [48])
+                 + _cells('H11', ['ql', 'hst'], ['mq', 'bio'], [16])
+                 + _cells('H12', ['st', 'hst'], ['mq', 'bio'], [40])),
     # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
     # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
     'scsi': (_cells('S1', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [16])
@@ -275,6 +285,7 @@ def _fault_steps(rd):
             out['t0_ns'] = int(f[1])
         elif f[0] in ('PRE', 'POST'):
             block = out[f[0].lower()]
+            block['t_ns'] = int(f[1]) if len(f) > 1 else None
         elif f[0] == 'STEP' and len(f) >= 8:
             out['steps'].append({'t_ns': int(f[1]), 't_end_ns': int(f[2]), 'at_ms': int(f[3]), 'action': f[4],
                                  'target': None if f[5] == '-' else f[5], 'arg': None if f[6] == '-' else f[6],
@@ -290,7 +301,8 @@ def _fault_steps(rd):
 
 def mpath_status_paths(status):
     """dmsetup status of a multipath target -> [{dev, state (A/F), fail_count}] in table order, and the
-    number of I/Os queued (the first feature value: queue_io / queued with no path)."""
+    first status feature value, MPATHF_QUEUE_IO (1 while I/O waits for a path group's initialisation;
+    multipath_status() in drivers/md/dm-mpath.c)."""
     t = status.split()
     if 'multipath' not in t:
         return [], None
@@ -340,6 +352,9 @@ def _phase_counts(before, after, labels, scsi_b, scsi_a):
     return out
 
 
+LOG_METRICS = ('stall_ms', 'recovery_ms', 'max_gap_ms', 'max_lat_after_fault_ms', 'completions_logged', 'iops')
+
+
 def fault_summary(rd, labels, fio, fs, stat_b, stat_a, scsi_b, scsi_a, status_end, devno):
     """What a fault did to the I/O: fio's errors; the stall (first step -> the next completed I/O), the longest
     time without a completion after it, recovery (last step -> next completion), the worst latency after the
@@ -354,6 +369,9 @@ def fault_summary(rd, labels, fio, fs, stat_b, stat_a, scsi_b, scsi_a, status_en
            'step_durations_ms': [round((st['t_end_ns'] - st['t_ns']) / 1e6, 2) for st in steps],
            # when the first step came after the first completed write (its schedule said at_ms)
            'first_step_after_io_ms': round((first['t_ns'] - fs['t0_ns']) / 1e6, 1) if fs['t0_ns'] else None,
+           # when the paths' counters that cut the phases were read, from the first step
+           'snapshot_times_ms': [round((b['t_ns'] - first['t_ns']) / 1e6, 1) if b.get('t_ns') else None
+                                 for b in (fs['pre'], fs['post'])],
            'fio_errors': fio.get('total_err'), 'fio_total_ios': fio.get('total_ios')}
     if comp:
         # the log has whole ms: a completion in the fault's own ms counts as after it (stall 0)
@@ -392,7 +410,7 @@ def fault_summary(rd, labels, fio, fs, stat_b, stat_a, scsi_b, scsi_a, status_en
     paths, queued = mpath_status_paths(status_end)
     out['end_paths'] = {devno.get(p['dev'], p['dev']): {'state': p['state'], 'fail_count': p['fail_count']}
                         for p in paths}
-    out['end_queued'] = queued
+    out['end_queue_io'] = queued
     out['status_after_steps'] = [st['status'] for st in steps if st['status']]
     return out
 
@@ -513,12 +531,14 @@ def summarise_run(rd):
     status_end = open(os.path.join(rd, 'status_end')).read().strip()
     fault = m.get('fault', '').split()
     extra = {}
-    prev = os.path.join(rd, 'summary.json')
-    if fault and fs and fs['steps'] and not _completion_log(rd) and os.path.exists(prev):
-        extra['fault'] = json.load(open(prev)).get('fault')   # the per-I/O log is dropped once summarised
-    elif fault and fs and fs['steps']:
+    if fault and fs and fs['steps']:
         extra['fault'] = dict(fault_summary(rd, labels, fio, fs, b, a, scsi_b, scsi_a, status_end,
                                             m.get('devno', {})), name=fault[0], schedule=fault[1])
+        prev = os.path.join(rd, 'summary.json')
+        if not _completion_log(rd) and os.path.exists(prev):
+            # the per-I/O log is dropped once summarised: what was read from it is kept from the summary
+            old = json.load(open(prev)).get('fault') or {}
+            extra['fault'].update({k: old[k] for k in LOG_METRICS if k in old})
     # the SCSI midlayer's own count per path (commands the LLD completed, errors among them), and what the
     # paths completed against what fio counted (they differ by the I/Os in flight when a count was read)
     scsi = {l: {'iorequest': scsi_a[l][0] - scsi_b[l][0], 'iodone': scsi_a[l][1] - scsi_b[l][1],
@@ -710,7 +730,7 @@ def collect_faults(runs):
             'queue_mode': s['queue_mode'], 'iodepth': s['iodepth'], 'selector': s['selector'],
             'fio_options': s.get('fio_extra', ''), 'runtime_s': s['runtime_s'], 'repeats': []})
         c['repeats'].append(dict({k: f.get(k) for k in FAULT_METRICS + (
-            'iops', 'completions', 'shares_after', 'path_errors', 'end_paths', 'end_queued', 'step_times_ms',
+            'iops', 'completions', 'shares_after', 'path_errors', 'end_paths', 'end_queue_io', 'step_times_ms',
             'step_durations_ms', 'status_after_steps')},
             run='%s/%s' % (s['batch'], s['run']), kernel_release=s.get('kernel_release'),
             host_load=s.get('host_load')))

@@ -150,10 +150,10 @@ class NvmeStudy:
             paths[n].update(extra)
         return topology_from_dict({"paths": paths, "nvme": self.nvme}, self.name)
 
-    def run(self, selector: str, seed: int = 1, kernel=None):
+    def run(self, selector: str, seed: int = 1, kernel=None, progress=None):
         # kernel: the dm profile; the NVMe model has no per-release differences yet
         job = parse_fio("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=32\nnumjobs=2\nruntime=150ms\ntime_based\n")
-        return run_nvme(self.topology(), job, policy=selector, seed=seed, window_ns=MS)
+        return run_nvme(self.topology(), job, policy=selector, seed=seed, window_ns=MS, progress=progress)
 
     def summarize(self, study, selector: str, res) -> dict:
         d = {"study": self.name, "selector": selector, "submitted": res.submitted, "completed": res.completed,

@@ -161,8 +161,8 @@ scsicnt() {
 mono_ns() { { read -r _; read -r _; read -r _ _ MONO _; } < /proc/timer_list; }
 # runs a fault schedule ($2) against the paths while fio runs; the schedule's clock starts at the first write
 # the dm device completes (fio takes a second or more to start under emulation). Steps of the same time run
-# back to back, then dmsetup status; the paths' stat lines and SCSI counters are taken once before the first
-# step (PRE) and once after the last (POST): what a path deleted or powered off had done stays in PRE.
+# back to back, then dmsetup status; the paths' stat lines and SCSI counters are taken once shortly before the
+# first step (PRE) and once after the last (POST): what a path deleted or powered off had done stays in PRE.
 faulter() {
   blk "$DM"; n=0
   while [ $n -lt 2000 ]; do
@@ -175,7 +175,10 @@ faulter() {
   # shellcheck disable=SC2086  # one word per step
   set -- $steps
   echo "T0 $t0"
-  echo PRE; snap | sed 's/^/D /'; scsicnt | sed 's/^/C /'
+  # PRE 100 ms before the first step (reading the counters takes tens of ms under emulation)
+  mono_ns; w=$(( (t0 + ${1%%/*} * 1000000 - 100000000 - MONO) / 1000 ))
+  [ "$w" -le 0 ] || usleep "$w"
+  mono_ns; echo "PRE $MONO"; snap | sed 's/^/D /'; scsicnt | sed 's/^/C /'
   while [ $# -gt 0 ]; do
     step=$1; shift
     at=${step%%/*}; r=${step#*/}; act=${r%%/*}; r=${r#"$act"}; r=${r#/}; tgt=${r%%/*}; arg=${r#"$tgt"}; arg=${arg#/}
@@ -199,7 +202,7 @@ faulter() {
     # the status once the steps of this time are done
     [ $# -gt 0 ] && [ "${1%%/*}" = "$at" ] || echo "S $(dmsetup status mp)"
   done
-  echo POST; snap | sed 's/^/D /'; scsicnt | sed 's/^/C /'
+  mono_ns; echo "POST $MONO"; snap | sed 's/^/D /'; scsicnt | sed 's/^/C /'
 } >> "$1/faults" 2>&1
 # blk-mq debugfs counters: per hw queue runs, requests queued, dispatch batch histogram; per sw queue (CPU)
 # requests dispatched/completed. "file value value ..." per line.
