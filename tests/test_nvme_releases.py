@@ -205,7 +205,7 @@ def test_iopolicy_write_clears_cached_paths_since_6_11(kernel, after_switch):
 
 @pytest.mark.parametrize("kernel", ["6.1", "6.12"])
 def test_writing_the_policy_in_force_changes_nothing(kernel):
-    # 6.12 :915-916 returns when old == new; 6.1 stores the same value again
+    # 6.12 multipath.c:914-915 returns when old == new; 6.1 stores the same value again
     e = Env(3, kernel=kernel)
     assert e.names(2) == ["c0", "c1"]
     e.head.message("iopolicy", "round-robin")
@@ -269,7 +269,7 @@ def test_a_controller_is_deleted_after_its_last_failed_attempt():
 @pytest.mark.parametrize("kernel,result", [("6.1", MAP_SUBMITTED), ("6.12", MAP_KILL)])
 def test_available_path_needs_the_head_disk_live_since_6_12(kernel, result):
     # 6.12 multipath.c:431-432 returns false while NVME_NSHEAD_DISK_LIVE is clear (set only by
-    # nvme_mpath_set_live for a path in a live ANA state, :684); 6.1 :322-340 looks at the controllers only
+    # nvme_mpath_set_live for a path in a live ANA state, :685); 6.1 :322-340 looks at the controllers only
     e = Env(2, kernel=kernel, ana={1: {"c0": "inaccessible", "c1": "inaccessible"}})
     assert e.pick() == result
 

@@ -192,7 +192,8 @@ class NvmeHead:
         self._requeued: set = set()
         self._retry_on: Dict[object, _Req] = {}   # a non-path error's request, requeued on its own path
         self._spdk_retries: Dict[object, int] = {}     # SPDK bio->retry_count
-        self._spdk_waiting: list = []           # SPDK: (due time, bio) retried after 1 s (-ENXIO)
+        self._spdk_waiting: list = []           # SPDK: (number, bio) retried after 1 s (-ENXIO)
+        self._spdk_seq = 0
         # set by the simulation (mpathlab.nvme.run.attach): cancel the requests started on a controller
         self.cancel_in_flight: Optional[Callable[[Controller], None]] = None
         self._ns_of_job = {}
@@ -382,9 +383,10 @@ class NvmeHead:
         limit = self.timers.spdk_retry_count
         if (limit == -1 or self._spdk_retries.get(io, 0) < limit) and self._spdk_may_become_available(nshead):
             self.policy.paths_changed_channel(nshead, self._cpu())
-            self._spdk_waiting.append(io)
+            self._spdk_seq += 1
+            self._spdk_waiting.append((self._spdk_seq, io))
             if self._schedule is not None:
-                self._schedule(SPDK_NO_PATH_RETRY_NS, "spdk_retry %d" % id(io))
+                self._schedule(SPDK_NO_PATH_RETRY_NS, "spdk_retry %d" % self._spdk_seq)
             return MAP_SUBMITTED
         self._spdk_retries.pop(io, None)
         return MAP_KILL
@@ -700,9 +702,9 @@ class NvmeHead:
                 h.disk_live = False           # nvme_remove_head: the head disk goes, queued I/O fails
                 self.kick()
         elif cmd == "spdk_retry" and len(argv) == 2:
-            for io in [io for io in self._spdk_waiting if str(id(io)) == argv[1]]:
-                self._spdk_waiting.remove(io)
-                self.queued_bios.append(io)
+            for item in [item for item in self._spdk_waiting if str(item[0]) == argv[1]]:
+                self._spdk_waiting.remove(item)
+                self.queued_bios.append(item[1])
             self.kick()
         else:
             raise MessageError(EINVAL, "nvme: unrecognised message %s" % " ".join(argv))
