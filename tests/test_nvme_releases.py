@@ -328,9 +328,9 @@ def _doc(**nvme):
 
 
 def test_release_errors_name_the_key():
-    with pytest.raises(TopologyError, match=r"\[nvme\] iopolicy kernel 6.1 has no iopolicy queue-depth"):
+    with pytest.raises(TopologyError, match=r"\[nvme\] iopolicy: kernel 6.1 has no iopolicy queue-depth"):
         topology_from_dict(_doc(kernel="6.1", iopolicy="queue-depth"), "t.toml")
-    with pytest.raises(TopologyError, match=r"\[nvme\] events kernel 6.1 has no iopolicy queue-depth"):
+    with pytest.raises(TopologyError, match=r"\[nvme\] events\[0\].iopolicy: kernel 6.1 has no iopolicy queue-depth"):
         topology_from_dict(_doc(kernel="6.1", events=[{"at": "1ms", "iopolicy": "queue-depth"}]), "t.toml")
     with pytest.raises(TopologyError, match=r"delayed_removal: kernel 6.12 has no delayed_removal_secs"):
         topology_from_dict(_doc(kernel="6.12", delayed_removal="10s"), "t.toml")
@@ -347,7 +347,12 @@ def test_cli_refuses_a_policy_the_release_lacks(tmp_path, capsys):
     job.write_text("[j]\nrw=read\nbs=4k\nnumber_ios=10\n")
     assert main(["run", str(topo), str(job)]) == 3
     err = capsys.readouterr().err
-    assert "n.toml:8: [nvme] iopolicy kernel 6.1 has no iopolicy queue-depth" in err and err.count("\n") == 1, err
+    assert "n.toml:8: [nvme] iopolicy: kernel 6.1 has no iopolicy queue-depth" in err and err.count("\n") == 1, err
+    # the file's own kernel is fine; --kernel 6.1 overrides it, and the error still names the line
+    topo.write_text(topo.read_text().replace('kernel = "6.1"', 'kernel = "6.12"'))
+    assert main(["run", str(topo), str(job), "--kernel", "6.1"]) == 3
+    err = capsys.readouterr().err
+    assert "n.toml:8: [nvme] iopolicy: kernel 6.1 has no iopolicy queue-depth" in err and err.count("\n") == 1, err
     topo.write_text('[paths.a]\nservice = "100us"\n[paths.b]\nservice = "100us"\n[nvme]\n')
     assert main(["run", str(topo), str(job), "--selector", "nvme:queue-depth", "--kernel", "6.1"]) == 3
     err = capsys.readouterr().err
