@@ -205,7 +205,7 @@ def test_iopolicy_write_clears_cached_paths_since_6_11(kernel, after_switch):
 
 @pytest.mark.parametrize("kernel", ["6.1", "6.12"])
 def test_writing_the_policy_in_force_changes_nothing(kernel):
-    # 6.12 :915-916 returns when old == new; 6.1 stores the same value again
+    # 6.12 multipath.c:914-915 returns when old == new; 6.1 stores the same value again
     e = Env(3, kernel=kernel)
     assert e.names(2) == ["c0", "c1"]
     e.head.message("iopolicy", "round-robin")
@@ -269,7 +269,7 @@ def test_a_controller_is_deleted_after_its_last_failed_attempt():
 @pytest.mark.parametrize("kernel,result", [("6.1", MAP_SUBMITTED), ("6.12", MAP_KILL)])
 def test_available_path_needs_the_head_disk_live_since_6_12(kernel, result):
     # 6.12 multipath.c:431-432 returns false while NVME_NSHEAD_DISK_LIVE is clear (set only by
-    # nvme_mpath_set_live for a path in a live ANA state, :684); 6.1 :322-340 looks at the controllers only
+    # nvme_mpath_set_live for a path in a live ANA state, :685); 6.1 :322-340 looks at the controllers only
     e = Env(2, kernel=kernel, ana={1: {"c0": "inaccessible", "c1": "inaccessible"}})
     assert e.pick() == result
 
@@ -328,9 +328,9 @@ def _doc(**nvme):
 
 
 def test_release_errors_name_the_key():
-    with pytest.raises(TopologyError, match=r"\[nvme\] iopolicy kernel 6.1 has no iopolicy queue-depth"):
+    with pytest.raises(TopologyError, match=r"\[nvme\] iopolicy: kernel 6.1 has no iopolicy queue-depth"):
         topology_from_dict(_doc(kernel="6.1", iopolicy="queue-depth"), "t.toml")
-    with pytest.raises(TopologyError, match=r"\[nvme\] events kernel 6.1 has no iopolicy queue-depth"):
+    with pytest.raises(TopologyError, match=r"\[nvme\] events\[0\].iopolicy: kernel 6.1 has no iopolicy queue-depth"):
         topology_from_dict(_doc(kernel="6.1", events=[{"at": "1ms", "iopolicy": "queue-depth"}]), "t.toml")
     with pytest.raises(TopologyError, match=r"delayed_removal: kernel 6.12 has no delayed_removal_secs"):
         topology_from_dict(_doc(kernel="6.12", delayed_removal="10s"), "t.toml")
@@ -347,7 +347,12 @@ def test_cli_refuses_a_policy_the_release_lacks(tmp_path, capsys):
     job.write_text("[j]\nrw=read\nbs=4k\nnumber_ios=10\n")
     assert main(["run", str(topo), str(job)]) == 3
     err = capsys.readouterr().err
-    assert "n.toml:8: [nvme] iopolicy kernel 6.1 has no iopolicy queue-depth" in err and err.count("\n") == 1, err
+    assert "n.toml:8: [nvme] iopolicy: kernel 6.1 has no iopolicy queue-depth" in err and err.count("\n") == 1, err
+    # the file's own kernel is fine; --kernel 6.1 overrides it, and the error still names the line
+    topo.write_text(topo.read_text().replace('kernel = "6.1"', 'kernel = "6.12"'))
+    assert main(["run", str(topo), str(job), "--kernel", "6.1"]) == 3
+    err = capsys.readouterr().err
+    assert "n.toml:8: [nvme] iopolicy: kernel 6.1 has no iopolicy queue-depth" in err and err.count("\n") == 1, err
     topo.write_text('[paths.a]\nservice = "100us"\n[paths.b]\nservice = "100us"\n[nvme]\n')
     assert main(["run", str(topo), str(job), "--selector", "nvme:queue-depth", "--kernel", "6.1"]) == 3
     err = capsys.readouterr().err

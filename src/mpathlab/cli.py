@@ -116,7 +116,7 @@ def cmd_run(args) -> int:
                                                     " ".join(args.files)))
         topo = load_topology(args.files[0])
         job_path = args.files[1]
-    topo = _with_kernel(topo, args.kernel)
+    topo = _with_kernel(topo, args.kernel, None if args.table else args.files[0])
     jobs = load_fio(job_path)
     _print_notes(jobs)
     prog = Progress(_progress_enabled(args))
@@ -138,14 +138,23 @@ def cmd_run(args) -> int:
     return 0
 
 
-def _with_kernel(topo, kernel):
-    """The topology with --kernel's profile instead of its own (the table is checked again)."""
+def _with_kernel(topo, kernel, path=None):
+    """The topology with --kernel's profile instead of its own (the table, and the [nvme] section of the
+    file ``path``, are checked again)."""
     if not kernel:
         return topo
     import copy
     from .profiles import get_profile
     from .topology import validate_table
-    get_profile(kernel)
+    profile = get_profile(kernel)
+    if topo.nvme is not None and path:
+        from .inputs import TopologyError, load_toml, toml_key_line, with_line
+        from .nvme.topology import NvmeTopologyError
+        try:
+            topo.nvme.check_profile(profile)
+        except NvmeTopologyError as e:
+            line = toml_key_line(load_toml(path)[1], *e.key) if e.key else None
+            raise TopologyError(with_line("%s: [nvme] %s (--kernel %s)" % (path, e, kernel), path, line)) from None
     t = copy.copy(topo)
     t.kernel = kernel
     if t.table:                 # an NVMe-only topology has no table (its head checks the kernel when it runs)
@@ -388,7 +397,7 @@ def cmd_report(args) -> int:
     else:
         if not (args.topology and args.job):
             raise InputError("report needs TOPOLOGY and JOB (or --sweep TABLE)")
-        topo = _with_kernel(load_topology(args.topology), args.kernel)
+        topo = _with_kernel(load_topology(args.topology), args.kernel, args.topology)
         jobs = load_fio(args.job)
         prog = Progress(_progress_enabled(args))
         results = {}

@@ -20,12 +20,15 @@ Model (drivers/nvme/host/multipath.c and core.c, described in README
 - Submission (``nvme_ns_head_submit_bio``): the policy picks a path; if none,
   the I/O waits on the head's requeue list while some controller is live,
   resetting or connecting, else it fails.
-- A path error (``nvme_failover_req``): the path's cached state is cleared,
-  the controller goes into error recovery (connecting), the I/O is requeued
-  and resubmitted at once.  Non-path errors complete the I/O with the error.
-- When a controller comes back, or an ANA change makes a path live, the
-  namespace is set live: if the path is optimized every node's current path
-  is recomputed, and the requeue list is kicked.
+- Completion (``nvme_decide_disposition``): DNR or used-up retries complete
+  with the error, a path error fails over (the path's cached state is
+  cleared, the I/O requeued and resubmitted at once), any other error is
+  retried on the same path.  Only a lost transport starts error recovery
+  (reconnect attempts, ``ctrl_loss_tmo`` counted in them, deletion).
+- ANA: the host's view changes only when a controller's whole ANA log is
+  read (after a change notice or an ANA error, which marks the path
+  ANA_PENDING until then); live namespaces run ``nvme_mpath_set_live``.
+- Per release (``profile``): see docs/nvme.md "Per release".
 """
 from __future__ import annotations
 
@@ -189,7 +192,8 @@ class NvmeHead:
         self._requeued: set = set()
         self._retry_on: Dict[object, _Req] = {}   # a non-path error's request, requeued on its own path
         self._spdk_retries: Dict[object, int] = {}     # SPDK bio->retry_count
-        self._spdk_waiting: list = []           # SPDK: (due time, bio) retried after 1 s (-ENXIO)
+        self._spdk_waiting: list = []           # SPDK: (number, bio) retried after 1 s (-ENXIO)
+        self._spdk_seq = 0
         # set by the simulation (mpathlab.nvme.run.attach): cancel the requests started on a controller
         self.cancel_in_flight: Optional[Callable[[Controller], None]] = None
         self._ns_of_job = {}
@@ -315,9 +319,9 @@ class NvmeHead:
         path stops being any node's current path, an ANA error sets NVME_NS_ANA_PENDING and queues
         the controller's ANA log re-read, the bio goes to the head's requeue list and is resubmitted
         through the policy at once: END_REQUEUE); any other error is retried on the same path
-        (nvme_retry_req).  A lost transport ("transport", a request cancelled by error recovery,
-        a controller not live at queue_rq) starts the transport's error recovery; an ANA error or
-        a returned host path error does not (the controller is alive).
+        (nvme_retry_req).  Only a lost transport ("transport": the device is gone) starts the
+        transport's error recovery; a request that error recovery cancelled (HOST_ABORTED_CMD), one
+        refused at queue_rq, an ANA error and a returned host path error only fail over.
         """
         req = io.tag
         io.tag = None
@@ -346,8 +350,8 @@ class NvmeHead:
             if error == ANA_ERROR:
                 ns.ana_pending = True
                 self._queue_ana_work(ctrl)
-            elif error != HOST_PATH_ERROR and ctrl.state == CTRL_LIVE:
-                ctrl.link_up = error != "transport"   # the device is gone: connects fail until it returns
+            elif error == TRANSPORT_ERROR and ctrl.state == CTRL_LIVE:
+                ctrl.link_up = False              # the device is gone: connects fail until it returns
                 self._lose(ctrl)                  # the transport's error recovery
             self._requeued.add(io)
             io.pgpath = None
@@ -379,9 +383,10 @@ class NvmeHead:
         limit = self.timers.spdk_retry_count
         if (limit == -1 or self._spdk_retries.get(io, 0) < limit) and self._spdk_may_become_available(nshead):
             self.policy.paths_changed_channel(nshead, self._cpu())
-            self._spdk_waiting.append(io)
+            self._spdk_seq += 1
+            self._spdk_waiting.append((self._spdk_seq, io))
             if self._schedule is not None:
-                self._schedule(SPDK_NO_PATH_RETRY_NS, "spdk_retry %d" % id(io))
+                self._schedule(SPDK_NO_PATH_RETRY_NS, "spdk_retry %d" % self._spdk_seq)
             return MAP_SUBMITTED
         self._spdk_retries.pop(io, None)
         return MAP_KILL
@@ -403,8 +408,8 @@ class NvmeHead:
                 self.policy.paths_changed_channel(ns.nshead, req.cpu)
             if error == ANA_ERROR:
                 self._queue_ana_work(ns.ctrl)
-            elif error != HOST_PATH_ERROR and ns.ctrl.state == CTRL_LIVE:
-                ns.ctrl.link_up = error != "transport"
+            elif error == TRANSPORT_ERROR and ns.ctrl.state == CTRL_LIVE:
+                ns.ctrl.link_up = False
                 self._lose(ns.ctrl)
             if not self._spdk_may_become_available(ns.nshead):
                 self._spdk_retries.pop(io, None)
@@ -697,9 +702,9 @@ class NvmeHead:
                 h.disk_live = False           # nvme_remove_head: the head disk goes, queued I/O fails
                 self.kick()
         elif cmd == "spdk_retry" and len(argv) == 2:
-            for io in [io for io in self._spdk_waiting if str(id(io)) == argv[1]]:
-                self._spdk_waiting.remove(io)
-                self.queued_bios.append(io)
+            for item in [item for item in self._spdk_waiting if str(item[0]) == argv[1]]:
+                self._spdk_waiting.remove(item)
+                self.queued_bios.append(item[1])
             self.kick()
         else:
             raise MessageError(EINVAL, "nvme: unrecognised message %s" % " ".join(argv))
@@ -749,5 +754,6 @@ def nvme_path_error(status: str) -> bool:
 
 SPDK_NO_PATH_RETRY_NS = NSEC_PER_SEC          # bdev_nvme_queue_retry_io(nbdev_ch, bio, 1000ULL)
 HOST_PATH_ERROR = "host-path"                 # NVME_SC_HOST_PATH_ERROR returned by the array
+TRANSPORT_ERROR = "transport"                 # the device is gone: only this starts error recovery
 NON_PATH_STATUSES = frozenset(("internal", "medium"))
 INJECTABLE = NON_PATH_STATUSES | {HOST_PATH_ERROR}

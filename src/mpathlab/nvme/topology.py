@@ -123,12 +123,14 @@ class NvmeConfig:
         """What the release refuses: a policy it does not offer (also in iopolicy events), delayed
         removal before it existed.  Raises NvmeTopologyError naming the [nvme] key.  ``iopolicy``: the
         policy a run uses instead of the file's (checked by the caller)."""
-        for key, name in ([] if iopolicy else [("iopolicy", self.iopolicy)]) + [
-                ("events", msg.split()[1]) for _, msg in self.events if msg.startswith("iopolicy ")]:
+        checks = [] if iopolicy else [("iopolicy", self.iopolicy, ("nvme", "iopolicy"))]
+        checks += [("events[%d].iopolicy" % i, msg.split()[1], ("nvme.events", "iopolicy", i))
+                   for i, (_, msg) in enumerate(self.events) if msg.startswith("iopolicy ")]
+        for what, name, key in checks:
             try:
                 check_iopolicy(name, profile)
             except PolicyError as e:
-                raise NvmeTopologyError("%s %s" % (key, e), key=("nvme", key)) from None
+                raise NvmeTopologyError("%s: %s" % (what, e), key=key) from None
         if self.timers.delayed_removal_ns and not profile.nvme_delayed_removal:
             raise NvmeTopologyError("delayed_removal: kernel %s has no delayed_removal_secs (added in 6.16: kernel "
                                     "\"current\")" % profile.name, key=("nvme", "delayed_removal"))
