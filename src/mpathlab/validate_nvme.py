@@ -137,6 +137,21 @@ def simulate_cell(c: dict, guest: NvmeGuest, seed: int = 1) -> dict:
     return out
 
 
+def simulate_repeats(c: dict, guest: NvmeGuest, seed: int = 1) -> dict:
+    """An event cell's repeats had their events at different times of fio's run (measured per repeat):
+    one model run per repeat with its time, the shares averaged as the kernel's are; the stall is the
+    longest of the runs'.  A cell without an event is one run."""
+    times = [r.get("event_at_fio_s") for r in c.get("repeats", [])]
+    if c.get("event", "none") == "none" or None in times or not times:
+        return simulate_cell(c, guest, seed)
+    runs = [simulate_cell(dict(c, mean_event_at_fio_s=t), guest, seed) for t in times]
+    out = {"errors": max(m["errors"] for m in runs),
+           "stall_ms": max((m["stall_ms"] for m in runs if m["stall_ms"] is not None), default=None)}
+    for key in ("shares", "shares_after"):
+        out[key] = {p: sum(m[key][p] for m in runs) / len(runs) for p in runs[0][key]}
+    return out
+
+
 def compare(cells: List[dict], seed: int = 1) -> List[dict]:
     guests = fit_guests(cells)
     rows = []
@@ -146,7 +161,7 @@ def compare(cells: List[dict], seed: int = 1) -> List[dict]:
         g = guests.get((c["kernel"], c["transport"]))
         if g is None:
             continue
-        m = simulate_cell(c, g, seed)
+        m = simulate_repeats(c, g, seed)
         row = {"kernel": c["kernel"], "cell": c["cell"], "n": c["n"], "kernel_shares": c["mean_share"],
                "model_shares": m["shares"], "kernel_errors": max(c["fio_errors"]), "model_errors": m["errors"],
                "guest": g.describe()}
