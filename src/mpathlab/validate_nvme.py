@@ -18,7 +18,7 @@ import os
 import sys
 from typing import Dict, List, Optional
 
-from .nvme.run import run_nvme
+from .nvme.run import lab_figures, run_nvme
 from .topology import topology_from_dict
 from .workload.fio import parse_fio
 
@@ -36,6 +36,7 @@ SUBMIT_FRACTION = 1.0
 QUEUE_SIZE = 128
 # A path's time when the calibration saw nothing in flight (the model needs a service time above 0).
 NO_DELAY_NS = 1000
+WINDOW_NS = 10 ** 6     # the model's dispatch counts per ms: the after-event shares and the stall
 # fitted on these cells, per kernel and transport; they are not part of the table
 CALIB_CELLS = {"tcp": "C1", "loop": "C1-loop"}
 
@@ -125,14 +126,29 @@ def simulate_cell(c: dict, guest: NvmeGuest, seed: int = 1) -> dict:
     """The model's figures for one cell: shares per port, after the event too, and fio's errors."""
     topo = topology_from_dict(cell_topology(c, guest), source="nvme lab cell %s" % c["cell"])
     at_ns = event_ns(c)
-    res = run_nvme(topo, parse_fio(fio_job(c), "nvme lab cell %s" % c["cell"]), seed=seed,
-                   window_ns=10 ** 7)
-    done = {p["name"][1:]: p["completed"] for p in res.paths}
-    total = sum(done.values())
-    out = {"shares": {p: (n / total if total else 0.0) for p, n in done.items()}, "errors": res.errored,
-           "ios": total}
+    res = run_nvme(topo, parse_fio(fio_job(c), "nvme lab cell %s" % c["cell"]), seed=seed, kernel=c["kernel"],
+                   window_ns=WINDOW_NS)
+    fig = lab_figures(res, at_ns if c.get("event", "none") != "none" else None)
+    out = {"shares": {ctrl[1:]: v for ctrl, v in fig["shares"].items()}, "errors": fig["errors"],
+           "stall_ms": None if fig["stall_ns"] is None else fig["stall_ns"] / 1e6}
     if c.get("event", "none") != "none":
-        out["shares_after"] = {p: res.share_in_window("p" + p, at_ns, res.runtime_ns) for p in done}
+        out["shares_after"] = {ctrl[1:]: res.share_in_window("p" + ctrl[1:], at_ns, res.runtime_ns)
+                               for ctrl in fig["shares"]}
+    return out
+
+
+def simulate_repeats(c: dict, guest: NvmeGuest, seed: int = 1) -> dict:
+    """An event cell's repeats had their events at different times of fio's run (measured per repeat):
+    one model run per repeat with its time, the shares averaged as the kernel's are; the stall is the
+    longest of the runs'.  A cell without an event is one run."""
+    times = [r.get("event_at_fio_s") for r in c.get("repeats", [])]
+    if c.get("event", "none") == "none" or None in times or not times:
+        return simulate_cell(c, guest, seed)
+    runs = [simulate_cell(dict(c, mean_event_at_fio_s=t), guest, seed) for t in times]
+    out = {"errors": max(m["errors"] for m in runs),
+           "stall_ms": max((m["stall_ms"] for m in runs if m["stall_ms"] is not None), default=None)}
+    for key in ("shares", "shares_after"):
+        out[key] = {p: sum(m[key][p] for m in runs) / len(runs) for p in runs[0][key]}
     return out
 
 
@@ -145,7 +161,7 @@ def compare(cells: List[dict], seed: int = 1) -> List[dict]:
         g = guests.get((c["kernel"], c["transport"]))
         if g is None:
             continue
-        m = simulate_cell(c, g, seed)
+        m = simulate_repeats(c, g, seed)
         row = {"kernel": c["kernel"], "cell": c["cell"], "n": c["n"], "kernel_shares": c["mean_share"],
                "model_shares": m["shares"], "kernel_errors": max(c["fio_errors"]), "model_errors": m["errors"],
                "guest": g.describe()}
@@ -154,6 +170,7 @@ def compare(cells: List[dict], seed: int = 1) -> List[dict]:
             row["kernel_after"] = c["mean_share_after"]
             row["model_after"] = m["shares_after"]
             row["kernel_stall_ms"] = c.get("stall_max_gap_ms")
+            row["model_stall_ms"] = m["stall_ms"]
             diffs += [abs(c["mean_share_after"][p] - m["shares_after"].get(p, 0.0)) for p in c["mean_share_after"]]
         row["max_diff"] = max(diffs)
         row["ok"] = row["max_diff"] <= TOLERANCE and row["kernel_errors"] == row["model_errors"]
@@ -167,13 +184,14 @@ def _fmt(shares: Optional[Dict[str, float]]) -> str:
 
 def markdown(rows: List[dict]) -> str:
     out = ["| kernel | cell | n | kernel shares | model shares | after event: kernel | model | stall ms (kernel) "
-           "| errors k/m | max diff | within 0.03 |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| stall ms (model) | errors k/m | max diff | within 0.03 |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         stall = ", ".join("%g" % s for s in r.get("kernel_stall_ms") or [] if s is not None)
-        out.append("| %s | %s | %d | %s | %s | %s | %s | %s | %d/%d | %.3f | %s |" % (
+        mstall = "" if r.get("model_stall_ms") is None else "%.1f" % r["model_stall_ms"]
+        out.append("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %d/%d | %.3f | %s |" % (
             r["kernel"], r["cell"], r["n"], _fmt(r["kernel_shares"]), _fmt(r["model_shares"]),
-            _fmt(r.get("kernel_after")), _fmt(r.get("model_after")), stall, r["kernel_errors"],
+            _fmt(r.get("kernel_after")), _fmt(r.get("model_after")), stall, mstall, r["kernel_errors"],
             r["model_errors"], r["max_diff"], "yes" if r["ok"] else "**no**"))
     return "\n".join(out)
 

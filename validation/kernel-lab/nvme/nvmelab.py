@@ -139,6 +139,15 @@ def summarise_cell(d: str) -> dict:
         s["head"] = f.readline().strip()
     pre = _stat(os.path.join(d, "stat.pre"))
     post = _stat(os.path.join(d, "stat.post"))
+    after = post
+    if os.path.exists(os.path.join(d, "stat.ev")):
+        post = json.loads(json.dumps(post))
+        # a path disk deleted with its controller (nvme-loop) took its counts along: the last snapshot
+        # before the event stands in for it (what it completed after that is not counted)
+        last = _stat(os.path.join(d, "stat.ev"))
+        for port, v in post["ports"].items():
+            if v["state"] == "gone" and port in last["ports"]:
+                post["ports"][port] = dict(last["ports"][port], state="gone", ana="-")
     s["shares"], s["ios"] = _shares(pre, post)
     s["state_after"] = {p: [v["state"], v["ana"]] for p, v in post["ports"].items()}
     try:
@@ -167,7 +176,7 @@ def summarise_cell(d: str) -> dict:
         mid = _stat(ev)
         mid2 = _stat(os.path.join(d, "stat.ev2"))
         s["shares_before"], s["ios_before"] = _shares(pre, mid)
-        s["shares_after"], s["ios_after"] = _shares(mid2, post)
+        s["shares_after"], s["ios_after"] = _shares(mid2, after)
         s["event_snapshot_s"] = round(mid2["uptime"] - mid["uptime"], 2)
         with open(os.path.join(d, "event.txt")) as f:
             w = f.read().split()
@@ -185,6 +194,13 @@ def summarise_cell(d: str) -> dict:
             s["ios_logged"] = len(log)
             # fio's first I/O started at its completion less its latency: the event's time in fio's run
             s["event_at_fio_s"] = round((ev_ms - min(t - l for t, l in log)) / 1000.0, 3)
+    old = os.path.join(d, "summary.json")
+    if os.path.exists(old) and not os.path.exists(os.path.join(d, "lat_clat.1.log")):
+        with open(old) as f:          # summarised before: fio's per-I/O log is gone, its figures stay
+            prev = json.load(f)
+        for k in ("stall_first_ms", "stall_max_gap_ms", "lat_max_after_ms", "ios_logged", "event_at_fio_s"):
+            if k in prev and k not in s:
+                s[k] = prev[k]
     return s
 
 
