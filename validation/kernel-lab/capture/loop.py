@@ -206,7 +206,7 @@ def run_cell(cell_dir: str, guest, write: bool, workload: str = "job", tmp: str 
                 "window_s": round(cap.window_s or 0, 2), "kernel": kern, "predicted": pred, "worst_path": worst,
                 "diff": diffs[worst], "within": abs(diffs[worst]) <= TOLERANCE + 1e-12,
                 "kernel_iops": kernel_iops(cell_dir), "predicted_iops": res.completed / (res.runtime_ns / 1e9),
-                "iolog_ios": None, "guest": guest.describe(), "ana": meta.get("ana")}
+                "iolog_ios": None, "guest": guest.describe(), "guest_ns": [guest.submit_ns, guest.complete_ns, guest.late_ns], "ana": meta.get("ana")}
     groups = identical_paths(cell_dir)
     kern = grouped(groups, kernel_shares(cell_dir))
     pred = grouped(groups, res.shares)
@@ -218,7 +218,7 @@ def run_cell(cell_dir: str, guest, write: bool, workload: str = "job", tmp: str 
             "window_s": round(cap.window_s or 0, 2), "kernel": kern, "predicted": pred, "worst_path": worst,
             "diff": diffs[worst], "within": abs(diffs[worst]) <= TOLERANCE + 1e-12,
             "kernel_iops": kernel_iops(cell_dir), "predicted_iops": res.completed / (res.runtime_ns / 1e9),
-            "iolog_ios": iolog_ios(cell_dir), "guest": guest.describe()}
+            "iolog_ios": iolog_ios(cell_dir), "guest": guest.describe(), "guest_ns": [guest.submit_ns, guest.complete_ns, guest.late_ns]}
 
 
 def markdown(rows: List[dict]) -> str:
