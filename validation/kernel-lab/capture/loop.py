@@ -231,8 +231,15 @@ def markdown(rows: List[dict]) -> str:
         out.append("| %s | %s | %s | %s | %.3f | %.3f | %+.3f%s | %.0f | %.0f |" % (
             r["boot"], r["cell"], svc, w, r["kernel"][w], r["predicted"][w], r["diff"],
             "" if r["within"] else " **X**", r["kernel_iops"] or 0, r["predicted_iops"]))
-    n = sum(r["within"] for r in rows)
-    out += ["", "captured -> predicted: %d of %d cells within %.2f of the kernel's shares" % (n, len(rows), TOLERANCE)]
+    counts: Dict[str, List[int]] = {}
+    for r in rows:
+        c = counts.setdefault("%s %s" % (r["kernel_series"], "NVMe" if r["queue_mode"] == "nvme" else "dm-multipath"),
+                              [0, 0])
+        c[0] += r["within"]
+        c[1] += 1
+    out += ["", "captured -> predicted, cells within %.2f of the kernel's shares: %s; %d of %d in all" % (
+        TOLERANCE, ", ".join("%s %d of %d" % (k, v[0], v[1]) for k, v in sorted(counts.items())),
+        sum(r["within"] for r in rows), len(rows))]
     for g in sorted({r["guest"] for r in rows}):
         out.append("guest model %s" % g)
     return "\n".join(out) + "\n"
