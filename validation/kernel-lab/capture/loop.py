@@ -134,8 +134,9 @@ def pack(cell_dir: str) -> None:
         with open(os.path.join(cell_dir, "iolog_ios.txt"), "w") as f:
             f.write("%d\n" % n)
     path = os.path.join(cell_dir, "capture.dump")
-    if os.path.exists(path):
-        with open(path, "rb") as src, gzip.open(path + ".gz", "wb") as dst:
+    if os.path.exists(path) and not os.path.exists(path + ".gz"):
+        with open(path, "rb") as src, open(path + ".gz", "wb") as raw, \
+                gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as dst:   # no timestamp: the same bytes each time
             dst.write(src.read())
 
 
