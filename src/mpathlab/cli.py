@@ -893,7 +893,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="read the output of the capture script (see --print-script) instead of this host")
     cap.add_argument("--conf", metavar="multipath.conf", help="the host's multipath.conf, kept in the file "
                                                               "(default: /etc/multipath.conf when readable)")
-    cap.add_argument("--map", help="write only this map (default: every map)")
+    cap.add_argument("--map", help="write only this map or NVMe subsystem (default: every one)")
     cap.add_argument("-o", "--output", help="the topology file (one map), or a directory for several "
                                             "(default: standard output)")
     cap.add_argument("--print-script", action="store_true",

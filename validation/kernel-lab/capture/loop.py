@@ -134,8 +134,9 @@ def pack(cell_dir: str) -> None:
         with open(os.path.join(cell_dir, "iolog_ios.txt"), "w") as f:
             f.write("%d\n" % n)
     path = os.path.join(cell_dir, "capture.dump")
-    if os.path.exists(path):
-        with open(path, "rb") as src, gzip.open(path + ".gz", "wb") as dst:
+    if os.path.exists(path) and not os.path.exists(path + ".gz"):
+        with open(path, "rb") as src, open(path + ".gz", "wb") as raw, \
+                gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as dst:   # no timestamp: the same bytes each time
             dst.write(src.read())
 
 
@@ -206,7 +207,7 @@ def run_cell(cell_dir: str, guest, write: bool, workload: str = "job", tmp: str 
                 "window_s": round(cap.window_s or 0, 2), "kernel": kern, "predicted": pred, "worst_path": worst,
                 "diff": diffs[worst], "within": abs(diffs[worst]) <= TOLERANCE + 1e-12,
                 "kernel_iops": kernel_iops(cell_dir), "predicted_iops": res.completed / (res.runtime_ns / 1e9),
-                "iolog_ios": None, "guest": guest.describe(), "ana": meta.get("ana")}
+                "iolog_ios": None, "guest": guest.describe(), "guest_ns": [guest.submit_ns, guest.complete_ns, guest.late_ns], "ana": meta.get("ana")}
     groups = identical_paths(cell_dir)
     kern = grouped(groups, kernel_shares(cell_dir))
     pred = grouped(groups, res.shares)
@@ -218,7 +219,7 @@ def run_cell(cell_dir: str, guest, write: bool, workload: str = "job", tmp: str 
             "window_s": round(cap.window_s or 0, 2), "kernel": kern, "predicted": pred, "worst_path": worst,
             "diff": diffs[worst], "within": abs(diffs[worst]) <= TOLERANCE + 1e-12,
             "kernel_iops": kernel_iops(cell_dir), "predicted_iops": res.completed / (res.runtime_ns / 1e9),
-            "iolog_ios": iolog_ios(cell_dir), "guest": guest.describe()}
+            "iolog_ios": iolog_ios(cell_dir), "guest": guest.describe(), "guest_ns": [guest.submit_ns, guest.complete_ns, guest.late_ns]}
 
 
 def markdown(rows: List[dict]) -> str:
@@ -231,8 +232,15 @@ def markdown(rows: List[dict]) -> str:
         out.append("| %s | %s | %s | %s | %.3f | %.3f | %+.3f%s | %.0f | %.0f |" % (
             r["boot"], r["cell"], svc, w, r["kernel"][w], r["predicted"][w], r["diff"],
             "" if r["within"] else " **X**", r["kernel_iops"] or 0, r["predicted_iops"]))
-    n = sum(r["within"] for r in rows)
-    out += ["", "captured -> predicted: %d of %d cells within %.2f of the kernel's shares" % (n, len(rows), TOLERANCE)]
+    counts: Dict[str, List[int]] = {}
+    for r in rows:
+        c = counts.setdefault("%s %s" % (r["kernel_series"], "NVMe" if r["queue_mode"] == "nvme" else "dm-multipath"),
+                              [0, 0])
+        c[0] += r["within"]
+        c[1] += 1
+    out += ["", "captured -> predicted, cells within %.2f of the kernel's shares: %s; %d of %d in all" % (
+        TOLERANCE, ", ".join("%s %d of %d" % (k, v[0], v[1]) for k, v in sorted(counts.items())),
+        sum(r["within"] for r in rows), len(rows))]
     for g in sorted({r["guest"] for r in rows}):
         out.append("guest model %s" % g)
     return "\n".join(out) + "\n"
