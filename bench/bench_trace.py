@@ -120,8 +120,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--sizes", metavar="SMALL,LARGE", help="the two trace lengths (default 1000000,10000000)")
+    ap.add_argument("--formats", default="iolog,blktrace,txt", help="formats to read (default: %(default)s; "
+                    "empty: none)")
+    ap.add_argument("--no-replay", action="store_true", help="only read the traces")
     a = ap.parse_args()
     small, large = (100_000, 1_000_000) if a.quick else (1_000_000, 10_000_000)
+    if a.sizes:
+        small, large = (int(x) for x in a.sizes.split(","))
     out: dict = {"small": small, "large": large}
     with tempfile.TemporaryDirectory(prefix="mpathlab-bench-trace-") as d:
         topo = os.path.join(d, "t.toml")
@@ -135,12 +141,14 @@ def main():
         print("\n== reading a trace into io pieces (fresh process each)")
         print("%-10s %14s %14s %12s %12s %8s" % ("format", "I/O/s small", "I/O/s large", "RSS small", "RSS large",
                                                  "ratio"))
-        for kind in ("iolog", "blktrace", "txt"):
+        for kind in [k for k in a.formats.split(",") if k]:
             s, l_ = read_run(traces[small][kind]), read_run(traces[large][kind])
             assert s["pieces"] == small and l_["pieces"] == large, (kind, s, l_)
             out["read_" + kind] = {"small": s, "large": l_}
             print("%-10s %14.0f %14.0f %9d KiB %9d KiB %7.2fx" % (kind, s["per_s"], l_["per_s"], s["rss_kib"],
                                                                  l_["rss_kib"], l_["rss_kib"] / s["rss_kib"]))
+        if a.no_replay:
+            return print(json.dumps(out, indent=2)) if a.json else None
         print("\n== replaying the iolog as a job (replay_no_stall, iodepth 32, 4 paths, service-time)")
         s, l_ = replay_run(traces[small]["iolog"], topo), replay_run(traces[large]["iolog"], topo)
         assert s["ios"] == small and l_["ios"] == large, (s["ios"], l_["ios"])
