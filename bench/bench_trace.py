@@ -29,9 +29,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "..", "src")
 sys.path.insert(0, SRC)
 
-from mpathlab.workload.trace import TA_COMPLETE, TA_QUEUE, TC_COMPLETE, TC_QUEUE, TC_READ, TC_WRITE, BlkEvent, \
-    tc_act  # noqa: E402
-from mpathlab.workload.trace_blktrace import format_blkparse_line, pack_event  # noqa: E402
+from mpathlab.workload.trace import BLK_IO_TRACE_MAGIC, BLK_IO_TRACE_VERSION, TA_COMPLETE, TA_QUEUE, \
+    TC_COMPLETE, TC_QUEUE, TC_READ, TC_WRITE, tc_act  # noqa: E402
+from mpathlab.workload.trace_blktrace import HEADER  # noqa: E402
 
 TOPO = """[multipath]
 table = "0 8388608 multipath 0 0 1 1 service-time 0 4 2 sdb 1 1 sdc 1 1 sdd 1 1 sde 1 1"
@@ -58,9 +58,13 @@ def _io(i: int):
 
 def write_traces(directory: str, n: int) -> dict:
     """The same n I/Os as a v3 iolog, a blktrace binary (a queue and a completion event each) and
-    blkparse text of those events, written in chunks."""
+    blkparse text of those events (as format_blkparse_line prints them), written in chunks."""
     paths = {k: os.path.join(directory, "t%d.%s" % (n, k)) for k in ("iolog", "blktrace", "txt")}
+    pack = HEADER.pack
+    magic = BLK_IO_TRACE_MAGIC | BLK_IO_TRACE_VERSION
     dev = 8 << 20 | 16
+    acts = [(tc_act(d | TC_QUEUE) | TA_QUEUE, tc_act(d | TC_COMPLETE) | TA_COMPLETE, rwbs)
+            for d, rwbs in ((TC_READ, "R"), (TC_WRITE, "W"))]
     with open(paths["iolog"], "w") as lg, open(paths["blktrace"], "wb") as bt, open(paths["txt"], "w") as tx:
         lg.write("fio version 3 iolog\n0 sdb add\n10 sdb open\n")
         for start in range(0, n, 20000):
@@ -68,12 +72,15 @@ def write_traces(directory: str, n: int) -> dict:
             for i in range(start, min(n, start + 20000)):
                 t, w, off, nbytes = _io(i)
                 lines.append("%d sdb %s %d %d\n" % (t, "write" if w else "read", off, nbytes))
-                d = TC_WRITE if w else TC_READ
-                q = BlkEvent(t * 1000, off // 512, nbytes, tc_act(d | TC_QUEUE) | TA_QUEUE, 1000, dev, 0, 2 * i + 1, 0, "")
-                c = q._replace(time_ns=q.time_ns + 90_000, action=tc_act(d | TC_COMPLETE) | TA_COMPLETE,
-                               sequence=2 * i + 2)
-                events.append(pack_event(q) + pack_event(c))
-                text.append(format_blkparse_line(q) + format_blkparse_line(c))
+                qa, ca, rwbs = acts[w]
+                sec = off // 512
+                events.append(pack(magic, 2 * i + 1, t * 1000, sec, nbytes, qa, 1000, dev, 0, 0, 0))
+                events.append(pack(magic, 2 * i + 2, t * 1000 + 90_000, sec, nbytes, ca, 1000, dev, 0, 0, 0))
+                blocks = nbytes // 512
+                text.append("  8,16   0 %8d %5d.%09d  1000  Q %3s %d + %d [fio]\n"
+                            "  8,16   0 %8d %5d.%09d  1000  C %3s %d + %d [0]\n"
+                            % (2 * i + 1, t // 10 ** 6, t % 10 ** 6 * 1000, rwbs, sec, blocks,
+                               2 * i + 2, (t + 90) // 10 ** 6, (t + 90) % 10 ** 6 * 1000, rwbs, sec, blocks))
             lg.write("".join(lines))
             bt.write(b"".join(events))
             tx.write("".join(text))
@@ -113,8 +120,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--sizes", metavar="SMALL,LARGE", help="the two trace lengths (default 1000000,10000000)")
+    ap.add_argument("--formats", default="iolog,blktrace,txt", help="formats to read (default: %(default)s; "
+                    "empty: none)")
+    ap.add_argument("--no-replay", action="store_true", help="only read the traces")
     a = ap.parse_args()
     small, large = (100_000, 1_000_000) if a.quick else (1_000_000, 10_000_000)
+    if a.sizes:
+        small, large = (int(x) for x in a.sizes.split(","))
     out: dict = {"small": small, "large": large}
     with tempfile.TemporaryDirectory(prefix="mpathlab-bench-trace-") as d:
         topo = os.path.join(d, "t.toml")
@@ -128,12 +141,14 @@ def main():
         print("\n== reading a trace into io pieces (fresh process each)")
         print("%-10s %14s %14s %12s %12s %8s" % ("format", "I/O/s small", "I/O/s large", "RSS small", "RSS large",
                                                  "ratio"))
-        for kind in ("iolog", "blktrace", "txt"):
+        for kind in [k for k in a.formats.split(",") if k]:
             s, l_ = read_run(traces[small][kind]), read_run(traces[large][kind])
             assert s["pieces"] == small and l_["pieces"] == large, (kind, s, l_)
             out["read_" + kind] = {"small": s, "large": l_}
             print("%-10s %14.0f %14.0f %9d KiB %9d KiB %7.2fx" % (kind, s["per_s"], l_["per_s"], s["rss_kib"],
                                                                  l_["rss_kib"], l_["rss_kib"] / s["rss_kib"]))
+        if a.no_replay:
+            return print(json.dumps(out, indent=2)) if a.json else None
         print("\n== replaying the iolog as a job (replay_no_stall, iodepth 32, 4 paths, service-time)")
         s, l_ = replay_run(traces[small]["iolog"], topo), replay_run(traces[large]["iolog"], topo)
         assert s["ios"] == small and l_["ios"] == large, (s["ios"], l_["ios"])

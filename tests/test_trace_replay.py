@@ -234,3 +234,14 @@ def test_issue_times_against_fio(tmp_path, scale):
     # both clocks start with the job (fio's log times are whole ms since it started: at most 1 ms short)
     late_ms = [fio_ms[o] - s / 1e6 for o, s in zip(offsets, sim)]
     assert min(late_ms) >= -1.0, late_ms
+
+
+def test_clones_take_the_names_in_turn_and_one_cpu_file_is_noted(tmp_path):
+    """read_iolog=A:B with numjobs=3: clones 0, 1, 2 replay A, B, A (fio's get_name_by_idx, modulo)."""
+    _iolog(tmp_path, ["0 f add", "5 f read 0 4096"], name="a.iolog")
+    _iolog(tmp_path, ["0 f add", "5 f write 0 8192", "9 f write 0 8192"], name="b.iolog")
+    r = _run(tmp_path, "[r]\nread_iolog=a.iolog:b.iolog\nnumjobs=3\n")
+    assert [(j.bytes_read, j.bytes_written) for j in r.jobs] == [(4096, 0), (0, 16384), (4096, 0)]
+    jobs = parse_fio("[r]\nread_iolog=synth.blktrace.0\n", "j.fio", DATA)
+    assert any("one CPU's file of a per-CPU blktrace" in n for n in jobs.notes)
+    assert not parse_fio("[r]\nread_iolog=synth\n", "j.fio", DATA).notes
