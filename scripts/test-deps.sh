@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages that some tests need (fio's tools, the kernel source for the C selectors, a browser for
-# the report tests, multipath-tools whose multipath -t is the oracle of the multipath.conf corpus). Installed with apt-get when running as root and missing; elsewhere the tests that need
+# the report tests, multipath-tools whose multipath -t is the oracle of the multipath.conf corpus, blktrace
+# whose blkparse reads and merges the trace tests' blktrace files). Installed with apt-get when running as root and missing; elsewhere the tests that need
 # them skip (and fail under CI=true, see tests/conftest.py require()).
 # One package per line of DEBIAN_PACKAGES: "package  command-or-file-that-proves-it-is-installed".
 set -uo pipefail
@@ -11,6 +12,7 @@ DEBIAN_PACKAGES=(
   "python3-six /usr/lib/python3/dist-packages/six.py"
   "chromium /usr/bin/chromium"
   "multipath-tools /sbin/multipath"
+  "blktrace /usr/bin/blkparse"
 )
 missing=()
 for entry in "${DEBIAN_PACKAGES[@]}"; do

@@ -17,10 +17,15 @@ from mpathlab.topology import load_topology
 from mpathlab.workload.fio import parse_fio
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "capture")
-T4Q = os.path.join(DATA, "guest-6.1-T4q-st-mq.dump")      # 3 paths at 4 ms + 1 at 16 ms, 4 tags, request-based
-H1 = os.path.join(DATA, "guest-6.1-H1-st-bio.dump")       # 2 paths at 7 ms, 2 and 6 tags, bio-based
-HOST = os.path.join(DATA, "host-no-dm.dump")              # a host without device-mapper
-GUEST_DUMPS = sorted(os.path.join(DATA, f) for f in os.listdir(DATA) if f.startswith("guest-") and f.endswith(".dump"))
+T4Q = os.path.join(DATA, "guest-6.1-nullblk-T4q-st-mq.dump")   # 3 paths at 4 ms + 1 at 16 ms, 4 tags, request-based
+H1 = os.path.join(DATA, "guest-6.1-nullblk-H1-st-bio.dump")    # 2 paths at 7 ms, 2 and 6 tags, bio-based
+SCSI_MQ = os.path.join(DATA, "guest-6.1-scsi-S1-ql-mq.dump")    # scsi_debug LUNs at 5 ms, queue_depth 2 and 8
+SCSI_BIO = os.path.join(DATA, "guest-6.12-scsi-S1-st-bio.dump")  # the same, bio-based, mq-deadline on the LUNs
+NVME = os.path.join(DATA, "guest-6.12-nvme-N2-numa-ana.dump")   # nvme-loop, 2 controllers, optimized/non-optimized
+HOST = os.path.join(DATA, "host-no-dm.dump")                   # a host without device-mapper
+GUEST_DUMPS = sorted(os.path.join(DATA, f) for f in os.listdir(DATA)
+                     if f.startswith("guest-") and f.endswith(".dump") and "-nvme-" not in f)
+NULLBLK_DUMPS = [d for d in GUEST_DUMPS if "-nullblk-" in d]
 JOB = "[j]\nioengine=libaio\nrw=randwrite\nbs=4k\niodepth=16\nruntime=300ms\ntime_based\n"
 
 
@@ -46,7 +51,7 @@ def meta_paths(dump):
         return [tuple(line.split()[:3]) for line in f.readlines()[1:] if line.strip()]
 
 
-@pytest.mark.parametrize("dump", GUEST_DUMPS)
+@pytest.mark.parametrize("dump", NULLBLK_DUMPS)
 def test_guest_dump_gives_the_map_the_lab_built(dump):
     cap = collect(read_dump(dump))
     raw = dump_sections(dump)
@@ -66,7 +71,7 @@ def test_guest_dump_gives_the_map_the_lab_built(dump):
         assert m.path_state(p.devt_text) == ("A", 0)
 
 
-@pytest.mark.parametrize("dump", GUEST_DUMPS)
+@pytest.mark.parametrize("dump", NULLBLK_DUMPS)
 def test_service_time_is_ticks_over_ios_between_the_snapshots(dump):
     cap = collect(read_dump(dump))
     raw = dump_sections(dump)
@@ -82,7 +87,8 @@ def test_service_time_is_ticks_over_ios_between_the_snapshots(dump):
 
 
 def test_captured_service_times_match_the_paths_the_lab_built():
-    # null_blk's timer completes late under emulation, never early: 4 ms paths took 4-5 ms, 16 ms 16-17 ms
+    # null_blk's timer (scsi_debug's too) completes late under emulation, never early: 4 ms paths took
+    # 4-5 ms, 16 ms 16-17 ms; on SCSI paths through the refused-issue and Little's-law corrections
     for dump in GUEST_DUMPS:
         cap = collect(read_dump(dump))
         for label, ns, _ in meta_paths(dump):
@@ -101,7 +107,8 @@ def test_topology_round_trip_runs(dump, tmp_path):
     assert topo.kernel == cap.series and topo.nr_cpus == 2
     for pm in topo.paths:
         p = [p for p in cap.paths.values() if p.name == pm.name][0]
-        assert pm.devt == p.devt and pm.hw_queue_depth == p.queue["nr_tags"]
+        assert pm.devt == p.devt
+        assert pm.hw_queue_depth == min(x for x in (p.queue["nr_tags"], p.queue.get("queue_depth")) if x)
         assert pm.service.mean_ns == pytest.approx(p.service_ms()[0] * 1e6, abs=100)
     res = run_simulation(topo, parse_fio(JOB))
     assert res.completed > 0
@@ -170,7 +177,7 @@ def test_no_device_mapper_host_writes_nothing(tmp_path, capsys):
     out = tmp_path / "t.toml"
     assert main(["capture", "--from", HOST, "-o", str(out)]) == 0
     err = capsys.readouterr().err
-    assert "no dm-multipath map" in err and "nothing written" in err and "dmsetup table" in err
+    assert "no dm-multipath map or NVMe subsystem" in err and "nothing written" in err and "dmsetup table" in err
     assert not out.exists()
 
 
@@ -271,3 +278,91 @@ def test_refused_dispatches_are_taken_out_of_the_service_time():
     assert busy.refused == {"write": 900} and busy.service_ms() == (10.0, 500)
     assert calm.refused == {} and calm.service_ms() == (5.0, 500)
     assert "900 of the 1400 write I/Os" in busy.notes[0]
+
+
+def test_bio_based_path_with_a_scheduler_takes_littles_law():
+    """Bio-based dm over a path with mq-deadline: the stat ticks hold the scheduler wait, so the time per
+    request is the driver's in-flight mean over the completion rate (hand-computed); request-based maps
+    and paths without a scheduler keep the ticks."""
+    from mpathlab.capture.collect import MapCapture, PathCapture, _service_by_little
+    from mpathlab.capture.parsers import parse_multipath_params
+    for features, sched, expect in (("2 queue_mode bio", "mq-deadline", 2.0 / (726 / 2.03) * 1000),
+                                    ("0", "mq-deadline", 20.0), ("2 queue_mode bio", "none", 20.0)):
+        m = MapCapture("mp", "dm-0")
+        m.parsed = parse_multipath_params(features + " 0 1 1 service-time 0 1 2 8:0 1 1")
+        p = PathCapture("sda", (8, 0))
+        p.window = {"write": (726, 726 * 20, 726 * 8)}
+        p.queue["scheduler"] = sched
+        p.driver_inflight = (2.0, 20)
+        _service_by_little(m, [p], 2.03)
+        assert p.service_ms() == (pytest.approx(expect), 726)
+
+
+def test_scsi_luns_request_based_take_refused_issues_out():
+    """6.1, request-based over scsi_debug LUNs of queue_depth 2 and 8: the 2-deep LUN refuses issues,
+    which its stat counts as done; the captured time per I/O comes from its sectors."""
+    cap = collect(read_dump(SCSI_MQ))
+    raw = dump_sections(SCSI_MQ)
+    by_name = {p.name: p for p in cap.paths.values()}
+    for name, qd in (("sda", 2), ("sdb", 8)):
+        p = by_name[name]
+        assert p.kind == "scsi" and p.queue["queue_depth"] == qd and p.queue["scheduler"] == "mq-deadline"
+        a = [int(x) for x in raw[("snap0", "/sys/block/%s/stat" % name)][0].split()]
+        b = [int(x) for x in raw[("snap1", "/sys/block/%s/stat" % name)][0].split()]
+        ios, ticks, sectors = b[4] - a[4], b[7] - a[7], b[6] - a[6]
+        if name == "sda":
+            assert ios > 3 * sectors / 9                  # most of its counted I/Os moved nothing
+            assert p.refused["write"] == ios - p.completions() > 0
+        assert 5.0 <= p.service_ms()[0] < 6.5             # scsi_debug ndelay 5 ms
+    text = write_topology(cap, cap.maps[0])
+    assert "hw_queue_depth = 2" in text and "device/queue_depth 2" in text and "blk_insert_cloned_request" in text
+
+
+def test_scsi_luns_bio_based_behind_a_scheduler_take_littles_law():
+    """6.12, bio-based over the same LUNs with mq-deadline: the 2-deep LUN's stat ticks hold ~4 requests'
+    wait in the scheduler; the driver's in-flight samples over its completion rate give its 5 ms."""
+    cap = collect(read_dump(SCSI_BIO))
+    p = {p.name: p for p in cap.paths.values()}["sda"]
+    assert p.ticks_ms() > 15
+    mean, n = p.driver_inflight
+    assert n >= 10 and 0 < mean <= 2
+    assert p.service_ms()[0] == pytest.approx(mean / (p.completions() / cap.window_s) * 1000)
+    assert 5.0 <= p.service_ms()[0] < 6.5
+
+
+def test_nvme_subsystem_capture_round_trip(tmp_path):
+    """6.12 nvme-loop: one subsystem, two controllers, ANA optimized / non-optimized, iopolicy numa."""
+    from mpathlab.capture import write_nvme_topology
+    cap = collect(read_dump(NVME))
+    assert not any("dev could not be read" in n for n in cap.notes)
+    (sub,) = [s for s in cap.nvme if s["controllers"]]
+    assert sub["iopolicy"] == "numa" and sub["nqn"] == "klab-capture"
+    ctrls = {c["name"]: c for c in sub["controllers"]}
+    assert sorted(ctrls) == ["nvme0", "nvme1"]
+    assert [p.ana_state for c in ctrls.values() for p in c["paths"]] == ["optimized", "non-optimized"]
+    assert all(c["transport"] == "loop" and c["state"] == "live" for c in ctrls.values())
+    fast = ctrls["nvme0"]["paths"][0]
+    assert 1.0 <= fast.service_ms()[0] < 3.0 and fast.service_ms()[1] > 1000   # null_blk at 1 ms behind nvmet
+    assert ctrls["nvme1"]["paths"][0].service_ms() is None                   # numa sends nothing there
+    path = tmp_path / "nvme.toml"
+    path.write_text(write_nvme_topology(cap, sub))
+    topo = load_topology(str(path))
+    assert topo.nvme is not None
+    res = run_simulation(topo, parse_fio(JOB))
+    assert res.shares["nvme0"] == pytest.approx(1.0)       # the kernel's numa policy: the optimized path only
+
+
+@pytest.mark.parametrize("argv,what", [(["--root", "/nonexistent-root"], "not a directory"),
+                                        (["--seconds", "-1"], "--seconds"),
+                                        (["--from", "/nonexistent.dump"], "cannot read")])
+def test_bad_options_are_one_line(argv, what, capsys):
+    assert main(["capture"] + argv) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and what in err[0]
+
+
+def test_bad_conf_names_file_and_line(tmp_path, capsys):
+    conf = tmp_path / "multipath.conf"
+    conf.write_bytes(b"defaults {\n\xff\n}\n")
+    assert main(["capture", "--from", HOST, "--conf", str(conf)]) == 3
+    assert "%s:2:" % conf in capsys.readouterr().err

@@ -168,8 +168,10 @@ PATH = st.from_regex(r"/[a-z0-9/_.-]{1,30}", fullmatch=True)
 @given(st.dictionaries(PATH, CONTENT, max_size=6), st.dictionaries(PATH, st.lists(WORD, max_size=4), max_size=3),
        st.dictionaries(st.from_regex(r"[a-z]{2,8}( [a-z]{1,5}){0,2}", fullmatch=True),
                        st.tuples(st.integers(0, 255), CONTENT), max_size=3),
-       st.dictionaries(PATH, CONTENT, max_size=4), st.floats(0, 1e6), st.floats(0, 1e3))
-def test_dump_round_trip(files, dirs, cmds, counters, t0, dt):
+       st.dictionaries(PATH, CONTENT, max_size=4), st.floats(0, 1e6), st.floats(0, 1e3),
+       st.lists(st.dictionaries(WORD, st.tuples(st.integers(0, 10 ** 6), st.integers(0, 10 ** 6)), max_size=4),
+                max_size=5))
+def test_dump_round_trip(files, dirs, cmds, counters, t0, dt, samples):
     """A dump written the way capture.sh writes it reads back the same."""
     out = [DUMP_MAGIC, "@@ seconds 5"]
     for p, lines in files.items():
@@ -182,6 +184,9 @@ def test_dump_round_trip(files, dirs, cmds, counters, t0, dt):
         out.append("@@ snap %d %r" % (k, t))
         for p, lines in counters.items():
             out += ["@@ file " + p] + ["|" + x for x in lines]
+        if k == 0:
+            for i, c in enumerate(samples):
+                out += ["@@ sample %r" % (t0 + i * 0.1)] + ["|%s %d %d" % (d, r, w) for d, (r, w) in c.items()]
     out.append("@@ end")
     src = DumpSource("\n".join(out) + "\n", "x.dump")
     assert src.complete and src.seconds == 5
@@ -195,6 +200,7 @@ def test_dump_round_trip(files, dirs, cmds, counters, t0, dt):
     assert src.window() == pytest.approx(dt, abs=1e-6 * max(1.0, t0))
     for k in (0, 1):
         assert src.counters(k, list(counters))[1] == {p: text(v) for p, v in counters.items()}
+    assert [c for _, c in src.samples()] == samples
 
 
 @given(st.text(max_size=300))

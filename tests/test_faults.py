@@ -70,10 +70,14 @@ def test_all_paths_fail_forever_with_queueing_leaves_io_pending():
 @pytest.mark.parametrize("sel", SELECTORS)
 def test_slow_path_at_depth64(sel):
     st = STUDIES["slow-path-20x"]
-    d = summarize(st, sel, st.run(sel))
+    res = st.run(sel)
+    d = summarize(st, sel, res)
     assert d["sdb_share_before"] == pytest.approx(0.25, abs=0.02)
     if sel == "round-robin":
-        assert d["sdb_share_after"] == pytest.approx(0.25, abs=0.01) and d["reaction_ns"] is None
+        # round-robin does not look at load, but sdb's queue_depth (32) does: once half the 64 I/Os sit on
+        # the slow LUN its budget refuses the next clone, dm requeues it and round-robin has moved on
+        sdb = res.paths[[p["name"] for p in res.paths].index("sdb")]
+        assert sdb["peak_in_flight"] == 32 and 0.01 < d["sdb_share_after"] < 0.05
     else:
         assert d["sdb_share_after"] < 0.05 and d["reaction_ns"] is not None and d["reaction_ns"] < 5 * MS
 

@@ -274,8 +274,13 @@ def test_head_failover_requeue_and_no_path():
     e.c[0].state = e.c[1].state = "deleting"
     e.head.nsheads[0].paths[0].ready = e.head.nsheads[0].paths[1].ready = False
     assert e.pick() == MAP_KILL
-    e2 = Env(1)
+    # a non-path error is retried on the same path, nvme_max_retries (5) times, then completes with it
+    # (6.1 core.c:347-368 nvme_decide_disposition: retries >= nvme_max_retries -> COMPLETE; else RETRY)
+    e2 = Env(2)
     io = e2.pick()
+    for _ in range(5):
+        assert e2.head.end_io(io, "medium") == END_REQUEUE
+        assert e2.head.map(io) == MAP_REMAPPED and io.pgpath.name == "c0" and e2.head.driver_start(io)
     assert e2.head.end_io(io, "medium") == END_DONE and io.error == "medium"
 
 
@@ -407,23 +412,34 @@ def _loss_doc(**nv):
             "nvme": dict({"iopolicy": "round-robin"}, **nv)}
 
 
-def test_ctrl_loss_tmo_and_fast_io_fail_tmo():
+def test_ctrl_loss_tmo_counts_reconnect_attempts_and_fast_io_fail_tmo():
+    # ctrl_loss_tmo is a number of reconnect attempts, max_reconnects = DIV_ROUND_UP(ctrl_loss_tmo,
+    # reconnect_delay) (6.12 fabrics.c:1075-1079; 6.1 fabrics.c:940-944); each attempt comes reconnect_delay
+    # after the previous failure (6.12 tcp.c:2574-2592 nvme_tcp_reconnect_or_remove, 2668-2692
+    # nvme_tcp_reconnect_ctrl_work: ++nr_reconnects, then another attempt while nr_reconnects < max_reconnects,
+    # else nvme_delete_ctrl).  a's link fails at 10 ms for good, b's at 20 ms until 31 ms.
     job = parse_fio("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=8\nruntime=60ms\ntime_based\ncontinue_on_error=io\n")
-    # default ctrl_loss_tmo (600 s): both links down 20-31 ms, I/O waits on the head; b comes back: no error
-    r = run_simulation(topology_from_dict(_loss_doc(), "t"), job)
+    # ctrl_loss_tmo 600 s: a keeps trying; b connects at its first attempt after 31 ms: 32 ms; no error
+    r = run_simulation(topology_from_dict(_loss_doc(reconnect_delay="2ms"), "t"), job)
     assert r.errored == 0 and r.pending == 0
     assert r.status_info.split()[1:3] == ["a:connecting:optimized:nr_active=0", "b:live:optimized:nr_active=0"]
-    # ctrl_loss_tmo 5 ms: a is deleted at 15 ms, b at 25 ms before its link returns; the waiting I/O fails
-    r = run_simulation(topology_from_dict(_loss_doc(ctrl_loss_tmo="5ms"), "t"), job)
+    # ctrl_loss_tmo 5 ms, reconnect_delay 2 ms: 3 attempts; a fails them at 12, 14, 16 ms and is deleted at
+    # 16 ms, b at 22, 24, 26 ms, before its link returns; the waiting I/O then fails
+    r = run_simulation(topology_from_dict(_loss_doc(ctrl_loss_tmo="5ms", reconnect_delay="2ms"), "t"), job)
     assert r.errored > 0 and r.pending == 0
-    assert [m[:2] for m in r.messages][:2] == [(15_000_000, "ctrl_loss_expired a 1"),
-                                               (25_000_000, "ctrl_loss_expired b 1")]
-    assert any(m[1] == "reinstate_path 259:1" and m[2].startswith("error") for m in r.messages)   # NVMe-only: 259:N numbers
-    # ctrl_loss_tmo 15 ms: b is back (31 ms) before its timer (35 ms) fires: the stale timer does nothing
-    r = run_simulation(topology_from_dict(_loss_doc(ctrl_loss_tmo="15ms"), "t"), job)
+    assert [m[:2] for m in r.messages] == [(t * 1_000_000, "reconnect %s 1" % c) for c, t in
+                                           [("a", 12), ("a", 14), ("a", 16), ("b", 22), ("b", 24), ("b", 26)]] + [
+        (31_000_000, "reinstate_path 259:1")]
+    assert r.messages[-1][2].startswith("error")      # b was deleted; NVMe-only topologies number paths 259:N
+    # one exact 5 ms timer would have deleted a at 15 ms; with reconnect_delay 10 s (the default) the one
+    # attempt DIV_ROUND_UP(5 ms, 10 s) = 1 allows comes only 10 s after the loss
+    # ctrl_loss_tmo 15 ms: 8 attempts: a is deleted at 26 ms, b is back at its attempt at 32 ms
+    r = run_simulation(topology_from_dict(_loss_doc(ctrl_loss_tmo="15ms", reconnect_delay="2ms"), "t"), job)
     assert r.status_info.split()[1:3] == ["a:dead:optimized:nr_active=0", "b:live:optimized:nr_active=0"]
+    assert [m[0] for m in r.messages if m[1] == "reconnect a 1"][-1] == 26_000_000
     # fast_io_fail_tmo 2 ms: from 22 ms no controller is worth waiting for: I/O fails until b returns
-    r = run_simulation(topology_from_dict(_loss_doc(fast_io_fail_tmo="2ms", ctrl_loss_tmo=-1), "t"), job)
+    r = run_simulation(topology_from_dict(_loss_doc(fast_io_fail_tmo="2ms", ctrl_loss_tmo=-1, reconnect_delay="2ms"),
+                                          "t"), job)
     assert r.errored > 0 and r.status_info.split()[2] == "b:live:optimized:nr_active=0"
     assert r.windows == [] and r.completed > 300
 
@@ -465,10 +481,13 @@ def test_head_invariants_under_random_events(policy, ops):
                     head.take_queued()
         elif op[0] == "end" and inflight:
             io = inflight.pop(op[1] % len(inflight))
-            # a request completing without error on a path no longer in a live ANA state gets the ANA status
-            ana_error = op[2] is None and io.tag.ns.ana_state not in ("optimized", "non-optimized")
+            # a request completing without error while the array's state of its group on that controller is
+            # not live gets the ANA status; a non-path error ("medium") is retried on the same path
+            ns = io.tag.ns
+            ana_error = op[2] is None and head.target_ana(ns.nshead.anagrpid, ns.ctrl) not in ("optimized",
+                                                                                                "non-optimized")
             r = head.end_io(io, op[2])
-            assert r == (END_REQUEUE if op[2] == "transport" or ana_error else END_DONE)
+            assert r == (END_REQUEUE if op[2] in ("transport", "medium") or ana_error else END_DONE)
         elif op[0] == "ana":
             head.message("ana", "1", "c%d" % op[1], op[2])
         elif op[0] == "ctrl":

@@ -258,3 +258,15 @@ def test_invariants_on_random_scsi_topologies(seed):
     if not res.pending:
         assert all(d.scsi.device_busy == 0 and not d.scsi.budget_wait for d in sim.devices)
         assert all(h.tags_used == 0 for h in sim.blk.scsi.hosts)
+
+
+def test_a_kernel_lab_scsi_cell_becomes_scsi_devices_on_shared_hosts():
+    # the lab's S2: p0 and p1 behind host 0 (can_queue 4), p2 behind host 1; queue_depth 4 each
+    from mpathlab.validate import path_models
+    cell = {"paths": [{"label": "p%d" % i, "completion_ns": 4_000_000, "hw_queue_depth": 4, "kind": "scsi",
+                       "host": h, "can_queue": 4} for i, h in enumerate((0, 0, 1))],
+            "iodepth": 32, "repeats": []}
+    p0, p1, p2 = path_models(cell)
+    assert p0.scsi_host is p1.scsi_host and p2.scsi_host is not p0.scsi_host
+    assert [p.queue_depth for p in (p0, p1, p2)] == [4, 4, 4] and p0.scsi_host.can_queue == 4
+    assert not p0.hw_queue_depth and p0.parallelism == 4

@@ -69,7 +69,7 @@ class Progress:
 
 
 def _progress_enabled(args) -> bool:
-    if getattr(args, "no_progress", False):
+    if getattr(args, "no_progress", False) or getattr(args, "quiet", False):
         return False
     if getattr(args, "progress", False):
         return True
@@ -148,7 +148,8 @@ def _with_kernel(topo, kernel):
     get_profile(kernel)
     t = copy.copy(topo)
     t.kernel = kernel
-    validate_table(t)
+    if t.table:                 # an NVMe-only topology has no table (its head checks the kernel when it runs)
+        validate_table(t)
     return t
 
 
@@ -249,6 +250,8 @@ def _print_outcome(outcome) -> None:
         print("%-12s mean deviation from Best %.4f" % (label, res.mean_deviation))
     print("largest difference from the published table: %.3f (%s, tolerance %.2f)"
           % (outcome.max_deviation(), "within" if outcome.within() else "OUTSIDE", sc.tolerance))
+    if sc.note:
+        _say(sc.note, "")
 
 
 def cmd_faults(args) -> int:
@@ -261,7 +264,7 @@ def cmd_faults(args) -> int:
             _say("%-22s %s" % (name, st.title), " " * 23)
         return 0
     names = list(STUDIES) if args.name == "all" else [args.name]
-    out = []
+    plan = []           # (study, its selectors), checked before any run
     for name in names:
         st = STUDIES.get(name)
         if st is None:
@@ -271,12 +274,24 @@ def cmd_faults(args) -> int:
             raise InputError("--selector: %s runs %s, not %r" % (st.name, ", ".join(own), args.selector))
         if own is None:
             _check_selector_arg(args.selector, "--selector")
-        sels = [args.selector] if args.selector is not None else list(own or SELECTORS)
+        plan.append((st, [args.selector] if args.selector is not None else list(own or SELECTORS)))
+    out = []
+    prog = Progress(_progress_enabled(args))
+    total, done = sum(len(sels) for _, sels in plan), 0
+    for st, sels in plan:
         if not args.json:
             _say("%s: %s" % (st.name, st.title))
             _say("  expected: %s" % st.expect, "    ")
+            for where in getattr(st, "kernel", ()):     # the kernel functions the study runs through
+                _say("  kernel: %s" % where, "    ")
         for sel in sels:
-            d = getattr(st, "summarize", summarize)(st, sel, st.run(sel, seed=args.seed, kernel=args.kernel))
+            label = "faults %d/%d" % (done + 1, total)
+            prog(label, done / total)       # shown while the run works, whichever engine runs it
+            res = st.run(sel, seed=args.seed, kernel=args.kernel,
+                         progress=lambda f, _l=label, _d=done: prog(_l, (_d + f) / total))
+            prog.done()
+            done += 1
+            d = getattr(st, "summarize", summarize)(st, sel, res)
             out.append(d)
             if not args.json:
                 row = getattr(st, "format_row", format_row)(d)
@@ -477,7 +492,7 @@ def cmd_hosts(args) -> int:
     """``mpathlab hosts``: what several hosts cannot run is refused as input first (exit 3)."""
     from . import multihost
     _check_multihost(args.topology, args.job)
-    return multihost.cmd_hosts(args)
+    return multihost.cmd_hosts(args, progress=Progress(_progress_enabled(args)))
 
 
 def _check_multihost(topology: str, job: str) -> None:
@@ -797,6 +812,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(func=cmd_report)
 
     mh = sub.add_parser("hosts", help="many hosts, one array: per-port load over time and per-host tails",
+                        parents=[PROGRESS],
                         description="A multi-host topology (a topology file plus [hosts] count = N): every host "
                                     "loads the table (own selector state) and runs JOB; its paths share the "
                                     "array ports. See docs/many-hosts.md.")
@@ -810,7 +826,7 @@ def build_parser() -> argparse.ArgumentParser:
     mh.set_defaults(func=cmd_hosts)
 
     f = sub.add_parser("faults", help="run the fault studies (path failure, all paths down, slow path)",
-                       parents=[_json("the results as JSON (default: a table)"), SEED_1, KERNEL])
+                       parents=[_json("the results as JSON (default: a table)"), SEED_1, KERNEL, PROGRESS])
     f.add_argument("name", nargs="?", help="study name, or 'all'; without one, the list")
     f.add_argument("--list", action="store_true", help="list the studies")
     f.add_argument("--selector", help="run only this selector (default: round-robin, queue-length, service-time "
@@ -880,6 +896,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the simulator against the kernel lab's results (python -m mpathlab.validate)")
     va.add_argument("args", nargs=argparse.REMAINDER, help="the arguments of python -m mpathlab.validate (--help)")
     va.set_defaults(func=cmd_validate)
+    vn = sub.add_parser("validate-nvme", add_help=False,
+                        help="the NVMe model against the NVMe kernel lab (python -m mpathlab.validate_nvme)")
+    vn.add_argument("args", nargs=argparse.REMAINDER, help="the arguments of python -m mpathlab.validate_nvme")
+    vn.set_defaults(func=cmd_validate_nvme)
 
     s = sub.add_parser("selectors", help="list the registered path selectors")
     s.set_defaults(func=cmd_selectors)
@@ -968,41 +988,48 @@ def cmd_capture(args) -> int:
                 conf = (args.conf, decode_text(f.read(), args.conf, "multipath.conf"))
         except OSError as e:
             raise InputError("--conf %s: cannot read: %s" % (args.conf, e.strerror or e)) from None
+    if not args.dump and not os.path.isdir(args.root):
+        raise InputError("--root %s: not a directory" % args.root)
     src = capture.read_dump(args.dump) if args.dump else capture.RootSource(args.root)
     if args.dump and not src.complete:
         print("mpathlab capture: warning: %s has no '@@ end' line: the script did not finish, its window may be "
               "missing" % args.dump, file=sys.stderr)
     cap = capture.collect(src, args.seconds, conf)
-    maps = [m for m in cap.maps if args.map in (None, m.name)]
     print(capture.summary(cap), file=sys.stderr)
-    if not maps:
+    # one file per dm-multipath map and per NVMe subsystem with controllers
+    files = [(m.name, capture.write_topology(cap, m, __version__)) for m in cap.maps
+             if args.map in (None, m.name)]
+    files += [(s["name"], capture.write_nvme_topology(cap, s, __version__)) for s in cap.nvme
+              if s["controllers"] and args.map in (None, s["name"])]
+    if not files:
         why = "; ".join(cap.notes[:2])
-        print("mpathlab capture: no dm-multipath map%s on %s: nothing written%s" % (
+        print("mpathlab capture: no dm-multipath map or NVMe subsystem%s on %s: nothing written%s" % (
             " named %s" % args.map if args.map else "", cap.source, " (%s)" % why if why else ""), file=sys.stderr)
         return 0
-    files = [(m, capture.write_topology(cap, m, __version__)) for m in maps]
     if len(files) > 1:
         if not args.output or not os.path.isdir(args.output):
-            raise InputError("%d maps (%s): choose one with --map NAME, or give -o DIRECTORY for one file each"
-                             % (len(files), ", ".join(m.name for m, _ in files)))
-        for m, text in files:
-            path = os.path.join(args.output, "%s.toml" % m.name.replace("/", "_"))
-            with open(path, "w") as f:
-                f.write(text)
-            print("wrote %s" % path, file=sys.stderr)
-    elif args.output:
-        path = os.path.join(args.output, "%s.toml" % files[0][0].name) if os.path.isdir(args.output) else args.output
-        with open(path, "w") as f:
-            f.write(files[0][1])
-        print("wrote %s" % path, file=sys.stderr)
-    else:
+            raise InputError("%d maps and subsystems (%s): choose one with --map NAME, or give -o DIRECTORY for "
+                             "one file each" % (len(files), ", ".join(n for n, _ in files)))
+    elif not args.output:
         sys.stdout.write(files[0][1])
+        return 0
+    for name, text in files:
+        path = os.path.join(args.output, "%s.toml" % name.replace("/", "_")) if os.path.isdir(args.output) \
+            else args.output
+        with open(path, "w") as f:
+            f.write(text)
+        print("wrote %s" % path, file=sys.stderr)
     return 0
 
 
 def cmd_validate(args) -> int:
     from . import validate
     return validate.main(args.args)
+
+
+def cmd_validate_nvme(args) -> int:
+    from . import validate_nvme
+    return validate_nvme.main(args.args)
 
 
 MESSAGE_WORD_MAX = 200
@@ -1020,6 +1047,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["validate"]:    # its own parser (python -m mpathlab.validate), options included
         return cmd_validate(argparse.Namespace(args=argv[1:]))
+    if argv[:1] == ["validate-nvme"]:
+        return cmd_validate_nvme(argparse.Namespace(args=argv[1:]))
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

@@ -83,7 +83,8 @@ def _multihost_from_dict(doc: dict, path: str):
 
 
 def run_multihost(topo: Topology, cfg: HostsConfig, jobs, *, selector: Optional[str] = None,
-                  seed: Optional[int] = None) -> MultiHostResult:
+                  seed: Optional[int] = None, progress=None) -> MultiHostResult:
+    """progress: called with the run's fraction done, as Simulation calls it."""
     from .runner import parse_selector_spec
     if selector:
         name, args = parse_selector_spec(selector)
@@ -93,7 +94,8 @@ def run_multihost(topo: Topology, cfg: HostsConfig, jobs, *, selector: Optional[
     if seed is not None:
         kw["seed"] = seed
     # the compiled core refuses it (fast.eligible), and the run says so once on stderr
-    sim = MultiHostSimulation(topo.table, topo.paths, jobs.jobs, hosts=cfg.count, window_ns=cfg.window_ns, **kw)
+    sim = MultiHostSimulation(topo.table, topo.paths, jobs.jobs, hosts=cfg.count, window_ns=cfg.window_ns,
+                              progress=progress, **kw)
     res = sim.run()
     res.check_accounting()
     return MultiHostResult(sim, res)
@@ -129,8 +131,16 @@ def format_run(r: MultiHostResult, slices: int = 10) -> str:
     return "\n".join(lines)
 
 
-def cmd_hosts(args) -> int:
-    """``mpathlab hosts TOPOLOGY JOB``: every selector, every seed; per-port load and tails with intervals."""
+def _say(text: str) -> None:
+    """Print in lines of at most 100 columns; a continuation line is indented 4 more than its line."""
+    from .report.text import wrap
+    for line in text.split("\n"):
+        print("\n".join(wrap(line, " " * (len(line) - len(line.lstrip()) + 4))))
+
+
+def cmd_hosts(args, progress=None) -> int:
+    """``mpathlab hosts TOPOLOGY JOB``: every selector, every seed; per-port load and tails with intervals.
+    progress: the command line's progress bar (called with a label and the fraction of all runs done)."""
     from .report.tails import beats, tail_text
     from .runner import parse_selector_spec
     from .selectors import lookup
@@ -148,17 +158,25 @@ def cmd_hosts(args) -> int:
     if not seeds:
         raise TopologyError("--seeds: empty list")
     rows = []
-    print("%s: %d hosts, ports %s; every host runs %s" % (os.path.basename(args.topology), cfg.count,
+    _say("%s: %d hosts, ports %s; every host runs %s" % (os.path.basename(args.topology), cfg.count,
                                                          ", ".join(p.name for p in topo.paths), os.path.basename(args.job)))
-    for sel in sels:
+    total = len(sels) * len(seeds)
+    for k, sel in enumerate(sels):
         for i, seed in enumerate(seeds):
-            r = run_multihost(topo, cfg, jobs, selector=sel, seed=seed)
+            done = k * len(seeds) + i
+            cb = None if progress is None else (
+                lambda f, _l="hosts %d/%d" % (done + 1, total), _d=done: progress(_l, (_d + f) / total))
+            if progress is not None:
+                progress("hosts %d/%d" % (done + 1, total), done / total)
+            r = run_multihost(topo, cfg, jobs, selector=sel, seed=seed, progress=cb)
+            if progress is not None:
+                progress.done()
             if i == 0:
-                print(format_run(r) + ("   (seed %d)" % seed))
+                _say(format_run(r) + ("   (seed %d)" % seed))
             rows.extend(tail_rows(sel, seed, r))
     base = [b for b in ("historical-service-time", "service-time") if b in sels]
-    print(tail_text(rows, baselines=base))
+    _say(tail_text(rows, baselines=base))
     if base:
         win = beats(rows, base, 99.0, measure="all hosts")
-        print("p99 of all I/O, interval wholly below %s's: %s" % (" and ".join(base), ", ".join(win) or "none"))
+        _say("p99 of all I/O, interval wholly below %s's: %s" % (" and ".join(base), ", ".join(win) or "none"))
     return 0

@@ -341,7 +341,9 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
         validate_table(topo)
     if "nvme" in doc:
         from .nvme.topology import parse_nvme
-        topo.nvme = parse_nvme(doc["nvme"], paths, src, host=topo.host, path_docs=doc.get("paths"))
+        topo.nvme = parse_nvme(doc["nvme"], paths, src, host=topo.host, path_docs=doc.get("paths"),
+                               kernel=topo.kernel)
+        topo.kernel = topo.kernel or topo.nvme.kernel     # [nvme] kernel, for a file without [multipath]
     return topo
 
 

@@ -26,6 +26,7 @@ import math
 from .sim.devices import Empirical, PathModel, ServiceTime
 from .sim.engine import simulate
 from .sim.host import HostModel
+from .sim.scsi import ScsiHostModel
 from .workload.fio import parse_fio
 
 DEFAULT_RESULTS = os.path.join("validation", "kernel-lab", "results.json")
@@ -243,6 +244,7 @@ def path_models(c: dict, guest: Optional[Guest] = None) -> List[PathModel]:
     measured = {}
     if guest is None and sched == "none" and cell_host(c)[1] == "calib":
         measured = reps[0].get("path_mean_write_ms") or {}
+    scsi_hosts: Dict[int, ScsiHostModel] = {}
     for i, p in enumerate(c["paths"]):
         qd = int(p.get("hw_queue_depth") or UNLIMITED)
         sched_kw = {}
@@ -258,10 +260,24 @@ def path_models(c: dict, guest: Optional[Guest] = None) -> List[PathModel]:
         else:
             svc = ms * 1e6 if ms else p["completion_ns"] * TIMER_LATE
         service = guest.service(p["completion_ns"]) if guest is not None else ServiceTime(svc)
+        if p.get("kind") == "scsi":
+            out.append(scsi_path_model(p, i, service, scsi_hosts))
+            continue
         out.append(PathModel(p["label"], (8, 16 * i), service,
                              parallelism=qd, hw_queue_depth=0 if qd >= UNLIMITED else qd,
                              nr_hw_queues=GUEST_CPUS, **sched_kw))
     return out
+
+
+def scsi_path_model(p: dict, i: int, service, hosts: Dict[int, ScsiHostModel]) -> PathModel:
+    """A scsi_debug LUN of a cell (sim/scsi.py): ``hw_queue_depth`` is its queue_depth (the budget),
+    ``host``/``can_queue`` the host whose tag set it shares; scsi_debug completes each command on a
+    timer of its own, so as many run at once as the budget lets through."""
+    qd = int(p.get("hw_queue_depth") or 0)
+    host = hosts.setdefault(int(p.get("host", i)), ScsiHostModel("host%s" % p.get("host", i),
+                                                                  int(p.get("can_queue") or 0)))
+    return PathModel(p["label"], (8, 16 * i), service, parallelism=qd or UNLIMITED, queue_depth=qd,
+                     scsi_host=host)
 
 
 def cell_host(c: dict) -> Tuple[HostModel, str]:
@@ -320,13 +336,31 @@ def table_cells(cells: List[dict]) -> List[dict]:
     return [c for c in cells if len(c["paths"]) >= 2 and not is_calib(c)]
 
 
+def _predict(c: dict, groups: Dict[str, List[str]], sessions: Dict[Guest, int], runtime_s: float,
+             seed: int) -> Tuple[Dict[str, float], float]:
+    """The cell's predicted group shares and IOPS: one run per session's guest, weighted by the
+    session's repeats."""
+    sim = {g: 0.0 for g in groups}
+    iops = 0.0
+    total = sum(sessions.values())
+    for guest, count in sessions.items():
+        run = simulate_cell(c, runtime_s, seed=seed, guest=guest)
+        for g, v in _group_shares(groups, run.shares).items():
+            sim[g] += v * count / total
+        if run.runtime_ns:
+            iops += run.completed / (run.runtime_ns / 1e9) * count / total
+    return sim, iops
+
+
 def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
-            guests: Optional[Dict[str, Guest]] = None, all_cells: Optional[List[dict]] = None) -> List[dict]:
+            guests: Optional[Dict[str, Guest]] = None, all_cells: Optional[List[dict]] = None,
+            seeds: int = 1) -> List[dict]:
     """One row per table cell: the kernel's mean share per path group and the prediction (from
     the topology and the kernel's guest, fitted on ``cells``' calibration cells unless
     ``guests`` (keyed "KERNEL SESSION") are given; ``all_cells``: where the calibration cells are
     when ``cells`` is a selection); with ``measured`` also the diagnostic run from each repeat's
-    measured device latency and CPU time."""
+    measured device latency and CPU time; with ``seeds`` > 1 also the range of the worst group's
+    prediction over seeds 1..seeds (a diagnostic: the asserted prediction is seed 1)."""
     guests = dict(guests or {})
     source = all_cells if all_cells is not None else cells
     boots: Dict[str, List[str]] = {}
@@ -343,20 +377,13 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
             per_session[key] = per_session.get(key, 0) + 1
         groups = _groups(c)
         kern = _group_shares(groups, c["mean_share"])
-        sim = {g: 0.0 for g in groups}
-        sim_iops = 0.0
-        used = []
-        total = sum(per_session.values())
-        for session, count in sorted(per_session.items()):
+        for session in per_session:
             gkey = "%s %s" % (kernel, session)
             if gkey not in guests:
                 guests[gkey] = fit_guest(source, kernel, session)
-            pred_run = simulate_cell(c, runtime_s, guest=guests[gkey])
-            for g, v in _group_shares(groups, pred_run.shares).items():
-                sim[g] += v * count / total
-            if pred_run.runtime_ns:
-                sim_iops += pred_run.completed / (pred_run.runtime_ns / 1e9) * count / total
-            used.append(guests[gkey].describe())
+        sessions = {guests["%s %s" % (kernel, k)]: n for k, n in per_session.items()}
+        sim, sim_iops = _predict(c, groups, sessions, runtime_s, seed=1)
+        used = [g.describe() for g in sessions]
         diffs = {k: sim[k] - v for k, v in kern.items()}
         worst = max(diffs, key=lambda k: abs(diffs[k]))
         sd = _repeat_sd(c, groups[worst])
@@ -367,6 +394,10 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                "kernel_iops": c.get("mean_fio_iops"),
                "sim_iops": sim_iops, "sessions": per_session,
                "paths": c["paths"], "topology": c["topology"], "guests": used}
+        if seeds > 1:
+            alt = [sim[worst]] + [_predict(c, groups, sessions, runtime_s, seed=k)[0][worst]
+                                  for k in range(2, seeds + 1)]
+            row["seed_range"] = (min(alt), max(alt))
         if measured:
             runs = [simulate_cell(rc, runtime_s) for rc in repeat_cells(c)]
             mshares = {k: sum(r.shares[k] for r in runs) / len(runs) for k in runs[0].shares}
@@ -422,8 +453,12 @@ def _fmt_paths(paths) -> str:
 
 def markdown(rows: List[dict]) -> str:
     measured = any("measured_sim" in r for r in rows)
+    spread = any("seed_range" in r for r in rows)
     head = "| kernel | cell | paths (ms/tags) | n | path(s) | kernel share (sd) | predicted | diff | kernel IOPS | pred. IOPS "
     rule = "|---|---|---|---|---|---|---|---|---|---|"
+    if spread:
+        head += "| range over seeds (diagnostic) "
+        rule += "---|"
     if measured:
         head += "| from measured (diagnostic) | diff | measured inputs "
         rule += "---|---|---|"
@@ -435,6 +470,8 @@ def markdown(rows: List[dict]) -> str:
         line = "| %s | %s | %s | %s | %s | %.3f%s | %.3f | %+.3f%s | %.0f | %.0f |" % (
             r["kernel_series"], r["cell"], _fmt_paths(r["paths"]), r["n"], w, r["kernel"][w], sd,
             r["sim"].get(w, 0.0), r["diff"], mark, r["kernel_iops"] or 0, r["sim_iops"])
+        if spread:
+            line += " %.3f-%.3f |" % r["seed_range"]
         if measured:
             mw = r["measured_worst"]
             mmark = {"yes": "", "noise": " ~", "no": " **X**"}[r["measured_within"]]
@@ -469,6 +506,9 @@ def main(argv=None) -> int:
     ap.add_argument("--measured", action="store_true",
                     help="add the diagnostic column: each repeat's measured device latency and guest CPU time "
                          "per I/O fed to the model")
+    ap.add_argument("--seeds", type=int, default=1,
+                    help="add a diagnostic column: the range of the prediction over simulator seeds 1..N "
+                         "(the asserted prediction is seed 1; default 1: no column)")
     a = ap.parse_args(argv)
     try:
         with open(a.results) as f:
@@ -480,7 +520,7 @@ def main(argv=None) -> int:
         print("mpathlab.validate: error: %s: not a list of cells" % a.results, file=sys.stderr)
         return 3
     chosen = [c for c in cells if a.filter in cell_key(c) and (not a.kernel or str(c.get("kernel") or "6.1") == a.kernel)]
-    print(markdown(compare(chosen, a.runtime, a.measured, guests=None, all_cells=cells)))
+    print(markdown(compare(chosen, a.runtime, a.measured, guests=None, all_cells=cells, seeds=max(1, a.seeds))))
     return 0
 
 

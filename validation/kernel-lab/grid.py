@@ -61,6 +61,16 @@ BATCHES = {
                 + _cells('H4', ['st', 'hst'], ['mq', 'bio'], [32])
                 + _cells('H5', ['st', 'hst'], ['mq'], [64]) + _cells('H5', ['hst'], ['bio'], [64])
                 + _cells('H6', ['st'], ['mq'], [8]) + _cells('H6', ['hst'], ['bio'], [8])),
+    # a second held-out set, fixed (and committed) before it ran, with the model frozen at that commit:
+    # H7 two latencies, same tags; H8 two shallow fast paths and a deep slow one; H9 same latency, 3 vs 6
+    # tags; H10 four paths of three latencies, 8 tags each; H11 two latencies, unlimited tags; H12 two
+    # shallow paths of one latency (2 and 6 tags) and a deep slower one
+    'heldout2': (_cells('H7', ['st', 'hst'], ['mq', 'bio'], [32])
+                 + _cells('H8', ['ql', 'hst'], ['mq', 'bio'], [24])
+                 + _cells('H9', ['st', 'hst'], ['mq', 'bio'], [16])
+                 + _cells('H10', ['st', 'hst'], ['mq', 'bio'], [48])
+                 + _cells('H11', ['ql', 'hst'], ['mq', 'bio'], [16])
+                 + _cells('H12', ['st', 'hst'], ['mq', 'bio'], [40])),
     # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
     # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
     'scsi': (_cells('S1', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [16])

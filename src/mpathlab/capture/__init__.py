@@ -7,7 +7,7 @@ import os
 
 from .collect import Capture, MapCapture, PathCapture, collect
 from .source import DumpSource, RootSource, Source, read_dump
-from .writer import summary, write_topology
+from .writer import summary, write_nvme_topology, write_topology
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "capture.sh")
 
@@ -19,4 +19,4 @@ def script_text() -> str:
 
 
 __all__ = ["Capture", "MapCapture", "PathCapture", "collect", "DumpSource", "RootSource", "Source", "read_dump",
-           "summary", "write_topology", "script_text", "SCRIPT"]
+           "summary", "write_topology", "write_nvme_topology", "script_text", "SCRIPT"]

@@ -36,7 +36,9 @@ c() {  # a command's output (stdout and stderr) and exit status; 127 when it is 
 snap() {  # the counters the service times are computed from
   read -r up _ < /proc/uptime
   echo "@@ snap $1 $up"
-  for b in /sys/block/*; do f "$b/stat"; f "$b/inflight"; done
+  for b in /sys/block/* /sys/class/nvme-subsystem/*/nvme*/nvme*c*n*; do
+    if [ -e "$b/stat" ]; then f "$b/stat"; f "$b/inflight"; fi
+  done
   f /proc/diskstats
 }
 
@@ -69,11 +71,29 @@ for s in /sys/class/nvme-subsystem/*; do
   f "$s/iopolicy"; f "$s/subsysnqn"
   for ctl in "$s"/nvme*; do
     case "${ctl##*/}" in nvme*n*) continue;; esac     # controllers only (nvme0), namespaces are nvme0n1
-    d "$ctl"; f "$ctl/state"; f "$ctl/transport"; f "$ctl/address"
-    for p in "$ctl"/nvme*c*n*; do [ -d "$p" ] && f "$p/ana_state" && f "$p/ana_grpid"; done
+    d "$ctl"; f "$ctl/state"; f "$ctl/transport"; f "$ctl/address"; f "$ctl/numa_node"; f "$ctl/queue_count"
+    f "$ctl/sqsize"
+    for p in "$ctl"/nvme*c*n*; do [ -d "$p" ] && f "$p/ana_state" && f "$p/ana_grpid" && f "$p/dev"; done
   done
 done
 snap 0
-sleep "$S"
+# requests in the drivers ten times a second: a path's time per request by Little's law, where its stat ticks
+# also hold time spent in its I/O scheduler (bio-based dm over a path with a scheduler)
+T=0.1; sleep "$T" 2> /dev/null || T=1
+n=0
+while [ "$n" -lt "$S" ]; do
+  k=0
+  while [ "$k" -lt 10 ]; do
+    [ "$T" = 1 ] && [ "$k" -gt 0 ] && break
+    sleep "$T"
+    read -r up _ < /proc/uptime
+    echo "@@ sample $up"
+    for b in /sys/block/* /sys/class/nvme-subsystem/*/nvme*/nvme*c*n*; do
+      if [ -r "$b/inflight" ]; then read -r r w < "$b/inflight"; printf '|%s %s %s\n' "${b##*/}" "$r" "$w"; fi
+    done
+    k=$((k + 1))
+  done
+  n=$((n + 1))
+done
 snap 1
 echo "@@ end"

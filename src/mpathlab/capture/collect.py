@@ -21,30 +21,47 @@ NAME_KINDS = ((r"nvme\d+n\d+$", "nvme"), (r"nullb\d+$", "null_blk"), (r"sd[a-z]+
               (r"vd[a-z]+$", "virtio"), (r"loop\d+$", "loop"), (r"dm-\d+$", "dm"), (r"md\d+$", "md"))
 # the directions whose completions the window's service time rests on (flushes carry no data)
 DATA_DIRECTIONS = ("read", "write", "discard")
-MPATH_UUID_PREFIX = "mpath-"     # multipath-tools names its maps' uuids so (libmultipath/devmapper.c)
+MPATH_UUID_PREFIX = "mpath-"
+SAMPLES_PER_S = 10           # in-flight samples a second during the window
+MIN_SAMPLES = 5              # fewer: Little's law is not used     # multipath-tools names its maps' uuids so (libmultipath/devmapper.c)
 
 
 class PathCapture:
-    def __init__(self, name: str, devt: Tuple[int, int]):
+    def __init__(self, name: str, devt: Tuple[int, int], sysdir: str = ""):
         self.name = name
         self.devt = devt
+        self.sysdir = sysdir or "/sys/block/" + name     # where its stat and inflight are
         self.kind: Optional[str] = None
         self.kind_from = ""
         self.queue: Dict[str, object] = {}     # scheduler, nr_requests, nr_hw_queues, nr_tags, queue_depth, ...
         self.window: Dict[str, Tuple[int, int, int]] = {}   # direction -> (I/Os completed, ticks ms, sectors)
         self.refused: Dict[str, int] = {}     # direction -> I/Os counted that were refused dispatches
         self.inflight: List[Tuple[int, int]] = []        # (reads, writes) at the window's start and end
+        self.driver_inflight: Optional[Tuple[float, int]] = None   # mean requests in the driver, samples
+        self.little_ms: Optional[float] = None   # time per request by Little's law, where ticks hold more
+        self.ana_state: Optional[str] = None     # an NVMe path's
+        self.ana_grpid: Optional[str] = None
         self.notes: List[str] = []
 
     @property
     def devt_text(self) -> str:
         return "%d:%d" % self.devt
 
+    def completions(self) -> int:
+        return sum(self.window.get(d, (0, 0, 0))[0] - self.refused.get(d, 0) for d in DATA_DIRECTIONS)
+
+    def ticks_ms(self) -> Optional[float]:
+        """The block layer's mean time per I/O (stat ticks / completions)."""
+        ios = self.completions()
+        return sum(self.window.get(d, (0, 0, 0))[1] for d in DATA_DIRECTIONS) / ios if ios > 0 else None
+
     def service_ms(self) -> Optional[Tuple[float, int]]:
-        """(mean ms per I/O over the data directions, I/Os it rests on), or None without completions."""
-        ios = sum(self.window.get(d, (0, 0, 0))[0] - self.refused.get(d, 0) for d in DATA_DIRECTIONS)
-        ticks = sum(self.window.get(d, (0, 0, 0))[1] for d in DATA_DIRECTIONS)
-        return (ticks / ios, ios) if ios > 0 else None
+        """(mean ms per I/O, the completions it rests on), or None without completions: Little's law
+        where the ticks also hold scheduler time (see _service_by_little), else the ticks."""
+        ticks = self.ticks_ms()
+        if ticks is None:
+            return None
+        return (self.little_ms if self.little_ms is not None else ticks), self.completions()
 
 
 class MapCapture:
@@ -114,7 +131,9 @@ def collect(src: Source, seconds: float = 5.0, conf: Optional[Tuple[str, str]] =
         try:
             by_devt[parse_devt(t or "")] = b
         except ValueError:
-            cap.notes.append("/sys/block/%s/dev could not be read" % b)
+            # an NVMe controller's path to a namespace (nvme0c1n1) is a hidden disk without a dev_t
+            if not re.fullmatch(r"nvme\d+c\d+n\d+", b):
+                cap.notes.append("/sys/block/%s/dev could not be read" % b)
     _maps(src, cap, blocks)
     for m in cap.maps:
         for d in m.path_devts:
@@ -132,10 +151,12 @@ def collect(src: Source, seconds: float = 5.0, conf: Optional[Tuple[str, str]] =
             p = PathCapture(name, devt)
             _path_facts(src, p, majors)
             cap.paths[d] = p
+    _nvme(src, cap)
     _window(src, cap, seconds, sleep)
     for m in cap.maps:
-        _refused_dispatches(m, [cap.paths[d] for d in m.path_devts if d in cap.paths])
-    _nvme(src, cap)
+        paths = [cap.paths[d] for d in m.path_devts if d in cap.paths]
+        _refused_dispatches(m, paths)
+        _service_by_little(m, paths, cap.window_s)
     if conf is not None:
         cap.conf_source, cap.conf = conf
     elif src.read("/etc/multipath.conf") is not None:
@@ -310,13 +331,32 @@ def _path_facts(src: Source, p: PathCapture, majors: Dict[int, str]) -> None:
 
 def _window(src: Source, cap: Capture, seconds: float, sleep) -> None:
     """Service time per path over the window: the stat counters at its start and end."""
-    devs = [(p.name, p) for p in cap.paths.values()] + [(m.dm, m) for m in cap.maps]
-    files = ["/sys/block/%s/%s" % (n, f) for n, _ in devs for f in ("stat", "inflight")] + ["/proc/diskstats"]
+    nvme_paths = [p for s in cap.nvme for c in s["controllers"] for p in c["paths"]]
+    devs = [(p.sysdir, p) for p in list(cap.paths.values()) + nvme_paths] + \
+        [("/sys/block/" + m.dm, m) for m in cap.maps]
+    files = ["%s/%s" % (d, f) for d, _ in devs for f in ("stat", "inflight")] + ["/proc/diskstats"]
     t0, s0 = src.counters(0, files)
+    samples = src.samples()
     if src.live:
+        # ten samples a second of the requests in each path's driver (as capture.sh takes them)
+        for _ in range(int(seconds * SAMPLES_PER_S)):
+            sleep(1.0 / SAMPLES_PER_S)
+            counts = {}
+            for sysdir, _ in devs:
+                try:
+                    counts[sysdir.rsplit("/", 1)[-1]] = parse_inflight(src.read(sysdir + "/inflight") or "")
+                except ValueError:
+                    pass
+            samples.append((0.0, counts))
+        seconds -= int(seconds * SAMPLES_PER_S) / SAMPLES_PER_S
         if seconds > 0:
             sleep(seconds)
     t1, s1 = src.counters(1, files)
+    for sysdir, obj in devs:
+        name = sysdir.rsplit("/", 1)[-1]
+        vals = [sum(c[name]) for _, c in samples if name in c]
+        if isinstance(obj, PathCapture) and vals:
+            obj.driver_inflight = (sum(vals) / len(vals), len(vals))
     win = src.window()
     if win is None and t0 is not None and t1 is not None:
         win = t1 - t0
@@ -326,9 +366,10 @@ def _window(src: Source, cap: Capture, seconds: float, sleep) -> None:
         return
     disk0 = _diskstats(s0.get("/proc/diskstats"))
     disk1 = _diskstats(s1.get("/proc/diskstats"))
-    for name, obj in devs:
-        before = _stat(s0.get("/sys/block/%s/stat" % name), disk0.get(name))
-        after = _stat(s1.get("/sys/block/%s/stat" % name), disk1.get(name))
+    for sysdir, obj in devs:
+        name = sysdir.rsplit("/", 1)[-1]
+        before = _stat(s0.get(sysdir + "/stat"), disk0.get(name))
+        after = _stat(s1.get(sysdir + "/stat"), disk1.get(name))
         if before is None or after is None:
             obj.notes.append("stat could not be read at the window's %s: no service time"
                              % ("start" if before is None else "end"))
@@ -340,7 +381,7 @@ def _window(src: Source, cap: Capture, seconds: float, sleep) -> None:
         if isinstance(obj, PathCapture):
             for s in (s0, s1):
                 try:
-                    obj.inflight.append(parse_inflight(s.get("/sys/block/%s/inflight" % name) or ""))
+                    obj.inflight.append(parse_inflight(s.get(sysdir + "/inflight") or ""))
                 except ValueError:
                     pass
 
@@ -366,6 +407,33 @@ def _refused_dispatches(m: MapCapture, paths: List[PathCapture]) -> None:
                                % (ios - done, ios, d, done, msec / mios))
 
 
+def is_bio_based(m: MapCapture) -> bool:
+    f = m.parsed.features if m.parsed else []
+    return any(a == "queue_mode" and b == "bio" for a, b in zip(f, f[1:]))
+
+
+def _service_by_little(m: MapCapture, paths: List[PathCapture], window_s: Optional[float]) -> None:
+    """A bio-based map submits bios to its paths, and a path with an I/O scheduler allocates the
+    request (where the block layer starts its clock, blk_mq_rq_ctx_init) before the request waits in
+    the scheduler: its stat ticks then hold that wait, which the simulator models itself. Such a path's
+    time per request is taken by Little's law instead: the requests in its driver (``inflight`` counts
+    only started ones, blk_mq_check_inflight), sampled in the window, over its completions per second.
+    Request-based dm inserts its clones past the scheduler (blk_insert_cloned_request), and without a
+    scheduler a bio waits for its tag before the clock starts, so the ticks stand there."""
+    if not is_bio_based(m) or not window_s:
+        return
+    for p in paths:
+        if p.queue.get("scheduler") in (None, "none") or not p.completions():
+            continue
+        if p.driver_inflight is None or p.driver_inflight[1] < MIN_SAMPLES:
+            p.notes.append("its stat ticks hold time in its %s scheduler (bio-based map), and too few in-flight "
+                           "samples were taken to tell it apart: the service time may be too long"
+                           % p.queue["scheduler"])
+            continue
+        mean, n = p.driver_inflight
+        p.little_ms = mean / (p.completions() / window_s) * 1000.0
+
+
 def _diskstats(text: Optional[str]) -> Dict[str, List[int]]:
     try:
         return {k: v[2] for k, v in parse_diskstats(text or "").items()}
@@ -383,25 +451,37 @@ def _stat(text: Optional[str], fallback: Optional[List[int]]) -> Optional[List[i
 
 
 def _nvme(src: Source, cap: Capture) -> None:
+    """NVMe subsystems (native multipath): iopolicy, controllers (state, transport, address, NUMA node,
+    I/O queues and their depth) and each controller's path to each namespace (its ANA state and group,
+    and, through the window, its service time)."""
     base = "/sys/class/nvme-subsystem"
     subs = src.listdir(base)
     if not subs:
         return
+
+    def text(path):
+        return (src.read(path) or "").strip() or None
     for s in subs:
         d = "%s/%s" % (base, s)
-        sub = {"name": s, "iopolicy": (src.read(d + "/iopolicy") or "").strip() or None,
-               "nqn": (src.read(d + "/subsysnqn") or "").strip() or None, "controllers": []}
+        sub = {"name": s, "iopolicy": text(d + "/iopolicy"), "nqn": text(d + "/subsysnqn"), "controllers": []}
         for c in src.listdir(d) or []:
             if not re.fullmatch(r"nvme\d+", c):
                 continue
             cd = "%s/%s" % (d, c)
-            ctl = {"name": c, "state": (src.read(cd + "/state") or "").strip() or None,
-                   "transport": (src.read(cd + "/transport") or "").strip() or None,
-                   "address": (src.read(cd + "/address") or "").strip() or None, "paths": []}
+            ctl = {"name": c, "state": text(cd + "/state"), "transport": text(cd + "/transport"),
+                   "address": text(cd + "/address"), "numa_node": text(cd + "/numa_node"),
+                   "queue_count": text(cd + "/queue_count"), "sqsize": text(cd + "/sqsize"), "paths": []}
             for pth in src.listdir(cd) or []:
-                if re.fullmatch(r"nvme\d+c\d+n\d+", pth):
-                    ctl["paths"].append({"name": pth,
-                                         "ana_state": (src.read("%s/%s/ana_state" % (cd, pth)) or "").strip() or None,
-                                         "ana_grpid": (src.read("%s/%s/ana_grpid" % (cd, pth)) or "").strip() or None})
+                if not re.fullmatch(r"nvme\d+c\d+n\d+", pth):
+                    continue
+                try:
+                    devt = parse_devt(text("%s/%s/dev" % (cd, pth)) or "")
+                except ValueError:
+                    devt = (0, 0)
+                p = PathCapture(pth, devt, "%s/%s" % (cd, pth))
+                p.kind, p.kind_from = "nvme", "an NVMe controller's path (%s)" % c
+                p.ana_state = text("%s/%s/ana_state" % (cd, pth))
+                p.ana_grpid = text("%s/%s/ana_grpid" % (cd, pth))
+                ctl["paths"].append(p)
             sub["controllers"].append(ctl)
         cap.nvme.append(sub)

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Tuple
 from ..inputs import InputFileError, binary_problem, decode_text
 
 DUMP_MAGIC = "@@ mpathlab-capture-dump 1"
-DUMP_KINDS = ("file", "missing", "dir", "link", "cmd", "rc", "snap", "seconds", "end")
+DUMP_KINDS = ("file", "missing", "dir", "link", "cmd", "rc", "snap", "sample", "seconds", "end")
 
 
 class Source:
@@ -44,6 +44,11 @@ class Source:
     def window(self) -> Optional[float]:
         """The window the source's counters span, when the source fixes it (a dump)."""
         return None
+
+    def samples(self) -> List[Tuple[float, Dict[str, Tuple[int, int]]]]:
+        """Requests in flight in each device's driver (``inflight``), sampled during the window: a
+        dump's; a live source is sampled by the collector itself."""
+        return []
 
 
 class RootSource(Source):
@@ -122,6 +127,7 @@ class DumpSource(Source):
         self.commands: Dict[str, Tuple[int, str]] = {}
         self.snaps: Dict[int, Tuple[float, Dict[str, str], set]] = {}
         self.seconds: Optional[float] = None
+        self.inflight_samples: List[Tuple[float, Dict[str, Tuple[int, int]]]] = []
         self.complete = False
         self._parse(text)
 
@@ -158,6 +164,8 @@ class DumpSource(Source):
             if open_kind == "file":
                 text_ = "\n".join(cur) + ("\n" if cur else "")
                 (self.files if snap is None else self.snaps[snap][1])[open_arg] = text_
+            elif open_kind == "sample":
+                self._sample(open_arg, cur, open_no)
             elif open_kind == "cmd" and kind != "rc":
                 raise InputFileError("%s:%d: '@@ cmd %s' has no '@@ rc N' line after its output"
                                      % (self.name, open_no, open_arg))
@@ -169,7 +177,7 @@ class DumpSource(Source):
                                          % (self.name, no, _show(arg)))
                 self.commands[open_arg] = (int(arg), "\n".join(cur) + ("\n" if cur else ""))
             open_kind, open_arg, cur, open_no = kind, arg, None, no
-            if kind in ("file", "dir", "cmd"):
+            if kind in ("file", "dir", "cmd", "sample"):
                 cur = []
                 if kind == "dir":
                     self.dirs[arg] = cur
@@ -190,9 +198,25 @@ class DumpSource(Source):
                 self.complete = True
         if open_kind == "file":
             (self.files if snap is None else self.snaps[snap][1])[open_arg] = "\n".join(cur) + ("\n" if cur else "")
+        elif open_kind == "sample":
+            self._sample(open_arg, cur, open_no)
         elif open_kind == "cmd":
             raise InputFileError("%s:%d: '@@ cmd %s' has no '@@ rc N' line after its output"
                                  % (self.name, open_no, open_arg))
+
+    def _sample(self, arg: str, lines: List[str], no: int) -> None:
+        t = _number(arg, self.name, no, "sample uptime")
+        counts = {}
+        for i, line in enumerate(lines, 1):
+            parts = line.split()
+            if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+                raise InputFileError("%s:%d: a sample line is '|<device> <reads> <writes>', got %s"
+                                     % (self.name, no + i, _show(line)))
+            counts[parts[0]] = (int(parts[1]), int(parts[2]))
+        self.inflight_samples.append((t, counts))
+
+    def samples(self) -> List[Tuple[float, Dict[str, Tuple[int, int]]]]:
+        return list(self.inflight_samples)
 
     def read(self, path: str) -> Optional[str]:
         if path in self.files:

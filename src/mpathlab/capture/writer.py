@@ -112,8 +112,15 @@ def _path(p: PathCapture, m: MapCapture, out: List[str]) -> None:
     if svc:
         per_dir = ", ".join("%s %d I/Os %.3f ms" % (d, ios - p.refused.get(d, 0), t / (ios - p.refused.get(d, 0)))
                             for d, (ios, t, _) in p.window.items() if ios - p.refused.get(d, 0) > 0 and d != "flush")
-        out.append("service = %s    # mean over %d I/Os in the window (%s); constant: sysfs gives the mean only"
-                   % (json.dumps(_duration(svc[0])), svc[1], per_dir))
+        if p.little_ms is not None:
+            mean, n = p.driver_inflight
+            out.append("service = %s    # Little's law: %.2f requests in the driver (%d samples) at %.0f "
+                       "completions/s; the stat ticks (%s) also hold time in its %s scheduler (bio-based map)"
+                       % (json.dumps(_duration(svc[0])), mean, n, mean / p.little_ms * 1000.0, per_dir,
+                          p.queue.get("scheduler")))
+        else:
+            out.append("service = %s    # mean over %d I/Os in the window (%s); constant: sysfs gives the mean "
+                       "only" % (json.dumps(_duration(svc[0])), svc[1], per_dir))
     else:
         out.append("service = %s    # ASSUMED: no I/O completed on this path in the window, nothing measured"
                    % json.dumps(NO_IO_SERVICE))
@@ -162,15 +169,78 @@ def _nvme_comments(cap: Capture, out: List[str]) -> None:
     if not cap.nvme:
         return
     out.append("")
-    out.append("# NVMe subsystems (native multipath; not part of this dm map):")
+    out.append("# NVMe subsystems (native multipath; not part of this dm map; each is a file of its own):")
     for s in cap.nvme:
         out.append("#   %s iopolicy %s nqn %s" % (s["name"], s["iopolicy"] or "(not read)", s["nqn"] or "(not read)"))
         for c in s["controllers"]:
             out.append("#     controller %s %s %s %s" % (c["name"], c["state"] or "?", c["transport"] or "?",
                                                        c["address"] or ""))
             for p in c["paths"]:
-                out.append("#       path %s ANA %s group %s" % (p["name"], p["ana_state"] or "(not read)",
-                                                              p["ana_grpid"] or "?"))
+                out.append("#       path %s ANA %s group %s" % (p.name, p.ana_state or "(not read)", p.ana_grpid or "?"))
+
+
+# the kernel's iopolicy names (drivers/nvme/host/multipath.c nvme_iopolicy_names) the simulator models
+NVME_IOPOLICIES = ("numa", "round-robin", "queue-depth")
+
+
+def write_nvme_topology(cap: Capture, sub: dict, version: str = "") -> str:
+    """The topology file of NVMe subsystem ``sub`` (docs/nvme.md): one path model per controller (its
+    first namespace path's service time), the iopolicy, the controllers and their ANA states."""
+    out: List[str] = []
+    out += _comment("captured by mpathlab capture%s from %s" % (" " + version if version else "", cap.source))
+    out.append("# NVMe subsystem %s (%s)" % (sub["name"], sub["nqn"] or "nqn not read"))
+    if cap.window_s is not None:
+        out.append("# service times: each controller path's stat over a window of %.2f s" % cap.window_s)
+    for n in cap.notes:
+        out += _comment("not read: " + n)
+    out.append("description = %s" % json.dumps("captured NVMe subsystem %s from %s%s" % (
+        sub["name"], cap.source, " (kernel %s)" % cap.release if cap.release else "")))
+    ctrls = [c for c in sub["controllers"] if c["paths"]]
+    for c in ctrls:
+        p = c["paths"][0]
+        out.append("")
+        out.append("[paths.%s]" % _key(c["name"]))
+        if p.devt != (0, 0):
+            out.append("devt = %s    # %s" % (json.dumps(p.devt_text), p.name))
+        out.append("kind = \"nvme\"")
+        svc = p.service_ms()
+        if svc:
+            out.append("service = %s    # %s: mean over %d I/Os in the window" % (json.dumps(_duration(svc[0])), p.name, svc[1]))
+        else:
+            out.append("service = %s    # ASSUMED: no I/O completed on %s in the window" % (json.dumps(NO_IO_SERVICE), p.name))
+        qc, sq = c.get("queue_count"), c.get("sqsize")
+        if sq and sq.isdigit():
+            # sqsize is 0's based (NVMe base spec, MQES): the I/O queues' depth is one more
+            out.append("hw_queue_depth = %d    # sqsize %s + 1" % (int(sq) + 1, sq))
+            out.append("parallelism = %d    # ASSUMED: the controller serves every queued command at once" % (int(sq) + 1))
+        if qc and qc.isdigit() and int(qc) > 1:
+            out.append("nr_hw_queues = %d    # queue_count %s less the admin queue" % (int(qc) - 1, qc))
+        for n in p.notes:
+            out += _comment("not read: " + n)
+    if cap.cpus:
+        out += ["", "[host]", "cpus = %d" % cap.cpus]
+    out += ["", "[nvme]"]
+    pol = sub["iopolicy"]
+    if pol in NVME_IOPOLICIES:
+        out.append("iopolicy = %s" % json.dumps(pol))
+    else:
+        out.append("# iopolicy %s: %s" % (pol or "not read", "not modelled, the default applies" if pol else "the default applies"))
+    for c in ctrls:
+        out.append("")
+        out.append("[nvme.controllers.%s]" % _key(c["name"]))
+        out.append("path = %s" % json.dumps(c["name"]))
+        node = c.get("numa_node")
+        if node is not None and node.lstrip("-").isdigit():
+            out.append("numa_node = %s" % node)
+    groups: dict = {}
+    for c in ctrls:
+        p = c["paths"][0]
+        if p.ana_state and p.ana_grpid and p.ana_grpid.isdigit():
+            groups.setdefault(int(p.ana_grpid), {})[c["name"]] = p.ana_state
+    for gid, states in sorted(groups.items()):
+        out += ["", "[[nvme.ana_groups]]", "id = %d" % gid, "namespaces = [1]",
+                "state = { %s }" % ", ".join("%s = %s" % (_key(k), json.dumps(v)) for k, v in states.items())]
+    return "\n".join(out) + "\n"
 
 
 def summary(cap: Capture) -> str:

@@ -34,11 +34,11 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from ..kernel import EINVAL
 from ..target import END_DONE, END_REQUEUE, MAP_KILL, MAP_REMAPPED, MAP_SUBMITTED, MessageError
-from ..target.multipath import blk_path_error
+from ..timing import NSEC_PER_SEC
 from . import registry
 from ..sim.host import HostModel
-from .policy import (ANA_STATES, CTRL_CONNECTING, CTRL_DEAD, CTRL_DELETING, CTRL_LIVE, CTRL_RESETTING, OPTIMIZED,
-                     find_nearest, path_is_optimized, state_is_live)
+from .policy import (ANA_STATES, CHANGE, CTRL_CONNECTING, CTRL_DEAD, CTRL_DELETING, CTRL_LIVE, CTRL_RESETTING,
+                     OPTIMIZED, PolicyError, find_nearest, path_is_optimized, state_is_live)
 
 ANA_ERROR = "ana"      # NVME_SC_ANA_INACCESSIBLE / _PERSISTENT_LOSS / _TRANSITION: a path error
 
@@ -56,6 +56,10 @@ class Controller:
         self.nr_active = 0
         self.failfast = False     # NVME_CTRL_FAILFAST_EXPIRED
         self.loss_gen = 0         # bumped when the controller changes state: stale timers do nothing
+        self.link_up = True       # whether a connect attempt would succeed (the port answers)
+        self.nr_reconnects = 0    # ctrl->nr_reconnects: failed attempts since the loss
+        self.anatt_gen = 0        # the ANATT timer armed last (mod_timer re-arms, del_timer cancels)
+        self.inject: collections.deque = collections.deque()   # statuses the next completions return
 
     @property
     def dev(self):       # the engine finds a path's device model through pgpath.dev.devt
@@ -66,52 +70,56 @@ class Controller:
 
 
 class NsPath:
-    """struct nvme_ns: one namespace seen through one controller."""
+    """struct nvme_ns: one namespace seen through one controller.  ``ana_state`` is the host's view
+    (ns->ana_state, updated only when the controller's ANA log is read); the array's own state is
+    the head's ``target_ana``."""
 
-    __slots__ = ("ctrl", "nshead", "ready")
+    __slots__ = ("ctrl", "nshead", "ready", "ana_state", "ana_pending")
 
-    def __init__(self, ctrl: Controller, nshead: "NsHead"):
+    def __init__(self, ctrl: Controller, nshead: "NsHead", ana_state: str = OPTIMIZED):
         self.ctrl = ctrl
         self.nshead = nshead
         self.ready = True
-
-    @property
-    def ana_state(self) -> str:
-        return self.nshead.subsys.ana_state(self.nshead.anagrpid, self.ctrl)
+        self.ana_state = ana_state
+        self.ana_pending = False      # NVME_NS_ANA_PENDING: an ANA error seen, the log not yet re-read
 
     def __repr__(self):
         return "NsPath(n%d via %s)" % (self.nshead.nsid, self.ctrl.name)
 
 
 class NsHead:
-    """struct nvme_ns_head: one namespace and its paths."""
+    """struct nvme_ns_head: one namespace and its paths (a deleted controller's path leaves the list)."""
 
     def __init__(self, subsys: "NvmeHead", nsid: int, anagrpid: int, controllers: Sequence[Controller]):
         self.subsys = subsys
         self.nsid = nsid
         self.anagrpid = anagrpid
-        self.paths: List[NsPath] = [NsPath(c, self) for c in controllers]
+        self.paths: List[NsPath] = [NsPath(c, self, subsys.target_ana(anagrpid, c)) for c in controllers]
         self.current_path: Dict[int, NsPath] = {}
         self.host = subsys.host
+        # NVME_NSHEAD_DISK_LIVE: set by the first nvme_mpath_set_live (a path in a live ANA state)
+        self.disk_live = any(state_is_live(ns.ana_state) for ns in self.paths)
+        self.removal_pending = False  # current: the last path is gone, delayed_removal_secs running
 
-    def path_via(self, ctrl: Controller) -> NsPath:
+    def path_via(self, ctrl: Controller) -> Optional[NsPath]:
         for ns in self.paths:
             if ns.ctrl is ctrl:
                 return ns
-        raise KeyError(ctrl.name)
+        return None
 
 
 class _Req:
-    """What the head keeps of one request on a path (nvme_req flags and start time)."""
+    """What the head keeps of one request on a path (nvme_req flags, retries and start time)."""
 
-    __slots__ = ("ns", "cpu", "start_ns", "counted", "policy", "started")
+    __slots__ = ("ns", "cpu", "start_ns", "counted", "policy", "started", "retries")
 
-    def __init__(self, ns, cpu):
+    def __init__(self, ns, cpu, retries: int = 0):
         self.ns, self.cpu = ns, cpu
         self.start_ns = 0
         self.counted = False       # NVME_MPATH_CNT_ACTIVE
         self.policy = None         # the policy active when the request started
         self.started = False
+        self.retries = retries     # nvme_req(req)->retries: same-path retries of a non-path error
 
 
 class _PG:
@@ -131,7 +139,10 @@ class _PG:
 
 
 class NvmeHead:
-    """An NVMe subsystem with its namespaces: the target object for the simulator."""
+    """An NVMe subsystem with its namespaces: the target object for the simulator.
+
+    ``profile`` (mpathlab.profiles) says which release's head this is; ``timers`` holds the fabrics
+    and ANA times (:class:`HeadTimers`)."""
 
     stack = "nvme"
     queue_mode = "nvme"          # bio-based, but no dm jiffies stamps
@@ -146,7 +157,10 @@ class NvmeHead:
                  marginal_aware: bool = True, clock: Callable[[], int] = lambda: 0,
                  cpu: Callable[[], int] = lambda: 0, on_kick: Optional[Callable] = None,
                  schedule: Optional[Callable[[int, str], None]] = None, ctrl_loss_tmo_ns: int = -1,
-                 fast_io_fail_tmo_ns: int = -1):
+                 fast_io_fail_tmo_ns: int = -1, profile=None, timers: Optional["HeadTimers"] = None):
+        from ..profiles import get_profile
+        self.profile = get_profile(profile)
+        self.timers = timers or HeadTimers()
         self.controllers = list(controllers)
         self.by_name = {c.name: c for c in self.controllers}
         self.host = host or HostModel()     # the CPUs' NUMA nodes and distances (sim/host.py)
@@ -160,17 +174,22 @@ class NvmeHead:
         self.marginal_aware = marginal_aware
         self.policy_params = dict(policy_params or {})
         groups = ana_group_of_ns or {}
-        self._ana: Dict[tuple, str] = {}
+        self._ana: Dict[tuple, str] = {}        # the array's ANA state per (group, controller)
         for grp, states in (ana or {}).items():
             for cname, st in states.items():
                 self._ana[(grp, self.by_name[cname])] = st
+        self.ana_groups = sorted(set(groups.values()) | set((ana or {}).keys()) | {1})
         self.nsheads = [NsHead(self, nsid, groups.get(nsid, 1), self.controllers)
                         for nsid in range(1, namespaces + 1)]
+        check_iopolicy(iopolicy, self.profile)
         self.policy = registry.create(iopolicy, self, self.policy_params)
         self.queued_bios = collections.deque()
         # bios the head's requeue work resubmits (failed over, or waiting for a path) until the driver
         # starts them: the kworker, not the fio task, is what sleeps when such a bio finds no tag
         self._requeued: set = set()
+        self._retry_on: Dict[object, _Req] = {}   # a non-path error's request, requeued on its own path
+        self._spdk_retries: Dict[object, int] = {}     # SPDK bio->retry_count
+        self._spdk_waiting: list = []           # SPDK: (due time, bio) retried after 1 s (-ENXIO)
         # set by the simulation (mpathlab.nvme.run.attach): cancel the requests started on a controller
         self.cancel_in_flight: Optional[Callable[[Controller], None]] = None
         self._ns_of_job = {}
@@ -178,8 +197,18 @@ class NvmeHead:
         self.priority_groups = [_PG(self)]
 
     # -- ANA --------------------------------------------------------------
-    def ana_state(self, grp: int, ctrl: Controller) -> str:
+    def target_ana(self, grp: int, ctrl: Controller) -> str:
+        """The ANA state the array reports for ``grp`` on ``ctrl`` (what a log read or a command sees)."""
         return self._ana.get((grp, ctrl), OPTIMIZED)
+
+    def ana_state(self, grp: int, ctrl: Controller) -> str:
+        """The host's view of ``grp`` through ``ctrl`` (its namespaces' ns->ana_state)."""
+        for h in self.nsheads:
+            if h.anagrpid == grp:
+                ns = h.path_via(ctrl)
+                if ns is not None:
+                    return ns.ana_state
+        return self.target_ana(grp, ctrl)
 
     # -- what the engine reads ----------------------------------------------
     @property
@@ -199,6 +228,12 @@ class NvmeHead:
 
     def map(self, io) -> str:
         cpu = self._cpu()
+        req = self._retry_on.pop(io, None)
+        if req is not None:
+            # nvme_retry_req: blk_mq_requeue_request puts the same request back on its own queue
+            io.pgpath = req.ns.ctrl
+            io.tag = _Req(req.ns, cpu, req.retries)
+            return MAP_REMAPPED
         node = self.host.node_of_cpu(cpu)
         nshead = self.nshead_for(io)
         ns = self.policy.find_path(nshead, cpu, node, io)
@@ -207,6 +242,8 @@ class NvmeHead:
             io.pgpath = ns.ctrl
             io.tag = _Req(ns, cpu)
             return MAP_REMAPPED
+        if getattr(self.policy, "spdk", False):
+            return self._spdk_no_path(io, nshead)
         if self.available_path(nshead):
             self.queued_bios.append(io)
             return MAP_SUBMITTED
@@ -220,8 +257,15 @@ class NvmeHead:
         return io in self._requeued
 
     def available_path(self, nshead: NsHead) -> bool:
-        return any(ns.ctrl.state in (CTRL_LIVE, CTRL_RESETTING, CTRL_CONNECTING) and not ns.ctrl.failfast
-                   for ns in nshead.paths)
+        """nvme_available_path: some controller of the head is live, resetting or connecting (and has
+        not passed fast_io_fail_tmo); since 6.12 only while the head disk is live; in releases with
+        delayed removal, also while the removal of a head without paths is pending."""
+        if self.profile.nvme_available_path_disk_live and not nshead.disk_live:
+            return False
+        if any(ns.ctrl.state in (CTRL_LIVE, CTRL_RESETTING, CTRL_CONNECTING) and not ns.ctrl.failfast
+               for ns in nshead.paths):
+            return True
+        return nshead.removal_pending
 
     def extra_delay_ns(self, io) -> int:
         """The cross-node cost: the submitting CPU's node is not the controller's."""
@@ -259,19 +303,21 @@ class NvmeHead:
         return True
 
     def end_io(self, io, error: Optional[str] = None) -> str:
-        """A request on a path ended (nvme_complete_rq): complete it, or fail it over.
+        """A request on a path ended (nvme_complete_rq, nvme_decide_disposition): complete it, retry
+        it on the same path, or fail it over.
 
-        Failover (nvme_failover_req) on a path error: the path stops being any node's current
-        path, the bio goes back to the head's requeue list and the requeue work resubmits it
-        through the policy at once (here: END_REQUEUE, which the engine retries now).  Path
-        errors are a lost transport ("transport"), a request cancelled by error recovery
-        (HOST_ABORTED_CMD, see cancel_in_flight) or a controller that was not live at queue_rq,
-        and the ANA statuses: a command that completes while its namespace's ANA group is
-        inaccessible, persistent-loss or change on that controller returns that status
-        (the controller answers with the state it has when it completes the command; assumed,
-        the spec lets an array finish commands it already had).  An ANA error does not reset
-        the controller (it is alive, only not serving this namespace; the kernel re-reads the
-        ANA log); any other path error starts the transport's error recovery.
+        The status: the path's error if any; else an injected status (``error`` events); else, when
+        the array's ANA state of the namespace's group on this controller is inaccessible,
+        persistent-loss or change, that ANA status (the controller answers with the state it has
+        when it completes the command; assumed, the spec lets an array finish commands it already
+        had).  Then, as 6.1 core.c:347-368 and 6.12 decide it: DNR, or nvme_max_retries (5) same-path
+        retries used up, completes with the error; a path error fails over (nvme_failover_req: the
+        path stops being any node's current path, an ANA error sets NVME_NS_ANA_PENDING and queues
+        the controller's ANA log re-read, the bio goes to the head's requeue list and is resubmitted
+        through the policy at once: END_REQUEUE); any other error is retried on the same path
+        (nvme_retry_req).  A lost transport ("transport", a request cancelled by error recovery,
+        a controller not live at queue_rq) starts the transport's error recovery; an ANA error or
+        a returned host path error does not (the controller is alive).
         """
         req = io.tag
         io.tag = None
@@ -283,18 +329,31 @@ class NvmeHead:
             # the policy that started the request accounts for its end (after an
             # iopolicy switch the new policy never saw it)
             req.policy.end_request(ns, io, self.clock() - req.start_ns, req.cpu)
-        if not error and not state_is_live(ns.ana_state):
+        dnr = False
+        if not error and ctrl.inject and req.started:
+            error, dnr = ctrl.inject.popleft()
+        if not error and not state_is_live(self.target_ana(ns.nshead.anagrpid, ctrl)):
             error = ANA_ERROR
-        if error and blk_path_error(error):
+        if not error:
+            return END_DONE
+        if getattr(req.policy or self.policy, "spdk", False):
+            return self._spdk_end_io(io, req, error, dnr)
+        if dnr or req.retries >= self.timers.max_retries:
+            io.error = error
+            return END_DONE
+        if nvme_path_error(error):
             self.clear_current_path(ns)
-            if error != ANA_ERROR and ctrl.state == CTRL_LIVE:
+            if error == ANA_ERROR:
+                ns.ana_pending = True
+                self._queue_ana_work(ctrl)
+            elif error != HOST_PATH_ERROR and ctrl.state == CTRL_LIVE:
+                ctrl.link_up = error != "transport"   # the device is gone: connects fail until it returns
                 self._lose(ctrl)                  # the transport's error recovery
             self._requeued.add(io)
             io.pgpath = None
             return END_REQUEUE
-        if error:
-            io.error = error
-        return END_DONE
+        self._retry_on[io] = _Req(ns, req.cpu, req.retries + 1)
+        return END_REQUEUE
 
     def take_queued(self) -> list:
         items = list(self.queued_bios)
@@ -306,63 +365,258 @@ class NvmeHead:
         if self.queued_bios and self._on_kick is not None:
             self._on_kick(self)
 
+    # -- SPDK's bdev_nvme (policies with ``spdk = True``) ------------------------
+    def _spdk_may_become_available(self, nshead: NsHead) -> bool:
+        """any_io_path_may_become_available: a path whose qpair is connected, or whose controller has
+        not failed (deleted, or past fast_io_fail)."""
+        return any(ns.ctrl.state == CTRL_LIVE or not (ns.ctrl.state == CTRL_DEAD or ns.ctrl.failfast)
+                   for ns in nshead.paths)
+
+    def _spdk_no_path(self, io, nshead: NsHead) -> str:
+        """bdev_nvme_io_complete(-ENXIO): while bio->retry_count < bdev_retry_count (-1: always) and a path
+        may become available, the I/O is retried 1 s later; else it fails.  The -ENXIO retry itself
+        does not count (only non-path NVMe errors raise retry_count)."""
+        limit = self.timers.spdk_retry_count
+        if (limit == -1 or self._spdk_retries.get(io, 0) < limit) and self._spdk_may_become_available(nshead):
+            self.policy.paths_changed_channel(nshead, self._cpu())
+            self._spdk_waiting.append(io)
+            if self._schedule is not None:
+                self._schedule(SPDK_NO_PATH_RETRY_NS, "spdk_retry %d" % id(io))
+            return MAP_SUBMITTED
+        self._spdk_retries.pop(io, None)
+        return MAP_KILL
+
+    def _spdk_end_io(self, io, req: _Req, error: str, dnr: bool) -> str:
+        """bdev_nvme_io_complete_nvme_status: DNR or retry_count >= bdev_retry_count completes with the
+        error; a path error (or a path no longer available) clears the channel's cached path and
+        retries at once through the selector while a path may become available; any other error
+        counts one retry and is retried on the same path."""
+        ns = req.ns
+        count = self._spdk_retries.get(io, 0)
+        limit = self.timers.spdk_retry_count
+        if dnr or (limit != -1 and count >= limit):
+            self._spdk_retries.pop(io, None)
+            io.error = error
+            return END_DONE
+        if nvme_path_error(error) or ns.ctrl.state != CTRL_LIVE:
+            if getattr(self.policy, "spdk", False):    # (the policy may have changed since it started)
+                self.policy.paths_changed_channel(ns.nshead, req.cpu)
+            if error == ANA_ERROR:
+                self._queue_ana_work(ns.ctrl)
+            elif error != HOST_PATH_ERROR and ns.ctrl.state == CTRL_LIVE:
+                ns.ctrl.link_up = error != "transport"
+                self._lose(ns.ctrl)
+            if not self._spdk_may_become_available(ns.nshead):
+                self._spdk_retries.pop(io, None)
+                io.error = error
+                return END_DONE
+            io.pgpath = None
+            return END_REQUEUE
+        self._spdk_retries[io] = count + 1
+        self._retry_on[io] = _Req(ns, req.cpu, req.retries + 1)
+        return END_REQUEUE
+
     # -- state changes ---------------------------------------------------------
     def clear_current_path(self, ns: NsPath) -> None:
+        """nvme_mpath_clear_current_path: ``ns`` stops being any node's current path."""
         h = ns.nshead
         for node in [n for n, p in h.current_path.items() if p is ns]:
             del h.current_path[node]
         self.policy.clear_current_path(ns)
 
-    def _set_live(self, ns: NsPath) -> None:
-        """nvme_mpath_set_live: recompute every node's current path if ns is optimized."""
-        if ns.ctrl.state == CTRL_LIVE and state_is_live(ns.ana_state):
-            if path_is_optimized(ns, self.marginal_aware):
-                use_distance = self.policy.name == "numa"
-                for node in range(self.host.nr_nodes):
-                    find_nearest(ns.nshead, node, use_distance, self.marginal_aware)
-
-    def set_ana(self, grp: int, ctrl: Controller, state: str) -> None:
-        self._ana[(grp, ctrl)] = state
+    def _clear_ctrl_paths(self, ctrl: Controller) -> None:
+        """nvme_mpath_clear_ctrl_paths: clear each of the controller's namespaces and kick."""
         for h in self.nsheads:
-            if h.anagrpid == grp:
-                self._set_live(h.path_via(ctrl))
+            ns = h.path_via(ctrl)
+            if ns is not None:
+                self.clear_current_path(ns)
                 self.policy.paths_changed(h)
         self.kick()
 
+    def _revalidate(self, ctrl: Controller) -> None:
+        """The scan after a (re)connect revalidates each namespace (nvme_update_ns_info ->
+        nvme_mpath_revalidate_paths): every node's current path of each head it reaches is cleared."""
+        for h in self.nsheads:
+            if h.path_via(ctrl) is not None:
+                h.current_path.clear()
+                self.policy.paths_changed(h)
+        self.kick()
+
+    def _set_live(self, ns: NsPath) -> None:
+        """nvme_mpath_set_live: the head disk is live; if ns is optimized, every node's current path is
+        recomputed (__nvme_find_path per node); the requeue list is kicked."""
+        h = ns.nshead
+        h.disk_live = True
+        if path_is_optimized(ns, self.marginal_aware):
+            use_distance = self.policy.name == "numa"
+            for node in range(self.host.nr_nodes):
+                find_nearest(h, node, use_distance, self.marginal_aware)
+        self.policy.paths_changed(h)
+
+    def read_ana_log(self, ctrl: Controller) -> None:
+        """nvme_read_ana_log (the ANA work, after an ANA change notice or an ANA error): the whole log
+        of the controller is read; every namespace of every group takes the group's state, loses
+        ANA_PENDING, and runs nvme_mpath_set_live when the state is live and the controller live
+        (nvme_update_ns_ana_state).  Groups in change arm the ANATT timer (2 x ANATT), none cancel it."""
+        if ctrl.state != CTRL_LIVE:
+            return                        # nvme_ana_work returns for a controller that is not live
+        self._parse_ana_log(ctrl)
+        self.kick()
+
+    def _parse_ana_log(self, ctrl: Controller) -> None:
+        nr_change_groups = 0
+        for grp in self.ana_groups:
+            state = self.target_ana(grp, ctrl)
+            nr_change_groups += state == CHANGE
+            for h in self.nsheads:
+                ns = h.path_via(ctrl) if h.anagrpid == grp else None
+                if ns is None:
+                    continue
+                ns.ana_state = state
+                ns.ana_pending = False
+                if state_is_live(state) and ctrl.state == CTRL_LIVE:
+                    self._set_live(ns)
+                else:
+                    self.policy.paths_changed(h)
+        ctrl.anatt_gen += 1               # mod_timer re-arms, del_timer cancels: the old one is stale
+        if nr_change_groups and self._schedule is not None:
+            self._schedule(2 * self.timers.anatt_ns, "anatt_timeout %s %d" % (ctrl.name, ctrl.anatt_gen))
+
+    def _queue_ana_work(self, ctrl: Controller) -> None:
+        if self._schedule is None:
+            self.read_ana_log(ctrl)
+        else:
+            self._schedule(self.timers.ana_log_delay_ns, "ana_log %s" % ctrl.name)
+
+    def set_ana(self, grp: int, ctrl: Controller, state: str) -> None:
+        """The array changes the group's state on ``ctrl`` and sends an ANA change notice: the host
+        re-reads that controller's whole log (queued work; at once without a simulation)."""
+        self._ana[(grp, ctrl)] = state
+        if grp not in self.ana_groups:
+            self.ana_groups = sorted(self.ana_groups + [grp])
+        self._queue_ana_work(ctrl)
+
     def _lose(self, ctrl: Controller) -> None:
-        """Link lost: reconnecting; arm ctrl_loss_tmo and fast_io_fail_tmo.  The transport's error
-        recovery tears down the I/O queues and cancels every request the controller has started
-        (nvme_cancel_tagset: HOST_ABORTED_CMD, a path error, so each fails over)."""
+        """Link lost: error recovery tears down the queues and cancels every request the controller has
+        started (nvme_cancel_tagset: HOST_ABORTED_CMD, a path error, so each fails over); the
+        controller is connecting; fast_io_fail_tmo starts, and reconnect attempts follow
+        (nvme_tcp_reconnect_or_remove)."""
         ctrl.state = CTRL_CONNECTING
+        ctrl.loss_gen += 1
+        ctrl.nr_reconnects = 0
+        if self.cancel_in_flight is not None:
+            self.cancel_in_flight(ctrl)
+        if self._schedule is not None and self.fast_io_fail_tmo_ns >= 0:
+            self._schedule(self.fast_io_fail_tmo_ns, "fast_io_fail_expired %s %d" % (ctrl.name, ctrl.loss_gen))
+        self._reconnect_or_remove(ctrl)
+
+    def max_reconnects(self) -> int:
+        """opts->max_reconnects = DIV_ROUND_UP(ctrl_loss_tmo, reconnect_delay); -1 reconnects forever
+        (6.1 fabrics.c:940-944, 6.12 fabrics.c:1075-1079)."""
+        if self.ctrl_loss_tmo_ns < 0:
+            return -1
+        d = self.timers.reconnect_delay_ns
+        return -(-self.ctrl_loss_tmo_ns // d)
+
+    def _reconnect_or_remove(self, ctrl: Controller) -> None:
+        """nvmf_should_reconnect: another attempt reconnect_delay later while nr_reconnects <
+        max_reconnects, else the controller is deleted."""
+        mx = self.max_reconnects()
+        if mx == -1 or ctrl.nr_reconnects < mx:
+            if self._schedule is not None:
+                self._schedule(self.timers.reconnect_delay_ns, "reconnect %s %d" % (ctrl.name, ctrl.loss_gen))
+        else:
+            self._delete(ctrl)
+
+    def _reconnect_attempt(self, ctrl: Controller) -> None:
+        """nvme_tcp_reconnect_ctrl_work: ++nr_reconnects; the connect succeeds if the port answers."""
+        ctrl.nr_reconnects += 1
+        if ctrl.link_up:
+            self._connected(ctrl)
+        else:
+            self._reconnect_or_remove(ctrl)
+
+    def _connected(self, ctrl: Controller) -> None:
+        """The controller is live again (nvme_change_ctrl_state kicks the requeue lists), then
+        nvme_start_ctrl: the ANA log (read while connecting) is applied (nvme_mpath_update: set_live
+        for every live namespace) and the scan revalidates each namespace, clearing every current
+        path of its heads."""
+        ctrl.state = CTRL_LIVE
+        ctrl.loss_gen += 1
+        ctrl.nr_reconnects = 0
+        ctrl.failfast = False
+        self._parse_ana_log(ctrl)
+        self._revalidate(ctrl)
+
+    def _reset(self, ctrl: Controller) -> None:
+        """nvme_reset_ctrl (the ANATT timeout): teardown cancels the started requests (they fail over),
+        then the controller connects again at once (nvme_reset_ctrl_work), or on failure counts an
+        attempt and follows the reconnect rules."""
+        if ctrl.state != CTRL_LIVE:
+            return
+        ctrl.state = CTRL_RESETTING
         ctrl.loss_gen += 1
         if self.cancel_in_flight is not None:
             self.cancel_in_flight(ctrl)
-        if self._schedule is not None:
-            if self.fast_io_fail_tmo_ns >= 0:
-                self._schedule(self.fast_io_fail_tmo_ns, "fast_io_fail_expired %s %d" % (ctrl.name, ctrl.loss_gen))
-            if self.ctrl_loss_tmo_ns >= 0:
-                self._schedule(self.ctrl_loss_tmo_ns, "ctrl_loss_expired %s %d" % (ctrl.name, ctrl.loss_gen))
+        ctrl.state = CTRL_CONNECTING
+        if ctrl.link_up:
+            self._connected(ctrl)
+        else:
+            ctrl.nr_reconnects = 1
+            self._reconnect_or_remove(ctrl)
 
-    def set_ctrl_state(self, ctrl: Controller, state: str) -> None:
-        if state == CTRL_CONNECTING and ctrl.state == CTRL_LIVE:
-            self._lose(ctrl)
-        ctrl.loss_gen += state == CTRL_LIVE
-        ctrl.failfast = ctrl.failfast and state != CTRL_LIVE
-        ctrl.state = state
+    def _delete(self, ctrl: Controller) -> None:
+        """nvme_delete_ctrl -> nvme_remove_namespaces: the controller's paths are cleared, then each
+        leaves its head's list (nvme_ns_remove).  A head left without paths shuts its disk down
+        (queued I/O fails), unless delayed_removal_secs is set (releases with delayed removal): then
+        it queues I/O until the removal work runs."""
+        self._clear_ctrl_paths(ctrl)
+        ctrl.state = CTRL_DEAD
+        ctrl.loss_gen += 1
         for h in self.nsheads:
             ns = h.path_via(ctrl)
-            if state == CTRL_LIVE:
-                self._set_live(ns)
-            else:
-                self.clear_current_path(ns)
+            if ns is None:
+                continue
+            self.clear_current_path(ns)
+            h.paths.remove(ns)
+            if not h.paths:
+                if self.profile.nvme_delayed_removal and self.timers.delayed_removal_ns > 0:
+                    h.removal_pending = True
+                    if self._schedule is not None:
+                        self._schedule(self.timers.delayed_removal_ns, "remove_head %d" % h.nsid)
+                else:
+                    h.disk_live = False
+            self.policy.paths_changed(h)
+        self.kick()
+
+    def set_ctrl_state(self, ctrl: Controller, state: str) -> None:
+        """fail_path / reinstate_path / deletion.  Losing a controller does not itself clear any
+        current path: only the failover of its cancelled requests does (nvme_failover_req)."""
+        if state == CTRL_CONNECTING:
+            ctrl.link_up = False
+            if ctrl.state == CTRL_LIVE:
+                self._lose(ctrl)
+        elif state == CTRL_LIVE:
+            ctrl.link_up = True
+            if ctrl.state != CTRL_LIVE and (self._schedule is None or ctrl.state == CTRL_RESETTING):
+                self._connected(ctrl)     # without a simulation there are no attempt timers
+        elif state == CTRL_DEAD:
+            self._delete(ctrl)
+        for h in self.nsheads:
             self.policy.paths_changed(h)
         self.kick()
 
     def set_iopolicy(self, name: str) -> None:
-        """nvme_subsys_iopolicy_update: new policy, every cached path cleared."""
+        """A write to the subsystem's iopolicy.  6.1 (nvme_subsys_iopolicy_store) only stores it: cached
+        current paths stay.  Since 6.11 (nvme_subsys_iopolicy_update) writing the policy in force
+        does nothing, and a new one clears every controller's paths."""
+        check_iopolicy(name, self.profile)
+        if name == self.policy.name:
+            return
         self.policy = registry.create(name, self, self.policy_params)
-        for h in self.nsheads:
-            h.current_path.clear()
+        if self.profile.nvme_iopolicy_write_clears:
+            for c in self.controllers:
+                self._clear_ctrl_paths(c)
         self.kick()
 
     def _ctrl(self, token: str) -> Controller:
@@ -377,9 +631,12 @@ class NvmeHead:
     def message(self, *argv: str) -> None:
         """Run-time events, scheduled like dm messages:
 
-        ``ana GROUP CTRL STATE``, ``marginal CTRL 0|1``, ``iopolicy NAME``,
-        ``fail_path CTRL`` / ``reinstate_path CTRL`` (controller lost / live again;
-        a device ``reinstate`` fault sends the latter with the path's name).
+        ``ana GROUP CTRL STATE`` (the array changes a state and notifies), ``marginal CTRL 0|1``,
+        ``iopolicy NAME``, ``fail_path CTRL`` / ``reinstate_path CTRL`` (the controller's port stops /
+        starts answering; a device ``reinstate`` fault sends the latter with the path's name),
+        ``error CTRL STATUS COUNT DNR`` (the controller's next COUNT completions return STATUS),
+        ``spdk_preferred CTRL``; and the head's own timers (``ana_log``, ``anatt_timeout``,
+        ``reconnect``, ``fast_io_fail_expired``, ``remove_head``, ``spdk_retry``).
         """
         if not argv:
             raise MessageError(EINVAL, "nvme: empty message")
@@ -398,9 +655,10 @@ class NvmeHead:
             c.marginal = argv[2] == "1"
             self.kick()
         elif cmd == "iopolicy" and len(argv) == 2:
-            if registry.lookup(argv[1]) is None:
-                raise MessageError(EINVAL, "nvme: unknown iopolicy %s" % argv[1])
-            self.set_iopolicy(argv[1])
+            try:
+                self.set_iopolicy(argv[1])
+            except PolicyError as e:
+                raise MessageError(EINVAL, "nvme: %s" % e) from None
         elif cmd == "fail_path" and len(argv) == 2:
             self.set_ctrl_state(self._ctrl(argv[1]), CTRL_CONNECTING)
         elif cmd == "reinstate_path" and len(argv) == 2:
@@ -408,14 +666,41 @@ class NvmeHead:
             if c.state == CTRL_DEAD:
                 raise MessageError(EINVAL, "nvme: controller %s was deleted (ctrl_loss_tmo)" % c.name)
             self.set_ctrl_state(c, CTRL_LIVE)
-        elif cmd in ("ctrl_loss_expired", "fast_io_fail_expired") and len(argv) == 3:
+        elif cmd == "error" and len(argv) == 5 and argv[2] in INJECTABLE and argv[3].isdigit():
+            c = self._ctrl(argv[1])
+            c.inject.extend([(argv[2], argv[4] == "1")] * int(argv[3]))
+        elif cmd == "spdk_preferred" and len(argv) == 2:
+            c = self._ctrl(argv[1])
+            if not getattr(self.policy, "spdk", False):
+                raise MessageError(EINVAL, "nvme: spdk_preferred needs an SPDK policy, not %s" % self.policy.name)
+            self.policy.set_preferred(c)
+        elif cmd == "ana_log" and len(argv) == 2:
+            self.read_ana_log(self._ctrl(argv[1]))
+        elif cmd == "anatt_timeout" and len(argv) == 3:
+            c = self._ctrl(argv[1])
+            if str(c.anatt_gen) == argv[2]:
+                self._reset(c)
+        elif cmd in ("reconnect", "ctrl_loss_expired", "fast_io_fail_expired") and len(argv) == 3:
             c = self._ctrl(argv[1])
             if c.state == CTRL_CONNECTING and str(c.loss_gen) == argv[2]:
                 if cmd == "fast_io_fail_expired":
                     c.failfast = True          # queued I/O no longer waits for this controller
                     self.kick()
+                elif cmd == "reconnect":
+                    self._reconnect_attempt(c)
                 else:
-                    self.set_ctrl_state(c, CTRL_DEAD)   # deleted: its paths leave the heads
+                    self._delete(c)
+        elif cmd == "remove_head" and len(argv) == 2:
+            h = self.nsheads[int(argv[1]) - 1]
+            if h.removal_pending and not h.paths:
+                h.removal_pending = False
+                h.disk_live = False           # nvme_remove_head: the head disk goes, queued I/O fails
+                self.kick()
+        elif cmd == "spdk_retry" and len(argv) == 2:
+            for io in [io for io in self._spdk_waiting if str(id(io)) == argv[1]]:
+                self._spdk_waiting.remove(io)
+                self.queued_bios.append(io)
+            self.kick()
         else:
             raise MessageError(EINVAL, "nvme: unrecognised message %s" % " ".join(argv))
 
@@ -432,3 +717,37 @@ class NvmeHead:
             if extra:
                 parts.append(extra)
         return " ".join(parts)
+
+
+class HeadTimers:
+    """The fabrics, ANA and retry settings the head runs with (kernel defaults)."""
+
+    def __init__(self, reconnect_delay_ns: int = 10 * NSEC_PER_SEC, anatt_ns: int = 10 * NSEC_PER_SEC,
+                 ana_log_delay_ns: int = 0, max_retries: int = 5, delayed_removal_ns: int = 0,
+                 spdk_retry_count: int = 3):
+        self.reconnect_delay_ns = reconnect_delay_ns   # NVMF_DEF_RECONNECT_DELAY, 10 s
+        self.anatt_ns = anatt_ns                       # Identify ANATT; nvmet reports 10 s
+        self.ana_log_delay_ns = ana_log_delay_ns       # from an ANA notice or error to the log read
+        self.max_retries = max_retries                 # nvme_core.max_retries, 5
+        self.delayed_removal_ns = delayed_removal_ns   # the head's delayed_removal_secs, 0 = off
+        self.spdk_retry_count = spdk_retry_count       # SPDK bdev_retry_count, 3; -1 = forever
+
+
+def check_iopolicy(name: str, profile) -> None:
+    """The policies a release offers: queue-depth only since 6.11 (the sysfs write is -EINVAL before)."""
+    if registry.lookup(name) is None:
+        raise PolicyError("unknown NVMe I/O policy %r; known: %s" % (name, ", ".join(registry.names())))
+    if name == "queue-depth" and not profile.nvme_queue_depth:
+        raise PolicyError("kernel %s has no iopolicy queue-depth (added in 6.11; %s offers numa and round-robin)"
+                          % (profile.name, profile.name))
+
+
+def nvme_path_error(status: str) -> bool:
+    """nvme_is_path_error: ANA and host path statuses, and the lost transport's aborts."""
+    return status not in NON_PATH_STATUSES
+
+
+SPDK_NO_PATH_RETRY_NS = NSEC_PER_SEC          # bdev_nvme_queue_retry_io(nbdev_ch, bio, 1000ULL)
+HOST_PATH_ERROR = "host-path"                 # NVME_SC_HOST_PATH_ERROR returned by the array
+NON_PATH_STATUSES = frozenset(("internal", "medium"))
+INJECTABLE = NON_PATH_STATUSES | {HOST_PATH_ERROR}

@@ -19,8 +19,9 @@ Shared rules (drivers/nvme/host/multipath.c, 6.1 and current mainline; see
 README "NVMe native multipath" for the sources):
 
 - a path is *disabled* when its controller is not live (resetting or
-  connecting; a deleting controller still completes I/O) or its namespace is
-  not ready;
+  connecting; a deleting controller still completes I/O), its namespace is
+  not ready, or it returned an ANA error and the controller's ANA log has not
+  been re-read yet (NVME_NS_ANA_PENDING, 6.1 and 6.12 nvme_path_is_disabled);
 - only optimized and non-optimized ANA states carry I/O; inaccessible,
   persistent-loss and change do not;
 - ``find_nearest`` is the kernel's full search: the optimized path with the
@@ -61,7 +62,7 @@ def path_is_disabled(ns) -> bool:
     state = ns.ctrl.state
     if state != CTRL_LIVE and state != CTRL_DELETING:
         return True
-    return not ns.ready
+    return ns.ana_pending or not ns.ready
 
 
 def state_is_live(ana_state: str) -> bool:

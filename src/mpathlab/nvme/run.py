@@ -6,19 +6,38 @@ from typing import Callable, Optional
 
 from ..sim.engine import EV_ARRIVE, EV_CALL, EV_DONE, SimResult, Simulation
 from . import registry
+from .head import check_iopolicy
+from .policy import PolicyError
 from .topology import NvmeTopologyError
 
 HOST_ABORTED = "host-aborted"     # NVME_SC_HOST_ABORTED_CMD: a path error, so the request fails over
 
 
 def run_nvme(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = None,
-             progress: Optional[Callable[[float], None]] = None, **overrides) -> SimResult:
+             progress: Optional[Callable[[float], None]] = None, kernel: Optional[str] = None,
+             **overrides) -> SimResult:
+    """One run of the topology's NVMe subsystem with ``policy`` (default: its iopolicy) as kernel
+    ``kernel`` has it (default: the topology's kernel, else "current")."""
     cfg = topo.nvme
     if cfg is None:
         raise NvmeTopologyError("%s has no [nvme] section, so nvme:%s cannot run on it"
                                 % (topo.source or "topology", policy or ""))
     if policy and registry.lookup(policy) is None:
         raise NvmeTopologyError("unknown NVMe I/O policy %r; known: %s" % (policy, ", ".join(registry.names())))
+    from ..profiles import ProfileError, get_profile
+    try:
+        profile = get_profile(kernel or topo.kernel)
+    except ProfileError as e:
+        raise NvmeTopologyError(str(e)) from None
+    if policy:
+        try:
+            check_iopolicy(policy, profile)
+        except PolicyError as e:
+            raise NvmeTopologyError("nvme:%s: %s" % (policy, e)) from None
+    try:
+        cfg.check_profile(profile, policy)
+    except NvmeTopologyError as e:
+        raise NvmeTopologyError("%s: [nvme] %s" % (topo.source or "topology", e)) from None
     kw = {"uptime_ns": topo.uptime_ns, "seed": topo.seed if seed is None else seed, "nr_cpus": topo.nr_cpus,
           "messages": list(cfg.events)}
     if topo.host is not None:
@@ -26,7 +45,7 @@ def run_nvme(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = 
     kw.update({k: v for k, v in overrides.items()
                if v is not None and k in ("uptime_ns", "window_ns", "drain_ns", "timeline_points", "engine")})
     sim = Simulation("", cfg.paths, jobs.jobs, progress=progress,
-                     target=lambda env: cfg.target(env, policy), **kw)
+                     target=lambda env: cfg.target(env, policy, profile), **kw)
     attach(sim)
     from ..budget import check_run
     check_run(sim, topo, paths=cfg.paths, messages=cfg.events, events="[nvme] events",
@@ -37,6 +56,25 @@ def run_nvme(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = 
     result.check_accounting()
     ana_best(result, cfg)
     return result
+
+
+def lab_figures(result: SimResult, since_ns: Optional[int] = None) -> dict:
+    """What a kernel-lab cell measures, from a model run: completed I/Os per controller and their shares,
+    the I/Os that failed (what fio counts as errors), and the stall: the longest span after
+    ``since_ns`` (default: the first message or event of the run; None when there is none) in which no
+    I/O was dispatched, to window resolution (run with window_ns set)."""
+    ctrls = {p.get("dev", p["name"]): p["completed"] for p in result.paths}
+    total = sum(ctrls.values())
+    if since_ns is None and result.messages:
+        since_ns = min(t for t, _, _ in result.messages)
+    stall = None
+    if since_ns is not None and result.window_ns:
+        busy = sorted(t for t, counts in result.windows if t + result.window_ns > since_ns and sum(counts.values()))
+        edges = [since_ns] + busy + [result.runtime_ns]
+        stall = max(max(0, b - a - result.window_ns) for a, b in zip(edges, edges[1:])) if busy else \
+            result.runtime_ns - since_ns
+    return {"controllers": ctrls, "shares": {c: (n / total if total else 0.0) for c, n in ctrls.items()},
+            "errors": result.errored, "stall_ns": stall, "submitted": result.submitted}
 
 
 def ana_best(result: SimResult, cfg) -> None:

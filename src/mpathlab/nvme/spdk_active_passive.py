@@ -16,10 +16,13 @@ from .policy import NON_OPTIMIZED, OPTIMIZED, IOPolicy, path_is_disabled
 from .registry import register
 
 
-def spdk_walk(nshead, start_after):
+def spdk_walk(paths, start_after):
     """_bdev_nvme_find_io_path: first optimized from the path after ``start_after``, else first non-optimized."""
-    paths = nshead.paths
     n = len(paths)
+    if not n:
+        return None
+    if start_after is not None and start_after not in paths:
+        start_after = None
     i0 = (paths.index(start_after) + 1) % n if start_after is not None else 0
     non_opt = None
     for k in range(n):
@@ -33,12 +36,49 @@ def spdk_walk(nshead, start_after):
     return non_opt
 
 
-class SpdkPolicy(IOPolicy):
+class SpdkBase(IOPolicy):
+    """What every SPDK mode shares: the channel's path order (bdev_nvme_set_preferred_path moves a
+    controller's path to the head of every channel's io_path_list) and the head's SPDK retry rules
+    (``spdk``: no path is -ENXIO, retried 1 s later; see NvmeHead)."""
+
+    spdk = True
+
+    def __init__(self, head, params=None):
+        super().__init__(head, params)
+        self.front = []       # controllers moved to the head of the list, the latest first
+        preferred = self.params.get("preferred")
+        if preferred:
+            self.front.append(head.by_name[preferred])
+
+    def ordered(self, nshead):
+        """The channel's io_path_list: preferred controllers first (latest first), then attach order."""
+        if not self.front:
+            return nshead.paths
+        first = [ns for c in self.front for ns in nshead.paths if ns.ctrl is c]
+        return first + [ns for ns in nshead.paths if ns not in first]
+
+    def set_preferred(self, ctrl) -> None:
+        """_bdev_nvme_set_preferred_path: to the head of the list; every channel's cached path is
+        cleared, even when the path was already first."""
+        if ctrl in self.front:
+            self.front.remove(ctrl)
+        self.front.insert(0, ctrl)
+        for h in self.head.nsheads:
+            self.paths_changed(h)
+
+    def paths_changed_channel(self, nshead, cpu) -> None:
+        """bdev_nvme_clear_current_io_path of one channel (an I/O of that thread failed or found no path)."""
+
+
+class SpdkPolicy(SpdkBase):
     """Per-thread cached path shared by the SPDK modes."""
 
     def __init__(self, head, params=None):
         super().__init__(head, params)
         self.current = {}     # (nshead, cpu) -> ns  (nbdev_ch->current_io_path)
+
+    def paths_changed_channel(self, nshead, cpu) -> None:
+        self.clear_channel((nshead, cpu))
 
     def clear_channel(self, key) -> None:
         """bdev_nvme_clear_current_io_path for one channel: the one place a cached path is dropped
@@ -65,7 +105,7 @@ class SpdkActivePassive(SpdkPolicy):
         cur = self.current.get(key)
         if cur is not None:
             return cur
-        found = spdk_walk(nshead, None)
+        found = spdk_walk(self.ordered(nshead), None)
         if found is not None:
             self.current[key] = found
         return found

@@ -9,12 +9,13 @@ Source: spdk module/bdev/nvme/bdev_nvme.c (_bdev_nvme_find_io_path_min_qd).
 """
 from __future__ import annotations
 
-from .policy import NON_OPTIMIZED, OPTIMIZED, IOPolicy, path_is_disabled
+from .policy import NON_OPTIMIZED, OPTIMIZED, path_is_disabled
 from .registry import register
+from .spdk_active_passive import SpdkBase
 
 
 @register
-class SpdkQueueDepth(IOPolicy):
+class SpdkQueueDepth(SpdkBase):
     name = "spdk-queue-depth"
     origin = "SPDK module/bdev/nvme/bdev_nvme.c: active_active, selector queue_depth"
 
@@ -25,7 +26,7 @@ class SpdkQueueDepth(IOPolicy):
     def find_path(self, nshead, cpu, node, io):
         opt = non_opt = None
         opt_min = non_min = 2 ** 32 - 1
-        for ns in nshead.paths:
+        for ns in self.ordered(nshead):
             if path_is_disabled(ns):
                 continue
             q = self.outstanding.get((cpu, ns.ctrl), 0)

@@ -35,7 +35,7 @@ class SpdkRoundRobin(SpdkPolicy):
                 self.rr_counter[key] = c
                 return cur
             self.rr_counter[key] = 0
-        found = spdk_walk(nshead, cur)
+        found = spdk_walk(self.ordered(nshead), cur)
         if found is not None:
             self.current[key] = found
         else:

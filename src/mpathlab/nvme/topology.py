@@ -19,8 +19,17 @@
     adaptive_weight_timeout = "15s"   # adaptive: time between weight updates
     adaptive_ewma_shift = 3
     spdk_rr_min_io = 1
-    ctrl_loss_tmo = "600s"       # a lost controller is deleted after this (-1: reconnect forever)
+    kernel = "6.12"              # the release whose head runs: 6.1, 6.12, current (default: [multipath]
+                                 # kernel, else current); --kernel overrides
+    ctrl_loss_tmo = "600s"       # reconnect attempts: DIV_ROUND_UP(ctrl_loss_tmo, reconnect_delay), then
+    reconnect_delay = "10s"      # the controller is deleted (-1: reconnect forever)
     fast_io_fail_tmo = -1        # queued I/O stops waiting for a lost controller after this (-1: off)
+    anatt = "10s"                # the controller's ANATT (nvmet: 10 s); a group in change 2 x ANATT resets it
+    ana_log_delay = "0us"        # from an ANA change notice or ANA error to the log re-read
+    max_retries = 5              # nvme_core.max_retries: same-path retries of a non-path error
+    delayed_removal = "0s"       # the head's delayed_removal_secs (kernel "current" only)
+    spdk_retry_count = 3         # SPDK bdev_retry_count (-1: forever)
+    spdk_preferred = "nvme1"     # SPDK bdev_nvme_set_preferred_path: this controller's path first
 
     [nvme.controllers.nvme0]     # one per path, in list order; default: one per [paths.*] entry
     path = "sda"                 # its [paths.*] device model (default: the controller's name)
@@ -36,6 +45,8 @@
     at = "2s"
     ana = { group = 1, controller = "nvme0", state = "inaccessible" }
     # or: marginal = { controller = "nvme1", value = true }   or: iopolicy = "round-robin"
+    # or: error = { controller = "nvme0", status = "internal", count = 2, dnr = false }
+    #     (statuses internal and medium are non-path errors; host-path is a path error)
 """
 from __future__ import annotations
 
@@ -46,12 +57,13 @@ from ..units import UnitError, parse_duration_ns
 from ..inputs import TopologyError
 from . import registry
 from ..sim.host import HostModel
-from .head import Controller, NvmeHead
-from .policy import ANA_STATES
+from .head import INJECTABLE, Controller, HeadTimers, NvmeHead, check_iopolicy
+from .policy import ANA_STATES, PolicyError
 
 _KEYS = {"iopolicy", "namespaces", "cross_node_cost", "marginal_aware",
          "adaptive_weight_timeout", "adaptive_ewma_shift", "spdk_rr_min_io", "ctrl_loss_tmo", "fast_io_fail_tmo", "controllers", "ana_groups",
-         "events"}
+         "events", "kernel", "reconnect_delay", "anatt", "ana_log_delay", "max_retries", "delayed_removal",
+         "spdk_retry_count", "spdk_preferred"}
 _CTRL_KEYS = {"path", "numa_node", "marginal"}
 
 
@@ -74,7 +86,10 @@ class NvmeConfig:
                  events: Sequence[Tuple[int, str]] = (), host: Optional[HostModel] = None,
                  cross_node_cost_ns: int = 0, marginal_aware=True,
                  policy_params: Optional[dict] = None, ctrl_loss_tmo_ns: int = 600 * 10 ** 9,
-                 fast_io_fail_tmo_ns: int = -1, per_cpu_queues=()):
+                 fast_io_fail_tmo_ns: int = -1, per_cpu_queues=(), kernel: Optional[str] = None,
+                 timers: Optional[HeadTimers] = None):
+        self.kernel = kernel              # the [nvme] kernel key (None: the topology's)
+        self.timers = timers or HeadTimers()
         self.ctrl_loss_tmo_ns = ctrl_loss_tmo_ns
         self.fast_io_fail_tmo_ns = fast_io_fail_tmo_ns
         by_name = {p.name: p for p in paths}
@@ -104,7 +119,21 @@ class NvmeConfig:
             self.namespaces, self.iopolicy, "; ".join("%d: %s" % (g, st or "all optimized")
                                                       for g, (_, st) in self.ana_groups.items()))
 
-    def target(self, env: dict, iopolicy: Optional[str] = None) -> NvmeHead:
+    def check_profile(self, profile, iopolicy: Optional[str] = None) -> None:
+        """What the release refuses: a policy it does not offer (also in iopolicy events), delayed
+        removal before it existed.  Raises NvmeTopologyError naming the [nvme] key.  ``iopolicy``: the
+        policy a run uses instead of the file's (checked by the caller)."""
+        for key, name in ([] if iopolicy else [("iopolicy", self.iopolicy)]) + [
+                ("events", msg.split()[1]) for _, msg in self.events if msg.startswith("iopolicy ")]:
+            try:
+                check_iopolicy(name, profile)
+            except PolicyError as e:
+                raise NvmeTopologyError("%s %s" % (key, e), key=("nvme", key)) from None
+        if self.timers.delayed_removal_ns and not profile.nvme_delayed_removal:
+            raise NvmeTopologyError("delayed_removal: kernel %s has no delayed_removal_secs (added in 6.16: kernel "
+                                    "\"current\")" % profile.name, key=("nvme", "delayed_removal"))
+
+    def target(self, env: dict, iopolicy: Optional[str] = None, profile=None) -> NvmeHead:
         ctrls = [Controller(name, i, pm.devt, numa, marg)
                  for i, ((name, _, numa, marg), pm) in enumerate(zip(self.controllers, self.paths))]
         group_of = {ns: g for g, (nss, _) in self.ana_groups.items() for ns in nss}
@@ -114,15 +143,22 @@ class NvmeConfig:
                         cross_node_cost_ns=self.cross_node_cost_ns,
                         marginal_aware=self.marginal_aware, clock=env.get("clock", lambda: 0),
                         cpu=env.get("cpu", lambda: 0), on_kick=env.get("on_kick"), schedule=env.get("schedule"),
-                        ctrl_loss_tmo_ns=self.ctrl_loss_tmo_ns, fast_io_fail_tmo_ns=self.fast_io_fail_tmo_ns)
+                        ctrl_loss_tmo_ns=self.ctrl_loss_tmo_ns, fast_io_fail_tmo_ns=self.fast_io_fail_tmo_ns,
+                        profile=profile, timers=self.timers)
 
 
 def parse_nvme(doc: dict, paths, src: str, host: Optional[HostModel] = None,
-               path_docs: Optional[dict] = None) -> NvmeConfig:
+               path_docs: Optional[dict] = None, kernel: Optional[str] = None) -> NvmeConfig:
     """``host``: the topology's [host] (None: one CPU on node 0); ``path_docs``: the raw [paths.*] tables,
-    to tell which set nr_hw_queues themselves."""
+    to tell which set nr_hw_queues themselves; ``kernel``: the [multipath] kernel key, if any."""
     try:
-        return _parse(doc, paths, src, host or HostModel(), path_docs or {})
+        cfg = _parse(doc, paths, src, host or HostModel(), path_docs or {})
+        if cfg.kernel is not None and kernel is not None and cfg.kernel != kernel:
+            raise NvmeTopologyError("kernel %r differs from [multipath] kernel %r (one host, one kernel)"
+                                    % (cfg.kernel, kernel), key=("nvme", "kernel"))
+        from ..profiles import get_profile
+        cfg.check_profile(get_profile(cfg.kernel or kernel))
+        return cfg
     except (NvmeTopologyError, UnitError) as e:
         raise NvmeTopologyError("%s: [nvme] %s" % (src, e), key=getattr(e, "key", None)) from None
 
@@ -185,6 +221,18 @@ def _parse(doc: dict, paths, src: str, host: HostModel, path_docs: dict) -> Nvme
     for key, default in (("ctrl_loss_tmo", "600s"), ("fast_io_fail_tmo", -1)):
         v = doc.get(key, default)
         tmo[key] = -1 if v == -1 and not isinstance(v, bool) else parse_duration_ns(v, key)
+    kernel = doc.get("kernel")
+    if kernel is not None:
+        from ..profiles import ProfileError, get_profile
+        if not isinstance(kernel, str):
+            raise NvmeTopologyError("kernel must be a string, e.g. kernel = \"6.12\"", key=("nvme", "kernel"))
+        try:
+            get_profile(kernel)
+        except ProfileError as e:
+            raise NvmeTopologyError("kernel: %s" % e, key=("nvme", "kernel")) from None
+    timers = _timers(doc, tmo["ctrl_loss_tmo"], cnames)
+    if doc.get("spdk_preferred") is not None:
+        params["preferred"] = doc["spdk_preferred"]
     groups: Dict[int, Tuple[List[int], Dict[str, str]]] = {}
     gdoc = doc.get("ana_groups")
     if gdoc is not None:
@@ -224,10 +272,10 @@ def _parse(doc: dict, paths, src: str, host: HostModel, path_docs: dict) -> Nvme
         w = "events[%d]" % i
         if not isinstance(e, dict) or "at" not in e:
             raise NvmeTopologyError("%s needs at" % w)
-        bad = set(e) - {"at", "ana", "marginal", "iopolicy"}
+        bad = set(e) - {"at", "ana", "marginal", "iopolicy", "error"}
         kinds = set(e) - {"at"}
         if bad or len(kinds) != 1:
-            raise NvmeTopologyError("%s needs exactly one of ana, marginal, iopolicy beside at" % w)
+            raise NvmeTopologyError("%s needs exactly one of ana, marginal, iopolicy, error beside at" % w)
         at = parse_duration_ns(e["at"], "%s.at" % w)
         if "ana" in e:
             a = e["ana"]
@@ -246,6 +294,16 @@ def _parse(doc: dict, paths, src: str, host: HostModel, path_docs: dict) -> Nvme
                     or not isinstance(m["value"], bool)):
                 raise NvmeTopologyError("%s.marginal must be {controller=NAME, value=true|false}" % w)
             events.append((at, "marginal %s %d" % (m["controller"], int(m["value"]))))
+        elif "error" in e:
+            x = e["error"]
+            if (not isinstance(x, dict) or not {"controller", "status"} <= set(x) <= {"controller", "status", "count",
+                                                                                      "dnr"}
+                    or x["controller"] not in cnames or x["status"] not in INJECTABLE
+                    or not isinstance(x.get("dnr", False), bool)):
+                raise NvmeTopologyError("%s.error must be {controller=NAME, status=%s, count=N, dnr=true|false}"
+                                        % (w, "|".join(sorted(INJECTABLE))))
+            count = _int(x.get("count", 1), w + ".error.count", 1, 1 << 20)
+            events.append((at, "error %s %s %d %d" % (x["controller"], x["status"], count, int(x.get("dnr", False)))))
         else:
             if registry.lookup(str(e["iopolicy"])) is None:
                 raise NvmeTopologyError("%s.iopolicy %r is not an NVMe I/O policy" % (w, e["iopolicy"]))
@@ -253,8 +311,27 @@ def _parse(doc: dict, paths, src: str, host: HostModel, path_docs: dict) -> Nvme
     return NvmeConfig(paths, controllers, iopolicy=pol, namespaces=nns, ana_groups=groups or None,
                       events=events, host=host, cross_node_cost_ns=cross, marginal_aware=ma, policy_params=params,
                       ctrl_loss_tmo_ns=tmo["ctrl_loss_tmo"], fast_io_fail_tmo_ns=tmo["fast_io_fail_tmo"],
+                      kernel=kernel, timers=timers,
                       per_cpu_queues={p for p in path_names
                                       if not (isinstance(path_docs.get(p), dict) and "nr_hw_queues" in path_docs[p])})
+
+
+def _timers(doc: dict, ctrl_loss_tmo_ns: int, cnames) -> HeadTimers:
+    """reconnect_delay, anatt, ana_log_delay, max_retries, delayed_removal, spdk_retry_count."""
+    delay = parse_duration_ns(doc.get("reconnect_delay", "10s"), "reconnect_delay")
+    if delay <= 0:
+        raise NvmeTopologyError("reconnect_delay must be above 0 (the kernel refuses 0)", key=("nvme", "reconnect_delay"))
+    src = doc.get("spdk_retry_count", 3)
+    spdk = -1 if src == -1 and not isinstance(src, bool) else _int(src, "spdk_retry_count", 0, 1 << 20)
+    pref = doc.get("spdk_preferred")
+    if pref is not None and pref not in cnames:
+        raise NvmeTopologyError("spdk_preferred %r is not a controller (%s)" % (pref, ", ".join(cnames)),
+                                key=("nvme", "spdk_preferred"))
+    return HeadTimers(reconnect_delay_ns=delay, anatt_ns=parse_duration_ns(doc.get("anatt", "10s"), "anatt"),
+                      ana_log_delay_ns=parse_duration_ns(doc.get("ana_log_delay", 0), "ana_log_delay"),
+                      max_retries=_int(doc.get("max_retries", 5), "max_retries", 0, 255),
+                      delayed_removal_ns=parse_duration_ns(doc.get("delayed_removal", 0), "delayed_removal"),
+                      spdk_retry_count=spdk)
 
 
 def _ana_states(d, cnames, where) -> Dict[str, str]:

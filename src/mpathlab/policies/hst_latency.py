@@ -6,8 +6,8 @@ serially".  On a path whose device serves many I/Os at once that sample is
 the gap between two completions, about service time / outstanding, so the
 busier a path is the smaller its EMA gets, and its estimate
 ``(1 + outstanding) * hst`` stays near one service time however much is
-piled on it: nothing pushes load away from a busy path (see "Why HST herds"
-in the README).
+piled on it: nothing pushes load away from a busy path (docs/scenarios.md,
+"Why HST herds").
 
 This variant changes one line of the model: the sample is ``now - start``,
 the I/O's own latency.  The estimate ``(1 + outstanding) * hst`` then grows

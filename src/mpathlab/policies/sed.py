@@ -19,7 +19,7 @@ its mean latency), so a rate that turned pessimistic gets measured again.
 Why per-I/O rates and not completed bytes per unit of busy time: on a device
 that serves many I/Os at once the busy-time throughput grows with the load
 put on it, so a loaded path looks fast and draws more load; that is HST's
-herding (see the README), and this policy is built to avoid it.
+herding (docs/scenarios.md, "Why HST herds"), and this policy is built to avoid it.
 
 Table: ``sed <#args> [<shift>]``, shift 0-16, default 3 (weight 1/8).
 INFO status per path: outstanding, rate in bytes/s.

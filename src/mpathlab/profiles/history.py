@@ -89,6 +89,20 @@ HISTORY: List[Behaviour] = [
               "\"message: error getting device\")", True, (
         Change((6, 11), False, "\"dm mpath: don't call dm_get_device in multipath_message\" and \"dm: factor "
                                "out helper function from dm_get_device\" (dm_devt_from_path)"),)),
+    # NVMe native multipath (drivers/nvme/host/multipath.c, core.c; docs/nvme.md "Per release")
+    Behaviour("nvme_queue_depth", "NVMe iopolicy queue-depth exists", False, (
+        Change((6, 11), True, "\"nvme-multipath: implement \"queue-depth\" iopolicy\" (Thomas Song, John "
+                              "Meneghini)"),)),
+    Behaviour("nvme_iopolicy_write_clears", "NVMe: writing the subsystem's iopolicy clears every cached "
+              "current path, and writing the same policy again does nothing", False, (
+        Change((6, 11), True, "nvme_subsys_iopolicy_update(), added with the queue-depth iopolicy series"),)),
+    Behaviour("nvme_available_path_disk_live", "NVMe: nvme_available_path() also requires the head disk "
+              "live (NVME_NSHEAD_DISK_LIVE)", False, (
+        Change((6, 12), True, "present in 6.12's multipath.c, absent from 6.1's (commit not pinned down)"),)),
+    Behaviour("nvme_delayed_removal", "NVMe: delayed_removal_secs on the head disk (queue I/O while no "
+              "path exists, remove the head later)", False, (
+        Change((6, 16), True, "\"nvme-multipath: introduce delayed removal of the multipath head node\" "
+                              "(Nilay Shroff, 2025)"),)),
 ]
 
 BY_KEY = {b.key: b for b in HISTORY}

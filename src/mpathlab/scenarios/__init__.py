@@ -27,8 +27,9 @@ class Column:
 class Scenario:
     def __init__(self, name: str, title: str, topology: str, job: str, columns: List[Column],
                  published: Dict[str, Dict[str, float]], source: str, tolerance: float = TOLERANCE,
-                 summarize: Optional[Callable[[Dict[str, float]], Dict[str, float]]] = None):
+                 summarize: Optional[Callable[[Dict[str, float]], Dict[str, float]]] = None, note: str = ""):
         self.name = name
+        self.note = note        # printed under the table: what a reader would otherwise ask
         # Where the published table is not per path (a kernel run whose
         # busiest paths are whichever the run picked), summarize() maps our
         # per-path shares onto the published rows.
@@ -119,7 +120,12 @@ SCENARIOS: Dict[str, Scenario] = {s.name: s for s in [
     Scenario("hst-2020-depth64", "HST cover letter 2020: 4 paths, one 4x slower, 500 MB 4k randwrite, iodepth=64",
              "hst-2020.toml", "hst-2020-depth64.fio", [Column("ST", ST), Column("HST", HST)],
              {"ST": _col(_2020, 2), "HST": _col(_2020, 3), "Best": _col(_2020, 4)},
-             "G. Krisman Bertazi, '[PATCH 0/2] Historical Service Time Path Selector', LKML 2020-04-16"),
+             "G. Krisman Bertazi, '[PATCH 0/2] Historical Service Time Path Selector', LKML 2020-04-16",
+             note="Why ST and HST agree here: this is HST as first merged (5.8), whose select_path read "
+                  "sched_clock() while end_io used ktime. sched_clock runs ahead of ktime, so every path looks "
+                  "stale, a busy winner is limited to equal usage, and HST balances outstanding I/O as ST does; "
+                  "the published columns agree as closely. HST with ktime only (the 2022 fix) starves sdd on "
+                  "these devices at this depth. Details: docs/scenarios.md"),
     Scenario("hst-ktime-bio-10disk",
              "HST high-resolution timer patch 2022: 10 asymmetric paths, bio-based, randwrite iodepth=64",
              "hst-ktime-bio-10disk.toml", "hst-ktime-bio-10disk.fio",
@@ -130,7 +136,7 @@ SCENARIOS: Dict[str, Scenario] = {s.name: s for s in [
     # Kernel-lab run (validation/kernel-lab: Debian 6.1, 10 null_blk paths at 2/8/16/32 ms, iodepth 64):
     # 0.44 and 0.45 on two fast paths, 0.03-0.04 on the other three (0.035 is the middle of that range);
     # the slow total is what is left.  The kernel moved a path's share by 0.02-0.03 between repeated runs
-    # at this depth (kernel-lab README), hence the wider tolerance.
+    # at this depth (validation/kernel-lab/README.md), hence the wider tolerance.
     Scenario("hst-fast-path-herding",
              "HST piles I/O on two of five equal fast paths: 10 parallel paths (5 fast, 5 4x-16x slower), "
              "lognormal service, iodepth 64",

@@ -18,7 +18,7 @@ each idle-capable "cold" fast path lost:
 and, for every choice of a cold fast path, whether it won as an idle stale
 path (the probe) or on estimate.
 
-The README's explanation quotes these numbers; tests/test_policies.py checks
+docs/scenarios.md ("Why HST herds") quotes these numbers; tests/test_policies.py checks
 them.  Nothing here changes the selector: it only reads its state.
 """
 from __future__ import annotations

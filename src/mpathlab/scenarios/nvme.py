@@ -150,10 +150,10 @@ class NvmeStudy:
             paths[n].update(extra)
         return topology_from_dict({"paths": paths, "nvme": self.nvme}, self.name)
 
-    def run(self, selector: str, seed: int = 1, kernel=None):
+    def run(self, selector: str, seed: int = 1, kernel=None, progress=None):
         # kernel: the dm profile; the NVMe model has no per-release differences yet
         job = parse_fio("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=32\nnumjobs=2\nruntime=150ms\ntime_based\n")
-        return run_nvme(self.topology(), job, policy=selector, seed=seed, window_ns=MS)
+        return run_nvme(self.topology(), job, policy=selector, seed=seed, window_ns=MS, progress=progress)
 
     def summarize(self, study, selector: str, res) -> dict:
         d = {"study": self.name, "selector": selector, "submitted": res.submitted, "completed": res.completed,
@@ -192,8 +192,9 @@ NVME_STUDIES: Dict[str, NvmeStudy] = {s.name: s for s in [
               "healthy paths exist; adaptive and SPDK do not look at the flag",
               [("before", 10, 50), ("after", 60, 150)]),
     NvmeStudy("nvme-controller-loss",
-              "2 controllers; c0's link fails at 30 ms (I/O errors, controller reconnecting), back at 80 ms",
-              {"iopolicy": "numa"}, ["c0", "c1"],
+              "2 controllers; c0's link fails at 30 ms (I/O errors, controller reconnecting every 5 ms), its "
+              "port answers again at 81 ms, so the attempt at 85 ms connects",
+              {"iopolicy": "numa", "reconnect_delay": "5ms"}, ["c0", "c1"],
               "failed I/O is requeued on the head and resubmitted on c1; nothing fails; c0 is used again after "
               "it reconnects (numa: only if it is the nearest optimized path again)",
               [("before", 5, 30), ("lost", 35, 80), ("after", 100, 150)],

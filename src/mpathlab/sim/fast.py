@@ -296,7 +296,7 @@ _CORE_HOST_FIELDS = frozenset({"cpus", "submit_ns", "complete_ns", "wake_ns", "s
 # before and after it (sizes, loops, runtime, reporting); conditions on some values follow in _job_refusal
 _CORE_JOB_FIELDS = frozenset({
     "name", "rw", "ddir_mode", "read_fraction", "random", "bs_rwt", "bsrange_rwt", "bssplit_rwt", "bs_unaligned",
-    "iodepth", "iodepth_option", "iodepth_low", "size", "size_percent", "filesize", "nrfiles", "io_size",
+    "iodepth", "iodepth_option", "iodepth_given", "iodepth_low", "size", "size_percent", "filesize", "nrfiles", "io_size",
     "fill_device", "loops", "number_ios", "numjobs", "runtime_ns", "time_based", "startdelay_ns", "zonesize",
     "rate_bps", "rate_iops", "rate_process", "thinktime_ns", "thinktime_spin_ns", "thinktime_blocks",
     "thinktime_blocks_type", "percentile_list", "lat_percentiles", "clat_percentiles", "group_reporting",

@@ -36,8 +36,8 @@ its I/O pays no ``wake_cost``.  The burner's CPU time (fio's usr_cpu) is its
 spin time less that preempting work, split evenly among burners sharing a CPU.
 
 In the kernel lab (qemu TCG) this is the emulation cost of the I/O path,
-which the guest sees as latency; see README "Validation against a real
-kernel" for the calibrated values.
+which the guest sees as latency; docs/validation.md ("The guest model") gives
+the calibrated values.
 """
 from __future__ import annotations
 

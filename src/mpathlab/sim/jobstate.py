@@ -7,6 +7,7 @@ from typing import Optional
 
 from ..workload.fio import JobSpec
 from ..workload.fio_logs import JobLog
+from ..workload.trace_replay import ReplayGen
 from .arrival import IoGen, needs_gen
 from .stats import LatencyStats, RateWindows
 
@@ -20,8 +21,13 @@ class JobState:
         self.cpu = cpu
         self.seed = seed              # the compiled core seeds its own stream from it
         self.rng = random.Random(seed)
-        # mixed sizes, trims and open-loop arrivals: sim/arrival.py decides each I/O
-        self.gen = IoGen(spec, seed, spec.io_bytes(device_bytes)) if needs_gen(spec) else None
+        # mixed sizes, trims and open-loop arrivals: sim/arrival.py decides each I/O; a trace replay
+        # (read_iolog) takes each from the trace (workload/trace_replay.py)
+        self.gen: Optional[IoGen] = None
+        if spec.read_iolog is not None:
+            self.gen = ReplayGen(spec, clone)   # type: ignore[assignment]  # answers the engine as an IoGen does
+        elif needs_gen(spec):
+            self.gen = IoGen(spec, seed, spec.io_bytes(device_bytes))
         # None: bounded by runtime only (fio's time_based loops over the size)
         if self.gen is not None:
             self.remaining = None             # the generator counts bytes and I/Os

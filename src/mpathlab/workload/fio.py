@@ -28,6 +28,9 @@ from typing import Dict, List, Optional, Tuple
 
 from . import fio_options as fo
 from .fio_options import MODELLED, REFUSED
+from .trace import TraceError
+from .trace_replay import SKIP_NAMES, ReplayOptions, estimate_ios, events_of, find_source, probe_depth, \
+    source_notes, split_names
 
 S64_MAX = fo.S64_MAX
 READ, WRITE, TRIM = 0, 1, 2
@@ -334,6 +337,12 @@ class JobSpec:
         self.cpu_cycle_us = 50_000          # cpuchunks
         self.cpumode = "noop"
         self.exit_on_io_done = False
+        self.iodepth_given = False          # a blktrace replay takes its depth from the trace otherwise
+        # read_iolog: the trace each clone replays (workload/trace_replay.py), set up by _finish_job
+        self.read_iolog: Optional[str] = None
+        self.replay_options = ReplayOptions()
+        self.replay_sources: list = []
+        self.replay_estimate = 0            # about how many I/Os the first trace holds
         self._zones: Dict[str, int] = {}       # size/io_size given in zones, resolved with zonesize
         self.notes: List[str] = []
         self.options: Dict[str, str] = {}   # what the file said, for the JSON "job options"
@@ -356,7 +365,9 @@ class JobSpec:
     @property
     def mixed_sizes(self) -> bool:
         """True when I/O sizes vary within the job (bssplit, bsrange, or
-        different sizes for the directions it uses)."""
+        different sizes for the directions it uses; a replayed trace's sizes are the trace's)."""
+        if self.read_iolog is not None:
+            return True
         sizes = set()
         for d in self.ddirs:
             s = self.sizes_of(d)
@@ -694,6 +705,34 @@ def _set_ramp(job, o, value):
         job.notes.append("ramp_time is not modelled: every I/O counts from the start")
 
 
+def _set_iodepth(job, o, value):
+    _set_int("iodepth")(job, o, value)
+    job.iodepth_given = True
+
+
+def _set_replay(field):
+    def setter(job, o, value):
+        if o.type == "bool":
+            v = _bool_value(value, o)
+        else:
+            v = _int_value(value, o, job.kb_base)
+            _check_range(v, o)
+        if field == "align" and v & (v - 1):
+            raise ValueProblem("must be a power of 2 (fio refuses others)")
+        job.replay_options = job.replay_options._replace(**{field: v})
+    return setter
+
+
+def _set_replay_skip(job, o, value):
+    skip = set()
+    for word in value.strip().split(","):
+        if word not in SKIP_NAMES:
+            raise ValueProblem("takes read, write, trim and sync, comma-separated, not %r (fio: Unknown skip type)"
+                               % _short(word))
+        skip.add(SKIP_NAMES[word])
+    job.replay_options = job.replay_options._replace(skip=frozenset(skip))
+
+
 def _set_name(job, o, value):
     job.name = value          # (a name= in [global] does not rename the jobs: fio keeps their section names)
 
@@ -701,7 +740,7 @@ def _set_name(job, o, value):
 SETTERS = {
     "rw": _set_rw, "rwmixread": _set_rwmix, "rwmixwrite": _set_rwmix, "bs": _set_bs,
     "bsrange": _set_bsrange, "bssplit": _set_bssplit, "bs_unaligned": _set_bool("bs_unaligned"),
-    "iodepth": _set_int("iodepth"), "numjobs": _set_int("numjobs"), "size": _set_size_like,
+    "iodepth": _set_iodepth, "numjobs": _set_int("numjobs"), "size": _set_size_like,
     "filesize": _set_size_like, "io_size": _set_size_like, "nrfiles": _set_int("nrfiles"),
     "fill_device": _set_bool("fill_device"), "loops": _set_int("loops"),
     "number_ios": _set_int("number_ios"), "runtime": _set_time("runtime_ns"),
@@ -730,6 +769,9 @@ SETTERS = {
     "iodepth_low": _set_int("iodepth_low"), "exitall_on_error": _set_bool("exitall_on_error"),
     "cpuload": _set_int("cpuload"), "cpuchunks": _set_int("cpu_cycle_us"), "cpumode": _set_choice("cpumode"),
     "exit_on_io_done": _set_bool("exit_on_io_done"),
+    "read_iolog": lambda j, o, v: setattr(j, "read_iolog", v), "replay_no_stall": _set_replay("no_stall"),
+    "replay_time_scale": _set_replay("time_scale"), "replay_align": _set_replay("align"),
+    "replay_scale": _set_replay("scale"), "replay_skip": _set_replay_skip,
 }
 # options whose value may be left out (fio's FIO_OPT_STR_SET, and the log options)
 _VALUE_OPTIONAL_TYPES = ("flag",)
@@ -978,15 +1020,17 @@ def parse_fio(text: str, source: str = "", base_dir: str = ".") -> FioJobFile:
         job.name = name
         job.options = {}
         _apply_section(job, opts, name)
-        _finish_job(job, source, [j.name for j in jobs])
+        _finish_job(job, source, [j.name for j in jobs], base_dir)
         jobs.append(job)
     if not jobs:
         raise FioError("%s: no job sections (only [global]?)" % source)
     return FioJobFile(jobs, global_echo, source)
 
 
-def _finish_job(job: JobSpec, source: str, earlier: List[str]) -> None:
+def _finish_job(job: JobSpec, source: str, earlier: List[str], base_dir: str = ".") -> None:
     where = "%s: job %r" % (source, job.name)
+    if job.read_iolog is not None:
+        _finish_replay(job, where, base_dir)
     for key, n in job._zones.items():
         if not job.zonesize:
             raise FioError("%s: %s=%dz counts zones, which needs zonesize (the simulated paths are not zoned "
@@ -1041,6 +1085,35 @@ def _finish_job(job: JobSpec, source: str, earlier: List[str]) -> None:
                        "blocksize is larger than data set range)" % (where, size, job.nrfiles, job.bs))
 
 
+# what a replayed job's own pattern would add on top of the trace, which the replay does not model
+_NOT_WITH_REPLAY = (("rate", lambda j: any(j.rate_bps) or any(j.rate_iops)), ("thinktime", lambda j: j.thinktime_ns),
+                    ("verify", lambda j: j.verify), ("flow", lambda j: j.flow),
+                    ("latency_target", lambda j: j.latency_target_ns), ("iodepth_low", lambda j: j.iodepth_low),
+                    ("ioengine=cpuio", lambda j: j.burns_cpu))
+
+
+def _finish_replay(job: JobSpec, where: str, base_dir: str) -> None:
+    """read_iolog: find each trace (and its format), take a blktrace's depth when the job sets none."""
+    for what, used in _NOT_WITH_REPLAY:
+        if used(job):
+            raise FioError("%s: %s with read_iolog is not modelled (the trace alone sets the I/O and its timing)"
+                           % (where, what))
+    names = split_names(job.read_iolog or "")
+    if not names:
+        raise FioError("%s: read_iolog names no file" % where)
+    try:
+        job.replay_sources = [find_source(n, base_dir) for n in names[:max(1, job.numjobs)]]
+        first = job.replay_sources[0]
+        job.replay_estimate = estimate_ios(first)
+        if first.kind != "iolog" and not job.iodepth_given:
+            # fio probes the deepest queue of the trace; a synchronous engine still caps it at 1
+            job.set_iodepth(probe_depth(events_of(first)))
+    except TraceError as e:
+        raise FioError("%s: %s" % (where, e)) from None
+    for src in job.replay_sources:
+        job.notes.extend(n for n in source_notes(src) if n not in job.notes)
+
+
 def _finish_cpu_burner(job: JobSpec, where: str) -> None:
     """fio's cpuio set-up: the job issues one 'I/O' at a time, each a spin of
     cpuchunks, and thinks cpuchunks x (100 - cpuload) / cpuload microseconds
@@ -1078,6 +1151,8 @@ def sim_only(spec: JobSpec) -> Optional[str]:
         what.append("flow/wait_for")
     if spec.lat_log is not None or spec.bw_log is not None or spec.iops_log is not None:
         what.append("log files")
+    if spec.read_iolog is not None:
+        what.append("read_iolog")
     return ", ".join(what)
 
 

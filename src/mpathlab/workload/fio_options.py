@@ -413,8 +413,30 @@ OPTIONS: List[Opt] = [
     _O("steadystate_duration", NO_EFFECT, "time", "steady-state window", None, ("ss_dur",), "s"),
     _O("steadystate_ramp_time", NO_EFFECT, "time", "steady-state ramp", None, ("ss_ramp",), "s"),
     _O("wait_for", MODELLED, "str", "start once every clone of the named (earlier) job has finished"),
-    _O("read_iolog", REFUSED, "str", "replay an I/O log", why="the I/O stream (replayed from a file)"),
-    _O("replay_no_stall", REFUSED, "bool", "replay timing", why="the I/O stream (replayed from a file)"),
+    # -- trace replay (workload/trace_replay.py, docs/traces.md) ---------------
+    _O("read_iolog", MODELLED, "str", "replay a trace instead of the job's own pattern: a fio iolog (version 2 "
+       "or 3, as write_iolog writes it), a blktrace binary (one file, e.g. blkparse -d's dump; or NAME for the "
+       "per-CPU files NAME.blktrace.N) or blkparse's text; NAME1:NAME2 gives clone N the Nth (modulo); a "
+       "relative name is tried as given, then beside the job file"),
+    _O("replay_no_stall", MODELLED, "bool", "replay as fast as the queue depth allows, ignoring the trace's "
+       "timing (and version 2's waits)", "0"),
+    _O("replay_time_scale", MODELLED, "int", "percent of the trace's I/O rate: 200 replays its gaps at half "
+       "their length", "100", lo=1, hi=(1 << 32) - 1),
+    _O("replay_redirect", NO_EFFECT, "str", "replay every trace device onto one device (the simulation always "
+       "replays onto the simulated multipath device)"),
+    _O("replay_align", MODELLED, "int", "align replayed offsets down to this power of 2 (a blktrace's byte "
+       "counts round up to it)", "0", lo=0, hi=(1 << 32) - 1),
+    _O("replay_scale", MODELLED, "int", "divide replayed offsets by this", "1", lo=0, hi=(1 << 32) - 1),
+    _O("replay_skip", MODELLED, "str", "directions a blktrace replay drops: read,write,trim,sync (fio 3.33 "
+       "applies it to blktraces only)"),
+    _O("read_iolog_chunked", NO_EFFECT, "bool", "read the trace in parts (mpathlab always streams it)", "0"),
+    _O("merge_blktrace_file", REFUSED, "str", "merge the read_iolog blktraces into this file",
+       why="the trace replayed (fio 3.33's merge fails at the first event: name the per-CPU files' NAME in "
+       "read_iolog, which merges them by time)"),
+    _O("merge_blktrace_scalars", REFUSED, "float_list", "time scale of each merged trace",
+       why="the trace replayed (merge_blktrace_file)"),
+    _O("merge_blktrace_iters", REFUSED, "float_list", "passes of each merged trace",
+       why="the trace replayed (merge_blktrace_file)"),
     _O("write_iolog", NO_EFFECT, "str", "record an I/O log of a real run"),
     _O("fsync", REFUSED, "int", "fsync every N writes", "0", why="extra flush requests"),
     _O("fdatasync", REFUSED, "int", "fdatasync every N writes", "0", why="extra flush requests"),

@@ -21,6 +21,7 @@ import gzip
 import json
 import os
 import sys
+import tempfile
 from typing import Dict, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,7 +29,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "src"))
 
 from mpathlab import __version__  # noqa: E402
-from mpathlab.capture import collect, read_dump, write_topology  # noqa: E402
+from mpathlab.capture import DumpSource, collect, write_nvme_topology, write_topology  # noqa: E402
 from mpathlab.runner import run_simulation  # noqa: E402
 from mpathlab.topology import load_topology  # noqa: E402
 from mpathlab.validate import TOLERANCE, fit_guest  # noqa: E402
@@ -50,14 +51,26 @@ def fio_job(args_text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def trace_job(cell_dir: str, args_text: str, tmp: str) -> str:
+    """The run's own I/O as the workload: fio's write_iolog of the run (decompressed into ``tmp``),
+    replayed with its timing (read_iolog), at the run's iodepth."""
+    depth = [a.split("=", 1)[1] for a in args_text.split() if a.startswith("--iodepth=")][0]
+    log = os.path.join(tmp, os.path.basename(cell_dir) + ".iolog")
+    with gzip.open(os.path.join(cell_dir, "iolog.gz"), "rb") as src, open(log, "wb") as dst:
+        dst.write(src.read())
+    return "[replay]\nread_iolog=%s\nioengine=libaio\niodepth=%s\n" % (log, depth)
+
+
 def kernel_shares(cell_dir: str) -> Dict[str, float]:
-    """Each path's share of the writes completed during the run (stat field 5 = writes completed)."""
+    """Each path's share of the data written during the run (stat field 7, sectors written: the I/O count
+    of field 5 also holds issues a path refused, which blk_insert_cloned_request counts as done; every
+    I/O of the lab's job is 4 KiB, so sectors count I/Os)."""
     def read(name):
         out = {}
         with open(os.path.join(cell_dir, name)) as f:
             for line in f:
                 parts = line.split()
-                out[parts[0]] = int(parts[2 + 4])
+                out[parts[0]] = int(parts[2 + 6])
         return out
     before, after = read("stat_before"), read("stat_after")
     done = {k: after[k] - before[k] for k in after}
@@ -83,46 +96,125 @@ def grouped(groups: Dict[str, List[str]], shares: Dict[str, float]) -> Dict[str,
 
 
 def kernel_iops(cell_dir: str) -> Optional[float]:
+    """fio's write IOPS of the run (fio.json, or fio_iops.txt once the run is packed)."""
     try:
         with open(os.path.join(cell_dir, "fio.json")) as f:
-            doc = json.load(f)
-        return float(doc["jobs"][0]["write"]["iops"])
+            return float(json.load(f)["jobs"][0]["write"]["iops"])
     except (OSError, ValueError, KeyError, IndexError):
+        pass
+    try:
+        with open(os.path.join(cell_dir, "fio_iops.txt")) as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
         return None
+
+
+def read_cell_dump(cell_dir: str) -> DumpSource:
+    """The capture script's dump of the cell (capture.dump, or capture.dump.gz once packed)."""
+    name = os.path.relpath(os.path.join(cell_dir, "capture.dump"), ROOT)
+    path = os.path.join(cell_dir, "capture.dump")
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            data = f.read()
+    else:
+        with gzip.open(path + ".gz", "rb") as f:
+            data = f.read()
+    return DumpSource(data.decode("utf-8"), name)
+
+
+def pack(cell_dir: str) -> None:
+    """Keep what the results rest on, small: the dump gzipped, fio's IOPS and the iolog's I/O count
+    in text files; fio.json and the iolog itself stay out of the repository (.gitignore)."""
+    iops = kernel_iops(cell_dir)
+    if iops is not None:
+        with open(os.path.join(cell_dir, "fio_iops.txt"), "w") as f:
+            f.write("%.3f\n" % iops)
+    n = iolog_ios(cell_dir)
+    if n is not None:
+        with open(os.path.join(cell_dir, "iolog_ios.txt"), "w") as f:
+            f.write("%d\n" % n)
+    path = os.path.join(cell_dir, "capture.dump")
+    if os.path.exists(path):
+        with open(path, "rb") as src, gzip.open(path + ".gz", "wb") as dst:
+            dst.write(src.read())
 
 
 def iolog_ios(cell_dir: str) -> Optional[int]:
     """How many I/Os fio's write_iolog of the run records."""
     p = os.path.join(cell_dir, "iolog.gz")
     if not os.path.exists(p):
-        return None
+        try:
+            with open(os.path.join(cell_dir, "iolog_ios.txt")) as f:
+                return int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
     with gzip.open(p, "rt") as f:
         return sum(1 for line in f if " write " in line or " read " in line or " trim " in line)
 
 
-def run_cell(cell_dir: str, guest, write: bool) -> dict:
-    meta = dict(kv.split("=", 1) for kv in open(os.path.join(cell_dir, "meta")).readline().split())
-    cap = collect(read_dump(os.path.join(cell_dir, "capture.dump")), 0)
-    if len(cap.maps) != 1:
-        raise SystemExit("%s: %d maps captured, expected 1" % (cell_dir, len(cap.maps)))
-    text = write_topology(cap, cap.maps[0], __version__)
+def nvme_kernel_shares(cell_dir: str) -> Dict[str, float]:
+    """Each controller's share of the data the run wrote (paths_end: "<controller> <path> <ana> <stat>";
+    the paths were created for the cell, so their counters start at the cell)."""
+    done = {}
+    with open(os.path.join(cell_dir, "paths_end")) as f:
+        for line in f:
+            parts = line.split()
+            done[parts[0]] = int(parts[3 + 6])
+    total = sum(done.values()) or 1
+    return {k: v / total for k, v in done.items()}
+
+
+def run_cell(cell_dir: str, guest, write: bool, workload: str = "job", tmp: str = "") -> dict:
+    with open(os.path.join(cell_dir, "meta")) as f:
+        meta = dict(kv.split("=", 1) for kv in f.readline().split())
+    nvme = meta.get("kind") == "nvme"
+    cap = collect(read_cell_dump(cell_dir), 0)
+    if nvme:
+        subs = [s for s in cap.nvme if s["controllers"]]
+        if len(subs) != 1:
+            raise SystemExit("%s: %d NVMe subsystems captured, expected 1" % (cell_dir, len(subs)))
+        text = write_nvme_topology(cap, subs[0], __version__)
+        paths = [c["paths"][0] for c in subs[0]["controllers"] if c["paths"]]
+        names = [c["name"] for c in subs[0]["controllers"] if c["paths"]]
+    else:
+        if len(cap.maps) != 1:
+            raise SystemExit("%s: %d maps captured, expected 1" % (cell_dir, len(cap.maps)))
+        text = write_topology(cap, cap.maps[0], __version__)
+        paths = [cap.paths[d] for d in cap.maps[0].path_devts if d in cap.paths]
+        names = [p.name for p in paths]
     topo_path = os.path.join(cell_dir, "captured.toml")
     if write or not os.path.exists(topo_path):
         with open(topo_path, "w") as f:
             f.write(text)
     topo = load_topology(topo_path)
+    topo.host = guest.host()
     with open(os.path.join(cell_dir, "fio.args")) as f:
-        job = fio_job(f.read())
-    res = run_simulation(topo, parse_fio(job, "fio.args"), host=guest.host())
+        args_text = f.read()
+    job = trace_job(cell_dir, args_text, tmp) if workload == "trace" and not nvme else fio_job(args_text)
+    res = run_simulation(topo, parse_fio(job, "fio.args"))
+    captured = {n: (round(p.service_ms()[0], 3) if p.service_ms() else None,
+                    min(x for x in (p.queue.get("nr_tags"), p.queue.get("queue_depth")) if x is not None)
+                    if p.queue.get("nr_tags") or p.queue.get("queue_depth") else None) for n, p in zip(names, paths)}
+    if nvme:
+        kern, pred = nvme_kernel_shares(cell_dir), res.shares
+        kern = {k: kern.get(k, 0.0) for k in names}
+        pred = {k: pred.get(k, 0.0) for k in names}
+        diffs = {k: pred[k] - kern[k] for k in kern}
+        worst = max(diffs, key=lambda k: abs(diffs[k]))
+        return {"cell": meta["cell"], "kernel_series": cap.series, "selector": "nvme:" + meta["iopolicy"],
+                "queue_mode": "nvme", "iodepth": int(meta["iodepth"]), "captured": captured,
+                "window_s": round(cap.window_s or 0, 2), "kernel": kern, "predicted": pred, "worst_path": worst,
+                "diff": diffs[worst], "within": abs(diffs[worst]) <= TOLERANCE + 1e-12,
+                "kernel_iops": kernel_iops(cell_dir), "predicted_iops": res.completed / (res.runtime_ns / 1e9),
+                "iolog_ios": None, "guest": guest.describe(), "ana": meta.get("ana")}
     groups = identical_paths(cell_dir)
     kern = grouped(groups, kernel_shares(cell_dir))
     pred = grouped(groups, res.shares)
     diffs = {k: pred[k] - kern[k] for k in kern}
     worst = max(diffs, key=lambda k: abs(diffs[k]))
-    return {"cell": meta["cell"], "kernel_series": cap.series, "run": os.path.basename(os.path.dirname(os.path.dirname(cell_dir))),
+    return {"cell": meta["cell"], "kernel_series": cap.series,
             "selector": meta["selector"], "queue_mode": meta["queue_mode"], "iodepth": int(meta["iodepth"]),
-            "captured_service_ms": {p.name: round(p.service_ms()[0], 3) for p in cap.paths.values() if p.service_ms()},
-            "captured_tags": {p.name: p.queue.get("nr_tags") for p in cap.paths.values()},
+            "captured": captured,
             "window_s": round(cap.window_s or 0, 2), "kernel": kern, "predicted": pred, "worst_path": worst,
             "diff": diffs[worst], "within": abs(diffs[worst]) <= TOLERANCE + 1e-12,
             "kernel_iops": kernel_iops(cell_dir), "predicted_iops": res.completed / (res.runtime_ns / 1e9),
@@ -130,13 +222,14 @@ def run_cell(cell_dir: str, guest, write: bool) -> dict:
 
 
 def markdown(rows: List[dict]) -> str:
-    out = ["| kernel | cell | captured service ms (tags) | path | kernel share | predicted | diff | kernel IOPS "
-           "| pred. IOPS |", "|---|---|---|---|---|---|---|---|---|"]
+    out = ["| boot (kernel-UTC) | cell | captured service ms (tags) | path(s) | kernel share | predicted | diff "
+           "| kernel IOPS | pred. IOPS |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        svc = ", ".join("%s %.2f (%s)" % (k, v, r["captured_tags"].get(k)) for k, v in sorted(r["captured_service_ms"].items()))
+        svc = ", ".join("%s %s (%s)" % (k, "%.2f" % v[0] if v[0] is not None else "-", v[1] if v[1] else "-")
+                        for k, v in sorted(r["captured"].items()))
         w = r["worst_path"]
         out.append("| %s | %s | %s | %s | %.3f | %.3f | %+.3f%s | %.0f | %.0f |" % (
-            r["kernel_series"], r["cell"], svc, w, r["kernel"][w], r["predicted"][w], r["diff"],
+            r["boot"], r["cell"], svc, w, r["kernel"][w], r["predicted"][w], r["diff"],
             "" if r["within"] else " **X**", r["kernel_iops"] or 0, r["predicted_iops"]))
     n = sum(r["within"] for r in rows)
     out += ["", "captured -> predicted: %d of %d cells within %.2f of the kernel's shares" % (n, len(rows), TOLERANCE)]
@@ -145,10 +238,30 @@ def markdown(rows: List[dict]) -> str:
     return "\n".join(out) + "\n"
 
 
+DOCS = os.path.join(ROOT, "docs", "capture.md")
+
+
+def update_docs(md: str, suffix: str) -> None:
+    """Put the table between its markers in docs/capture.md."""
+    begin = "<!-- captured -> predicted%s: generated by validation/kernel-lab/capture/loop.py --write -->" % suffix
+    end = "<!-- end of captured -> predicted%s -->" % suffix
+    with open(DOCS) as f:
+        doc = f.read()
+    if begin not in doc or end not in doc:
+        return
+    head, rest = doc.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(DOCS, "w") as f:
+        f.write(head + begin + "\n\n" + md + "\n" + end + tail)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="*", help="run folders (default: runs/*/ beside this file)")
     ap.add_argument("--write", action="store_true", help="write results.json, results.md and captured.toml files")
+    ap.add_argument("--workload", choices=("job", "trace"), default="job",
+                    help="job: the run's fio job; trace: the run's own write_iolog replayed with its timing "
+                         "(default: job)")
     a = ap.parse_args(argv)
     runs = a.runs or sorted(glob.glob(os.path.join(HERE, "runs", "*")))
     with open(RESULTS) as f:
@@ -159,15 +272,21 @@ def main(argv=None) -> int:
         day = os.path.basename(run.rstrip("/")).split("-")[1][:8]
         guest = fit_guest(lab_cells, series, day)
         for cell_dir in sorted(glob.glob(os.path.join(run, "cells", "*"))):
-            if os.path.exists(os.path.join(cell_dir, "capture.dump")):
-                rows.append(run_cell(cell_dir, guest, a.write))
+            if any(os.path.exists(os.path.join(cell_dir, f)) for f in ("capture.dump", "capture.dump.gz")):
+                if a.write:
+                    pack(cell_dir)
+                with tempfile.TemporaryDirectory() as tmp:
+                    rows.append(dict(run_cell(cell_dir, guest, a.write, a.workload, tmp), workload=a.workload,
+                                     boot=os.path.basename(run.rstrip("/"))))
     md = markdown(rows)
     sys.stdout.write(md)
     if a.write:
-        with open(os.path.join(HERE, "results.json"), "w") as f:
+        suffix = "" if a.workload == "job" else "-" + a.workload
+        with open(os.path.join(HERE, "results%s.json" % suffix), "w") as f:
             json.dump(rows, f, indent=1, sort_keys=True)
-        with open(os.path.join(HERE, "results.md"), "w") as f:
+        with open(os.path.join(HERE, "results%s.md" % suffix), "w") as f:
             f.write(md)
+        update_docs(md, suffix)
     return 0
 
 

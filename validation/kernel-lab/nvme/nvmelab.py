@@ -32,14 +32,17 @@ ANA = {"o": "optimized", "n": "non-optimized", "i": "inaccessible"}
 
 # name: (transport, delays_us per port, ANA state per port, iopolicy, fio iodepth, runtime s, event, event at s)
 CELLS: Dict[str, tuple] = {
+    # one port: the guest's CPU time per I/O of each transport (the model's guest is fitted on these)
+    "C1": ("tcp", (0,), "o", "round-robin", 16, 4, "none", 0),
+    "C1-loop": ("loop", (0,), "o", "round-robin", 16, 4, "none", 0),
     # two equal ports
     "E2-numa": ("tcp", (0, 0), "oo", "numa", 16, 4, "none", 0),
     "E2-rr": ("tcp", (0, 0), "oo", "round-robin", 16, 4, "none", 0),
     "E2-qd": ("tcp", (0, 0), "oo", "queue-depth", 16, 4, "none", 0),
-    # port 2's commands wait 2 ms (netem)
-    "A2-numa": ("tcp", (0, 2000), "oo", "numa", 16, 4, "none", 0),
-    "A2-rr": ("tcp", (0, 2000), "oo", "round-robin", 16, 4, "none", 0),
-    "A2-qd": ("tcp", (0, 2000), "oo", "queue-depth", 16, 4, "none", 0),
+    # the commands sent to port 1 wait 4 ms, to port 2 12 ms (netem)
+    "A2-numa": ("tcp", (4000, 12000), "oo", "numa", 16, 4, "none", 0),
+    "A2-rr": ("tcp", (4000, 12000), "oo", "round-robin", 16, 4, "none", 0),
+    "A2-qd": ("tcp", (4000, 12000), "oo", "queue-depth", 16, 4, "none", 0),
     # three equal ports
     "E3-rr": ("tcp", (0, 0, 0), "ooo", "round-robin", 16, 4, "none", 0),
     # ANA groups: port 1 non-optimized
@@ -58,6 +61,7 @@ CELLS: Dict[str, tuple] = {
 }
 
 BATCHES = {
+    "calib": ["C1", "C1-loop"],
     "smoke": ["E2-rr", "A2-qd", "ev-rmport-numa", "L2-rr"],
     "steady": ["E2-numa", "E2-rr", "E2-qd", "A2-numa", "A2-rr", "A2-qd", "E3-rr", "N2-rr", "N3-rr", "N2nn-rr"],
     "events": ["ev-ana-inacc-rr", "ev-ana-nonopt-numa", "ev-rmport-rr", "ev-rmport-numa"],
@@ -108,7 +112,9 @@ def _stat(path):
 
 def _shares(a, b):
     """Per-port share of the 4k reads completed between two snapshots (sectors / 8, as the dm lab)."""
-    d = {p: (b["ports"][p]["sectors"] - a["ports"][p]["sectors"]) // 8 for p in a["ports"] if p in b["ports"]}
+    # a port whose path disk is gone (nvme-loop deletes the controller) kept no count: nothing after a
+    d = {p: max(0, b["ports"][p]["sectors"] - a["ports"][p]["sectors"]) // 8 for p in a["ports"]
+         if p in b["ports"]}
     tot = sum(d.values())
     return {p: (v / tot if tot else 0.0) for p, v in sorted(d.items())}, tot
 
@@ -147,11 +153,22 @@ def summarise_cell(d: str) -> dict:
         s["clat_max_ms"] = round(job["read"]["clat_ns"]["max"] / 1e6, 2)
     except (OSError, ValueError, KeyError) as e:
         s["fio_problem"] = str(e)
+    infl = os.path.join(d, "inflight.txt")
+    if os.path.exists(infl):
+        per: Dict[str, List[int]] = {}
+        with open(infl) as f:
+            for ln in f:
+                w = ln.split()
+                if len(w) >= 3:
+                    per.setdefault(w[1], []).append(int(w[2]))
+        s["mean_inflight"] = {p: round(sum(v) / len(v), 2) for p, v in sorted(per.items())}
     ev = os.path.join(d, "stat.ev")
     if os.path.exists(ev):
         mid = _stat(ev)
+        mid2 = _stat(os.path.join(d, "stat.ev2"))
         s["shares_before"], s["ios_before"] = _shares(pre, mid)
-        s["shares_after"], s["ios_after"] = _shares(mid, post)
+        s["shares_after"], s["ios_after"] = _shares(mid2, post)
+        s["event_snapshot_s"] = round(mid2["uptime"] - mid["uptime"], 2)
         with open(os.path.join(d, "event.txt")) as f:
             w = f.read().split()
         ev_ms = int(w[0]) * 1000 + int(w[1]) / 1000.0
@@ -166,6 +183,8 @@ def summarise_cell(d: str) -> dict:
             s["stall_max_gap_ms"] = round(max(gaps), 1) if gaps else None
             s["lat_max_after_ms"] = round(max([l for t, l in log if ev_ms <= t <= ev_ms + 1000] or [0]), 2)
             s["ios_logged"] = len(log)
+            # fio's first I/O started at its completion less its latency: the event's time in fio's run
+            s["event_at_fio_s"] = round((ev_ms - min(t - l for t, l in log)) / 1000.0, 3)
     return s
 
 
@@ -221,7 +240,7 @@ def run(batches: List[str], reps: int, runs_dir: str) -> str:
     return boot
 
 
-def collect(runs_dir: str = RUNS) -> List[dict]:
+def collect(runs_dir: str = RUNS, results: str = RESULTS) -> List[dict]:
     cells: Dict[tuple, dict] = {}
     for boot in sorted(os.listdir(runs_dir)):
         kt = os.path.join(runs_dir, boot, "kernel.txt")
@@ -255,8 +274,10 @@ def collect(runs_dir: str = RUNS) -> List[dict]:
             c["mean_share_after"] = {p: round(sum(r["shares_after"].get(p, 0) for r in reps) / len(reps), 4)
                                      for p in ports}
             c["stall_max_gap_ms"] = [r.get("stall_max_gap_ms") for r in reps]
+            at = [r["event_at_fio_s"] for r in reps if r.get("event_at_fio_s") is not None]
+            c["mean_event_at_fio_s"] = round(sum(at) / len(at), 3) if at else None
         out.append(c)
-    with open(RESULTS, "w") as f:
+    with open(results, "w") as f:
         json.dump(out, f, indent=1, sort_keys=True)
         f.write("\n")
     return out
@@ -282,7 +303,9 @@ def main(argv=None):
     p.add_argument("--runs-dir", default=RUNS)
     p = sub.add_parser("summarise")
     p.add_argument("boot")
-    sub.add_parser("collect")
+    p = sub.add_parser("collect")
+    p.add_argument("--runs-dir", default=RUNS)
+    p.add_argument("-o", "--output", default=RESULTS)
     a = ap.parse_args(argv)
     if a.cmd == "plan":
         print("\n".join(plan_lines(cells_for(a.batch, a.series), a.rep)))
@@ -292,8 +315,8 @@ def main(argv=None):
         for s in summarise(a.boot):
             print(json.dumps(s))
     else:
-        out = collect()
-        print("%s: %d cells" % (RESULTS, len(out)))
+        out = collect(a.runs_dir, a.output)
+        print("%s: %d cells" % (a.output, len(out)))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 # the host to every port (native multipath: one head, one controller per port), delays the commands
 # sent to a port by its netem delay (TCP only), runs fio on the head and writes /out/cells/NAME/.
 export PATH=/bin:/sbin
+# (/bin/tc by its path: busybox sh runs its own tc applet before a tc in PATH)
 CFG=/sys/kernel/config/nvmet
 NQN=klab-nvme
 modprobe null_blk nr_devices=1 irqmode=0 queue_mode=2 hw_queue_depth=1024 gb=16 bs=4096 || echo "KLAB: null_blk FAILED"
@@ -40,10 +41,15 @@ snap() {   # FILE: uptime, then per port: port ctrl pathdisk reads_completed sec
     done < map.txt; } > "$1"
 }
 
+reads_done() {   # reads completed on every path so far
+  while read port ctrl disk; do cat /sys/class/nvme/$ctrl/$disk/stat 2>/dev/null || echo 0; done < map.txt \
+    | awk '{ n += $1 } END { print n }'
+}
+
 teardown() {
   for c in $(our_ctrls); do echo 1 > /sys/class/nvme/$c/delete_controller 2>/dev/null; done
   sleep 1
-  tc qdisc del dev lo root 2>/dev/null
+  /bin/tc qdisc del dev lo root 2>/dev/null
   for p in $CFG/ports/*; do
     [ -d "$p" ] || continue
     rm -f $p/subsystems/$NQN 2>/dev/null
@@ -67,7 +73,7 @@ while read name transport delays anas iopolicy iodepth runtime event event_at; d
   n=$(echo $delays | tr ',' ' ' | wc -w)
   if [ "$transport" = tcp ] && [ "$delays" != "$(echo $delays | sed 's/[1-9]//g')" ]; then
     pm="0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"
-    tc qdisc add dev lo root handle 1: prio bands $((n + 1)) priomap $pm || echo "KLAB: tc prio FAILED"
+    /bin/tc qdisc add dev lo root handle 1: prio bands $((n + 1)) priomap $pm || echo "KLAB: tc prio FAILED"
   fi
   i=1
   for d in $(echo $delays | tr ',' ' '); do
@@ -77,9 +83,9 @@ while read name transport delays anas iopolicy iodepth runtime event event_at; d
       echo tcp > $P/addr_trtype; echo ipv4 > $P/addr_adrfam; echo 127.0.0.1 > $P/addr_traddr
       echo $((4400 + i)) > $P/addr_trsvcid
       if [ "$d" != 0 ]; then
-        tc qdisc add dev lo parent 1:$((i + 1)) handle $((i + 10)): netem delay ${d}us limit 10000 \
+        /bin/tc qdisc add dev lo parent 1:$((i + 1)) handle $((i + 10)): netem delay ${d}us limit 10000 \
           || echo "KLAB: netem FAILED"
-        tc filter add dev lo parent 1: protocol ip prio 1 u32 match ip dport $((4400 + i)) 0xffff \
+        /bin/tc filter add dev lo parent 1: protocol ip prio 1 u32 match ip dport $((4400 + i)) 0xffff \
           flowid 1:$((i + 1)) || echo "KLAB: filter FAILED"
       fi
     else
@@ -113,7 +119,11 @@ while read name transport delays anas iopolicy iodepth runtime event event_at; d
   lat=""
   if [ "$event" != none ]; then
     lat="--write_lat_log=lat --log_avg_msec=0 --log_unix_epoch=1"
-    ( sleep $event_at
+    # the event comes EVENT_AT seconds after fio's first I/O completed (fio takes a second or two to
+    # start under TCG): polled on the paths' read counts
+    ( r0=$(reads_done)
+      while [ "$(reads_done)" = "$r0" ]; do sleep 0.05; done
+      sleep $event_at
       snap stat.ev
       adjtimex | sed -n 's/.*time.tv_\(sec\|usec\): *//p' | tr '\n' ' ' > event.txt
       case $event in
@@ -121,8 +131,16 @@ while read name transport delays anas iopolicy iodepth runtime event event_at; d
                echo $st > $CFG/ports/$p/ana_groups/1/ana_state;;
         rmport:*) p=$(echo $event | cut -d: -f2); rm $CFG/ports/$p/subsystems/$NQN;;
       esac
-      echo "$event" >> event.txt ) &
+      echo "$event" >> event.txt
+      snap stat.ev2 ) &
   fi
+  # the started requests on each path (/sys/block/X/inflight: reads, writes) twice a second
+  ( k=0; while [ $k -lt $((runtime * 2 - 1)) ]; do
+      sleep 0.5; k=$((k + 1))
+      while read port ctrl disk; do
+        echo "$k $port $(cat /sys/class/nvme/$ctrl/$disk/inflight 2>/dev/null)"
+      done < map.txt
+    done > inflight.txt ) &
   fio --name=c --filename=/dev/$HEAD --ioengine=libaio --direct=1 --rw=randread --bs=4k --iodepth=$iodepth \
       --runtime=$runtime --time_based --continue_on_error=all --output-format=json --output=fio.json $lat \
       > fio.stdout 2>&1

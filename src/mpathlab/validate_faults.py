@@ -1,0 +1,224 @@
+"""The kernel lab's fault cells (validation/kernel-lab/results-faults.json) predicted from the topology alone.
+
+A fault cell is a two-path topology, a dm table's features, fio at a fixed rate and a schedule of steps
+(a SCSI device set offline, running again or deleted, a null_blk device powered off, dm messages that
+fail or reinstate a path or turn queueing off and on).  The model gets the paths (completion time,
+queue_depth, host), the table, fio's options and the steps at the times the guest ran them
+(``step_times_ms``: each dmsetup message takes the guest about 100 ms), and nothing measured in the
+run.  Compared per cell, against the kernel's mean over its repeats: fio's error count (equal), the
+stall (the first step to the next completed I/O) and the recovery (the last step to the next completed
+I/O) within 10% or 5 ms, and the paths' shares of the completions after the last step within 0.03.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Dict, List, Optional, Tuple
+
+from .sim.devices import Fault, PathModel, ServiceTime
+from .sim.engine import Simulation
+from .sim.scsi import ScsiHostModel
+from .validate import scsi_path_model
+from .workload.fio import parse_fio
+
+MS = 1_000_000
+HERE = os.path.join("validation", "kernel-lab")
+SHARE_TOL = 0.03
+TIME_TOL_FRAC, TIME_TOL_MS = 0.10, 5.0
+# step action -> the device fault it is on its target path
+DEVICE_STEPS = {"offline": "offline", "running": "online", "delete": "delete", "poweroff": "delete"}
+# step action -> the dm message (with the target path's devt when it names one)
+MESSAGE_STEPS = {"fail": "fail_path", "reinstate": "reinstate_path", "fail_if_no_path": "fail_if_no_path",
+                 "queue_if_no_path": "queue_if_no_path"}
+
+
+class NotModelled(Exception):
+    """A cell with a step or path the comparison does not model (said in the table)."""
+
+
+def _devt(i: int) -> Tuple[int, int]:
+    return (8, 16 * i)
+
+
+def cell_paths(c: dict) -> List[PathModel]:
+    """The cell's paths.  A null_blk path (F2n) takes hw_queue_depth tags from its one hardware queue
+    that fio's CPU maps to: to dm that is the budget of a SCSI device of that queue_depth, and its
+    powered-off queue dies as a deleted LUN's does (clone allocation fails, blk_queue_dying)."""
+    hosts: Dict[int, ScsiHostModel] = {}
+    out = []
+    for i, p in enumerate(c["paths"]):
+        svc = ServiceTime(p["completion_ns"])
+        kind = p.get("kind") or "null_blk"
+        if kind == "scsi":
+            out.append(scsi_path_model(p, i, svc, hosts))
+        elif kind == "null_blk":
+            qd = int(p.get("hw_queue_depth") or 0)
+            out.append(PathModel(p["label"], _devt(i), svc, parallelism=qd or 256, queue_depth=qd,
+                                 scsi_host=ScsiHostModel("nullb%d" % i)))
+        else:
+            raise NotModelled("%s paths" % kind)
+    return out
+
+
+def step_times_ns(c: dict) -> List[int]:
+    """When each step ran, from fio's start: the schedule's first step (ms after the first completed
+    write, about one completion time after fio starts) plus the guest's measured offsets, averaged
+    over the repeats."""
+    steps = c["steps"]
+    offs = [r.get("step_times_ms") for r in c.get("repeats") or [] if r.get("step_times_ms")]
+    mean = [sum(o[i] for o in offs) / len(offs) for i in range(len(steps))] if offs else \
+        [st["at_ms"] - steps[0]["at_ms"] for st in steps]
+    first = steps[0]["at_ms"] * MS + int(c["paths"][0]["completion_ns"])
+    return [first + int(m * MS) for m in mean]
+
+
+def cell_run(c: dict, seed: int = 1):
+    """Build and run the model of fault cell C; (result, completion times, step times)."""
+    paths = cell_paths(c)
+    labels = [p["label"] for p in c["paths"]]
+    faults: Dict[int, List[Fault]] = {}
+    messages = []
+    times = step_times_ns(c)
+    for st, t in zip(c["steps"], times):
+        act, target = st["action"], st.get("target")
+        i = labels.index(target) if target in labels else None
+        if act in DEVICE_STEPS and i is not None:
+            faults.setdefault(i, []).append(Fault(t, DEVICE_STEPS[act]))
+        elif act in MESSAGE_STEPS:
+            msg = MESSAGE_STEPS[act]
+            messages.append((t, msg if i is None else "%s %d:%d" % ((msg,) + _devt(i))))
+        else:
+            raise NotModelled("the step %s" % act)
+    for i, fs in faults.items():
+        paths[i].faults = sorted(fs, key=lambda f: f.at_ns)
+    feats = [w for w in str(c.get("features") or "").split() if w]
+    if c["queue_mode"] == "bio":
+        feats += ["queue_mode", "bio"]
+    table = "0 4096 multipath %d%s 0 1 1 %s 0 %d 1 %s" % (
+        len(feats), "".join(" " + w for w in feats), c["selector"], len(paths),
+        " ".join("%d:%d 1" % _devt(i) for i in range(len(paths))))
+    text = ("[fault-cell]\nioengine=libaio\nrw=randwrite\nbs=4k\niodepth=%d\nruntime=%dms\ntime_based\n"
+            "continue_on_error=all\n" % (int(c["iodepth"]), int(float(c["runtime_s"]) * 1000)))
+    for opt in str(c.get("fio_options") or "").split():
+        text += opt.lstrip("-") + "\n"
+
+    class Watched(Simulation):
+        """Keeps (time, path) of every I/O that completed (the device is known in end_io only)."""
+        ending_on = None
+
+        def _complete(self, io, error):
+            if not error:
+                dev = self.ending_on
+                done.append((self.now, labels[self._dev_index[dev]] if dev is not None else None))
+            super()._complete(io, error)
+
+        def _path_done(self, io, error):
+            self.ending_on = io.dev
+            super()._path_done(io, error)
+            self.ending_on = None
+
+    done: List[Tuple[int, Optional[str]]] = []
+    sim = _run(Watched, table, paths, text, messages, seed)
+    return sim, done, times
+
+
+def _run(cls, table, paths, text, messages, seed):
+    sim = cls(table, paths, parse_fio(text).jobs, seed=seed, messages=messages, engine="python")
+    sim.result = sim.run()
+    sim.result.check_accounting()
+    return sim
+
+
+def metrics(c: dict, seed: int = 1) -> dict:
+    """The model's fio errors, stall, recovery, longest gap and shares after the last step."""
+    sim, done, times = cell_run(c, seed)
+    res = sim.result
+    first, last = times[0], times[-1]
+    after = [t for t, _ in done if t >= first]
+    rec = [t for t, _ in done if t >= last]
+    gaps = [first] + after
+    tail = [p for t, p in done if t >= last]
+    labels = [p["label"] for p in c["paths"]]
+    return {"fio_errors": res.errored, "fio_total_ios": res.submitted,
+            "stall_ms": (after[0] - first) / MS if after else None,
+            "recovery_ms": (rec[0] - last) / MS if rec else None,
+            "max_gap_ms": max(b - a for a, b in zip(gaps, gaps[1:])) / MS if after else None,
+            "shares_after": {lb: (tail.count(lb) / len(tail) if tail else None) for lb in labels}}
+
+
+def _time_ok(model: Optional[float], kernel: Optional[float]) -> Optional[bool]:
+    if model is None or kernel is None:
+        return None if model is None and kernel is None else False
+    return abs(model - kernel) <= max(TIME_TOL_FRAC * kernel, TIME_TOL_MS)
+
+
+def compare(cells: List[dict], seed: int = 1) -> List[dict]:
+    rows = []
+    for c in cells:
+        row = {"cell": "%s %s %s %s d%d" % (c["kernel"], c["fault"], c["selector"], c["queue_mode"], c["iodepth"]),
+               "n": c.get("n", len(c.get("repeats") or []))}
+        try:
+            m = metrics(c, seed)
+        except NotModelled as e:
+            row["not_modelled"] = str(e)
+            rows.append(row)
+            continue
+        k = {key: c.get("mean_" + key) for key in ("fio_errors", "stall_ms", "recovery_ms", "max_gap_ms")}
+        k["shares_after"] = c.get("mean_shares_after") or {}
+        checks = {"errors": m["fio_errors"] == (round(k["fio_errors"]) if k["fio_errors"] is not None else None),
+                  "stall": _time_ok(m["stall_ms"], k["stall_ms"]),
+                  "recovery": _time_ok(m["recovery_ms"], k["recovery_ms"])}
+        sh = [abs((m["shares_after"].get(lb) or 0.0) - v) for lb, v in k["shares_after"].items() if v is not None]
+        checks["shares"] = (max(sh) <= SHARE_TOL) if sh else None
+        row.update({"kernel": k, "model": m, "checks": checks,
+                    "within": all(v is not False for v in checks.values())})
+        rows.append(row)
+    return rows
+
+
+def _fmt(v, f="%.1f") -> str:
+    return "-" if v is None else f % v
+
+
+def markdown(rows: List[dict]) -> str:
+    out = ["| cell | n | fio errors kernel / model | stall ms | recovery ms | longest gap ms | shares after "
+           "(kernel / model) | within |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "not_modelled" in r:
+            out.append("| %s | %s | not modelled: %s | | | | | |" % (r["cell"], r["n"], r["not_modelled"]))
+            continue
+        k, m = r["kernel"], r["model"]
+        shares = " ".join("%s %s/%s" % (lb, _fmt(v, "%.2f"), _fmt(m["shares_after"].get(lb), "%.2f"))
+                          for lb, v in k["shares_after"].items())
+        bad = [n for n, ok in r["checks"].items() if ok is False]
+        out.append("| %s | %s | %s / %d | %s / %s | %s / %s | %s / %s | %s | %s |" % (
+            r["cell"], r["n"], _fmt(k["fio_errors"], "%.0f"), m["fio_errors"], _fmt(k["stall_ms"]),
+            _fmt(m["stall_ms"]), _fmt(k["recovery_ms"]), _fmt(m["recovery_ms"]), _fmt(k["max_gap_ms"]),
+            _fmt(m["max_gap_ms"]), shares, "yes" if r["within"] else "no: " + ", ".join(bad)))
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m mpathlab.validate_faults", description=__doc__.split("\n")[0])
+    ap.add_argument("results", nargs="?", default=os.path.join(HERE, "results-faults.json"))
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    from .inputs import InputFileError, read_text
+    try:
+        cells = json.loads(read_text(args.results, "fault results"))
+    except (InputFileError, ValueError) as e:
+        sys.stderr.write("%s: %s\n" % (args.results, e))
+        return 3
+    rows = compare(cells)
+    if args.json:
+        json.dump(rows, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print(markdown(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
