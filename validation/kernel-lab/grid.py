@@ -736,7 +736,7 @@ def collect_faults(runs):
             'fio_options': s.get('fio_extra', ''), 'runtime_s': s['runtime_s'], 'repeats': []})
         c['repeats'].append(dict({k: f.get(k) for k in FAULT_METRICS + (
             'iops', 'completions', 'shares_after', 'path_errors', 'end_paths', 'end_queue_io', 'step_times_ms',
-            'step_durations_ms', 'status_after_steps')},
+            'step_durations_ms', 'snapshot_times_ms', 'first_step_after_io_ms', 'status_after_steps')},
             run='%s/%s' % (s['batch'], s['run']), kernel_release=s.get('kernel_release'),
             host_load=s.get('host_load')))
     out = []
