@@ -352,7 +352,7 @@ def _phase_counts(before, after, labels, scsi_b, scsi_a):
     return out
 
 
-LOG_METRICS = ('stall_ms', 'recovery_ms', 'max_gap_ms', 'max_lat_after_fault_ms', 'completions_logged', 'iops')
+LOG_METRICS = ('stall_ms', 'stall_new_io_ms', 'recovery_ms', 'max_gap_ms', 'max_lat_after_fault_ms', 'completions_logged', 'iops')
 
 
 def fault_summary(rd, labels, fio, fs, stat_b, stat_a, scsi_b, scsi_a, status_end, devno):
@@ -377,6 +377,10 @@ def fault_summary(rd, labels, fio, fs, stat_b, stat_a, scsi_b, scsi_a, status_en
         # the log has whole ms: a completion in the fault's own ms counts as after it (stall 0)
         after = [c for c in comp if c[0] >= math.floor(f_ms)]
         out['stall_ms'] = round(max(0.0, after[0][0] - f_ms), 1) if after else None
+        # I/O the device had already taken completes whatever happens to the path: the first completion of an
+        # I/O issued at or after the fault (completion time - completion latency) is when new I/O gets through
+        new = [c for c in after if c[0] - c[1] >= f_ms]
+        out['stall_new_io_ms'] = round(new[0][0] - f_ms, 1) if new else None
         rec = [c for c in comp if c[0] >= math.floor(l_ms)]
         out['recovery_ms'] = round(max(0.0, rec[0][0] - l_ms), 1) if rec else None
         times = [f_ms] + [c[0] for c in after]
@@ -712,7 +716,8 @@ def collect():
     return out
 
 
-FAULT_METRICS = ('fio_errors', 'fio_total_ios', 'stall_ms', 'recovery_ms', 'max_gap_ms', 'max_lat_after_fault_ms')
+FAULT_METRICS = ('fio_errors', 'fio_total_ios', 'stall_ms', 'stall_new_io_ms', 'recovery_ms', 'max_gap_ms',
+                 'max_lat_after_fault_ms')
 
 
 def collect_faults(runs):
@@ -731,7 +736,7 @@ def collect_faults(runs):
             'fio_options': s.get('fio_extra', ''), 'runtime_s': s['runtime_s'], 'repeats': []})
         c['repeats'].append(dict({k: f.get(k) for k in FAULT_METRICS + (
             'iops', 'completions', 'shares_after', 'path_errors', 'end_paths', 'end_queue_io', 'step_times_ms',
-            'step_durations_ms', 'status_after_steps')},
+            'step_durations_ms', 'snapshot_times_ms', 'first_step_after_io_ms', 'status_after_steps')},
             run='%s/%s' % (s['batch'], s['run']), kernel_release=s.get('kernel_release'),
             host_load=s.get('host_load')))
     out = []
@@ -849,17 +854,17 @@ def faults_markdown(cells):
     def ms(c, k):
         mu, sd = c['mean_' + k], c['stddev_' + k]
         return '-' if mu is None else ('%.1f' % mu) + (' (%.1f)' % sd if sd is not None else '')
-    rows = ['| kernel | fault | topology | mode | selector | n | fio errors | stall ms | recovery ms | longest gap ms '
-            '| slowest I/O after ms | share per path after | fail counts at the end |',
-            '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+    rows = ['| kernel | fault | topology | mode | selector | n | fio errors | stall ms | stall of new I/O ms '
+            '| recovery ms | longest gap ms | slowest I/O after ms | share per path after | fail counts at the end |',
+            '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     for c in cells:
         fails = {}
         for r in c['repeats']:
             for l, p in (r.get('end_paths') or {}).items():
                 fails.setdefault(l, []).append(p['fail_count'])
-        rows.append('| %s | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |' % (
+        rows.append('| %s | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |' % (
             c['kernel'], c['fault'], c['topology'], c['queue_mode'], ABBR.get(c['selector'], c['selector']), c['n'],
-            ms(c, 'fio_errors'), ms(c, 'stall_ms'), ms(c, 'recovery_ms'), ms(c, 'max_gap_ms'),
+            ms(c, 'fio_errors'), ms(c, 'stall_ms'), ms(c, 'stall_new_io_ms'), ms(c, 'recovery_ms'), ms(c, 'max_gap_ms'),
             ms(c, 'max_lat_after_fault_ms'),
             ' '.join('%s=%.3f' % (l, v) for l, v in c['mean_shares_after'].items() if v is not None) or '-',
             ' '.join('%s=%s' % (l, '/'.join(map(str, v))) for l, v in fails.items()) or '-'))
