@@ -890,7 +890,7 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("--root", default="/", help="read a root directory other than / (a fixture tree; dmsetup "
                                                   "is then not run) (default: /)")
     cap.add_argument("--from", dest="dump", metavar="DUMP",
-                     help="read the output of the capture script (see --print-script) instead of this host")
+                     help="read the output of the capture script (see --print-script) instead of this host (default: none)")
     cap.add_argument("--conf", metavar="multipath.conf", help="the host's multipath.conf, kept in the file "
                                                               "(default: /etc/multipath.conf when readable)")
     cap.add_argument("--map", help="write only this map or NVMe subsystem (default: every one)")
