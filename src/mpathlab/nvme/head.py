@@ -4,8 +4,7 @@ the target object the simulator drives (the same surface as the dm target:
 ``pgpaths``, ``take_queued()``), so :class:`mpathlab.sim.engine.Simulation`
 runs it unchanged through its ``target=`` argument.
 
-Model (drivers/nvme/host/multipath.c and core.c, described in README
-"NVMe native multipath"):
+Model (drivers/nvme/host/multipath.c and core.c, described in docs/nvme.md):
 
 - one :class:`Controller` per path (port); it carries the path device model,
   its state (live, resetting, connecting, deleting), its NUMA node (-1 =

@@ -16,7 +16,7 @@ registered by name (:mod:`mpathlab.nvme.registry`).  The head
   (``ctrl->nr_active``) only while a policy that sets this is active.
 
 Shared rules (drivers/nvme/host/multipath.c, 6.1 and current mainline; see
-README "NVMe native multipath" for the sources):
+docs/nvme.md for the sources):
 
 - a path is *disabled* when its controller is not live (resetting or
   connecting; a deleting controller still completes I/O), its namespace is
