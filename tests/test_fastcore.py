@@ -46,6 +46,8 @@ def compare(table, paths, job, **kw):
     assert (a.pending, a.stalled) == (b.pending, b.stalled)
     assert (a.errored, a.messages) == (b.errored, b.messages)
     assert (a.window_ns, a.windows) == (b.window_ns, b.windows)   # dispatch windows (fault studies)
+    # completion times (Simulation(record_completions=True)) and the path errors dm-mpath took back
+    assert (a.done_at, a.requeued_errors) == (b.done_at, b.requeued_errors)
     for ja, jb in zip(a.jobs, b.jobs):
         for la, lb in ((ja.read_lat, jb.read_lat), (ja.write_lat, jb.write_lat)):
             assert (la.n, la.min, la.max, la.mean, la._m2, la.hist) == (lb.n, lb.min, lb.max, lb.mean, lb._m2, lb.hist)
