@@ -208,7 +208,7 @@ def test_same_results_with_slow_faults_and_windows(selector, mode):
 @pytest.mark.parametrize("selector", ["round-robin", "historical-service-time"])
 def test_slow_fault_studies_run_in_the_core(study, selector):
     from mpathlab.sim.faults import STUDIES
-    table, paths, job, kw = STUDIES[study].build_plain(selector)   # the studies' SCSI paths are Python-only
+    table, paths, job, kw = STUDIES[study].build_plain(selector)   # the plain-device variant (SCSI: test_fastcore_scsi.py)
     compare(table, paths, job, **kw)
 
 
@@ -344,7 +344,7 @@ def test_rate_windows_and_depth_map_span_several_fio_periods():
 @pytest.mark.parametrize("selector", sorted(PER_PATH))
 def test_fault_studies_run_in_the_core(study, selector):
     from mpathlab.sim.faults import STUDIES
-    table, paths, job, kw = STUDIES[study].build_plain(selector)   # the studies' SCSI paths are Python-only
+    table, paths, job, kw = STUDIES[study].build_plain(selector)   # the plain-device variant (SCSI: test_fastcore_scsi.py)
     a = compare(table, paths, job, **kw)
     assert sum(p["errors"] for p in a.paths) > 0          # the failed paths' I/O came back through end_io
     if study == "all-fail-error":

@@ -3,7 +3,8 @@
  *
  * It runs the same model as the pure-Python engine (mpathlab/sim/engine.py)
  * for closed-loop jobs and jobs with arrival.py's IoGen (mixed sizes, trims,
- * open-loop arrivals; section "IoGen") -- selectors in C or called in Python (SEL_PY), faults,
+ * open-loop arrivals; section "IoGen") -- selectors in C or called in Python (SEL_PY), SCSI paths
+ * (section "SCSI paths", sim/scsi.py), faults,
  * messages and several priority groups through calls back into the Python
  * target for the rare events (sim/fast.py says what and why) -- and produces
  * bit-identical results: the same

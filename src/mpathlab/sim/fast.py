@@ -16,7 +16,9 @@ io-affinity in C; any other selector (mpathlab.policies, a third party's, a
 kernelc-built one) as Python code the compiled loop calls through its
 select_path, start_io and end_io, with the Simulation's clock and CPU kept
 current, so only the selector's own code runs at Python speed; path tags and
-host CPUs; dispatch windows; faults (fail, reinstate, slow); dm messages;
+host CPUs; dispatch windows; SCSI paths (sim/scsi.py: queue_depth budgets, a host's can_queue with
+blk-mq's fair share, device states, midlayer retries); faults (fail, reinstate, slow, and a SCSI
+device's offline, delete, online and error); dm messages;
 several priority groups (each with its own selector, C or Python) with
 switching and hardware-handler pg_init;
 queue_if_no_path with its timeout; bio-based queueing; jobs with an IoGen
@@ -30,7 +32,9 @@ events -- a message, a fault's reinstate_path, an I/O that failed on a dead
 path, a map while no path is valid or a group switch or pg_init is pending,
 the kick of queued bios, the no-path timeout -- stays in the Python target
 (:class:`_Target` calls it), so it exists in one place and a change to the
-target needs no C mirror.  Each such call copies the C selectors' state to
+target needs no C mirror.  Likewise a SCSI command's end while an error class
+is set or a retry is counted goes to sim/scsi.py's ScsiDevice.command_result
+(:class:`_ScsiBridge`).  Each such call copies the C selectors' state to
 the Python selector and back (O(paths), rare), and the events the target
 schedules (kicks, timers, activations, messages) land in the core's heap in
 the order the Python engine would push them.  Moving map/end_io into C for

@@ -61,8 +61,9 @@ class FaultStudy:
         self.path = path                    # the path the fault is on (its share is followed)
 
     def build_plain(self, selector: str):
-        """The study on plain devices (no budget, no host; offline and delete become a device that fails),
-        which the compiled core runs too: the engines are compared on it (tests/test_fastcore.py)."""
+        """The study on plain devices (no budget, no host; offline and delete become a device that fails):
+        the engines are compared on it too (tests/test_fastcore.py; the SCSI study itself in
+        tests/test_fastcore_scsi.py)."""
         table, paths, job, kw = self.build(selector)
         plain = []
         for pm in paths:

@@ -39,7 +39,7 @@ class EventLoop:
         if sink is None:
             self.__dict__.pop("_push", None)
         else:
-            self._push = sink   # type: ignore[method-assign]
+            setattr(self, "_push", sink)    # an instance attribute shadows the method
 
     def call_at(self, t: int, fn, arg) -> None:
         self._push(t, EV_CALL, (fn, arg))
