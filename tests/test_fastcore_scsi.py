@@ -14,6 +14,7 @@ except ModuleNotFoundError:  # Python < 3.11
 from mpathlab.sim import fast
 from mpathlab.sim.engine import Simulation
 from mpathlab.sim.faults import SELECTORS, STUDIES
+from mpathlab.sim.host import HostModel
 from mpathlab.sim.scsi import ERRORS
 from mpathlab.topology import topology_from_dict
 from mpathlab.workload.fio import parse_fio
@@ -106,17 +107,21 @@ def test_random_scsi_topologies_are_the_same_run_in_the_core(seed):
             action = rng.choice(["offline", "delete", "online", "fail", "slow", "error", "reinstate"])
             extra = {"slow": ", factor = 3.0", "error": ', error = "%s", every_nth = %d' % (
                 rng.choice(sorted(ERRORS)), rng.randint(1, 4))}.get(action, "")
-            faults.append('{ at = "%dus", action = "%s"%s }' % (rng.randint(100, 9000), action, extra))
+            faults.append('{ at = "%dus", action = "%s"%s }' % (rng.randint(100, 25000), action, extra))
         if faults:
-            faults.append('{ at = "9500us", action = "reinstate" }')
+            faults.append('{ at = "26ms", action = "reinstate" }')
         text += path(nm, 16 * i, qd=rng.choice([None, 1, 2, 4, 8]), host=rng.choice(sorted(hosts)),
                      service="%dus" % rng.randint(50, 900), par=rng.randint(1, 8), faults=", ".join(faults))
     for h, cq in hosts.items():
         if 'scsi_host = "%s"' % h in text:
             text += "[scsi_hosts.%s]\n" % h + ("can_queue = %d\n" % cq if cq else "")
-    jobs = "".join("[j%d]\nrw=randrw\nbs=4k\nioengine=libaio\niodepth=%d\nruntime=15ms\ntime_based\n"
+    jobs = "".join("[j%d]\nrw=randrw\nbs=4k\nioengine=libaio\niodepth=%d\nruntime=30ms\ntime_based\n"
                    "continue_on_error=io\n" % (k, rng.choice([1, 4, 16])) for k in range(rng.randint(1, 3)))
-    _compare_topology(text, jobs, drain_ns=200_000_000)
+    kw = {}
+    if rng.random() < 0.5:      # the host's CPUs: completions and queue runs wait for them (sim/host.py)
+        kw["host"] = HostModel(cpus=rng.randint(1, 3), submit_ns=rng.choice([0, 2000]), complete_ns=3000,
+                               wake_ns=rng.choice([0, 1000]), work_latency_ns=rng.choice([0, 5000]))
+    _compare_topology(text, jobs, drain_ns=200_000_000, **kw)
 
 
 def test_scsi_runs_are_eligible_and_a_scsi_host_subclass_is_not():

@@ -1038,10 +1038,11 @@ static int scsi_command_result(sim_t *s, int pi, int64_t id)
     return c.result;
 }
 
-/* a deleted device whose path is still active makes map go through the target */
+/* request-based, a deleted device whose path is still active makes map go through the target (its
+   clone allocation fails the path; bio-based, scsi_queue_rq refuses the bio like an offline device's) */
 static void scsi_update_dying(sim_t *s)
 {
-    if (!s->scsi_devs) return;
+    if (!s->scsi_devs || s->bio) return;
     s->scsi_dying = 0;
     for (int i = 0; i < s->npaths; i++)
         if (s->paths[i].sd && s->paths[i].sd->state == SDEV_DELETED && s->path_active[i])
