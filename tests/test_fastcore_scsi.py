@@ -130,3 +130,23 @@ def test_scsi_runs_are_eligible_and_a_scsi_host_subclass_is_not():
     host = t.paths[0].scsi_host
     host.__class__ = type("MyHost", (type(host),), {})
     assert "MyHost" in fast.eligible(Simulation(t.table, t.paths, parse_fio(job(4, 8)).jobs, **t.sim_kwargs()))
+
+
+def test_the_kernel_lab_scsi_cells_are_the_same_run_in_the_core():
+    # the validation's SCSI cells (scsi_debug LUNs on shared hosts, the guest's CPUs), 200 ms each
+    import json
+    import os
+    from mpathlab.validate import cell_host, path_models, table_line
+    results = os.path.join(os.path.dirname(__file__), "..", "validation", "kernel-lab", "results.json")
+    with open(results, encoding="utf-8") as f:
+        cells = [c for c in json.load(f) if any(p.get("kind") == "scsi" for p in c["paths"])]
+    assert cells
+    seen = set()
+    for c in cells:
+        key = (table_line(c), c["iodepth"], str(c["paths"]))
+        if key in seen:
+            continue
+        seen.add(key)
+        text = "[j]\nioengine=libaio\nrw=randwrite\nbs=4k\niodepth=%d\nruntime=200ms\ntime_based\n" % int(c["iodepth"])
+        a = compare(table_line(c), path_models(c), text, host=cell_host(c)[0])
+        assert a.completed > 0
