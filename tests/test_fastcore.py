@@ -46,6 +46,8 @@ def compare(table, paths, job, **kw):
     assert (a.pending, a.stalled) == (b.pending, b.stalled)
     assert (a.errored, a.messages) == (b.errored, b.messages)
     assert (a.window_ns, a.windows) == (b.window_ns, b.windows)   # dispatch windows (fault studies)
+    # completion times (Simulation(record_completions=True)) and the path errors dm-mpath took back
+    assert (a.done_at, a.requeued_errors) == (b.done_at, b.requeued_errors)
     for ja, jb in zip(a.jobs, b.jobs):
         for la, lb in ((ja.read_lat, jb.read_lat), (ja.write_lat, jb.write_lat)):
             assert (la.n, la.min, la.max, la.mean, la._m2, la.hist) == (lb.n, lb.min, lb.max, lb.mean, lb._m2, lb.hist)
@@ -206,7 +208,7 @@ def test_same_results_with_slow_faults_and_windows(selector, mode):
 @pytest.mark.parametrize("selector", ["round-robin", "historical-service-time"])
 def test_slow_fault_studies_run_in_the_core(study, selector):
     from mpathlab.sim.faults import STUDIES
-    table, paths, job, kw = STUDIES[study].build_plain(selector)   # the studies' SCSI paths are Python-only
+    table, paths, job, kw = STUDIES[study].build_plain(selector)   # the plain-device variant (SCSI: test_fastcore_scsi.py)
     compare(table, paths, job, **kw)
 
 
@@ -342,7 +344,7 @@ def test_rate_windows_and_depth_map_span_several_fio_periods():
 @pytest.mark.parametrize("selector", sorted(PER_PATH))
 def test_fault_studies_run_in_the_core(study, selector):
     from mpathlab.sim.faults import STUDIES
-    table, paths, job, kw = STUDIES[study].build_plain(selector)   # the studies' SCSI paths are Python-only
+    table, paths, job, kw = STUDIES[study].build_plain(selector)   # the plain-device variant (SCSI: test_fastcore_scsi.py)
     a = compare(table, paths, job, **kw)
     assert sum(p["errors"] for p in a.paths) > 0          # the failed paths' I/O came back through end_io
     if study == "all-fail-error":

@@ -72,7 +72,9 @@ def test_a_path_at_its_queue_depth_refuses_the_request_and_dm_requeues_it():
     assert sim.blk.resource_stalls == 4
     dev = sim.devices[0]
     assert dev.peak_in_flight == 2 and dev.scsi.device_busy == 0 and dev.scsi.host.tags_used == 0
-    assert eligible(sim)        # the compiled core refuses SCSI devices
+    # the compiled core runs SCSI paths (tests/test_fastcore_scsi.py compares it with this engine)
+    t = topology_from_dict(tomllib.loads(table(["sda"]) + path("sda", 0, qd=2)), "t.toml")
+    assert eligible(Simulation(t.table, t.paths, parse_fio(job(4, 8)).jobs, **t.sim_kwargs())) == ""
 
 
 def test_bio_based_the_request_waits_in_the_path_queue_for_a_budget():

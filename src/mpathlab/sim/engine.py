@@ -43,7 +43,7 @@ class Simulation(JobRules):
                  timeline_points: int = 200, window_ns: int = 0, engine: str = "auto",
                  queue_if_no_path_timeout_secs: int = 0, nr_cpus: Optional[int] = None,
                  kernel=None, host_facts=None, host: Optional[HostModel] = None,
-                 target: Optional[Callable[[dict], object]] = None):
+                 target: Optional[Callable[[dict], object]] = None, record_completions: bool = False):
         # target: a factory for another stack's target object with the same
         # map/end_io/message/status surface (the NVMe head, mpathlab.nvme);
         # table_line is then not used.
@@ -135,6 +135,8 @@ class Simulation(JobRules):
         device_bytes = tl.length * 512 if tl is not None else getattr(self.mp, "capacity_bytes", None)
         self._init_jobs(specs, nr_cpus, master, device_bytes)
         self.result = SimResult()
+        if record_completions:      # the completion times a fault study measures its stalls by
+            self.result.done_at = []
         self.daemons: list = []      # user-space daemons hooked in with add_daemon()
         for pm, d in zip(self.paths, self.devices):
             for f in pm.faults:

@@ -47,26 +47,6 @@ def _paths(n: int, faults: Dict[int, List[Fault]], service_us: float = 100.0, pa
                       scsi_host=ScsiHostModel("host%d" % i)) for i in range(n)]
 
 
-class _Watched(Simulation):
-    """A run that keeps the times of the I/Os that completed, and counts the I/O a path failed that
-    dm-mpath took back (requeued or held) instead of ending it with the error."""
-
-    done_at: List[int]
-    retried: int
-
-    def _complete(self, io, error):
-        if not error:
-            self.done_at.append(self.now)
-        super()._complete(io, error)
-
-    def _path_done(self, io, error):
-        dev = io.dev
-        errors, errored = dev.errors, self.result.errored
-        super()._path_done(io, error)
-        if dev.errors > errors and self.result.errored == errored:
-            self.retried += 1
-
-
 class FaultStudy:
     def __init__(self, name: str, title: str, build, expect: str, *, fault_ns: int, recovered_ns: Optional[int],
                  end_ns: int, kernel: Sequence[str] = (), path: str = "sdb"):
@@ -81,8 +61,9 @@ class FaultStudy:
         self.path = path                    # the path the fault is on (its share is followed)
 
     def build_plain(self, selector: str):
-        """The study on plain devices (no budget, no host; offline and delete become a device that fails),
-        which the compiled core runs too: the engines are compared on it (tests/test_fastcore.py)."""
+        """The study on plain devices (no budget, no host; offline and delete become a device that fails):
+        the engines are compared on it too (tests/test_fastcore.py; the SCSI study itself in
+        tests/test_fastcore_scsi.py)."""
         table, paths, job, kw = self.build(selector)
         plain = []
         for pm in paths:
@@ -93,19 +74,18 @@ class FaultStudy:
             plain.append(q)
         return table, plain, job, kw
 
-    def run(self, selector: str, seed: int = 1, kernel=None, progress=None):
-        """progress: called with the run's fraction done, as Simulation calls it."""
+    def run(self, selector: str, seed: int = 1, kernel=None, progress=None, engine: str = "auto"):
+        """progress: called with the run's fraction done, as Simulation calls it.  The run keeps the times
+        of the I/Os that completed, and counts the I/O a path failed that dm-mpath took back (requeued
+        or held) instead of ending it with the error."""
         table, paths, job, kw = self.build(selector)
-        # the SCSI devices run in the Python engine (the compiled core refuses them)
-        sim = _Watched(table, paths, parse_fio(job).jobs, seed=seed, kernel=kernel, engine="python",
-                       progress=progress, **kw)
-        sim.done_at = []
-        sim.retried = 0
-        res = sim.run()
+        res = Simulation(table, paths, parse_fio(job).jobs, seed=seed, kernel=kernel, engine=engine,
+                         progress=progress, record_completions=True, **kw).run()
         res.check_accounting()
-        stall, gap, rec = self.gaps(sim.done_at)
-        res.fault = {"stall_ns": stall, "max_gap_ns": gap, "recovery_ns": rec, "retried": sim.retried,
-                     "last_done_ns": sim.done_at[-1] if sim.done_at else 0}
+        done_at = res.done_at or []
+        stall, gap, rec = self.gaps(done_at)
+        res.fault = {"stall_ns": stall, "max_gap_ns": gap, "recovery_ns": rec, "retried": res.requeued_errors,
+                     "last_done_ns": done_at[-1] if done_at else 0}
         return res
 
     def gaps(self, done_at: List[int]) -> Tuple[Optional[int], Optional[int], Optional[int]]:

@@ -191,6 +191,8 @@ class IoPath(EventLoop):
             self.blk.complete(io, dev)
         if error:
             dev.errors += 1
+            if r != END_DONE:       # dm-mpath took the I/O back (another path, or later)
+                self.result.requeued_errors += 1
         if r == END_DONE:
             if io.error:
                 self._complete(io, io.error)
@@ -220,9 +222,9 @@ class IoPath(EventLoop):
         elif fault.action == "slow":
             dev.slow_factor = fault.factor
         else:
-            self._scsi_fault(dev, fault)
+            self.scsi_fault(dev, fault)
 
-    def _scsi_fault(self, dev: PathDevice, fault) -> None:
+    def scsi_fault(self, dev: PathDevice, fault) -> None:
         """A fault of a SCSI path's device (sim/scsi.py): its state, or an error class on every
         every_nth command.  null_blk-like devices take offline/delete as a device that fails."""
         if dev.scsi is None:

@@ -33,6 +33,14 @@ class EventLoop:
     def _push(self, t: int, kind: int, obj) -> None:
         heapq.heappush(self._heap, (t, next(self._seq), kind, obj))
 
+    def redirect_events(self, sink: Optional[Callable[[int, int, object], None]]) -> None:
+        """Hand the events the simulation schedules from now on to SINK(t, kind, obj) instead of its heap
+        (None: back to the heap).  The compiled core's bridge (.fast) takes the target's events this way."""
+        if sink is None:
+            self.__dict__.pop("_push", None)
+        else:
+            setattr(self, "_push", sink)    # an instance attribute shadows the method
+
     def call_at(self, t: int, fn, arg) -> None:
         self._push(t, EV_CALL, (fn, arg))
 

@@ -40,6 +40,11 @@ stops the retries of DID_BUS_BUSY only; DID_ERROR, DID_TRANSPORT_DISRUPTED and r
 retried on the same device while ``++retries <= allowed`` (sd: SD_MAX_RETRIES, 5), below dm, which
 sees only the final status.  blk_path_error (include/linux/blk_types.h, mpathlab.target) then decides
 whether dm-mpath fails the path and retries the I/O elsewhere or fio gets the error.
+
+The compiled core (_fastcore.c, section "SCSI paths") mirrors ScsiHost, ScsiDevice.get_budget /
+state_check and ScsiQueues function for function; command_result with an error class set (or a retry
+counted) is called from there, so it exists only here.  A change to the others needs its C mirror
+(tests/test_fastcore_scsi.py compares the engines run for run).
 """
 from __future__ import annotations
 
