@@ -325,12 +325,13 @@ def _completion_log(rd):
     """fio's per-I/O completion log (write_lat_log, log_avg_msec=0, CLOCK_MONOTONIC ms): sorted
     [(completion ms, completion latency ms)]; None when the run kept none."""
     import glob
-    logs = sorted(glob.glob(os.path.join(rd, 'io_clat.*.log')))
+    import gzip
+    logs = sorted(glob.glob(os.path.join(rd, 'io_clat.*.log'))) or sorted(glob.glob(os.path.join(rd, 'io_clat.*.log.gz')))
     if not logs:
         return None
     out = []
     for lp in logs:
-        for l in open(lp):
+        for l in (gzip.open(lp, 'rt') if lp.endswith('.gz') else open(lp)):
             f = l.split(',')
             if len(f) >= 2 and f[0].strip().isdigit():
                 out.append((int(f[0]), int(f[1]) / 1e6))
@@ -566,6 +567,13 @@ def summarise_run(rd):
     })
 
 
+def _gzip_files(rd, names):
+    import gzip
+    for f in names:
+        with open(os.path.join(rd, f), 'rb') as src, gzip.open(os.path.join(rd, f + '.gz'), 'wb') as dst:
+            shutil.copyfileobj(src, dst)
+
+
 def finish_batch(out):
     """Summarise every run of one boot and shrink the raw files (fio.json -> summary, no big logs)."""
     rr = os.path.join(out, 'runs')
@@ -578,6 +586,9 @@ def finish_batch(out):
         s['host_load'] = json.load(open(os.path.join(out, 'host_load.json')))
         s['kernel_append'] = s['host_load'].get('kernel_append', '')
         json.dump(s, open(os.path.join(rd, 'summary.json'), 'w'), indent=1)
+        # a fault run keeps its completion log compressed (about 10 kB): its metrics can be recomputed
+        if s.get('fault'):
+            _gzip_files(rd, [f for f in os.listdir(rd) if re.match(r'io_clat\.\d+\.log$', f)])
         for big in ['fio.json'] + [f for f in os.listdir(rd) if re.match(r'io_(c|s|)lat\.\d+\.log$', f)]:
             if os.path.exists(os.path.join(rd, big)):
                 os.remove(os.path.join(rd, big))
