@@ -340,6 +340,8 @@ typedef struct {
     /* block layer (sim/blockqueue.py BlockLayer): blk = any path has finite tags */
     int blk;
     ring_t waiting;         /* the dm queue, request-based */
+    ring_t requeue;         /* its requeue list (IoPath._requeue_list); requeue_gen: the latest kick */
+    int64_t requeue_gen;
     int stalled, sched_restart;
     int64_t work_gen, work_latency, resource_stalls;
     /* host (sim/host.py): host = a CPU cost is set */
@@ -666,6 +668,8 @@ static int set_target_flags(sim_t *s, const target_flags_t *fl)
     return read_active(s, fl->active);
 }
 
+static int requeue_kick(sim_t *s, int64_t delay_ns);
+
 static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
 {
     if (!args) return NULL;
@@ -690,8 +694,10 @@ static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
     if (sel_state_in(s, st_in) < 0) goto out;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
         core_event_t e;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(events, i), CORE_EVENT_FIELDS, CORE_EVENT_REFS(&e))
-                || push_ev(s, e.t, e.kind, e.obj) < 0)
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(events, i), CORE_EVENT_FIELDS, CORE_EVENT_REFS(&e)))
+            goto out;
+        /* EV_REQUEUE: the target kicked the requeue list (process_queued_io_list): the core's kick */
+        if ((e.kind == EV_REQUEUE ? requeue_kick(s, e.t - s->now) : push_ev(s, e.t, e.kind, e.obj)) < 0)
             goto out;
     }
     Py_INCREF(result);
@@ -921,6 +927,7 @@ static void clone_tag_take(hctx_t *q);
 static int complete_err(sim_t *s, int64_t id, int err);
 static int path_error(sim_t *s, int64_t id);
 static int map_in_target(sim_t *s, int64_t id);
+static int requeue_rq(sim_t *s, int64_t id, int64_t delay_ns);
 
 static int map_io(sim_t *s, int64_t id)
 {
@@ -929,7 +936,7 @@ static int map_io(sim_t *s, int64_t id)
     if (s->target && !(s->target_simple & TARGET_SIMPLE)) {
         if (s->target_simple & TARGET_REQUEUE) {     /* no path, request-based, queueing: DM_MAPIO_DELAY_REQUEUE */
             io->mapped = 1;
-            return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id) < 0 ? -1 : 1;
+            return requeue_rq(s, id, REQUEUE_DELAY_NS) < 0 ? -1 : 1;
         }
         if (!(s->target_simple & TARGET_KILL))
             return map_in_target(s, id);
@@ -1041,8 +1048,8 @@ static int map_in_target(sim_t *s, int64_t id)
         if (s->blk && !s->bio)      /* the clone tag the target's alloc_clone was told is free */
             clone_tag_take(&s->paths[pi].hw[job->cpu % s->paths[pi].nhw]);
         return issue_directly(s, id);
-    case MAP_DELAY_REQUEUE:
-        return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id) < 0 ? -1 : 1;
+    case MAP_DELAY_REQUEUE:     /* request-based only */
+        return requeue_rq(s, id, REQUEUE_DELAY_NS) < 0 ? -1 : 1;
     case MAP_REQUEUE:
         if (s->blk && !s->bio)
             return 0;   /* no tag for the clone */
@@ -1061,6 +1068,28 @@ static int dispatch(sim_t *s, int64_t id)
     if (s->blk && !s->bio)
         return blk_insert(s, id);
     return map_io(s, id) < 0 ? -1 : 0;
+}
+
+/* IoPath._kick_requeue: blk_mq_delay_kick_requeue_list, a mod_delayed_work (the latest kick wins) */
+static int requeue_kick(sim_t *s, int64_t delay_ns)
+{
+    s->requeue_gen++;
+    return push_ev(s, s->now + delay_ns, EV_REQUEUE, s->requeue_gen);
+}
+
+/* IoPath._requeue: dm_requeue_original_request (request-based) */
+static int requeue_rq(sim_t *s, int64_t id, int64_t delay_ns)
+{
+    if (ring_push(&s->requeue, id) < 0) return -1;
+    return requeue_kick(s, delay_ns);
+}
+
+/* IoPath._run_requeue_list: the listed requests (not those requeued meanwhile) go back to the dm queue */
+static int requeue_run(sim_t *s)
+{
+    for (int64_t n = s->requeue.len; n > 0; n--)
+        if (dispatch(s, ring_pop(&s->requeue)) < 0) return -1;
+    return 0;
 }
 
 /* ------------------------------------------------- block layer (blockqueue.py) */
@@ -1789,9 +1818,10 @@ static int path_error(sim_t *s, int64_t id)
         }
         return complete_err(s, id, err);
     case END_REQUEUE:
-        return push_ev(s, s->now, EV_RETRY, id);
-    case END_DELAY_REQUEUE:
-        return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id);
+        if (!s->bio) return requeue_rq(s, id, 0);
+        return push_ev(s, s->now, EV_RETRY, id);    /* bio-based (a noflush suspend): back to dm core */
+    case END_DELAY_REQUEUE:     /* request-based only */
+        return requeue_rq(s, id, REQUEUE_DELAY_NS);
     default:            /* END_INCOMPLETE: the target queued it and will kick */
         return 0;
     }
@@ -1915,6 +1945,14 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
                 break;
             }
             if (dispatch(s, e.obj) < 0) return -1;
+        } else if (e.kind == EV_REQUEUE) {
+            if (e.obj != s->requeue_gen) continue;     /* re-armed since */
+            if (!s->nr_valid_paths && !s->state_changes && !s->kick_pending && s->queue_if_no_path) {
+                heap_push(&s->heap, e);     /* as EV_RETRY: nothing can bring a path back */
+                *stalled = 1;
+                break;
+            }
+            if (requeue_run(s) < 0) return -1;
         } else if (e.kind == EV_ERRDONE) {
             if (path_error(s, e.obj) < 0) return -1;
         } else if (e.kind == EV_KICK) {
@@ -2020,6 +2058,7 @@ static void sim_free(sim_t *s)
     PyMem_Free(s->free_ios);
     PyMem_Free(s->heap.ev);
     PyMem_Free(s->waiting.v);
+    PyMem_Free(s->requeue.v);
     if (s->cpus) {
         for (int i = 0; i < s->ncpus; i++)
             PyMem_Free(s->cpus[i].queue.v);
@@ -2312,7 +2351,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         for (int64_t i = 0; i < s.heap.n; i++)
             if (s.heap.ev[i].kind == EV_DONE || s.heap.ev[i].kind == EV_ARRIVE
                     || s.heap.ev[i].kind == EV_RETRY || s.heap.ev[i].kind == EV_ERRDONE) pending++;
-        pending += s.waiting.len;
+        pending += s.waiting.len + s.requeue.len;
         for (int i = 0; i < s.npaths; i++) {
             pending += s.paths[i].queue.len;
             for (int h = 0; h < s.paths[i].nhw; h++)

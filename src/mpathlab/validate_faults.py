@@ -63,11 +63,14 @@ def cell_paths(c: dict) -> List[PathModel]:
 
 
 def step_times_ns(c: dict) -> List[int]:
-    """When each step ran, from fio's start: the schedule's first step (ms after the first completed
-    write, about one completion time after fio starts) plus the guest's measured offsets, averaged
-    over the repeats."""
+    """When each step took effect, from fio's start: the schedule's first step (ms after the first
+    completed write, about one completion time after fio starts) plus the guest's measured offset of
+    the step's command returning (its start plus its duration: a ``dmsetup message`` spends ~100 ms
+    starting under emulation before its ioctl), averaged over the repeats."""
     steps = c["steps"]
-    offs = [r.get("step_times_ms") for r in c.get("repeats") or [] if r.get("step_times_ms")]
+    reps = [r for r in c.get("repeats") or [] if r.get("step_times_ms")]
+    offs = [[t + d for t, d in zip(r["step_times_ms"], r.get("step_durations_ms") or [0.0] * len(steps))]
+            for r in reps]
     mean = [sum(o[i] for o in offs) / len(offs) for i in range(len(steps))] if offs else \
         [st["at_ms"] - steps[0]["at_ms"] for st in steps]
     first = steps[0]["at_ms"] * MS + int(c["paths"][0]["completion_ns"])

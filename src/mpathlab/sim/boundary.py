@@ -32,6 +32,9 @@ DIST_CONST, DIST_EXP, DIST_LOGNORMAL, DIST_EMPIRICAL = range(4)
 (EV_DONE, EV_ARRIVE, EV_SUBMIT, EV_RETRY, EV_KICK, EV_FAULT, EV_MESSAGE, EV_ERRDONE, EV_ACTIVATED,
  EV_NOPATH_TIMEOUT, EV_CALL) = range(11)
 EV_WORK, EV_WAKE, EV_CPU, EV_STEAL = range(11, 15)     # the core's EV_CALLs: blockqueue and host
+# request-based dm's requeue work (blk-mq.c blk_mq_requeue_work on the dm queue): obj = the kick's
+# generation, since each kick re-arms the one delayed work (engine: a stale event does nothing)
+EV_REQUEUE = 15
 
 # sim/devices.py Fault.action
 FAULT_ACTIONS = {"fail": 0, "reinstate": 1, "slow": 2}

@@ -145,7 +145,8 @@ def _slow(sel, depth: int):
 
 
 _END_IO = "dm-mpath.c: multipath_end_io -> blk_path_error -> fail_path; dm-rq.c: dm_requeue_original_request"
-_HOLD = ("dm-mpath.c: multipath_clone_and_map -> must_push_back_rq -> DM_MAPIO_DELAY_REQUEUE (100 ms); "
+_HOLD = ("dm-mpath.c: multipath_clone_and_map -> must_push_back_rq -> DM_MAPIO_DELAY_REQUEUE (100 ms), "
+         "kicked at once by reinstate_path -> process_queued_io_list -> dm_mq_kick_requeue_list; "
          "bio-based: __multipath_map_bio -> multipath_queue_bio, process_queued_bios on reinstate_path")
 STUDIES: Dict[str, FaultStudy] = {s.name: s for s in [
     FaultStudy("path-fail-reinstate", "4 paths at iodepth 64; sdb's transport drops at 20 ms, "
@@ -172,7 +173,7 @@ STUDIES: Dict[str, FaultStudy] = {s.name: s for s in [
                        "pg_init_done(SCSI_DH_DEV_OFFLINED) -> fail_path; DM_MAPIO_DELAY_REQUEUE")),
     FaultStudy("all-fail-queue", "2 paths, queue_if_no_path; both set offline at 20 ms, reinstated at 50 ms",
                lambda s: _all_lost(s, "1 queue_if_no_path"),
-               "I/O queues (requeued every 100 ms), completes after reinstatement", fault_ns=20 * MS,
+               "I/O queues (requeued every 100 ms), resumes at the reinstatement (the requeue list is kicked)", fault_ns=20 * MS,
                recovered_ns=50 * MS, end_ns=100 * MS, kernel=(_END_IO, _HOLD), path="sda"),
     FaultStudy("all-fail-queue-bio", "as all-fail-queue, bio-based: bios wait inside the target",
                lambda s: _all_lost(s, "3 queue_if_no_path queue_mode bio"),
