@@ -134,15 +134,28 @@ def test_request_based_offline_path_fails_at_the_first_clone_and_io_moves_on():
     assert sda.completed == 3 and sdb.completed == 17        # one of each pair at 1, 2 and 3 ms on sda
 
 
-def test_a_deleted_path_is_failed_through_pg_init_and_its_request_waits_100ms():
-    # Request-based: the deleted disk's queue is dying, so the clone allocation fails and dm-mpath calls
-    # activate_or_offline_path: pg_init_done(SCSI_DH_DEV_OFFLINED) fails the path, and that request is
-    # requeued with DM_MAPIO_DELAY_REQUEUE (100 ms); the other I/O carries on on sdb.
-    t = table(["sda", "sdb"]) + path("sda", 0, faults='{ at = "2500us", action = "delete" }') + path("sdb", 16)
+def test_a_powered_off_path_is_failed_through_pg_init_and_its_request_waits_100ms():
+    # Request-based: the disk's queue dies at once (a null_blk device powered off), so the clone
+    # allocation fails and dm-mpath calls activate_or_offline_path: pg_init_done(SCSI_DH_DEV_OFFLINED)
+    # fails the path and kicks the requeue list (process_queued_io_list), then the request is requeued
+    # with DM_MAPIO_DELAY_REQUEUE, which re-arms the list's work to 100 ms; the other I/O carries on on sdb.
+    t = table(["sda", "sdb"]) + path("sda", 0, faults='{ at = "2500us", action = "poweroff" }') + path("sdb", 16)
     sim, res = run(t, job(2, 20))
     assert res.errored == 0 and sim.mp.nr_valid_paths == 1
     late = [t for t, _ in sim.ends if t > 50 * MS]
     assert late == [104 * MS]           # mapped at 3 ms, requeued to 103 ms, served in 1 ms
+
+
+def test_a_deleted_lun_is_cancelled_first_and_fails_its_path_at_once():
+    # A sysfs delete puts the LUN in SDEV_CANCEL before sd_remove tears its disk down (scsi_sysfs.c
+    # __scsi_remove_device): the clone sent to it at 3 ms is refused with BLK_STS_OFFLINE
+    # (scsi_device_state_check), a path error, so multipath_end_io fails sda and requeues the request at
+    # once: it runs on sdb and ends at 4 ms, nothing waits 100 ms.
+    t = table(["sda", "sdb"]) + path("sda", 0, faults='{ at = "2500us", action = "delete" }') + path("sdb", 16)
+    sim, res = run(t, job(2, 20))
+    sda, sdb = sim.devices
+    assert res.errored == 0 and sim.mp.nr_valid_paths == 1 and sda.errors == 1 and sda.scsi.rejected == 1
+    assert max(t for t, _ in sim.ends) < 20 * MS and sda.completed == 3 and sdb.completed == 17
 
 
 def test_queue_if_no_path_holds_io_until_reinstatement():
@@ -208,12 +221,12 @@ def test_fail_if_no_path_fails_the_held_requests_at_the_message():
 
 def test_an_immediate_requeue_runs_a_delayed_request_early():
     # The requeue list has one delayed work (blk_mq_delay_kick_requeue_list is a mod_delayed_work: the
-    # latest kick decides).  sda is deleted at 2.5 ms: the request mapped to it at 3 ms fails its clone
+    # latest kick decides).  sda powers off at 2.5 ms: the request mapped to it at 3 ms fails its clone
     # allocation on the dying queue and waits DM_MAPIO_DELAY_REQUEUE (to 103 ms).  At 10.5 ms sdb's
     # transport drops: its command of 10 ms ends with a transport error at 11 ms, multipath_end_io
     # requeues it at once (DM_ENDIO_REQUEUE, delay 0), and that kick runs the whole list: both requests
     # go to sdc at 11 ms and end at 12 ms.
-    t = (table(["sda", "sdb", "sdc"]) + path("sda", 0, faults='{ at = "2500us", action = "delete" }')
+    t = (table(["sda", "sdb", "sdc"]) + path("sda", 0, faults='{ at = "2500us", action = "poweroff" }')
          + path("sdb", 16, faults='{ at = "10500us", action = "fail" }') + path("sdc", 32))
     sim, res = run_submits(t, job(3, 40))
     assert [x for x in sim.subs if x[1] - x[0] > 1.5] == [(3.0, 12.0, None), (10.0, 12.0, None)]

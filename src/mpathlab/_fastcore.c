@@ -1338,6 +1338,7 @@ typedef struct iogen {
     int64_t pending_n;
     int64_t batch, think_until, trim_next_write;
     int writing_done, done;
+    int64_t rate_sleep, rate_wake;  /* IoGen.rate_sleep / rate_wake (-1: None) */
     int64_t bps[3], minbs[3];
 } iogen_t;
 
@@ -1483,9 +1484,22 @@ static int gen_next_io(sim_t *s, job_t *job, iogen_t *g, int *d, int64_t *n, int
             return GEN_ERROR;
         }
         int64_t due = job->startdelay_ns + (int64_t)next;
-        if (due > now) {
-            *at = stop < 0 || due < stop ? due : stop;
-            return GEN_WAIT;
+        /* fio's rate_ddir: ahead of the rate, the sleep measured now, taken once every I/O in
+           flight is reaped (io_u_quiesce) */
+        if (g->rate_sleep < 0 && g->rate_wake < 0 && due > now)
+            g->rate_sleep = due - now;
+        if (g->rate_sleep >= 0) {
+            if (job->inflight)
+                return GEN_NONE;                /* complete_io asks again */
+            g->rate_wake = now + g->rate_sleep;
+            g->rate_sleep = -1;
+        }
+        if (g->rate_wake >= 0) {
+            if (now < g->rate_wake) {
+                *at = stop < 0 || g->rate_wake < stop ? g->rate_wake : stop;
+                return GEN_WAIT;
+            }
+            g->rate_wake = -1;                  /* the sleep is over: the I/O goes out */
         }
     }
     g->pending_d = -1;
@@ -1511,6 +1525,7 @@ static int gen_state_in(iogen_t *g, PyObject *st, PyObject *rng)
     g->pending_d = r.pending_d; g->pending_n = r.pending_n; g->batch = r.batch;
     g->think_until = r.think_until; g->trim_next_write = r.trim_next_write;
     g->writing_done = r.writing_done; g->done = r.done;
+    g->rate_sleep = r.rate_sleep; g->rate_wake = r.rate_wake;
     if (!PyTuple_Check(rng) || PyTuple_GET_SIZE(rng) != MT_N + 1) {
         PyErr_SetString(PyExc_ValueError, "the generator's stream must be random's 625 state words");
         return -1;
@@ -1531,7 +1546,8 @@ static PyObject *gen_state_out(iogen_t *g)
     gen_state_t r = {g->bytes_left, g->ios_left, {g->issued_bytes[0], g->issued_bytes[1], g->issued_bytes[2]},
                      {g->next_ns[0], g->next_ns[1], g->next_ns[2]},
                      {g->last_poisson[0], g->last_poisson[1], g->last_poisson[2]}, g->pending_d, g->pending_n,
-                     g->batch, g->think_until, g->trim_next_write, g->writing_done, g->done};
+                     g->batch, g->think_until, g->trim_next_write, g->writing_done, g->done,
+                     g->rate_sleep, g->rate_wake};
     return Py_BuildValue("(" GEN_STATE_FORMAT "N)", GEN_STATE_VALUES(r), rng);
 }
 

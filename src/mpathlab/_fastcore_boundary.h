@@ -98,10 +98,12 @@ typedef struct {
     long long trim_next_write;
     int writing_done;
     int done;
+    long long rate_sleep;
+    long long rate_wake;
 } gen_state_t;
-#define GEN_STATE_FIELDS "LL(LLL)(ddd)(ddd)iLLLLii"
-#define GEN_STATE_FORMAT "(LL(LLL)(ddd)(ddd)iLLLLii)"
-#define GEN_STATE_REFS(r) &(r)->bytes_left, &(r)->ios_left, &(r)->issued_bytes[0], &(r)->issued_bytes[1], &(r)->issued_bytes[2], &(r)->next_ns[0], &(r)->next_ns[1], &(r)->next_ns[2], &(r)->last_poisson[0], &(r)->last_poisson[1], &(r)->last_poisson[2], &(r)->pending_d, &(r)->pending_n, &(r)->batch, &(r)->think_until, &(r)->trim_next_write, &(r)->writing_done, &(r)->done
-#define GEN_STATE_VALUES(r) (r).bytes_left, (r).ios_left, (r).issued_bytes[0], (r).issued_bytes[1], (r).issued_bytes[2], (r).next_ns[0], (r).next_ns[1], (r).next_ns[2], (r).last_poisson[0], (r).last_poisson[1], (r).last_poisson[2], (r).pending_d, (r).pending_n, (r).batch, (r).think_until, (r).trim_next_write, (r).writing_done, (r).done
+#define GEN_STATE_FIELDS "LL(LLL)(ddd)(ddd)iLLLLiiLL"
+#define GEN_STATE_FORMAT "(LL(LLL)(ddd)(ddd)iLLLLiiLL)"
+#define GEN_STATE_REFS(r) &(r)->bytes_left, &(r)->ios_left, &(r)->issued_bytes[0], &(r)->issued_bytes[1], &(r)->issued_bytes[2], &(r)->next_ns[0], &(r)->next_ns[1], &(r)->next_ns[2], &(r)->last_poisson[0], &(r)->last_poisson[1], &(r)->last_poisson[2], &(r)->pending_d, &(r)->pending_n, &(r)->batch, &(r)->think_until, &(r)->trim_next_write, &(r)->writing_done, &(r)->done, &(r)->rate_sleep, &(r)->rate_wake
+#define GEN_STATE_VALUES(r) (r).bytes_left, (r).ios_left, (r).issued_bytes[0], (r).issued_bytes[1], (r).issued_bytes[2], (r).next_ns[0], (r).next_ns[1], (r).next_ns[2], (r).last_poisson[0], (r).last_poisson[1], (r).last_poisson[2], (r).pending_d, (r).pending_n, (r).batch, (r).think_until, (r).trim_next_write, (r).writing_done, (r).done, (r).rate_sleep, (r).rate_wake
 
 #endif

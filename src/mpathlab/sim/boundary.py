@@ -88,7 +88,8 @@ RECORDS: Dict[str, Tuple[str, List[tuple]]] = {
     "GenState": ("gen_state", [
         ("bytes_left", "L"), ("ios_left", "L"), ("issued_bytes", "L", 3), ("next_ns", "d", 3),
         ("last_poisson", "d", 3), ("pending_d", "i"), ("pending_n", "L"), ("batch", "L"),
-        ("think_until", "L"), ("trim_next_write", "L"), ("writing_done", "i"), ("done", "i")]),
+        ("think_until", "L"), ("trim_next_write", "L"), ("writing_done", "i"), ("done", "i"),
+        ("rate_sleep", "L"), ("rate_wake", "L")]),
 }
 
 

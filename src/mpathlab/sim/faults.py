@@ -27,7 +27,7 @@ _PER_PATH_ARGS: Dict[str, Optional[Tuple[int, str]]] = {
     "round-robin": (1, "1"), "queue-length": (1, "1"), "service-time": (2, "1 1"),
     "historical-service-time": (1, "0"), "io-affinity": None}
 QUEUE_DEPTH = 32        # the LUN's queue_depth (sdev->queue_depth)
-PLAIN_ACTIONS = {"offline": "fail", "delete": "fail"}
+PLAIN_ACTIONS = {"offline": "fail", "delete": "fail", "poweroff": "fail"}
 JOB = "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=%d\nruntime=%dms\ntime_based\n"
 
 
@@ -165,10 +165,19 @@ STUDIES: Dict[str, FaultStudy] = {s.name: s for s in [
                        "dm-rq.c: dm_dispatch_clone_request -> dm_complete_request", _END_IO)),
     FaultStudy("path-delete", "4 paths at iodepth 64; sdb deleted at 20 ms, back and reinstated at 60 ms",
                lambda s: _fail_reinstate(s, "delete"),
+               "the LUN is cancelled before its disk goes: the next clone sent to it is refused with "
+               "BLK_STS_OFFLINE, sdb fails and the I/O moves on; no job sees an error", fault_ns=20 * MS,
+               recovered_ns=60 * MS, end_ns=100 * MS,
+               kernel=("scsi_sysfs.c: sdev_store_delete -> __scsi_remove_device -> "
+                       "scsi_device_set_state(SDEV_CANCEL), then sd_remove -> del_gendisk",
+                       "scsi_lib.c: scsi_queue_rq -> scsi_device_state_check (BLK_STS_OFFLINE)", _END_IO)),
+    FaultStudy("path-poweroff", "4 paths at iodepth 64; sdb's disk goes at 20 ms with its queue dying at once "
+               "(a null_blk device powered off), back and reinstated at 60 ms",
+               lambda s: _fail_reinstate(s, "poweroff"),
                "the clone allocation on the dying queue fails: sdb is failed through pg_init_done and that "
                "request waits 100 ms; no job sees an error", fault_ns=20 * MS, recovered_ns=60 * MS,
                end_ns=100 * MS,
-               kernel=("scsi_sysfs.c: sdev_store_delete -> scsi_remove_device (the queue is dying)",
+               kernel=("null_blk main.c: power 0 -> null_del_dev -> del_gendisk (the queue is dying)",
                        "dm-mpath.c: multipath_clone_and_map -> activate_or_offline_path -> "
                        "pg_init_done(SCSI_DH_DEV_OFFLINED) -> fail_path; DM_MAPIO_DELAY_REQUEUE")),
     FaultStudy("all-fail-queue", "2 paths, queue_if_no_path; both set offline at 20 ms, reinstated at 50 ms",

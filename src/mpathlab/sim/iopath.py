@@ -256,7 +256,7 @@ class IoPath(EventLoop):
         """A fault of a SCSI path's device (sim/scsi.py): its state, or an error class on every
         every_nth command.  null_blk-like devices take offline/delete as a device that fails."""
         if dev.scsi is None:
-            if fault.action in ("offline", "delete"):
+            if fault.action in ("offline", "delete", "poweroff"):
                 self.fail_device(dev)
             elif fault.action == "online":
                 dev.offline = False
@@ -265,7 +265,9 @@ class IoPath(EventLoop):
             dev.scsi.error = fault.error or None
             dev.scsi.every_nth = fault.every_nth
             return
-        state = {"offline": "offline", "delete": "deleted", "online": "running"}[fault.action]
+        # a sysfs delete cancels the device first (scsi_sysfs.c __scsi_remove_device); a powered-off
+        # disk's queue dies at once
+        state = {"offline": "offline", "delete": "cancel", "poweroff": "deleted", "online": "running"}[fault.action]
         self.blk.scsi.set_state(dev, state)     # type: ignore[union-attr]
 
     def _schedule_message(self, delay_ns: int, text: str) -> None:
