@@ -745,10 +745,14 @@ def collect_faults(runs):
             'paths': [{k: v for k, v in p.items() if k != 'block'} for p in s['paths']],
             'queue_mode': s['queue_mode'], 'iodepth': s['iodepth'], 'selector': s['selector'],
             'fio_options': s.get('fio_extra', ''), 'runtime_s': s['runtime_s'], 'repeats': []})
+        labels = [p['label'] for p in s['paths']]
+        # requests a path took and ended without completing them (refused by an offline or dying device,
+        # accounted in the path's stat but never written): dm-mpath retried them on another path or failed them
+        refused = {l: (s.get('devices') or {}).get(l, {}).get('failed_issue_attempts') for l in labels}
         c['repeats'].append(dict({k: f.get(k) for k in FAULT_METRICS + (
             'iops', 'completions', 'shares_after', 'path_errors', 'end_paths', 'end_queue_io', 'step_times_ms',
             'step_durations_ms', 'snapshot_times_ms', 'first_step_after_io_ms', 'status_after_steps')},
-            run='%s/%s' % (s['batch'], s['run']), kernel_release=s.get('kernel_release'),
+            refused=refused, run='%s/%s' % (s['batch'], s['run']), kernel_release=s.get('kernel_release'),
             host_load=s.get('host_load')))
     out = []
     for key in sorted(cells, key=lambda k: ([int(x) for x in k[0].split('.') if x.isdigit()],) + k[1:]):
@@ -761,6 +765,7 @@ def collect_faults(runs):
         c['mean_completions'] = {ph: {l: _mean_sd([(r['completions'] or {}).get(ph, {}).get(l) for r in reps])[0]
                                       for l in labels} for ph in ('before', 'during', 'after')}
         c['mean_shares_after'] = {l: _mean_sd([(r['shares_after'] or {}).get(l) for r in reps])[0] for l in labels}
+        c['mean_refused'] = {l: _mean_sd([r['refused'].get(l) for r in reps])[0] for l in labels}
         out.append(c)
     return out
 
