@@ -388,6 +388,25 @@ def test_queue_if_no_path_timeout_in_the_core(mode):
     assert a.errored > 0             # the timeout ended the queueing: queued I/O failed
 
 
+@pytest.mark.parametrize("selector", ["round-robin", "historical-service-time"])
+def test_the_requeue_list_in_the_core(selector):
+    # request-based, queue_if_no_path: both paths' transports drop at 3 ms (in-flight I/O requeued at
+    # once, then held on the requeue list with the 100 ms delay), one comes back at 20 ms: its
+    # reinstate_path kicks the list, in both engines alike, and the held I/O ends within 1 ms of it
+    from mpathlab.sim.devices import Fault
+    table, paths = make(selector, n=2, dist="const")
+    table = table.replace("multipath 0 ", "multipath 1 queue_if_no_path ")
+    for p in paths:
+        p.faults = [Fault(3_000_000, "fail")]
+    paths[0].faults.append(Fault(20_000_000, "reinstate", reinstate_after_ns=0))
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=8\nruntime=30ms\ntime_based\n",
+                window_ns=1_000_000)
+    assert a.errored == 0
+    per_ms = {t // 1_000_000: sum(c.values()) for t, c in a.windows}
+    assert not any(per_ms.get(ms) for ms in range(4, 20))   # nothing dispatched while held
+    assert per_ms[20] >= 8                                   # all of it again at the reinstatement
+
+
 @pytest.mark.parametrize("mode", ["rq", "bio"])
 def test_python_selector_with_faults_in_the_core(mode):
     from mpathlab.sim.devices import Fault

@@ -375,6 +375,8 @@ typedef struct {
     /* block layer (sim/blockqueue.py BlockLayer): blk = any path has finite tags */
     int blk;
     ring_t waiting;         /* the dm queue, request-based */
+    ring_t requeue;         /* its requeue list (IoPath._requeue_list); requeue_gen: the latest kick */
+    int64_t requeue_gen;
     int stalled, sched_restart;
     int64_t work_gen, work_latency, resource_stalls;
     /* host (sim/host.py): host = a CPU cost is set */
@@ -716,6 +718,8 @@ static int set_target_flags(sim_t *s, const target_flags_t *fl)
     return 0;
 }
 
+static int requeue_kick(sim_t *s, int64_t delay_ns);
+
 static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
 {
     if (!args) return NULL;
@@ -740,8 +744,10 @@ static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
     if (sel_state_in(s, st_in) < 0) goto out;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
         core_event_t e;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(events, i), CORE_EVENT_FIELDS, CORE_EVENT_REFS(&e))
-                || push_ev(s, e.t, e.kind, e.obj) < 0)
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(events, i), CORE_EVENT_FIELDS, CORE_EVENT_REFS(&e)))
+            goto out;
+        /* EV_REQUEUE: the target kicked the requeue list (process_queued_io_list): the core's kick */
+        if ((e.kind == EV_REQUEUE ? requeue_kick(s, e.t - s->now) : push_ev(s, e.t, e.kind, e.obj)) < 0)
             goto out;
     }
     Py_INCREF(result);
@@ -1178,6 +1184,7 @@ static void clone_tag_take(hctx_t *q);
 static int complete_err(sim_t *s, int64_t id, int err);
 static int path_error(sim_t *s, int64_t id, int err);
 static int map_in_target(sim_t *s, int64_t id);
+static int requeue_rq(sim_t *s, int64_t id, int64_t delay_ns);
 
 static int map_io(sim_t *s, int64_t id)
 {
@@ -1186,7 +1193,7 @@ static int map_io(sim_t *s, int64_t id)
     if (s->target && !(s->target_simple & TARGET_SIMPLE)) {
         if (s->target_simple & TARGET_REQUEUE) {     /* no path, request-based, queueing: DM_MAPIO_DELAY_REQUEUE */
             io->mapped = 1;
-            return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id) < 0 ? -1 : 1;
+            return requeue_rq(s, id, REQUEUE_DELAY_NS) < 0 ? -1 : 1;
         }
         if (!(s->target_simple & TARGET_KILL))
             return map_in_target(s, id);
@@ -1326,8 +1333,8 @@ static int map_in_target(sim_t *s, int64_t id)
                 clone_tag_take(&s->paths[pi].hw[job->cpu % s->paths[pi].nhw]);
         }
         return issue_directly(s, id);
-    case MAP_DELAY_REQUEUE:
-        return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id) < 0 ? -1 : 1;
+    case MAP_DELAY_REQUEUE:     /* request-based only */
+        return requeue_rq(s, id, REQUEUE_DELAY_NS) < 0 ? -1 : 1;
     case MAP_REQUEUE:
         if (s->blk && !s->bio) {    /* no tag for the clone (pi: the path asked; get_tag marked it active) */
             if (pi >= 0 && s->paths[pi].sd)
@@ -1349,6 +1356,28 @@ static int dispatch(sim_t *s, int64_t id)
     if (s->blk && !s->bio)
         return blk_insert(s, id);
     return map_io(s, id) < 0 ? -1 : 0;
+}
+
+/* IoPath._kick_requeue: blk_mq_delay_kick_requeue_list, a mod_delayed_work (the latest kick wins) */
+static int requeue_kick(sim_t *s, int64_t delay_ns)
+{
+    s->requeue_gen++;
+    return push_ev(s, s->now + delay_ns, EV_REQUEUE, s->requeue_gen);
+}
+
+/* IoPath._requeue: dm_requeue_original_request (request-based) */
+static int requeue_rq(sim_t *s, int64_t id, int64_t delay_ns)
+{
+    if (ring_push(&s->requeue, id) < 0) return -1;
+    return requeue_kick(s, delay_ns);
+}
+
+/* IoPath._run_requeue_list: the listed requests (not those requeued meanwhile) go back to the dm queue */
+static int requeue_run(sim_t *s)
+{
+    for (int64_t n = s->requeue.len; n > 0; n--)
+        if (dispatch(s, ring_pop(&s->requeue)) < 0) return -1;
+    return 0;
 }
 
 /* ------------------------------------------------- block layer (blockqueue.py) */
@@ -1605,6 +1634,7 @@ typedef struct iogen {
     int64_t pending_n;
     int64_t batch, think_until, trim_next_write;
     int writing_done, done;
+    int64_t rate_sleep, rate_wake;  /* IoGen.rate_sleep / rate_wake (-1: None) */
     int64_t bps[3], minbs[3];
 } iogen_t;
 
@@ -1750,9 +1780,22 @@ static int gen_next_io(sim_t *s, job_t *job, iogen_t *g, int *d, int64_t *n, int
             return GEN_ERROR;
         }
         int64_t due = job->startdelay_ns + (int64_t)next;
-        if (due > now) {
-            *at = stop < 0 || due < stop ? due : stop;
-            return GEN_WAIT;
+        /* fio's rate_ddir: ahead of the rate, the sleep measured now, taken once every I/O in
+           flight is reaped (io_u_quiesce) */
+        if (g->rate_sleep < 0 && g->rate_wake < 0 && due > now)
+            g->rate_sleep = due - now;
+        if (g->rate_sleep >= 0) {
+            if (job->inflight)
+                return GEN_NONE;                /* complete_io asks again */
+            g->rate_wake = now + g->rate_sleep;
+            g->rate_sleep = -1;
+        }
+        if (g->rate_wake >= 0) {
+            if (now < g->rate_wake) {
+                *at = stop < 0 || g->rate_wake < stop ? g->rate_wake : stop;
+                return GEN_WAIT;
+            }
+            g->rate_wake = -1;                  /* the sleep is over: the I/O goes out */
         }
     }
     g->pending_d = -1;
@@ -1778,6 +1821,7 @@ static int gen_state_in(iogen_t *g, PyObject *st, PyObject *rng)
     g->pending_d = r.pending_d; g->pending_n = r.pending_n; g->batch = r.batch;
     g->think_until = r.think_until; g->trim_next_write = r.trim_next_write;
     g->writing_done = r.writing_done; g->done = r.done;
+    g->rate_sleep = r.rate_sleep; g->rate_wake = r.rate_wake;
     if (!PyTuple_Check(rng) || PyTuple_GET_SIZE(rng) != MT_N + 1) {
         PyErr_SetString(PyExc_ValueError, "the generator's stream must be random's 625 state words");
         return -1;
@@ -1798,7 +1842,8 @@ static PyObject *gen_state_out(iogen_t *g)
     gen_state_t r = {g->bytes_left, g->ios_left, {g->issued_bytes[0], g->issued_bytes[1], g->issued_bytes[2]},
                      {g->next_ns[0], g->next_ns[1], g->next_ns[2]},
                      {g->last_poisson[0], g->last_poisson[1], g->last_poisson[2]}, g->pending_d, g->pending_n,
-                     g->batch, g->think_until, g->trim_next_write, g->writing_done, g->done};
+                     g->batch, g->think_until, g->trim_next_write, g->writing_done, g->done,
+                     g->rate_sleep, g->rate_wake};
     return Py_BuildValue("(" GEN_STATE_FORMAT "N)", GEN_STATE_VALUES(r), rng);
 }
 
@@ -2115,9 +2160,10 @@ static int path_error(sim_t *s, int64_t id, int error)
         }
         return complete_err(s, id, err);
     case END_REQUEUE:
-        return push_ev(s, s->now, EV_RETRY, id);
-    case END_DELAY_REQUEUE:
-        return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id);
+        if (!s->bio) return requeue_rq(s, id, 0);
+        return push_ev(s, s->now, EV_RETRY, id);    /* bio-based (a noflush suspend): back to dm core */
+    case END_DELAY_REQUEUE:     /* request-based only */
+        return requeue_rq(s, id, REQUEUE_DELAY_NS);
     default:            /* END_INCOMPLETE: the target queued it and will kick */
         return 0;
     }
@@ -2268,6 +2314,14 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
                 break;
             }
             if (dispatch(s, e.obj) < 0) return -1;
+        } else if (e.kind == EV_REQUEUE) {
+            if (e.obj != s->requeue_gen) continue;     /* re-armed since */
+            if (!s->nr_valid_paths && !s->state_changes && !s->kick_pending && s->queue_if_no_path) {
+                heap_push(&s->heap, e);     /* as EV_RETRY: nothing can bring a path back */
+                *stalled = 1;
+                break;
+            }
+            if (requeue_run(s) < 0) return -1;
         } else if (e.kind == EV_ERRDONE) {
             if (path_error(s, e.obj, ERR_TRANSPORT) < 0) return -1;
         } else if (e.kind == EV_SCSI_RUN) {
@@ -2386,6 +2440,7 @@ static void sim_free(sim_t *s)
     PyMem_Free(s->free_ios);
     PyMem_Free(s->heap.ev);
     PyMem_Free(s->waiting.v);
+    PyMem_Free(s->requeue.v);
     if (s->cpus) {
         for (int i = 0; i < s->ncpus; i++)
             PyMem_Free(s->cpus[i].queue.v);
@@ -2706,7 +2761,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         for (int64_t i = 0; i < s.heap.n; i++)
             if (s.heap.ev[i].kind == EV_DONE || s.heap.ev[i].kind == EV_ARRIVE
                     || s.heap.ev[i].kind == EV_RETRY || s.heap.ev[i].kind == EV_ERRDONE) pending++;
-        pending += s.waiting.len;
+        pending += s.waiting.len + s.requeue.len;
         for (int i = 0; i < s.npaths; i++) {
             pending += s.paths[i].queue.len;
             for (int h = 0; h < s.paths[i].nhw; h++)

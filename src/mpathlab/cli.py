@@ -909,6 +909,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the NVMe model against the NVMe kernel lab (python -m mpathlab.validate_nvme)")
     vn.add_argument("args", nargs=argparse.REMAINDER, help="the arguments of python -m mpathlab.validate_nvme")
     vn.set_defaults(func=cmd_validate_nvme)
+    vf = sub.add_parser("validate-faults", add_help=False,
+                        help="the fault model against the kernel lab's fault cells (python -m mpathlab.validate_faults)")
+    vf.add_argument("args", nargs=argparse.REMAINDER, help="the arguments of python -m mpathlab.validate_faults")
+    vf.set_defaults(func=cmd_validate_faults)
 
     s = sub.add_parser("selectors", help="list the registered path selectors")
     s.set_defaults(func=cmd_selectors)
@@ -1041,6 +1045,11 @@ def cmd_validate_nvme(args) -> int:
     return validate_nvme.main(args.args)
 
 
+def cmd_validate_faults(args) -> int:
+    from . import validate_faults
+    return validate_faults.main(args.args)
+
+
 MESSAGE_WORD_MAX = 200
 
 
@@ -1058,6 +1067,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return cmd_validate(argparse.Namespace(args=argv[1:]))
     if argv[:1] == ["validate-nvme"]:
         return cmd_validate_nvme(argparse.Namespace(args=argv[1:]))
+    if argv[:1] == ["validate-faults"]:
+        return cmd_validate_faults(argparse.Namespace(args=argv[1:]))
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

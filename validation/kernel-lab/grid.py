@@ -325,12 +325,13 @@ def _completion_log(rd):
     """fio's per-I/O completion log (write_lat_log, log_avg_msec=0, CLOCK_MONOTONIC ms): sorted
     [(completion ms, completion latency ms)]; None when the run kept none."""
     import glob
-    logs = sorted(glob.glob(os.path.join(rd, 'io_clat.*.log')))
+    import gzip
+    logs = sorted(glob.glob(os.path.join(rd, 'io_clat.*.log'))) or sorted(glob.glob(os.path.join(rd, 'io_clat.*.log.gz')))
     if not logs:
         return None
     out = []
     for lp in logs:
-        for l in open(lp):
+        for l in (gzip.open(lp, 'rt') if lp.endswith('.gz') else open(lp)):
             f = l.split(',')
             if len(f) >= 2 and f[0].strip().isdigit():
                 out.append((int(f[0]), int(f[1]) / 1e6))
@@ -566,6 +567,13 @@ def summarise_run(rd):
     })
 
 
+def _gzip_files(rd, names):
+    import gzip
+    for f in names:
+        with open(os.path.join(rd, f), 'rb') as src, gzip.open(os.path.join(rd, f + '.gz'), 'wb') as dst:
+            shutil.copyfileobj(src, dst)
+
+
 def finish_batch(out):
     """Summarise every run of one boot and shrink the raw files (fio.json -> summary, no big logs)."""
     rr = os.path.join(out, 'runs')
@@ -578,6 +586,9 @@ def finish_batch(out):
         s['host_load'] = json.load(open(os.path.join(out, 'host_load.json')))
         s['kernel_append'] = s['host_load'].get('kernel_append', '')
         json.dump(s, open(os.path.join(rd, 'summary.json'), 'w'), indent=1)
+        # a fault run keeps its completion log compressed (about 10 kB): its metrics can be recomputed
+        if s.get('fault'):
+            _gzip_files(rd, [f for f in os.listdir(rd) if re.match(r'io_clat\.\d+\.log$', f)])
         for big in ['fio.json'] + [f for f in os.listdir(rd) if re.match(r'io_(c|s|)lat\.\d+\.log$', f)]:
             if os.path.exists(os.path.join(rd, big)):
                 os.remove(os.path.join(rd, big))
@@ -734,10 +745,14 @@ def collect_faults(runs):
             'paths': [{k: v for k, v in p.items() if k != 'block'} for p in s['paths']],
             'queue_mode': s['queue_mode'], 'iodepth': s['iodepth'], 'selector': s['selector'],
             'fio_options': s.get('fio_extra', ''), 'runtime_s': s['runtime_s'], 'repeats': []})
+        labels = [p['label'] for p in s['paths']]
+        # requests a path took and ended without completing them (refused by an offline or dying device,
+        # accounted in the path's stat but never written): dm-mpath retried them on another path or failed them
+        refused = {l: (s.get('devices') or {}).get(l, {}).get('failed_issue_attempts') for l in labels}
         c['repeats'].append(dict({k: f.get(k) for k in FAULT_METRICS + (
             'iops', 'completions', 'shares_after', 'path_errors', 'end_paths', 'end_queue_io', 'step_times_ms',
             'step_durations_ms', 'snapshot_times_ms', 'first_step_after_io_ms', 'status_after_steps')},
-            run='%s/%s' % (s['batch'], s['run']), kernel_release=s.get('kernel_release'),
+            refused=refused, run='%s/%s' % (s['batch'], s['run']), kernel_release=s.get('kernel_release'),
             host_load=s.get('host_load')))
     out = []
     for key in sorted(cells, key=lambda k: ([int(x) for x in k[0].split('.') if x.isdigit()],) + k[1:]):
@@ -750,6 +765,7 @@ def collect_faults(runs):
         c['mean_completions'] = {ph: {l: _mean_sd([(r['completions'] or {}).get(ph, {}).get(l) for r in reps])[0]
                                       for l in labels} for ph in ('before', 'during', 'after')}
         c['mean_shares_after'] = {l: _mean_sd([(r['shares_after'] or {}).get(l) for r in reps])[0] for l in labels}
+        c['mean_refused'] = {l: _mean_sd([r['refused'].get(l) for r in reps])[0] for l in labels}
         out.append(c)
     return out
 

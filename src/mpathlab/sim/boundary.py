@@ -37,6 +37,9 @@ EV_WORK, EV_WAKE, EV_CPU, EV_STEAL = range(11, 15)     # the core's EV_CALLs: bl
 # ... and sim/scsi.py's: a run of a SCSI path's queue (ScsiQueues._run), a command scsi_queue_rq refused
 # by the device state (IoPath._scsi_rejected)
 EV_SCSI_RUN, EV_SCSI_REJECT = range(15, 17)
+# request-based dm's requeue work (blk-mq.c blk_mq_requeue_work on the dm queue): obj = the kick's
+# generation, since each kick re-arms the one delayed work (engine: a stale event does nothing)
+EV_REQUEUE = 17
 
 # sim/devices.py Fault.action
 FAULT_ACTIONS = {"fail": 0, "reinstate": 1, "slow": 2, "offline": 3, "delete": 4, "online": 5, "error": 6}
@@ -99,7 +102,8 @@ RECORDS: Dict[str, Tuple[str, List[tuple]]] = {
     "GenState": ("gen_state", [
         ("bytes_left", "L"), ("ios_left", "L"), ("issued_bytes", "L", 3), ("next_ns", "d", 3),
         ("last_poisson", "d", 3), ("pending_d", "i"), ("pending_n", "L"), ("batch", "L"),
-        ("think_until", "L"), ("trim_next_write", "L"), ("writing_done", "i"), ("done", "i")]),
+        ("think_until", "L"), ("trim_next_write", "L"), ("writing_done", "i"), ("done", "i"),
+        ("rate_sleep", "L"), ("rate_wake", "L")]),
 }
 
 

@@ -57,8 +57,8 @@ from ..target import (END_DELAY_REQUEUE, END_DONE, END_INCOMPLETE, END_REQUEUE, 
 from ..target.multipath import DH_OK, Multipath
 from ..workload.fio import JobSpec
 from . import boundary as b
-from .boundary import (EV_ACTIVATED, EV_FAULT, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT, CoreEvent, CoreFault,
-                       LatState, ScsiCmd, SelPathState, TargetFlags)
+from .boundary import (EV_ACTIVATED, EV_FAULT, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_REQUEUE, CoreEvent,
+                       CoreFault, LatState, ScsiCmd, SelPathState, TargetFlags)
 from .arrival import IoGen
 from .devices import Empirical, Exponential, Fault, LogNormal, PathDevice, PathModel, ServiceTime
 from .host import HostModel
@@ -113,7 +113,8 @@ def _fault_events(sim):
 _MAP = {r: b.MAP_CODES[r] for r in (MAP_REMAPPED, MAP_SUBMITTED, MAP_REQUEUE, MAP_DELAY_REQUEUE, MAP_KILL)}
 _END = {r: b.END_CODES[r] for r in (END_DONE, END_REQUEUE, END_DELAY_REQUEUE, END_INCOMPLETE)}
 # the events the target schedules that the core runs (one numbering with the Python engine)
-_TARGET_EVENTS = (EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_ACTIVATED)
+# (EV_REQUEUE: the target kicked the requeue list; the core re-arms its own requeue work)
+_TARGET_EVENTS = (EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_ACTIVATED, EV_REQUEUE)
 
 
 class _CoreIO(MpathIO):

@@ -27,7 +27,7 @@ _PER_PATH_ARGS: Dict[str, Optional[Tuple[int, str]]] = {
     "round-robin": (1, "1"), "queue-length": (1, "1"), "service-time": (2, "1 1"),
     "historical-service-time": (1, "0"), "io-affinity": None}
 QUEUE_DEPTH = 32        # the LUN's queue_depth (sdev->queue_depth)
-PLAIN_ACTIONS = {"offline": "fail", "delete": "fail"}
+PLAIN_ACTIONS = {"offline": "fail", "delete": "fail", "poweroff": "fail"}
 JOB = "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=%d\nruntime=%dms\ntime_based\n"
 
 
@@ -125,7 +125,8 @@ def _slow(sel, depth: int):
 
 
 _END_IO = "dm-mpath.c: multipath_end_io -> blk_path_error -> fail_path; dm-rq.c: dm_requeue_original_request"
-_HOLD = ("dm-mpath.c: multipath_clone_and_map -> must_push_back_rq -> DM_MAPIO_DELAY_REQUEUE (100 ms); "
+_HOLD = ("dm-mpath.c: multipath_clone_and_map -> must_push_back_rq -> DM_MAPIO_DELAY_REQUEUE (100 ms), "
+         "kicked at once by reinstate_path -> process_queued_io_list -> dm_mq_kick_requeue_list; "
          "bio-based: __multipath_map_bio -> multipath_queue_bio, process_queued_bios on reinstate_path")
 STUDIES: Dict[str, FaultStudy] = {s.name: s for s in [
     FaultStudy("path-fail-reinstate", "4 paths at iodepth 64; sdb's transport drops at 20 ms, "
@@ -144,15 +145,24 @@ STUDIES: Dict[str, FaultStudy] = {s.name: s for s in [
                        "dm-rq.c: dm_dispatch_clone_request -> dm_complete_request", _END_IO)),
     FaultStudy("path-delete", "4 paths at iodepth 64; sdb deleted at 20 ms, back and reinstated at 60 ms",
                lambda s: _fail_reinstate(s, "delete"),
+               "the LUN is cancelled before its disk goes: the next clone sent to it is refused with "
+               "BLK_STS_OFFLINE, sdb fails and the I/O moves on; no job sees an error", fault_ns=20 * MS,
+               recovered_ns=60 * MS, end_ns=100 * MS,
+               kernel=("scsi_sysfs.c: sdev_store_delete -> __scsi_remove_device -> "
+                       "scsi_device_set_state(SDEV_CANCEL), then sd_remove -> del_gendisk",
+                       "scsi_lib.c: scsi_queue_rq -> scsi_device_state_check (BLK_STS_OFFLINE)", _END_IO)),
+    FaultStudy("path-poweroff", "4 paths at iodepth 64; sdb's disk goes at 20 ms with its queue dying at once "
+               "(a null_blk device powered off), back and reinstated at 60 ms",
+               lambda s: _fail_reinstate(s, "poweroff"),
                "the clone allocation on the dying queue fails: sdb is failed through pg_init_done and that "
                "request waits 100 ms; no job sees an error", fault_ns=20 * MS, recovered_ns=60 * MS,
                end_ns=100 * MS,
-               kernel=("scsi_sysfs.c: sdev_store_delete -> scsi_remove_device (the queue is dying)",
+               kernel=("null_blk main.c: power 0 -> null_del_dev -> del_gendisk (the queue is dying)",
                        "dm-mpath.c: multipath_clone_and_map -> activate_or_offline_path -> "
                        "pg_init_done(SCSI_DH_DEV_OFFLINED) -> fail_path; DM_MAPIO_DELAY_REQUEUE")),
     FaultStudy("all-fail-queue", "2 paths, queue_if_no_path; both set offline at 20 ms, reinstated at 50 ms",
                lambda s: _all_lost(s, "1 queue_if_no_path"),
-               "I/O queues (requeued every 100 ms), completes after reinstatement", fault_ns=20 * MS,
+               "I/O queues (requeued every 100 ms), resumes at the reinstatement (the requeue list is kicked)", fault_ns=20 * MS,
                recovered_ns=50 * MS, end_ns=100 * MS, kernel=(_END_IO, _HOLD), path="sda"),
     FaultStudy("all-fail-queue-bio", "as all-fail-queue, bio-based: bios wait inside the target",
                lambda s: _all_lost(s, "3 queue_if_no_path queue_mode bio"),

@@ -12,7 +12,7 @@ from typing import Callable, Iterator, List, Optional
 # one numbering with the compiled core (declared in .boundary). EV_CALL: obj = (fn, arg), a part
 # plugged into the loop (blockqueue, host, a daemon's timer) asked to be called
 from .boundary import (EV_ACTIVATED, EV_ARRIVE, EV_CALL, EV_DONE, EV_ERRDONE, EV_FAULT,  # noqa: F401
-                       EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_RETRY, EV_SUBMIT)
+                       EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_REQUEUE, EV_RETRY, EV_SUBMIT)
 
 
 class EventLoop:
