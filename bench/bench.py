@@ -141,7 +141,36 @@ def core_configs(n_ios: int):
     plug = _plugin_selector()
     cfgs.append(("Python plug-in selector (%s), 4 paths" % plug, lambda eng: _scenario_with(plug, n_ios, eng)))
     cfgs.append(("bssplit + rate_iops (sim/arrival.py IoGen), HST, 4 paths", lambda eng: _generator_sim(n_ios, eng)))
+    for sel, label in (("historical-service-time", "HST"), ("prequal", "prequal, Python")):
+        cfgs.append(("mpathlab hosts: hosts-8x4 (8 hosts x 4 ports) [%s]" % label,
+                     lambda eng, sel=sel: _hosts_sim(sel, 8, None, n_ios, eng)))
+    cfgs.append(("mpathlab hosts: 64 hosts x 16 ports, iodepth 8 [ST]",
+                 lambda eng: _hosts_sim("service-time", 64, 16, n_ios, eng)))
     return cfgs
+
+
+def _hosts_sim(selector: str, hosts: int, ports, n_ios: int, engine: str):
+    """A multi-host run (mpathlab.multihost) on the shipped hosts-8x4 topology, or on PORTS copies of its
+    port pB; every host's job is that scenario's job, sized so that all hosts together do about n_ios."""
+    import copy
+    from mpathlab.multihost import MultiHostSimulation, load_multihost
+    from mpathlab.sim.devices import PathModel
+    topo, cfg = load_multihost(os.path.join(SCEN, "hosts-8x4.toml"))
+    depth = 4
+    if ports:
+        pb = topo.paths[1]
+        paths = [PathModel("p%d" % i, (8, 16 * i), pb.service, parallelism=pb.parallelism) for i in range(ports)]
+        table = ("0 1048576 multipath 0 0 1 1 service-time 0 %d 1 " % ports
+                 + " ".join("p%d 1" % i for i in range(ports)))
+        topo = copy.copy(topo)
+        topo.table, topo.paths = table, paths
+        depth = 8
+    topo = topo.with_selector(selector)
+    kw = topo.sim_kwargs()
+    kw.pop("messages", None)
+    jobs = parse_fio("[host]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=%d\nnumber_ios=%d\n"
+                     % (depth, max(1, n_ios // hosts))).jobs
+    return MultiHostSimulation(topo.table, topo.paths, jobs, hosts=hosts, window_ns=cfg.window_ns, engine=engine, **kw)
 
 
 def _generator_sim(n_ios: int, engine: str):

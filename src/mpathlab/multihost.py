@@ -16,9 +16,10 @@ that port's device: one queue in front of its servers, so one host's load is
 another host's latency.
 
 The engine side is :mod:`mpathlab.sim.hosts`; this module reads ``[hosts]``, runs and
-formats.  Faults,
-dm messages and stonewall groups are refused in multi-host runs, and the
-compiled core refuses them (sim/fast.py), so they run on the Python engine.
+formats.  Faults
+other than "slow", dm messages and stonewall groups are refused in multi-host
+runs; the rest runs in the compiled core (sim/fast.py; a table with several
+priority groups falls back to the Python engine and says so once on stderr).
 Host 0 keeps the single-host selector stream, so a one-host run is the same
 run as ``mpathlab run`` (tested).
 """
@@ -93,7 +94,7 @@ def run_multihost(topo: Topology, cfg: HostsConfig, jobs, *, selector: Optional[
     kw.pop("messages", None)
     if seed is not None:
         kw["seed"] = seed
-    # the compiled core refuses it (fast.eligible), and the run says so once on stderr
+    # the compiled core runs it when fast.eligible allows; otherwise the run says why once on stderr
     sim = MultiHostSimulation(topo.table, topo.paths, jobs.jobs, hosts=cfg.count, window_ns=cfg.window_ns,
                               progress=progress, **kw)
     res = sim.run()

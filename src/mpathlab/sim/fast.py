@@ -21,7 +21,9 @@ several priority groups (each with its own selector, C or Python) with
 switching and hardware-handler pg_init;
 queue_if_no_path with its timeout; bio-based queueing; jobs with an IoGen
 (sim/arrival.py: mixed sizes, trims, open-loop arrivals; :mod:`.fast_gen`
-hands it over and names what of it stays in Python).
+hands it over and names what of it stays in Python); several hosts (sim/hosts.py), each
+with its own target and selector state over the shared devices, when no host's target has a
+rare event to call back for (one priority group, slow faults only: :func:`_hosts_refusal`).
 
 The split, and why: every per-I/O step (submit, map through the selector,
 tags, device, completion through end_io, fio's statistics) is in C, because
@@ -359,6 +361,52 @@ def _job_refusal(sim, j) -> str:
     return ""
 
 
+_CORE_SIMULATIONS = {(__package__ + ".engine", "Simulation"), (__package__ + ".hosts", "MultiHostSimulation")}
+
+
+def _ioa_map(ps, pgpath_index) -> list:
+    """io-affinity's CPU -> path map as device indices (-1: no path for that CPU)."""
+    return [-1 if pi is None else pgpath_index[pi.path] for pi in ps.path_map]
+
+
+def _pgpath_of_device(sim, mp) -> list:
+    """MP's pgpath on each of the run's devices, in device order."""
+    index = {d: i for i, d in enumerate(sim.devices)}
+    out: list = [None] * len(sim.devices)
+    for p in mp.pgpaths:
+        out[index[sim.dev_of_pgpath[p]]] = p
+    return out
+
+
+def _hosts_refusal(sim) -> str:
+    """Several hosts (sim/hosts.py) run in the core when no host's target has a rare event to call back
+    for: one priority group, no hardware handler, only slow faults and no messages (the core keeps one
+    target's flags); every host's table is the same table, so its selectors' kinds and arguments are
+    host 0's."""
+    mp0 = sim.mp
+    if len(mp0.priority_groups) > 1:
+        return "several priority groups with several hosts need the Python engine"
+    if _needs_target(sim):
+        return "failing faults, dm messages or hardware handlers with several hosts need the Python engine"
+    kind0 = core_kind(mp0.priority_groups[0].ps)
+    ioa0 = None
+    for mp in sim.targets:
+        if type(mp) is not Multipath or len(mp.priority_groups) != 1 or mp.hw_handler_name:
+            return "several hosts with different tables need the Python engine"
+        ps = mp.priority_groups[0].ps
+        if core_kind(ps) != kind0 or type(ps) is not type(mp0.priority_groups[0].ps):
+            return "several hosts with different selectors need the Python engine"
+        if mp.nr_valid_paths != len(mp.pgpaths) or len(mp.pgpaths) != len(sim.devices):
+            return "every device must be one active path of each host's table"
+        if type(ps) is IOAffinity:
+            pgpaths = _pgpath_of_device(sim, mp)
+            m = _ioa_map(ps, {p: i for i, p in enumerate(pgpaths)})
+            if ioa0 is not None and m != ioa0:
+                return "io-affinity maps that differ between hosts need the Python engine"
+            ioa0 = m
+    return ""
+
+
 def eligible(sim) -> str:
     """'' when the compiled core can run this simulation, else the reason (the first part of the run
     that is not on the allow-list above)."""
@@ -368,11 +416,14 @@ def eligible(sim) -> str:
         return "MPATHLAB_ENGINE=python"
     if getattr(sim, "daemons", None):
         return "a user-space daemon (multipathd) needs the Python engine"
-    if len(getattr(sim, "targets", ())) > 1:
-        return "several hosts (mpathlab.multihost) need the Python engine"
-    # engine.Simulation itself, not a subclass with its own hooks (named: engine imports this module)
-    if (type(sim).__module__, type(sim).__qualname__) != (__package__ + ".engine", "Simulation"):
+    # engine.Simulation itself or sim/hosts.py's, not a subclass with its own hooks (named: engine imports
+    # this module)
+    if (type(sim).__module__, type(sim).__qualname__) not in _CORE_SIMULATIONS:
         return "the simulation %s is not in the compiled core" % type(sim).__name__
+    if len(getattr(sim, "targets", ())) > 1:
+        why = _hosts_refusal(sim)
+        if why:
+            return why
     mp = sim.mp
     if type(mp) is not Multipath:
         return "the %s stack is not in the compiled core" % getattr(mp, "stack", type(mp).__name__)
@@ -465,7 +516,7 @@ def try_run_fast(sim) -> bool:
                  "remaining": -1 if j.remaining is None else j.remaining,
                  "stop_ns": -1 if j.stop_ns is None else j.stop_ns, "startdelay_ns": j.spec.startdelay_ns,
                  "read_fraction": float(j.spec.read_fraction), "seed": j.seed,
-                 "cpu": j.cpu, "continue_on_error": int(j.spec.continue_on_error),
+                 "cpu": j.cpu, "continue_on_error": int(j.spec.continue_on_error), "host": j.host,
                  "gen": fast_gen.config(j)} for j in sim.jobs]
     expected, horizon, hard_stop, tl_step, tl_count = sim.run_plan()
     bio = mp.queue_mode == "bio"
@@ -498,7 +549,7 @@ def try_run_fast(sim) -> bool:
     }
     if ioa:
         pgpath_index = {info_of_dev[i][0]: i for i in range(len(devices))}
-        cfg.update({"ioa_map": [-1 if pi is None else pgpath_index[pi.path] for pi in ps.path_map],
+        cfg.update({"ioa_map": _ioa_map(ps, pgpath_index),
                     "ioa_node": list(ps.topology.node_of), "map_misses": ps.map_misses})
     elif any(_py_selector(pg.ps) for pg in mp.priority_groups):
         # per group: a Python selector's bound hooks (None for a group whose selector runs in C)
@@ -526,6 +577,9 @@ def try_run_fast(sim) -> bool:
                                      obj=target.message_index(obj)))  # type: ignore[union-attr]
     cfg.update({"faults": faults, "initial": initial, "target": target,
                 "target_flags": target.flags() if target is not None else None})
+    hosts = getattr(sim, "targets", [mp])[1:]
+    if hosts:
+        cfg["hosts"] = [_host_cfg(sim, h, ioa) for h in hosts]
     sim._heap.clear()
     sim._state_changes = 0
     alloc_clone = mp.alloc_clone
@@ -539,7 +593,63 @@ def try_run_fast(sim) -> bool:
     if ioa:
         ps.map_misses = out["map_misses"]
     _write_back(sim, out, info_of_dev)
+    if hosts:
+        _write_back_hosts(sim, out["hosts"], ioa)
     return True
+
+
+def _host_infos(sim, mp, ioa):
+    """A host's (pgpath, selector path info or None) on each device, as try_run_fast's info_of_dev."""
+    ps = mp.priority_groups[0].ps
+    return [(p, None if ioa or _py_selector(ps) else ps.path_info(p)) for p in _pgpath_of_device(sim, mp)]
+
+
+def _host_cfg(sim, mp, ioa) -> dict:
+    """Another host's target for the core (_fastcore.c mh_load): its selector's state on each device, its
+    valid order and, for a Python selector, its hooks."""
+    ps = mp.priority_groups[0].ps
+    infos = _host_infos(sim, mp, ioa)
+    index = {info: i for i, (_, info) in enumerate(infos)}
+    state = [SelPathState(
+        qlen=getattr(i, "qlen", 0), in_flight_size=getattr(i, "in_flight_size", 0), hst=getattr(i, "hst", 0),
+        outstanding=getattr(i, "outstanding", 0), stale_after=getattr(i, "stale_after", 0),
+        last_finish=getattr(i, "last_finish", 0), valid_count=getattr(ps, "valid_count", 0)) for _, i in infos]
+    py = _py_selector(ps)
+    cfg = {"sel": state, "order": list(range(len(infos))) if py or ioa else [index[pi] for pi in ps.valid_paths]}
+    if py:
+        pgpaths = [p for p, _ in infos]
+        cfg.update({"py_select": [ps.select_path], "py_start": [ps.start_io if ps.has_io_hooks else None],
+                    "py_end": [ps.end_io if ps.has_io_hooks else None], "py_pgpaths": pgpaths,
+                    "py_index": {p: i for i, p in enumerate(pgpaths)}})
+    return cfg
+
+
+def _write_back_hosts(sim, hosts, ioa) -> None:
+    """Each host's final target state (host 0's is the run's own, _write_back) and the per-host dispatch
+    counts (MultiHostSimulation.host_port)."""
+    sim.host_port = [list(h["host_port"]) for h in hosts]
+    for mp, h in zip(sim.targets[1:], hosts[1:]):
+        ps = mp.priority_groups[0].ps
+        infos = _host_infos(sim, mp, ioa)
+        for (_, info), st in zip(infos, h["sel"]):
+            if info is not None:
+                _set_info(info, SelPathState._make(st))
+        if not (_py_selector(ps) or ioa):
+            ps.valid_paths[:] = [infos[i][1] for i in h["order"]]
+        if ioa:
+            ps.map_misses = h["map_misses"]
+        if h["first_choice"] >= 0:
+            _choose(mp, infos[h["first_choice"]][0])
+
+
+def _choose(mp, pgpath) -> None:
+    """The target's state after its first map chose PGPATH in its only group (what the core's run did)."""
+    mp.current_pgpath = pgpath
+    mp.current_pg = pgpath.pg
+    mp.next_pg = None
+    mp.queue_io = False
+    mp.pg_init_required = False
+    mp.pg_init_count = 0
 
 
 def _set_lat(stats, out) -> None:
@@ -569,12 +679,7 @@ def _write_back(sim, out, info_of_dev) -> None:
     sim.now = out["now"]
     sim._windows = {k: v for k, v in out["windows"].items()}
     if out["first_choice"] >= 0 and target is None:   # with a target its state is already the run's
-        mp.current_pgpath = info_of_dev[out["first_choice"]][0]
-        mp.current_pg = pg
-        mp.next_pg = None
-        mp.queue_io = False
-        mp.pg_init_required = False
-        mp.pg_init_count = 0
+        _choose(mp, info_of_dev[out["first_choice"]][0])
     for j, o in zip(sim.jobs, out["jobs"]):
         j.submitted, j.completed, j.end_ns = o["submitted"], o["completed"], o["end_ns"]
         j.remaining = None if o["remaining"] < 0 else o["remaining"]
