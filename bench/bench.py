@@ -227,6 +227,35 @@ def core_table(n_ios: int, heap_events_per_s: float) -> dict:
     return out
 
 
+def hosts_at_scale(hosts: int, ports: int, runtime: str, tmp: str) -> dict:
+    """`mpathlab hosts` (service-time, one seed) on scripts/hosts_topology.py's topology of HOSTS x PORTS with
+    every host at iodepth 8 for RUNTIME, in a fresh process: its wall time, peak RSS and I/O count."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("hosts_topology", os.path.join(HERE, "..", "scripts",
+                                                                                 "hosts_topology.py"))
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)  # type: ignore[union-attr]
+    topo = os.path.join(tmp, "hosts-%dx%d.toml" % (hosts, ports))
+    with open(topo, "w") as f:
+        f.write(gen.topology(hosts, ports))
+    job = os.path.join(tmp, "hosts-%s.fio" % runtime)
+    with open(job, "w") as f:
+        f.write("[host]\nioengine=libaio\nrw=randread\nbs=4k\niodepth=8\nruntime=%s\ntime_based\n" % runtime)
+    cmd = [sys.executable, "-m", "mpathlab", "hosts", topo, job, "--selectors", "service-time", "--seeds", "1",
+           "--no-progress"]
+    t = time.perf_counter()
+    src = os.path.join(HERE, "..", "src")
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=src))
+    out = p.stdout.read()   # type: ignore[union-attr]
+    _, status, usage = os.wait4(p.pid, 0)
+    el = time.perf_counter() - t
+    if status:
+        raise RuntimeError("mpathlab hosts failed: %s" % " ".join(cmd))
+    ios = int(out.split("service-time: ", 1)[1].split(" I/Os", 1)[0])
+    return {"hosts": hosts, "ports": ports, "runtime": runtime, "ios": ios, "seconds": el,
+            "peak_rss_kib": usage.ru_maxrss}
+
+
 def rss_of_run(n_ios: int, engine: str) -> int:
     code = ("import sys,resource; sys.path.insert(0,%r); sys.path.insert(0,%r); import bench; "
             "bench.sim_rate(%d, %r); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
@@ -296,6 +325,17 @@ def main():
 
     print("\n== every run in the core (one run; rates in simulated I/Os per second)")
     out["core_runs"] = core_table(n_py, heapq_rate(n_py * 4))
+
+    print("\n== mpathlab hosts at scale (service-time, one seed, iodepth 8 per host; a fresh process each)")
+    import tempfile
+    out["hosts_at_scale"] = []
+    sizes = [(1000, 64, "10s"), (1000, 64, "2s")] + ([] if a.quick else [(250, 64, "10s"), (1000, 16, "10s")])
+    with tempfile.TemporaryDirectory() as tmp:
+        for h, p, rt in sizes:
+            r = hosts_at_scale(h, p, rt, tmp)
+            out["hosts_at_scale"].append(r)
+            print("%5d hosts x %2d ports, %4s: %9d I/Os in %6.1f s wall (%.2f M I/Os/s), peak RSS %4d MiB"
+                  % (h, p, rt, r["ios"], r["seconds"], r["ios"] / r["seconds"] / 1e6, r["peak_rss_kib"] // 1024))
 
     print("\n== peak memory (max RSS of a fresh process)")
     eng = "compiled" if fast.available() else "python"
