@@ -48,7 +48,7 @@ def load_multihost(path: str):
     # read as every topology file is: binary, non-UTF-8 and TOML errors as FILE:LINE
     doc, text = load_toml(path, "topology")
     try:
-        return _multihost_from_dict(doc, path)
+        return multihost_from_dict(doc, path)
     except (TopologyError, UnitError) as e:
         msg = str(e)
         key = getattr(e, "key", None)
@@ -59,7 +59,9 @@ def load_multihost(path: str):
         raise TopologyError(with_line(msg, path, line)) from None
 
 
-def _multihost_from_dict(doc: dict, path: str):
+def multihost_from_dict(doc: dict, path: str):
+    """(Topology, HostsConfig) from a parsed multi-host topology document (its [hosts] is taken out of DOC);
+    PATH names it in messages and its directory resolves relative files."""
     src = os.path.basename(path)
     hosts = doc.pop("hosts", None)
     if not isinstance(hosts, dict):
