@@ -198,11 +198,13 @@ def _scenario_sim(sc, col, engine: str):
     return Simulation(topo.table, topo.paths, load_fio(sc.job).jobs, engine=engine, **kw)
 
 
-def core_table(n_ios: int, heap_events_per_s: float) -> dict:
+def core_table(n_ios: int, heap_events_per_s: float, only: str = "") -> dict:
     out = {}
     print("%-58s %11s %11s %8s %8s  %s" % ("configuration", "core IO/s", "Python IO/s", "x Python", "x heapq",
                                            "engine"))
     for label, run in core_configs(n_ios):
+        if only not in label:
+            continue
         rates = {}
         res = None
         for eng in ("compiled", "python"):
@@ -229,7 +231,8 @@ def core_table(n_ios: int, heap_events_per_s: float) -> dict:
 
 def hosts_at_scale(hosts: int, ports: int, runtime: str, tmp: str) -> dict:
     """`mpathlab hosts` (service-time, one seed) on scripts/hosts_topology.py's topology of HOSTS x PORTS with
-    every host at iodepth 8 for RUNTIME, in a fresh process: its wall time, peak RSS and I/O count."""
+    every host at iodepth 8 for RUNTIME, in a fresh process: its wall and CPU time (the CPU time is the figure
+    that holds on a loaded machine), peak RSS and I/O count."""
     import importlib.util
     spec = importlib.util.spec_from_file_location("hosts_topology", os.path.join(HERE, "..", "scripts",
                                                                                  "hosts_topology.py"))
@@ -253,7 +256,23 @@ def hosts_at_scale(hosts: int, ports: int, runtime: str, tmp: str) -> dict:
         raise RuntimeError("mpathlab hosts failed: %s" % " ".join(cmd))
     ios = int(out.split("service-time: ", 1)[1].split(" I/Os", 1)[0])
     return {"hosts": hosts, "ports": ports, "runtime": runtime, "ios": ios, "seconds": el,
-            "peak_rss_kib": usage.ru_maxrss}
+            "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss_kib": usage.ru_maxrss}
+
+
+def hosts_section(quick: bool) -> list:
+    print("\n== mpathlab hosts at scale (service-time, one seed, iodepth 8 per host; a fresh process each)")
+    import tempfile
+    rows = []
+    # the headline run; 2 s of it (memory flat in the I/O count); a quarter of the hosts, of the ports
+    sizes = [(1000, 64, "10s"), (1000, 64, "2s")] + ([] if quick else [(250, 64, "10s"), (1000, 16, "10s")])
+    with tempfile.TemporaryDirectory() as tmp:
+        for h, p, rt in sizes:
+            r = hosts_at_scale(h, p, rt, tmp)
+            rows.append(r)
+            print("%5d hosts x %2d ports, %4s: %9d I/Os in %5.1f s wall, %5.1f s CPU (%.2f M I/Os per CPU-second), "
+                  "peak RSS %4d MiB" % (h, p, rt, r["ios"], r["seconds"], r["cpu_seconds"],
+                                        r["ios"] / r["cpu_seconds"] / 1e6, r["peak_rss_kib"] // 1024))
+    return rows
 
 
 def rss_of_run(n_ios: int, engine: str) -> int:
@@ -268,11 +287,21 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--only", metavar="TEXT", help="only the core runs whose label contains TEXT (with 'hosts': "
+                                                     "and the runs at scale), e.g. --only 'mpathlab hosts'")
     a = ap.parse_args()
     n_fast = 200_000 if a.quick else 1_000_000
     n_py = 50_000 if a.quick else 200_000
     n_simpy = 20_000 if a.quick else 100_000
     out = {}
+    if a.only:
+        print("== the runs in the core whose label contains %r (one run; rates in simulated I/Os per second)" % a.only)
+        out["core_runs"] = core_table(n_py, heapq_rate(n_py * 4), a.only)
+        if "hosts" in a.only:
+            out["hosts_at_scale"] = hosts_section(a.quick)
+        if a.json:
+            print(json.dumps(out, indent=2))
+        return
 
     print("== simulator: 4 paths, iodepth 64, historical-service-time, 4k randwrite")
     if fast.available():
@@ -326,16 +355,7 @@ def main():
     print("\n== every run in the core (one run; rates in simulated I/Os per second)")
     out["core_runs"] = core_table(n_py, heapq_rate(n_py * 4))
 
-    print("\n== mpathlab hosts at scale (service-time, one seed, iodepth 8 per host; a fresh process each)")
-    import tempfile
-    out["hosts_at_scale"] = []
-    sizes = [(1000, 64, "10s"), (1000, 64, "2s")] + ([] if a.quick else [(250, 64, "10s"), (1000, 16, "10s")])
-    with tempfile.TemporaryDirectory() as tmp:
-        for h, p, rt in sizes:
-            r = hosts_at_scale(h, p, rt, tmp)
-            out["hosts_at_scale"].append(r)
-            print("%5d hosts x %2d ports, %4s: %9d I/Os in %6.1f s wall (%.2f M I/Os/s), peak RSS %4d MiB"
-                  % (h, p, rt, r["ios"], r["seconds"], r["ios"] / r["seconds"] / 1e6, r["peak_rss_kib"] // 1024))
+    out["hosts_at_scale"] = hosts_section(a.quick)
 
     print("\n== peak memory (max RSS of a fresh process)")
     eng = "compiled" if fast.available() else "python"
