@@ -625,6 +625,25 @@ static int py_io_hook(sim_t *s, PyObject *fn, int pi, int64_t nr_bytes, PyObject
 /* The C selectors' state, for the Python selector object the target calls: (per-path
    (qlen, in_flight_size, hst, outstanding, stale_after, last_finish, valid_count of its group),
    valid order of the group the core selects in) */
+/* One path's selector state as a SelPathState tuple, and back */
+static PyObject *sel_path_out(const selpath_t *p)
+{
+    sel_path_state_t r = {p->qlen_sel, p->inflight_size, p->h.hst, p->h.outstanding, p->h.stale_after,
+                          p->h.last_finish, p->valid_count};
+    return Py_BuildValue(SEL_PATH_STATE_FORMAT, SEL_PATH_STATE_VALUES(r));
+}
+
+static int sel_path_in(selpath_t *p, PyObject *t)
+{
+    sel_path_state_t r;
+    if (!PyArg_ParseTuple(t, SEL_PATH_STATE_FIELDS, SEL_PATH_STATE_REFS(&r)))
+        return -1;
+    p->qlen_sel = r.qlen; p->inflight_size = r.in_flight_size; p->valid_count = r.valid_count;
+    p->h.hst = r.hst; p->h.outstanding = r.outstanding; p->h.stale_after = r.stale_after;
+    p->h.last_finish = r.last_finish;
+    return 0;
+}
+
 static PyObject *sel_state_out(sim_t *s)
 {
     if (!s->any_c_sel)
@@ -632,10 +651,7 @@ static PyObject *sel_state_out(sim_t *s)
     PyObject *paths = PyList_New(s->npaths), *order = PyList_New(s->nvalid);
     if (!paths || !order) { Py_XDECREF(paths); Py_XDECREF(order); return NULL; }
     for (int i = 0; i < s->npaths; i++) {
-        selpath_t *p = &s->sel[i];
-        sel_path_state_t r = {p->qlen_sel, p->inflight_size, p->h.hst, p->h.outstanding, p->h.stale_after,
-                              p->h.last_finish, p->valid_count};
-        PyObject *t = Py_BuildValue(SEL_PATH_STATE_FORMAT, SEL_PATH_STATE_VALUES(r));
+        PyObject *t = sel_path_out(&s->sel[i]);
         if (!t) { Py_DECREF(paths); Py_DECREF(order); return NULL; }
         PyList_SET_ITEM(paths, i, t);
     }
@@ -651,15 +667,9 @@ static int sel_state_in(sim_t *s, PyObject *st)
     PyObject *paths, *order;
     if (!PyArg_ParseTuple(st, "O!O!", &PyList_Type, &paths, &PyList_Type, &order))
         return -1;
-    for (int i = 0; i < s->npaths; i++) {
-        selpath_t *p = &s->sel[i];
-        sel_path_state_t r;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(paths, i), SEL_PATH_STATE_FIELDS, SEL_PATH_STATE_REFS(&r)))
+    for (int i = 0; i < s->npaths; i++)
+        if (sel_path_in(&s->sel[i], PyList_GET_ITEM(paths, i)) < 0)
             return -1;
-        p->qlen_sel = r.qlen; p->inflight_size = r.in_flight_size; p->valid_count = r.valid_count;
-        p->h.hst = r.hst; p->h.outstanding = r.outstanding; p->h.stale_after = r.stale_after;
-        p->h.last_finish = r.last_finish;
-    }
     s->nvalid = (int)PyList_GET_SIZE(order);
     for (int i = 0; i < s->nvalid; i++)
         s->valid[i] = (int)PyLong_AsLong(PyList_GET_ITEM(order, i));
@@ -925,14 +935,9 @@ static int mh_load(sim_t *s, int h, PyObject *hd)
     m->sel = s->sel_all + (size_t)h * s->npaths;
     m->valid = s->valid_all + (size_t)h * s->npaths;
     for (int i = 0; i < s->npaths; i++) {
-        selpath_t *p = &m->sel[i];
-        sel_path_state_t r;
-        *p = s->sel_all[i];
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(states, i), SEL_PATH_STATE_FIELDS, SEL_PATH_STATE_REFS(&r)))
+        m->sel[i] = s->sel_all[i];      /* host 0's relative throughput, group and selector */
+        if (sel_path_in(&m->sel[i], PyList_GET_ITEM(states, i)) < 0)
             return -1;
-        p->qlen_sel = r.qlen; p->inflight_size = r.in_flight_size; p->valid_count = r.valid_count;
-        p->h.hst = r.hst; p->h.outstanding = r.outstanding; p->h.stale_after = r.stale_after;
-        p->h.last_finish = r.last_finish;
     }
     m->nvalid = (int)PyList_GET_SIZE(order);
     for (int i = 0; i < m->nvalid; i++)
@@ -989,14 +994,15 @@ static PyObject *mh_results(sim_t *s)
             return NULL;
         }
         for (int i = 0; i < s->npaths; i++) {
-            selpath_t *p = &m->sel[i];
-            sel_path_state_t r = {p->qlen_sel, p->inflight_size, p->h.hst, p->h.outstanding, p->h.stale_after,
-                                  p->h.last_finish, p->valid_count};
-            PyList_SET_ITEM(states, i, Py_BuildValue(SEL_PATH_STATE_FORMAT, SEL_PATH_STATE_VALUES(r)));
+            PyList_SET_ITEM(states, i, sel_path_out(&m->sel[i]));
             PyList_SET_ITEM(ports, i, PyLong_FromLongLong(s->host_port[(size_t)h * s->npaths + i]));
         }
         for (int i = 0; i < m->nvalid; i++)
             PyList_SET_ITEM(order, i, PyLong_FromLong(m->valid[i]));
+        if (PyErr_Occurred()) {     /* an item above could not be built */
+            Py_DECREF(states); Py_DECREF(order); Py_DECREF(ports); Py_DECREF(out);
+            return NULL;
+        }
         PyObject *t = Py_BuildValue("{s:N,s:N,s:i,s:L,s:N}", "sel", states, "order", order,
                                     "first_choice", m->first_choice, "map_misses", (long long)m->map_misses,
                                     "host_port", ports);

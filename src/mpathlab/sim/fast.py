@@ -156,11 +156,7 @@ class _Target:
         the valid order of the group the core selects in)."""
         if not self.c_groups:
             return None
-        return ([SelPathState(
-                    qlen=getattr(i, "qlen", 0), in_flight_size=getattr(i, "in_flight_size", 0),
-                    hst=getattr(i, "hst", 0), outstanding=getattr(i, "outstanding", 0),
-                    stale_after=getattr(i, "stale_after", 0), last_finish=getattr(i, "last_finish", 0),
-                    valid_count=getattr(p.pg.ps, "valid_count", 0)) for p, i in zip(self.pgpaths, self.infos)],
+        return ([_sel_state(i, p.pg.ps) for p, i in zip(self.pgpaths, self.infos)],
                 [self.infos.index(i) for i in self.c_pg.ps.valid_paths] if self.c_pg in self.c_groups else [])
 
     def _enter(self, state):
@@ -261,6 +257,24 @@ class _Target:
         self._enter(state)
         self.sim._nopath_timeout(gen)
         return self._leave(None)
+
+
+def _sel_state(info, ps) -> SelPathState:
+    """A path's selector state as the core holds it, from the Python selector PS's path info (0 for what
+    that selector does not keep)."""
+    return SelPathState(qlen=getattr(info, "qlen", 0), in_flight_size=getattr(info, "in_flight_size", 0),
+                        hst=getattr(info, "hst", 0), outstanding=getattr(info, "outstanding", 0),
+                        stale_after=getattr(info, "stale_after", 0), last_finish=getattr(info, "last_finish", 0),
+                        valid_count=getattr(ps, "valid_count", 0))
+
+
+def _py_hooks(selectors, pgpaths) -> dict:
+    """The core's view of Python selectors: per group its bound select_path, start_io and end_io (None for a
+    group whose selector runs in C, and for hooks a selector has not), the pgpath of each device and back."""
+    return {"py_select": [ps and ps.select_path for ps in selectors],
+            "py_start": [ps.start_io if ps and ps.has_io_hooks else None for ps in selectors],
+            "py_end": [ps.end_io if ps and ps.has_io_hooks else None for ps in selectors],
+            "py_pgpaths": pgpaths, "py_index": {p: i for i, p in enumerate(pgpaths)}}
 
 
 def _set_info(info, st: SelPathState) -> None:
@@ -552,13 +566,8 @@ def try_run_fast(sim) -> bool:
         cfg.update({"ioa_map": _ioa_map(ps, pgpath_index),
                     "ioa_node": list(ps.topology.node_of), "map_misses": ps.map_misses})
     elif any(_py_selector(pg.ps) for pg in mp.priority_groups):
-        # per group: a Python selector's bound hooks (None for a group whose selector runs in C)
-        pgpaths = [info_of_dev[i][0] for i in range(len(devices))]
-        pys = [pg.ps if _py_selector(pg.ps) else None for pg in mp.priority_groups]
-        cfg.update({"py_select": [ps and ps.select_path for ps in pys],
-                    "py_start": [ps.start_io if ps and ps.has_io_hooks else None for ps in pys],
-                    "py_end": [ps.end_io if ps and ps.has_io_hooks else None for ps in pys],
-                    "py_pgpaths": pgpaths, "py_index": {p: i for i, p in enumerate(pgpaths)}})
+        cfg.update(_py_hooks([pg.ps if _py_selector(pg.ps) else None for pg in mp.priority_groups],
+                             [info_of_dev[i][0] for i in range(len(devices))]))
     # the faults and messages Simulation.__init__ scheduled now run in the core, in their order
     target = None
     if _needs_target(sim):
@@ -610,17 +619,11 @@ def _host_cfg(sim, mp, ioa) -> dict:
     ps = mp.priority_groups[0].ps
     infos = _host_infos(sim, mp, ioa)
     index = {info: i for i, (_, info) in enumerate(infos)}
-    state = [SelPathState(
-        qlen=getattr(i, "qlen", 0), in_flight_size=getattr(i, "in_flight_size", 0), hst=getattr(i, "hst", 0),
-        outstanding=getattr(i, "outstanding", 0), stale_after=getattr(i, "stale_after", 0),
-        last_finish=getattr(i, "last_finish", 0), valid_count=getattr(ps, "valid_count", 0)) for _, i in infos]
     py = _py_selector(ps)
-    cfg = {"sel": state, "order": list(range(len(infos))) if py or ioa else [index[pi] for pi in ps.valid_paths]}
+    cfg = {"sel": [_sel_state(i, ps) for _, i in infos],
+           "order": list(range(len(infos))) if py or ioa else [index[pi] for pi in ps.valid_paths]}
     if py:
-        pgpaths = [p for p, _ in infos]
-        cfg.update({"py_select": [ps.select_path], "py_start": [ps.start_io if ps.has_io_hooks else None],
-                    "py_end": [ps.end_io if ps.has_io_hooks else None], "py_pgpaths": pgpaths,
-                    "py_index": {p: i for i, p in enumerate(pgpaths)}})
+        cfg.update(_py_hooks([ps], [p for p, _ in infos]))
     return cfg
 
 
