@@ -210,6 +210,18 @@ typedef struct {
     uint64_t hst, outstanding, stale_after, last_finish;
 } hst_path_t;
 
+/* A selector's per-path state (struct path_info of the dm-ps-*.c modules): one per path of each
+   host's table (sim_t.sel_all; sim_t.sel is the current host's, see "multi-host") */
+typedef struct selpath {
+    uint32_t repeat_count, rt;
+    int32_t qlen_sel;       /* queue-length: atomic int */
+    int32_t inflight_size;  /* service-time: atomic int */
+    hst_path_t h;           /* historical-service-time */
+    int valid_count;        /* HST: the valid_count of this path's group's selector */
+    int pg;                 /* index of the path's priority group */
+    const struct selector_ops *ops;     /* that group's selector (the ops table below) */
+} selpath_t;
+
 typedef struct {
     /* device */
     int parallelism, busy;
@@ -225,14 +237,6 @@ typedef struct {
     int offline;            /* PathDevice.offline: a 'fail' fault */
     int64_t fail_latency_ns;
     ring_t queue;           /* ios waiting for the device (PathDevice.queue) */
-    /* selector per-path state */
-    uint32_t repeat_count, rt;
-    int32_t qlen_sel;       /* queue-length: atomic int */
-    int32_t inflight_size;  /* service-time: atomic int */
-    hst_path_t h;           /* historical-service-time */
-    int valid_count;        /* HST: the valid_count of this path's group's selector */
-    int pg;                 /* index of the path's priority group */
-    const struct selector_ops *ops;     /* that group's selector (the ops table below) */
     /* the path's hardware queues (sim/blockqueue.py Hctx) */
     int nhw;
     struct hctx *hw;
@@ -266,6 +270,7 @@ typedef struct {
     int64_t wake_ns;        /* JobState.wake_ns: the pending EV_SUBMIT of an open-loop job, -1 none */
     lat_stats tlat;         /* JobState.trim_lat (allocated for a job with a generator) */
     int64_t bytes_trimmed;
+    int mh;                 /* JobState.host: the host whose target maps its I/O (multi-host) */
 } job_t;
 
 typedef struct {
@@ -345,10 +350,21 @@ typedef struct {
     int64_t busy_ns, idle_since;
 } cpu_t;
 
+/* One host of a multi-host run (sim/hosts.py): what of its target the core switches to when an I/O
+   of that host maps or completes (the fields of sim_t of the same names; see "multi-host") */
+typedef struct mhost {
+    selpath_t *sel;
+    int *valid;
+    int nvalid, first_choice;
+    int64_t map_misses;
+    PyObject *py_select, *py_start, *py_end, *py_pgpaths, *py_index;
+} mhost_t;
+
 typedef struct {
     int selector;
     int npaths;
     path_t *paths;
+    selpath_t *sel;         /* the selector's state of each path (the current host's table) */
     int *valid;             /* valid-list order (indices into paths) */
     int njobs;
     job_t *jobs;
@@ -428,6 +444,14 @@ typedef struct {
     PyObject *timeline;
     PyObject *progress;
     int64_t next_progress, expected, horizon;
+    /* multi-host (sim/hosts.py): nmh hosts, each with its own target over the shared paths; cur_mh's
+       state is in the fields above, the others' in mh[]; host_port[h * npaths + i]: I/Os host h
+       dispatched to path i (MultiHostSimulation.host_port) */
+    int nmh, cur_mh;
+    mhost_t *mh;
+    selpath_t *sel_all;
+    int *valid_all;
+    int64_t *host_port;
 } sim_t;
 
 static int push_ev(sim_t *s, int64_t t, int kind, int64_t obj)
@@ -505,7 +529,7 @@ static int valid_take(int *valid, int n, int pos)
     return v;
 }
 
-static int32_t st_cmp(path_t *a, path_t *b, uint64_t incoming)
+static int32_t st_cmp(selpath_t *a, selpath_t *b, uint64_t incoming)
 {
     uint64_t sz1 = (uint64_t)(int64_t)a->inflight_size, sz2 = (uint64_t)(int64_t)b->inflight_size;
     uint32_t rt1 = a->rt, rt2 = b->rt;
@@ -649,6 +673,25 @@ static int py_io_hook(sim_t *s, PyObject *fn, int pi, int64_t nr_bytes, PyObject
 /* The C selectors' state, for the Python selector object the target calls: (per-path
    (qlen, in_flight_size, hst, outstanding, stale_after, last_finish, valid_count of its group),
    valid order of the group the core selects in) */
+/* One path's selector state as a SelPathState tuple, and back */
+static PyObject *sel_path_out(const selpath_t *p)
+{
+    sel_path_state_t r = {p->qlen_sel, p->inflight_size, p->h.hst, p->h.outstanding, p->h.stale_after,
+                          p->h.last_finish, p->valid_count};
+    return Py_BuildValue(SEL_PATH_STATE_FORMAT, SEL_PATH_STATE_VALUES(r));
+}
+
+static int sel_path_in(selpath_t *p, PyObject *t)
+{
+    sel_path_state_t r;
+    if (!PyArg_ParseTuple(t, SEL_PATH_STATE_FIELDS, SEL_PATH_STATE_REFS(&r)))
+        return -1;
+    p->qlen_sel = r.qlen; p->inflight_size = r.in_flight_size; p->valid_count = r.valid_count;
+    p->h.hst = r.hst; p->h.outstanding = r.outstanding; p->h.stale_after = r.stale_after;
+    p->h.last_finish = r.last_finish;
+    return 0;
+}
+
 static PyObject *sel_state_out(sim_t *s)
 {
     if (!s->any_c_sel)
@@ -656,10 +699,7 @@ static PyObject *sel_state_out(sim_t *s)
     PyObject *paths = PyList_New(s->npaths), *order = PyList_New(s->nvalid);
     if (!paths || !order) { Py_XDECREF(paths); Py_XDECREF(order); return NULL; }
     for (int i = 0; i < s->npaths; i++) {
-        path_t *p = &s->paths[i];
-        sel_path_state_t r = {p->qlen_sel, p->inflight_size, p->h.hst, p->h.outstanding, p->h.stale_after,
-                              p->h.last_finish, p->valid_count};
-        PyObject *t = Py_BuildValue(SEL_PATH_STATE_FORMAT, SEL_PATH_STATE_VALUES(r));
+        PyObject *t = sel_path_out(&s->sel[i]);
         if (!t) { Py_DECREF(paths); Py_DECREF(order); return NULL; }
         PyList_SET_ITEM(paths, i, t);
     }
@@ -675,15 +715,9 @@ static int sel_state_in(sim_t *s, PyObject *st)
     PyObject *paths, *order;
     if (!PyArg_ParseTuple(st, "O!O!", &PyList_Type, &paths, &PyList_Type, &order))
         return -1;
-    for (int i = 0; i < s->npaths; i++) {
-        path_t *p = &s->paths[i];
-        sel_path_state_t r;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(paths, i), SEL_PATH_STATE_FIELDS, SEL_PATH_STATE_REFS(&r)))
+    for (int i = 0; i < s->npaths; i++)
+        if (sel_path_in(&s->sel[i], PyList_GET_ITEM(paths, i)) < 0)
             return -1;
-        p->qlen_sel = r.qlen; p->inflight_size = r.in_flight_size; p->valid_count = r.valid_count;
-        p->h.hst = r.hst; p->h.outstanding = r.outstanding; p->h.stale_after = r.stale_after;
-        p->h.last_finish = r.last_finish;
-    }
     s->nvalid = (int)PyList_GET_SIZE(order);
     for (int i = 0; i < s->nvalid; i++)
         s->valid[i] = (int)PyLong_AsLong(PyList_GET_ITEM(order, i));
@@ -770,12 +804,12 @@ out:
 typedef struct selector_ops {
     const char *name;
     int (*select_path)(sim_t *s, int64_t nr_bytes, int cpu);
-    int (*start_io)(sim_t *s, path_t *p, int64_t nr_bytes);
-    int (*end_io)(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start);
+    int (*start_io)(sim_t *s, selpath_t *p, int64_t nr_bytes);
+    int (*end_io)(sim_t *s, selpath_t *p, int64_t nr_bytes, uint64_t start);
 } selector_ops_t;
 
-static int no_start_io(sim_t *s, path_t *p, int64_t nr_bytes) { return 0; }
-static int no_end_io(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start) { return 0; }
+static int no_start_io(sim_t *s, selpath_t *p, int64_t nr_bytes) { return 0; }
+static int no_end_io(sim_t *s, selpath_t *p, int64_t nr_bytes, uint64_t start) { return 0; }
 
 /* round-robin (dm-ps-round-robin.c): the head of the valid list */
 static int rr_select_path(sim_t *s, int64_t nr_bytes, int cpu)
@@ -788,9 +822,9 @@ static int ql_select_path(sim_t *s, int64_t nr_bytes, int cpu)
 {
     int n = s->nvalid, best_i = 0;
     int *v = s->valid;
-    path_t *best = NULL;
+    selpath_t *best = NULL;
     for (int i = 0; i < n; i++) {
-        path_t *p = &s->paths[v[i]];
+        selpath_t *p = &s->sel[v[i]];
         if (!best || p->qlen_sel < best->qlen_sel) {
             best = p;
             best_i = i;
@@ -800,13 +834,13 @@ static int ql_select_path(sim_t *s, int64_t nr_bytes, int cpu)
     return valid_take(v, n, best_i);
 }
 
-static int ql_start_io(sim_t *s, path_t *p, int64_t nr_bytes)
+static int ql_start_io(sim_t *s, selpath_t *p, int64_t nr_bytes)
 {
     p->qlen_sel = (int32_t)((uint32_t)p->qlen_sel + 1U);
     return 0;
 }
 
-static int ql_end_io(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
+static int ql_end_io(sim_t *s, selpath_t *p, int64_t nr_bytes, uint64_t start)
 {
     p->qlen_sel = (int32_t)((uint32_t)p->qlen_sel - 1U);
     return 0;
@@ -817,9 +851,9 @@ static int st_select_path(sim_t *s, int64_t nr_bytes, int cpu)
 {
     int n = s->nvalid, best_i = 0;
     int *v = s->valid;
-    path_t *best = &s->paths[v[0]];
+    selpath_t *best = &s->sel[v[0]];
     for (int i = 1; i < n; i++) {
-        path_t *p = &s->paths[v[i]];
+        selpath_t *p = &s->sel[v[i]];
         if (st_cmp(p, best, (uint64_t)nr_bytes) < 0) {
             best = p;
             best_i = i;
@@ -828,13 +862,13 @@ static int st_select_path(sim_t *s, int64_t nr_bytes, int cpu)
     return valid_take(v, n, best_i);
 }
 
-static int st_start_io(sim_t *s, path_t *p, int64_t nr_bytes)
+static int st_start_io(sim_t *s, selpath_t *p, int64_t nr_bytes)
 {
     p->inflight_size = (int32_t)((uint32_t)p->inflight_size + (uint32_t)nr_bytes);
     return 0;
 }
 
-static int st_end_io(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
+static int st_end_io(sim_t *s, selpath_t *p, int64_t nr_bytes, uint64_t start)
 {
     p->inflight_size = (int32_t)((uint32_t)p->inflight_size - (uint32_t)nr_bytes);
     return 0;
@@ -844,17 +878,17 @@ static int st_end_io(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
 static int hst_select_path(sim_t *s, int64_t nr_bytes, int cpu)
 {
     uint64_t now = (uint64_t)(s->base_ns + s->now + (s->has_select_offset ? s->select_offset : 0));
-    int pos = hst_select_pos((const char *)&s->paths[0].h, sizeof(path_t), s->valid, s->nvalid, s->threshold, now);
+    int pos = hst_select_pos((const char *)&s->sel[0].h, sizeof(selpath_t), s->valid, s->nvalid, s->threshold, now);
     return valid_take(s->valid, s->nvalid, pos);
 }
 
-static int hst_start_io(sim_t *s, path_t *p, int64_t nr_bytes)
+static int hst_start_io(sim_t *s, selpath_t *p, int64_t nr_bytes)
 {
     p->h.outstanding += 1;
     return 0;
 }
 
-static int hst_end_io(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
+static int hst_end_io(sim_t *s, selpath_t *p, int64_t nr_bytes, uint64_t start)
 {
     hst_end(&p->h, s->weights, p->valid_count, (uint64_t)(s->base_ns + s->now), start);
     return 0;
@@ -880,16 +914,16 @@ static int ioa_select_path(sim_t *s, int64_t nr_bytes, int cpu)
 }
 
 /* any other selector: its Python select_path, start_io and end_io (per group; None: no I/O hooks) */
-static int py_start_io(sim_t *s, path_t *p, int64_t nr_bytes)
+static int py_start_io(sim_t *s, selpath_t *p, int64_t nr_bytes)
 {
     PyObject *fn = PyList_GET_ITEM(s->py_start, p->pg);
-    return fn != Py_None ? py_io_hook(s, fn, (int)(p - s->paths), nr_bytes, NULL) : 0;
+    return fn != Py_None ? py_io_hook(s, fn, (int)(p - s->sel), nr_bytes, NULL) : 0;
 }
 
-static int py_end_io(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
+static int py_end_io(sim_t *s, selpath_t *p, int64_t nr_bytes, uint64_t start)
 {
     PyObject *fn = PyList_GET_ITEM(s->py_end, p->pg);
-    return fn != Py_None ? py_io_hook(s, fn, (int)(p - s->paths), nr_bytes, PyLong_FromUnsignedLongLong(start)) : 0;
+    return fn != Py_None ? py_io_hook(s, fn, (int)(p - s->sel), nr_bytes, PyLong_FromUnsignedLongLong(start)) : 0;
 }
 
 static const selector_ops_t selector_ops[] = {
@@ -907,14 +941,137 @@ static int select_path(sim_t *s, int64_t nr_bytes, int cpu)
     return selector_ops[s->pg_sel[s->cur_pg]].select_path(s, nr_bytes, cpu);
 }
 
-static int sel_start(sim_t *s, path_t *p, int64_t nr_bytes)
+static int sel_start(sim_t *s, selpath_t *p, int64_t nr_bytes)
 {
     return p->ops->start_io(s, p, nr_bytes);
 }
 
-static int sel_end(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
+static int sel_end(sim_t *s, selpath_t *p, int64_t nr_bytes, uint64_t start)
 {
     return p->ops->end_io(s, p, nr_bytes, start);
+}
+
+/* ------------------------------------------------------------- multi-host */
+/* sim/hosts.py MultiHostSimulation: every host maps through its own target (its selector's state,
+   valid list, first choice and Python hooks) over the shared path devices.  sim_t holds the current
+   host's; an I/O of another host that maps or completes switches it (pointers only, no copying). */
+static void mh_save(sim_t *s)
+{
+    mhost_t *m = &s->mh[s->cur_mh];
+    m->sel = s->sel; m->valid = s->valid; m->nvalid = s->nvalid; m->first_choice = s->first_choice;
+    m->map_misses = s->map_misses;
+    m->py_select = s->py_select; m->py_start = s->py_start; m->py_end = s->py_end;
+    m->py_pgpaths = s->py_pgpaths; m->py_index = s->py_index;
+}
+
+static void mh_enter(sim_t *s, int h)
+{
+    if (h == s->cur_mh)
+        return;
+    mh_save(s);
+    mhost_t *m = &s->mh[h];
+    s->sel = m->sel; s->valid = m->valid; s->nvalid = m->nvalid; s->first_choice = m->first_choice;
+    s->map_misses = m->map_misses;
+    s->py_select = m->py_select; s->py_start = m->py_start; s->py_end = m->py_end;
+    s->py_pgpaths = m->py_pgpaths; s->py_index = m->py_index;
+    s->cur_mh = h;
+}
+
+/* A host's table for the core (fast.py _host_cfg): its selectors' path states, valid order and Python
+   hooks; the groups, relative throughputs and selector kinds are host 0's (one table for all) */
+static int mh_load(sim_t *s, int h, PyObject *hd)
+{
+    mhost_t *m = &s->mh[h];
+    PyObject *states = PyDict_GetItemString(hd, "sel"), *order = PyDict_GetItemString(hd, "order");
+    if (!states || !PyList_Check(states) || PyList_GET_SIZE(states) != s->npaths || !order
+            || !PyList_Check(order) || PyList_GET_SIZE(order) > s->npaths) {
+        PyErr_SetString(PyExc_ValueError, "a host needs every path's selector state and a valid order");
+        return -1;
+    }
+    m->sel = s->sel_all + (size_t)h * s->npaths;
+    m->valid = s->valid_all + (size_t)h * s->npaths;
+    for (int i = 0; i < s->npaths; i++) {
+        m->sel[i] = s->sel_all[i];      /* host 0's relative throughput, group and selector */
+        if (sel_path_in(&m->sel[i], PyList_GET_ITEM(states, i)) < 0)
+            return -1;
+    }
+    m->nvalid = (int)PyList_GET_SIZE(order);
+    for (int i = 0; i < m->nvalid; i++)
+        m->valid[i] = (int)PyLong_AsLong(PyList_GET_ITEM(order, i));
+    m->first_choice = -1;
+    m->map_misses = 0;
+    m->py_select = PyDict_GetItemString(hd, "py_select");
+    m->py_start = PyDict_GetItemString(hd, "py_start");
+    m->py_end = PyDict_GetItemString(hd, "py_end");
+    m->py_pgpaths = PyDict_GetItemString(hd, "py_pgpaths");
+    m->py_index = PyDict_GetItemString(hd, "py_index");
+    if (s->py_select && !(m->py_select && m->py_start && m->py_end && m->py_pgpaths && m->py_index)) {
+        PyErr_SetString(PyExc_ValueError, "a host with a Python selector needs its hooks");
+        return -1;
+    }
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* The hosts' tables from cfg["hosts"] (host 0 is the run's own), and the per-host dispatch counts */
+static int mh_setup(sim_t *s, PyObject *hosts)
+{
+    s->nmh = (int)PyList_GET_SIZE(hosts) + 1;
+    s->mh = PyMem_Calloc((size_t)s->nmh, sizeof(mhost_t));
+    s->host_port = PyMem_Calloc((size_t)s->nmh * s->npaths, sizeof(int64_t));
+    selpath_t *sel = PyMem_Realloc(s->sel_all, (size_t)s->nmh * s->npaths * sizeof(selpath_t));
+    if (sel) s->sel_all = s->sel = sel;
+    int *valid = PyMem_Realloc(s->valid_all, (size_t)s->nmh * s->npaths * sizeof(int));
+    if (valid) s->valid_all = s->valid = valid;
+    if (!s->mh || !s->host_port || !sel || !valid) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int h = 1; h < s->nmh; h++)
+        if (mh_load(s, h, PyList_GET_ITEM(hosts, h - 1)) < 0)
+            return -1;
+    return 0;
+}
+
+/* What each host's target ends with (fast.py _write_back_hosts), and host 0's state back in sim_t
+   for the run's own results */
+static PyObject *mh_results(sim_t *s)
+{
+    if (!s->nmh)
+        return PyList_New(0);
+    mh_enter(s, 0);
+    mh_save(s);
+    PyObject *out = PyList_New(s->nmh);
+    for (int h = 0; out && h < s->nmh; h++) {
+        mhost_t *m = &s->mh[h];
+        PyObject *states = PyList_New(s->npaths), *order = PyList_New(m->nvalid);
+        PyObject *ports = PyList_New(s->npaths);
+        if (!states || !order || !ports) {
+            Py_XDECREF(states); Py_XDECREF(order); Py_XDECREF(ports); Py_DECREF(out);
+            return NULL;
+        }
+        for (int i = 0; i < s->npaths; i++) {
+            PyList_SET_ITEM(states, i, sel_path_out(&m->sel[i]));
+            PyList_SET_ITEM(ports, i, PyLong_FromLongLong(s->host_port[(size_t)h * s->npaths + i]));
+        }
+        for (int i = 0; i < m->nvalid; i++)
+            PyList_SET_ITEM(order, i, PyLong_FromLong(m->valid[i]));
+        if (PyErr_Occurred()) {     /* an item above could not be built */
+            Py_DECREF(states); Py_DECREF(order); Py_DECREF(ports); Py_DECREF(out);
+            return NULL;
+        }
+        PyObject *t = Py_BuildValue("{s:N,s:N,s:i,s:L,s:N}", "sel", states, "order", order,
+                                    "first_choice", m->first_choice, "map_misses", (long long)m->map_misses,
+                                    "host_port", ports);
+        if (!t) { Py_DECREF(out); return NULL; }
+        PyList_SET_ITEM(out, h, t);
+    }
+    return out;
+}
+
+static void mh_count_dispatch(sim_t *s, int64_t id)
+{
+    io_t *io = &s->ios[id];
+    s->host_port[(size_t)s->jobs[io->job].mh * s->npaths + io->path]++;
 }
 
 /* ----------------------------------------------------------------- engine */
@@ -1190,6 +1347,7 @@ static int map_io(sim_t *s, int64_t id)
 {
     io_t *io = &s->ios[id];
     job_t *job = &s->jobs[io->job];
+    mh_enter(s, job->mh);
     if (s->target && !(s->target_simple & TARGET_SIMPLE)) {
         if (s->target_simple & TARGET_REQUEUE) {     /* no path, request-based, queueing: DM_MAPIO_DELAY_REQUEUE */
             io->mapped = 1;
@@ -1225,7 +1383,7 @@ static int map_io(sim_t *s, int64_t id)
         io->start_time_ns = s->use_hr ? s->base_ns + s->now : 0;
     else
         io->start_time_ns = s->rq_stats ? s->base_ns + s->now : 0;
-    if (sel_start(s, p, io->nr_bytes) < 0) return -1;
+    if (sel_start(s, &s->sel[pi], io->nr_bytes) < 0) return -1;
     return issue_directly(s, id);
 }
 
@@ -1255,7 +1413,7 @@ static int issue_directly(sim_t *s, int64_t id)
         /* ScsiQueues.issue_directly: no budget, the clone is released (its tag back) */
         if (!scsi_get_budget(p->sd)) {
             io->start_time_ns = 0;
-            if (sel_end(s, p, io->nr_bytes, 0) < 0) return -1;
+            if (sel_end(s, &s->sel[io->path], io->nr_bytes, 0) < 0) return -1;
             scsi_put_tag(s, p->sd);
             return 0;
         }
@@ -1263,7 +1421,7 @@ static int issue_directly(sim_t *s, int64_t id)
         /* the clone needs a driver tag too */
         if (q->nr_tags && q->tags_used >= q->nr_tags) {
             io->start_time_ns = 0;
-            if (sel_end(s, p, io->nr_bytes, 0) < 0) return -1;      /* multipath_release_clone */
+            if (sel_end(s, &s->sel[io->path], io->nr_bytes, 0) < 0) return -1;      /* multipath_release_clone */
             q->sched_tags_used--;
             return 0;
         }
@@ -1355,7 +1513,10 @@ static int dispatch(sim_t *s, int64_t id)
 {
     if (s->blk && !s->bio)
         return blk_insert(s, id);
-    return map_io(s, id) < 0 ? -1 : 0;
+    if (map_io(s, id) < 0) return -1;
+    if (s->host_port)
+        mh_count_dispatch(s, id);
+    return 0;
 }
 
 /* IoPath._kick_requeue: blk_mq_delay_kick_requeue_list, a mod_delayed_work (the latest kick wins) */
@@ -2053,7 +2214,8 @@ static int complete_io(sim_t *s, int64_t id)
         start = io->start_time_ns ? (uint64_t)io->start_time_ns : jiffies_to_nsecs(s, io->dm_start_jiffies);
     else
         start = (uint64_t)io->start_time_ns;
-    if (sel_end(s, p, io->nr_bytes, start) < 0) return -1;
+    mh_enter(s, job->mh);
+    if (sel_end(s, &s->sel[io->path], io->nr_bytes, start) < 0) return -1;
     if (s->blk && blk_complete(s, p, id) < 0) return -1;
     p->completed++;
     job->inflight--;
@@ -2136,7 +2298,8 @@ static int path_error(sim_t *s, int64_t id, int error)
         /* request-based, a path error on a path the target has failed already: end_io changes nothing
            but the selector's end_io (bit 3: END_REQUEUE; bit 4: no path, no queueing: END_DONE with the
            error) */
-        if (sel_end(s, p, io->nr_bytes, (uint64_t)io->start_time_ns) < 0) return -1;
+        mh_enter(s, s->jobs[io->job].mh);
+        if (sel_end(s, &s->sel[io->path], io->nr_bytes, (uint64_t)io->start_time_ns) < 0) return -1;
         code = (s->target_simple & TARGET_END_REQUEUE) ? END_REQUEUE : END_DONE;
         err = (s->target_simple & TARGET_END_REQUEUE) ? 0 : error;
     } else {
@@ -2432,7 +2595,10 @@ static void sim_free(sim_t *s)
     PyMem_Free(s->scsi_hosts);
     PyMem_Free(s->done_at);
     PyMem_Free(s->paths);
-    PyMem_Free(s->valid);
+    PyMem_Free(s->sel_all);
+    PyMem_Free(s->valid_all);
+    PyMem_Free(s->mh);
+    PyMem_Free(s->host_port);
     PyMem_Free(s->pg_sel);
     PyMem_Free(s->path_active);
     PyMem_Free(s->jobs);
@@ -2562,13 +2728,14 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         return NULL;
     }
     s.paths = PyMem_Calloc((size_t)s.npaths, sizeof(path_t));
-    s.valid = PyMem_Calloc((size_t)s.npaths, sizeof(int));
+    s.sel = s.sel_all = PyMem_Calloc((size_t)s.npaths, sizeof(selpath_t));
+    s.valid = s.valid_all = PyMem_Calloc((size_t)s.npaths, sizeof(int));
     s.path_active = PyMem_Calloc((size_t)s.npaths, sizeof(int));
     s.jobs = PyMem_Calloc((size_t)(s.njobs ? s.njobs : 1), sizeof(job_t));
     s.timeline = PyList_New(0);
     if (s.ncpus < 1) s.ncpus = 1;
     s.cpus = PyMem_Calloc((size_t)s.ncpus, sizeof(cpu_t));
-    if (!s.paths || !s.valid || !s.path_active || !s.jobs || !s.timeline || !s.cpus) {
+    if (!s.paths || !s.sel || !s.valid || !s.path_active || !s.jobs || !s.timeline || !s.cpus) {
         sim_free(&s);
         return PyErr_NoMemory();
     }
@@ -2621,19 +2788,20 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         p->lam = p->mean != 0.0 ? 1.0 / p->mean : 0.0;
         p->mu = get_f(pd, "mu", &err);
         p->sigma = get_f(pd, "sigma", &err);
-        p->rt = (uint32_t)get_u64(pd, "rt", &err);
-        p->h.hst = get_u64(pd, "hst", &err);
-        p->h.outstanding = get_u64(pd, "outstanding", &err);
-        p->h.stale_after = get_u64(pd, "stale_after", &err);
-        p->h.last_finish = get_u64(pd, "last_finish", &err);
-        p->valid_count = (int)get_i64(pd, "valid_count", &err);
-        p->pg = (int)get_i64(pd, "pg", &err);
-        if (p->pg < 0 || p->pg >= s.npgs) {
+        selpath_t *sp = &s.sel[i];
+        sp->rt = (uint32_t)get_u64(pd, "rt", &err);
+        sp->h.hst = get_u64(pd, "hst", &err);
+        sp->h.outstanding = get_u64(pd, "outstanding", &err);
+        sp->h.stale_after = get_u64(pd, "stale_after", &err);
+        sp->h.last_finish = get_u64(pd, "last_finish", &err);
+        sp->valid_count = (int)get_i64(pd, "valid_count", &err);
+        sp->pg = (int)get_i64(pd, "pg", &err);
+        if (sp->pg < 0 || sp->pg >= s.npgs) {
             PyErr_SetString(PyExc_ValueError, "a path of an unknown group");
             sim_free(&s);
             return NULL;
         }
-        p->ops = &selector_ops[s.pg_sel[p->pg]];
+        sp->ops = &selector_ops[s.pg_sel[sp->pg]];
         int host = (int)get_i64(pd, "scsi_host", &err);
         if (host >= 0) {
             if (host >= s.nscsi_hosts) {
@@ -2677,6 +2845,8 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         j->read_fraction = get_f(jd, "read_fraction", &err);
         j->cpu = (int)get_i64(jd, "cpu", &err);
         j->continue_on_error = (int)get_i64(jd, "continue_on_error", &err);
+        PyObject *mh = PyDict_GetItemString(jd, "host");      /* multi-host: the job's host (else 0) */
+        j->mh = mh ? (int)PyLong_AsLong(mh) : 0;
         j->last_error_ns = -1;
         j->wake_ns = -1;
         j->end_ns = j->startdelay_ns;
@@ -2700,6 +2870,18 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.nvalid = (int)PyList_GET_SIZE(order);    /* the first group's valid list */
     for (int i = 0; i < s.nvalid; i++)
         s.valid[i] = (int)PyLong_AsLong(PyList_GET_ITEM(order, i));
+    PyObject *hosts = PyDict_GetItemString(cfg, "hosts");  /* multi-host: hosts 1.. (fast.py _host_cfg) */
+    if (hosts && (!PyList_Check(hosts) || mh_setup(&s, hosts) < 0)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "hosts must be a list");
+        sim_free(&s);
+        return NULL;
+    }
+    for (int i = 0; i < s.njobs; i++)
+        if (s.jobs[i].mh < 0 || s.jobs[i].mh >= (s.nmh ? s.nmh : 1)) {
+            PyErr_SetString(PyExc_ValueError, "a job of an unknown host");
+            sim_free(&s);
+            return NULL;
+        }
     /* the faults: (path, action, factor, reinstate_after_ns, index of its reinstate_path message) */
     PyObject *faults = PyDict_GetItemString(cfg, "faults");
     if (faults && PyList_Check(faults) && PyList_GET_SIZE(faults)) {
@@ -2779,8 +2961,10 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
             pending += s.cpus[i].current >= 0;
         }
     }
+    PyObject *rhosts = mh_results(&s);     /* and host 0's target back in s */
+    if (!rhosts) { sim_free(&s); return NULL; }
     PyObject *rcpus = PyList_New(s.ncpus);
-    if (!rcpus) { sim_free(&s); return NULL; }
+    if (!rcpus) { Py_DECREF(rhosts); sim_free(&s); return NULL; }
     for (int i = 0; i < s.ncpus; i++)
         PyList_SET_ITEM(rcpus, i, PyLong_FromLongLong(s.cpus[i].busy_ns));
 
@@ -2806,9 +2990,10 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         PyObject *t = Py_BuildValue("{s:L,s:L,s:L,s:L,s:i,s:i,s:K,s:K,s:K,s:K,s:d,s:L,s:i,s:N}",
             "dispatched", (long long)p->dispatched, "completed", (long long)p->completed,
             "in_flight", (long long)p->in_flight, "peak_in_flight", (long long)p->peak_in_flight,
-            "qlen", (int)p->qlen_sel, "in_flight_size", (int)p->inflight_size,
-            "hst", (unsigned long long)p->h.hst, "outstanding", (unsigned long long)p->h.outstanding,
-            "stale_after", (unsigned long long)p->h.stale_after, "last_finish", (unsigned long long)p->h.last_finish,
+            "qlen", (int)s.sel[i].qlen_sel, "in_flight_size", (int)s.sel[i].inflight_size,
+            "hst", (unsigned long long)s.sel[i].h.hst, "outstanding", (unsigned long long)s.sel[i].h.outstanding,
+            "stale_after", (unsigned long long)s.sel[i].h.stale_after,
+            "last_finish", (unsigned long long)s.sel[i].h.last_finish,
             "slow_factor", p->slow_factor, "errors", (long long)p->errors, "offline", p->offline, "lat", pl);
         if (!t) goto fail;
         PyList_SET_ITEM(rpaths, i, t);
@@ -2865,23 +3050,25 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
             if (bad) goto fail;
         }
     }
-    PyObject *rdone = PyList_New(s.ndone), *rhosts = PyList_New(s.nscsi_hosts);
-    if (!rdone || !rhosts) { Py_XDECREF(rdone); Py_XDECREF(rhosts); goto fail; }
+    PyObject *rdone = PyList_New(s.ndone), *rscsi = PyList_New(s.nscsi_hosts);
+    if (!rdone || !rscsi) { Py_XDECREF(rdone); Py_XDECREF(rscsi); goto fail; }
     for (int64_t k = 0; k < s.ndone; k++)
         PyList_SET_ITEM(rdone, k, PyLong_FromLongLong(s.done_at[k]));
     for (int i = 0; i < s.nscsi_hosts; i++)
-        PyList_SET_ITEM(rhosts, i, PyLong_FromLongLong(s.scsi_hosts[i].tags_used));
-    PyObject *res = Py_BuildValue("{s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:L,s:N,s:N,s:L,s:L,s:L,s:N,s:L,s:N}",
+        PyList_SET_ITEM(rscsi, i, PyLong_FromLongLong(s.scsi_hosts[i].tags_used));
+    PyObject *res = Py_BuildValue("{s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:L,s:N,s:N,s:L,s:L,s:L,s:N,s:L,s:N,s:N}",
         "paths", rpaths, "jobs", rjobs, "order", rorder, "submitted", (long long)s.submitted,
         "completed", (long long)s.completed, "events", (long long)s.events, "pending", (long long)pending,
         "stalled", stalled, "first_choice", s.first_choice, "timeline", s.timeline,
         "resource_stalls", (long long)s.resource_stalls, "cpu_busy_ns", rcpus, "windows", rwin,
         "now", (long long)s.now, "errored", (long long)s.errored, "map_misses", (long long)s.map_misses,
-        "done_at", rdone, "requeued_errors", (long long)s.requeued_errors, "scsi_tags_used", rhosts);
-    rcpus = NULL;
+        "done_at", rdone, "requeued_errors", (long long)s.requeued_errors, "scsi_tags_used", rscsi,
+        "hosts", rhosts);
+    rcpus = rhosts = NULL;
     sim_free(&s);
     return res;
 fail:
+    Py_XDECREF(rhosts);
     Py_XDECREF(rwin);
     Py_XDECREF(rcpus);
     Py_XDECREF(rpaths);

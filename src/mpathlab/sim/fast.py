@@ -23,7 +23,9 @@ several priority groups (each with its own selector, C or Python) with
 switching and hardware-handler pg_init;
 queue_if_no_path with its timeout; bio-based queueing; jobs with an IoGen
 (sim/arrival.py: mixed sizes, trims, open-loop arrivals; :mod:`.fast_gen`
-hands it over and names what of it stays in Python).
+hands it over and names what of it stays in Python); several hosts (sim/hosts.py), each
+with its own target and selector state over the shared devices, when no host's target has a
+rare event to call back for (one priority group, slow faults only: :func:`_hosts_refusal`).
 
 The split, and why: every per-I/O step (submit, map through the selector,
 tags, device, completion through end_io, fio's statistics) is in C, because
@@ -161,11 +163,7 @@ class _Target:
         the valid order of the group the core selects in)."""
         if not self.c_groups:
             return None
-        return ([SelPathState(
-                    qlen=getattr(i, "qlen", 0), in_flight_size=getattr(i, "in_flight_size", 0),
-                    hst=getattr(i, "hst", 0), outstanding=getattr(i, "outstanding", 0),
-                    stale_after=getattr(i, "stale_after", 0), last_finish=getattr(i, "last_finish", 0),
-                    valid_count=getattr(p.pg.ps, "valid_count", 0)) for p, i in zip(self.pgpaths, self.infos)],
+        return ([_sel_state(i, p.pg.ps) for p, i in zip(self.pgpaths, self.infos)],
                 [self.infos.index(i) for i in self.c_pg.ps.valid_paths] if self.c_pg in self.c_groups else [])
 
     def _enter(self, state):
@@ -306,6 +304,24 @@ class _ScsiBridge:
                        python=self._python(sd))
 
 
+def _sel_state(info, ps) -> SelPathState:
+    """A path's selector state as the core holds it, from the Python selector PS's path info (0 for what
+    that selector does not keep)."""
+    return SelPathState(qlen=getattr(info, "qlen", 0), in_flight_size=getattr(info, "in_flight_size", 0),
+                        hst=getattr(info, "hst", 0), outstanding=getattr(info, "outstanding", 0),
+                        stale_after=getattr(info, "stale_after", 0), last_finish=getattr(info, "last_finish", 0),
+                        valid_count=getattr(ps, "valid_count", 0))
+
+
+def _py_hooks(selectors, pgpaths) -> dict:
+    """The core's view of Python selectors: per group its bound select_path, start_io and end_io (None for a
+    group whose selector runs in C, and for hooks a selector has not), the pgpath of each device and back."""
+    return {"py_select": [ps and ps.select_path for ps in selectors],
+            "py_start": [ps.start_io if ps and ps.has_io_hooks else None for ps in selectors],
+            "py_end": [ps.end_io if ps and ps.has_io_hooks else None for ps in selectors],
+            "py_pgpaths": pgpaths, "py_index": {p: i for i, p in enumerate(pgpaths)}}
+
+
 def _set_info(info, st: SelPathState) -> None:
     """The C selector's per-path state into the Python selector's path info."""
     if hasattr(info, "qlen"):
@@ -407,6 +423,52 @@ def _job_refusal(sim, j) -> str:
     return ""
 
 
+_CORE_SIMULATIONS = {(__package__ + ".engine", "Simulation"), (__package__ + ".hosts", "MultiHostSimulation")}
+
+
+def _ioa_map(ps, pgpath_index) -> list:
+    """io-affinity's CPU -> path map as device indices (-1: no path for that CPU)."""
+    return [-1 if pi is None else pgpath_index[pi.path] for pi in ps.path_map]
+
+
+def _pgpath_of_device(sim, mp) -> list:
+    """MP's pgpath on each of the run's devices, in device order."""
+    index = {d: i for i, d in enumerate(sim.devices)}
+    out: list = [None] * len(sim.devices)
+    for p in mp.pgpaths:
+        out[index[sim.dev_of_pgpath[p]]] = p
+    return out
+
+
+def _hosts_refusal(sim) -> str:
+    """Several hosts (sim/hosts.py) run in the core when no host's target has a rare event to call back
+    for: one priority group, no hardware handler, only slow faults and no messages (the core keeps one
+    target's flags); every host's table is the same table, so its selectors' kinds and arguments are
+    host 0's."""
+    mp0 = sim.mp
+    if len(mp0.priority_groups) > 1:
+        return "several priority groups with several hosts need the Python engine"
+    if _needs_target(sim):
+        return "failing faults, dm messages or hardware handlers with several hosts need the Python engine"
+    kind0 = core_kind(mp0.priority_groups[0].ps)
+    ioa0 = None
+    for mp in sim.targets:
+        if type(mp) is not Multipath or len(mp.priority_groups) != 1 or mp.hw_handler_name:
+            return "several hosts with different tables need the Python engine"
+        ps = mp.priority_groups[0].ps
+        if core_kind(ps) != kind0 or type(ps) is not type(mp0.priority_groups[0].ps):
+            return "several hosts with different selectors need the Python engine"
+        if mp.nr_valid_paths != len(mp.pgpaths) or len(mp.pgpaths) != len(sim.devices):
+            return "every device must be one active path of each host's table"
+        if type(ps) is IOAffinity:
+            pgpaths = _pgpath_of_device(sim, mp)
+            m = _ioa_map(ps, {p: i for i, p in enumerate(pgpaths)})
+            if ioa0 is not None and m != ioa0:
+                return "io-affinity maps that differ between hosts need the Python engine"
+            ioa0 = m
+    return ""
+
+
 def eligible(sim) -> str:
     """'' when the compiled core can run this simulation, else the reason (the first part of the run
     that is not on the allow-list above)."""
@@ -416,11 +478,14 @@ def eligible(sim) -> str:
         return "MPATHLAB_ENGINE=python"
     if getattr(sim, "daemons", None):
         return "a user-space daemon (multipathd) needs the Python engine"
-    if len(getattr(sim, "targets", ())) > 1:
-        return "several hosts (mpathlab.multihost) need the Python engine"
-    # engine.Simulation itself, not a subclass with its own hooks (named: engine imports this module)
-    if (type(sim).__module__, type(sim).__qualname__) != (__package__ + ".engine", "Simulation"):
+    # engine.Simulation itself or sim/hosts.py's, not a subclass with its own hooks (named: engine imports
+    # this module)
+    if (type(sim).__module__, type(sim).__qualname__) not in _CORE_SIMULATIONS:
         return "the simulation %s is not in the compiled core" % type(sim).__name__
+    if len(getattr(sim, "targets", ())) > 1:
+        why = _hosts_refusal(sim)
+        if why:
+            return why
     mp = sim.mp
     if type(mp) is not Multipath:
         return "the %s stack is not in the compiled core" % getattr(mp, "stack", type(mp).__name__)
@@ -514,7 +579,7 @@ def try_run_fast(sim) -> bool:
                  "remaining": -1 if j.remaining is None else j.remaining,
                  "stop_ns": -1 if j.stop_ns is None else j.stop_ns, "startdelay_ns": j.spec.startdelay_ns,
                  "read_fraction": float(j.spec.read_fraction), "seed": j.seed,
-                 "cpu": j.cpu, "continue_on_error": int(j.spec.continue_on_error),
+                 "cpu": j.cpu, "continue_on_error": int(j.spec.continue_on_error), "host": j.host,
                  "gen": fast_gen.config(j)} for j in sim.jobs]
     expected, horizon, hard_stop, tl_step, tl_count = sim.run_plan()
     bio = mp.queue_mode == "bio"
@@ -549,16 +614,11 @@ def try_run_fast(sim) -> bool:
     }
     if ioa:
         pgpath_index = {info_of_dev[i][0]: i for i in range(len(devices))}
-        cfg.update({"ioa_map": [-1 if pi is None else pgpath_index[pi.path] for pi in ps.path_map],
+        cfg.update({"ioa_map": _ioa_map(ps, pgpath_index),
                     "ioa_node": list(ps.topology.node_of), "map_misses": ps.map_misses})
     elif any(_py_selector(pg.ps) for pg in mp.priority_groups):
-        # per group: a Python selector's bound hooks (None for a group whose selector runs in C)
-        pgpaths = [info_of_dev[i][0] for i in range(len(devices))]
-        pys = [pg.ps if _py_selector(pg.ps) else None for pg in mp.priority_groups]
-        cfg.update({"py_select": [ps and ps.select_path for ps in pys],
-                    "py_start": [ps.start_io if ps and ps.has_io_hooks else None for ps in pys],
-                    "py_end": [ps.end_io if ps and ps.has_io_hooks else None for ps in pys],
-                    "py_pgpaths": pgpaths, "py_index": {p: i for i, p in enumerate(pgpaths)}})
+        cfg.update(_py_hooks([pg.ps if _py_selector(pg.ps) else None for pg in mp.priority_groups],
+                             [info_of_dev[i][0] for i in range(len(devices))]))
     # the faults and messages Simulation.__init__ scheduled now run in the core, in their order
     target = None
     if _needs_target(sim):
@@ -579,6 +639,9 @@ def try_run_fast(sim) -> bool:
     cfg.update({"faults": faults, "initial": initial, "target": target,
                 "target_flags": target.flags() if target is not None else None,
                 "scsi": _ScsiBridge(sim, target, fault_objs) if scsi_hosts else None})
+    hosts = getattr(sim, "targets", [mp])[1:]
+    if hosts:
+        cfg["hosts"] = [_host_cfg(sim, h, ioa) for h in hosts]
     sim._heap.clear()
     sim._state_changes = 0
     alloc_clone = mp.alloc_clone
@@ -592,6 +655,8 @@ def try_run_fast(sim) -> bool:
     if ioa:
         ps.map_misses = out["map_misses"]
     _write_back(sim, out, info_of_dev)
+    if hosts:
+        _write_back_hosts(sim, out["hosts"], ioa)
     return True
 
 
@@ -605,6 +670,54 @@ def _set_scsi(sd, st: dict) -> None:
     sd.run_pending = bool(st["run_pending"])
     for f in ("device_busy", "tags_held", "restarts", "device_blocked", "nr_cmds", "iodone_cnt", "rejected"):
         setattr(sd, f, st[f])
+
+
+def _host_infos(sim, mp, ioa):
+    """A host's (pgpath, selector path info or None) on each device, as try_run_fast's info_of_dev."""
+    ps = mp.priority_groups[0].ps
+    return [(p, None if ioa or _py_selector(ps) else ps.path_info(p)) for p in _pgpath_of_device(sim, mp)]
+
+
+def _host_cfg(sim, mp, ioa) -> dict:
+    """Another host's target for the core (_fastcore.c mh_load): its selector's state on each device, its
+    valid order and, for a Python selector, its hooks."""
+    ps = mp.priority_groups[0].ps
+    infos = _host_infos(sim, mp, ioa)
+    index = {info: i for i, (_, info) in enumerate(infos)}
+    py = _py_selector(ps)
+    cfg = {"sel": [_sel_state(i, ps) for _, i in infos],
+           "order": list(range(len(infos))) if py or ioa else [index[pi] for pi in ps.valid_paths]}
+    if py:
+        cfg.update(_py_hooks([ps], [p for p, _ in infos]))
+    return cfg
+
+
+def _write_back_hosts(sim, hosts, ioa) -> None:
+    """Each host's final target state (host 0's is the run's own, _write_back) and the per-host dispatch
+    counts (MultiHostSimulation.host_port)."""
+    sim.host_port = [list(h["host_port"]) for h in hosts]
+    for mp, h in zip(sim.targets[1:], hosts[1:]):
+        ps = mp.priority_groups[0].ps
+        infos = _host_infos(sim, mp, ioa)
+        for (_, info), st in zip(infos, h["sel"]):
+            if info is not None:
+                _set_info(info, SelPathState._make(st))
+        if not (_py_selector(ps) or ioa):
+            ps.valid_paths[:] = [infos[i][1] for i in h["order"]]
+        if ioa:
+            ps.map_misses = h["map_misses"]
+        if h["first_choice"] >= 0:
+            _choose(mp, infos[h["first_choice"]][0])
+
+
+def _choose(mp, pgpath) -> None:
+    """The target's state after its first map chose PGPATH in its only group (what the core's run did)."""
+    mp.current_pgpath = pgpath
+    mp.current_pg = pgpath.pg
+    mp.next_pg = None
+    mp.queue_io = False
+    mp.pg_init_required = False
+    mp.pg_init_count = 0
 
 
 def _set_lat(stats, out) -> None:
@@ -636,12 +749,7 @@ def _write_back(sim, out, info_of_dev) -> None:
     sim.now = out["now"]
     sim._windows = {k: v for k, v in out["windows"].items()}
     if out["first_choice"] >= 0 and target is None:   # with a target its state is already the run's
-        mp.current_pgpath = info_of_dev[out["first_choice"]][0]
-        mp.current_pg = pg
-        mp.next_pg = None
-        mp.queue_io = False
-        mp.pg_init_required = False
-        mp.pg_init_count = 0
+        _choose(mp, info_of_dev[out["first_choice"]][0])
     for j, o in zip(sim.jobs, out["jobs"]):
         j.submitted, j.completed, j.end_ns = o["submitted"], o["completed"], o["end_ns"]
         j.remaining = None if o["remaining"] < 0 else o["remaining"]
