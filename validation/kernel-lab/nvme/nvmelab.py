@@ -68,6 +68,8 @@ CELLS: Dict[str, tuple] = {
     "tr-rmport-rr-loop": ("loop", (0, 0), "oo", "round-robin", 16, 4, "rmport:1", 2, "trace"),
     # one port removed, fast_io_fail_tmo 0: the guest's error recovery of one controller, alone
     "C1-rmport": ("tcp", (0,), "o", "round-robin", 16, 4, "rmport:1", 2, "trace,ffail0"),
+    # one port going non-optimized (it keeps serving): when the host reads the ANA log after the notice
+    "C1-ana-nonopt": ("tcp", (0,), "o", "numa", 16, 4, "ana:1:non-optimized", 2, "trace"),
 }
 
 BATCHES = {
@@ -76,7 +78,7 @@ BATCHES = {
     "steady": ["E2-numa", "E2-rr", "E2-qd", "A2-numa", "A2-rr", "A2-qd", "E3-rr", "N2-rr", "N3-rr", "N2nn-rr"],
     "events": ["ev-ana-inacc-rr", "ev-ana-nonopt-numa", "ev-rmport-rr", "ev-rmport-numa"],
     "loop": ["L2-rr", "L2-qd", "ev-rmport-rr-loop"],
-    "transitions": ["C1-rmport", "tr-rmport-rr", "tr-rmport-numa", "tr-ana-inacc-rr", "tr-ana-inacc-numa",
+    "transitions": ["C1-rmport", "C1-ana-nonopt", "tr-rmport-rr", "tr-rmport-numa", "tr-ana-inacc-rr", "tr-ana-inacc-numa",
                     "tr-ana-nonopt-numa", "tr-rmport-rr-loop"],
 }
 
