@@ -194,6 +194,7 @@ class NvmeHead:
         self._spdk_retries: Dict[object, int] = {}     # SPDK bio->retry_count
         self._spdk_waiting: list = []           # SPDK: (number, bio) retried after 1 s (-ENXIO)
         self._spdk_seq = 0
+        self.failed_over: Dict[str, int] = {}     # requests failed over, per controller they left
         # set by the simulation (mpathlab.nvme.run.attach): cancel the requests started on a controller,
         # and keep them from completing until then (a lost connection delivers nothing)
         self.cancel_in_flight: Optional[Callable[[Controller], None]] = None
@@ -348,6 +349,7 @@ class NvmeHead:
             io.error = error
             return END_DONE
         if nvme_path_error(error):
+            self.failed_over[ctrl.name] = self.failed_over.get(ctrl.name, 0) + 1
             self.clear_current_path(ns)
             if error == ANA_ERROR:
                 ns.ana_pending = True

@@ -55,6 +55,7 @@ def run_nvme(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = 
     annotate(sim, result, cfg.paths, cfg.events)
     result.check_accounting()
     ana_best(result, cfg)
+    result.failed_over = dict(sim.mp.failed_over)    # type: ignore[attr-defined]
     return result
 
 
@@ -77,7 +78,8 @@ def lab_figures(result: SimResult, since_ns: Optional[int] = None, until_ns: Opt
         stall = max(max(0, b - a - result.window_ns) for a, b in zip(edges, edges[1:])) if busy else \
             end - since_ns
     return {"controllers": ctrls, "shares": {c: (n / total if total else 0.0) for c, n in ctrls.items()},
-            "errors": result.errored, "stall_ns": stall, "submitted": result.submitted}
+            "errors": result.errored, "stall_ns": stall, "submitted": result.submitted,
+            "failed_over": dict(getattr(result, "failed_over", {}))}
 
 
 def ana_best(result: SimResult, cfg) -> None:
