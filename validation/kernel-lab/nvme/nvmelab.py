@@ -66,6 +66,9 @@ CELLS: Dict[str, tuple] = {
     "tr-ana-inacc-numa": ("tcp", (0, 0), "oo", "numa", 16, 4, "ana:1:inaccessible", 2, "trace"),
     "tr-ana-nonopt-numa": ("tcp", (0, 0), "oo", "numa", 16, 4, "ana:1:non-optimized", 2, "trace"),
     "tr-rmport-rr-loop": ("loop", (0, 0), "oo", "round-robin", 16, 4, "rmport:1", 2, "trace"),
+    # queue-depth with each command's time on its controller traced (the A2-qd and L2-qd question)
+    "tq-A2-qd": ("tcp", (4000, 12000), "oo", "queue-depth", 16, 4, "none", 0, "reqtrace"),
+    "tq-L2-qd": ("loop", (0, 0), "oo", "queue-depth", 16, 4, "none", 0, "reqtrace"),
     # one port removed, fast_io_fail_tmo 0: the guest's error recovery of one controller, alone
     "C1-rmport": ("tcp", (0,), "o", "round-robin", 16, 4, "rmport:1", 2, "trace,ffail0"),
     # one port going non-optimized (it keeps serving): when the host reads the ANA log after the notice
@@ -79,7 +82,7 @@ BATCHES = {
     "events": ["ev-ana-inacc-rr", "ev-ana-nonopt-numa", "ev-rmport-rr", "ev-rmport-numa"],
     "loop": ["L2-rr", "L2-qd", "ev-rmport-rr-loop"],
     "transitions": ["C1-rmport", "C1-ana-nonopt", "tr-rmport-rr", "tr-rmport-numa", "tr-ana-inacc-rr", "tr-ana-inacc-numa",
-                    "tr-ana-nonopt-numa", "tr-rmport-rr-loop"],
+                    "tr-ana-nonopt-numa", "tr-rmport-rr-loop", "tq-A2-qd", "tq-L2-qd"],
 }
 
 
@@ -214,6 +217,9 @@ def summarise_cell(d: str) -> dict:
             s["ios_logged"] = len(log)
             # fio's first I/O started at its completion less its latency: the event's time in fio's run
             s["event_at_fio_s"] = round((ev_ms - min(t - l for t, l in log)) / 1000.0, 3)
+    rq = os.path.join(d, "reqtime.txt")
+    if os.path.exists(rq):
+        s["on_ctrl_us"] = request_times(rq, os.path.join(d, "map.txt"))
     old = os.path.join(d, "summary.json")
     if os.path.exists(old):
         with open(old) as f:          # summarised before: the raw logs are gone, their figures stay
@@ -226,7 +232,30 @@ def summarise_cell(d: str) -> dict:
 
 # what summarise_cell reads from the raw files it drops (fio.json, fio's per-I/O log, the trace)
 RAW_FIGURES = ("stall_first_ms", "stall_max_gap_ms", "lat_max_after_ms", "ios_logged", "event_at_fio_s",
-               "fio_errors", "fio_error", "fio_iops", "clat_mean_us", "clat_max_ms", "transition")
+               "fio_errors", "fio_error", "fio_iops", "clat_mean_us", "clat_max_ms", "transition", "on_ctrl_us")
+
+
+def request_times(path, map_path):
+    """Per port: how long its I/O commands stayed on the controller (nvme_setup_cmd to nvme_complete_rq,
+    microseconds): count, mean and the 10/50/90/99th percentiles."""
+    port_of = {}
+    with open(map_path) as f:
+        for ln in f:
+            w = ln.split()
+            if len(w) >= 2:
+                port_of[w[1] + ":"] = w[0]
+    per: Dict[str, List[int]] = {}
+    with open(path) as f:
+        for ln in f:
+            w = ln.split()
+            if len(w) == 2:
+                per.setdefault(port_of.get(w[0], "?"), []).append(int(w[1]))
+    out = {}
+    for p, v in sorted(per.items()):
+        v.sort()
+        q = {"p%d" % k: v[min(len(v) - 1, len(v) * k // 100)] for k in (10, 50, 90, 99)}
+        out[p] = dict(q, n=len(v), mean=round(sum(v) / len(v), 1))
+    return out
 
 
 def _event_time(d):
@@ -328,7 +357,7 @@ def summarise(boot: str, keep_raw: bool = False) -> List[dict]:
             json.dump(s, f, indent=1, sort_keys=True)
         if not keep_raw:
             for raw in os.listdir(d):
-                if raw.startswith("lat_") or raw in ("fio.stdout", "fio.json", "trace.txt"):
+                if raw.startswith("lat_") or raw in ("fio.stdout", "fio.json", "trace.txt", "reqtime.txt"):
                     os.remove(os.path.join(d, raw))
         out.append(s)
     for big in ("dmesg.txt",):

@@ -5,7 +5,8 @@
 # (DELAYS_US and ANA_STATES comma-separated, one per port; EVENT none | ana:PORT:STATE | rmport:PORT;
 # OPTS comma-separated: trace = the transition is timed from the kernel's nvme_complete_rq tracepoint and
 # nothing but fio runs in the guest from half a second before the event to 1.5 s after it;
-# ffail0 = connect with fast_io_fail_tmo=0)
+# ffail0 = connect with fast_io_fail_tmo=0; reqtrace = each I/O's time from the driver's command setup to
+# its completion, per controller (nvme_setup_cmd to nvme_complete_rq), over the whole run)
 # it builds one nvmet subsystem with a null_blk namespace exported through one port per path, connects
 # the host to every port (native multipath: one head, one controller per port), delays the commands
 # sent to a port by its netem delay (TCP only), runs fio on the head and writes /out/cells/NAME/.
@@ -125,9 +126,13 @@ while read name transport delays anas iopolicy iodepth runtime event event_at op
   lat=""
   tracing=""
   case ",$opts," in *,trace,*) [ -w $TR/trace_marker ] && tracing=1;; esac
-  if [ -n "$tracing" ]; then
-    echo 0 > $TR/tracing_on; echo 8192 > $TR/buffer_size_kb; echo > $TR/trace
-    echo 1 > $TR/events/nvme/nvme_complete_rq/enable && echo 1 > $TR/tracing_on
+  reqtrace=""
+  case ",$opts," in *,reqtrace,*) [ -w $TR/trace_marker ] && reqtrace=1;; esac
+  if [ -n "$tracing$reqtrace" ]; then
+    echo 0 > $TR/tracing_on; echo 16384 > $TR/buffer_size_kb; echo > $TR/trace
+    echo 1 > $TR/events/nvme/nvme_complete_rq/enable
+    [ -n "$reqtrace" ] && echo 1 > $TR/events/nvme/nvme_setup_cmd/enable
+    echo 1 > $TR/tracing_on
   fi
   if [ "$event" != none ]; then
     lat="--write_lat_log=lat --log_avg_msec=0 --log_unix_epoch=1"
@@ -170,6 +175,19 @@ while read name transport delays anas iopolicy iodepth runtime event event_at op
       --runtime=$runtime --time_based --continue_on_error=all --output-format=json --output=fio.json $lat \
       > fio.stdout 2>&1
   wait
+  if [ -n "$reqtrace" ]; then
+    # "ctrl microseconds" per I/O command: setup (queue_rq) to completion, matched on ctrl, queue, command id
+    echo 0 > $TR/tracing_on; echo 0 > $TR/events/nvme/nvme_setup_cmd/enable
+    echo 0 > $TR/events/nvme/nvme_complete_rq/enable
+    awk '/ nvme_setup_cmd: | nvme_complete_rq: / {
+           for (i = 1; i <= NF; i++) { if ($i ~ /^[0-9]+\.[0-9]+:$/) t = $i + 0; if ($i ~ /^nvme[0-9]+:$/) c = $i;
+                                      if ($i ~ /^qid=/) q = $i; if ($i ~ /^cmdid=/) id = $i }
+           if (q == "qid=0,") next
+           k = c q id
+           if ($0 ~ / nvme_setup_cmd: /) s[k] = t
+           else if (k in s) { printf "%s %d\n", c, (t - s[k]) * 1e6; delete s[k] } }' $TR/trace > reqtime.txt
+    echo > $TR/trace
+  fi
   if [ -n "$tracing" ]; then
     # the completions from 1 s before the event to 1.5 s after it, as "seconds ctrl qid status", and
     # the markers and the kernel's messages from the event on
