@@ -193,11 +193,11 @@ while read name transport delays anas iopolicy iodepth runtime event event_at op
     # the markers and the kernel's messages from the event on
     echo 0 > $TR/tracing_on; echo 0 > $TR/events/nvme/nvme_complete_rq/enable
     awk '/KLAB-SYNC|KLAB-EVENT/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) t = $i + 0;
-                                  print t, "mark", $NF; next }
+                                  printf "%.6f mark %s\n", t, $NF; next }
          / nvme_complete_rq: / { for (i = 1; i <= NF; i++) { if ($i ~ /^[0-9]+\.[0-9]+:$/) t = $i + 0;
                                    if ($i ~ /^nvme[0-9]+:$/) c = $i; if ($i ~ /^qid=/) q = $i;
                                    if ($i ~ /^status=/) st = $i }
-                                 print t, c, q, st }' $TR/trace > trace.all
+                                 printf "%.6f %s %s %s\n", t, c, q, st }' $TR/trace > trace.all
     ev=$(awk '$2 == "mark" && $3 ~ /:/ { print $1; exit }' trace.all)
     [ -n "$ev" ] && awk -v e=$ev '$1 >= e - 1 && $1 <= e + 1.5' trace.all > trace.txt
     rm -f trace.all; echo > $TR/trace
