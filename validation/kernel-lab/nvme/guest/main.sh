@@ -148,7 +148,7 @@ while read name transport delays anas iopolicy iodepth runtime event event_at op
         adjtimex | sed -n 's/.*time.tv_\(sec\|usec\): *//p' | tr '\n' ' ' > sync.txt
         echo "KLAB-SYNC" > $TR/trace_marker
         sleep 0.5
-        echo "KLAB-EVENT $event" > $TR/trace_marker; echo "KLAB-EVENT $event" > /dev/kmsg
+        echo "KLAB-EVENT $event" > $TR/trace_marker; echo "KLAB-EVENT $name $event" > /dev/kmsg
       else
         sleep $event_at
         snap stat.ev
@@ -201,7 +201,7 @@ while read name transport delays anas iopolicy iodepth runtime event event_at op
     ev=$(awk '$2 == "mark" && $3 ~ /:/ { print $1; exit }' trace.all)
     [ -n "$ev" ] && awk -v e=$ev '$1 >= e - 1 && $1 <= e + 1.5' trace.all > trace.txt
     rm -f trace.all; echo > $TR/trace
-    dmesg | sed -n '/KLAB-EVENT/,$p' | grep -iE 'KLAB|nvme' > dmesg.event
+    dmesg | sed -n "/KLAB-EVENT $name /,\$p" | grep -iE 'KLAB|nvme' > dmesg.event
   fi
   snap stat.post
   dmesg | grep -iE 'nvme|nvmet' | tail -n 30 > dmesg.tail
