@@ -38,20 +38,23 @@ def test_a_lost_connection_is_resetting_until_the_cancel(policy):
     h, c, due, held = _head(policy, 20 * MS)
     first = _start(h)
     assert first.pgpath is c[0]
-    # nvme_tcp_state_change (6.12 tcp.c:1167-1190) -> nvme_tcp_error_recovery (:639-646): RESETTING at once and
-    # err_work queued on nvme_reset_wq; the started request is held (the socket delivers nothing more)
+    # nvme_tcp_state_change (6.12 tcp.c:1167-1191, 6.1 :1047) -> nvme_tcp_error_recovery (6.12 :639-646,
+    # 6.1 :537-544): RESETTING at once and err_work queued on nvme_reset_wq; the started request is held (the
+    # socket delivers nothing more)
     h.transport_lost(c[0])
     assert c[0].state == "resetting" and held == [c[0]]
     assert due == [(20 * MS, "recovery_done c0 1")]
-    # nvme_path_is_disabled: a controller not LIVE is skipped (6.12 multipath.c:247-258): new I/O goes to c1
+    # nvme_path_is_disabled: a controller not LIVE (nor DELETING) is skipped (6.12 multipath.c:243-258): new
+    # I/O goes to c1
     assert _start(h).pgpath is c[1]
     # a request that chose c0 before the loss and reaches queue_rq now is refused (nvme_check_ready ->
     # nvme_fail_nonready_command -> host path error for REQ_NVME_MPATH) and fails over
     late = IO()
     late.pgpath, late.tag = c[0], type(first.tag)(h.nsheads[0].paths[0], 0)
     assert h.driver_start(late) is False
-    # the work's end (tcp.c:2694-2719): teardown cancelled the requests, CONNECTING, and the reconnect is
-    # queued reconnect_delay after that, not after the loss (nvme_tcp_reconnect_or_remove, :2574-2592)
+    # the work's end (6.12 tcp.c:2694-2719, 6.1 :2278-2301): teardown cancelled the requests, CONNECTING, and
+    # the reconnect is queued reconnect_delay after that, not after the loss (nvme_tcp_reconnect_or_remove,
+    # 6.12 :2574-2595, 6.1 :2162)
     h.message("recovery_done", "c0", "1")
     assert c[0].state == "connecting" and not c[0].recovering
     assert due[-1] == (10 * S, "reconnect c0 1")
