@@ -32,6 +32,8 @@ GUEST_CPUS = 2
 # a request leaves its path long before fio reaps it.  (Chosen after the first 6.12 boot, where the dm
 # lab's 60 / 40 split put E2 queue-depth at 0.50 / 0.50 against the kernel's 0.98 / 0.02.)
 SUBMIT_FRACTION = 1.0
+# the table cells that choice was made on: not an independent prediction, marked in the table
+CHOSEN_ON = {("6.12", "E2-qd")}
 # nvme-tcp and nvme-loop: one I/O queue per guest CPU, queue_size 128 (the fabrics default)
 QUEUE_SIZE = 128
 # A path's time when the calibration saw nothing in flight (the model needs a service time above 0).
@@ -256,7 +258,8 @@ def markdown(rows: List[dict]) -> str:
         stall = ", ".join("%g" % s for s in r.get("kernel_stall_ms") or [] if s is not None)
         mstall = "" if r.get("model_stall_ms") is None else "%.1f" % r["model_stall_ms"]
         out.append("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %d/%d | %.3f | %s |" % (
-            r["kernel"], r["cell"], r["n"], _fmt(r["kernel_shares"]), _fmt(r["model_shares"]),
+            r["kernel"], r["cell"] + (" (split chosen here)" if (r["kernel"], r["cell"]) in CHOSEN_ON else ""),
+            r["n"], _fmt(r["kernel_shares"]), _fmt(r["model_shares"]),
             _fmt(r.get("kernel_after")), _fmt(r.get("model_after")), stall, mstall, r["kernel_errors"],
             r["model_errors"], r["max_diff"], "yes" if r["ok"] else "**no**"))
     trans = [r for r in rows if r.get("transition")]
