@@ -83,6 +83,10 @@ BATCHES = {
     # allocations on a full path) and path request allocations per device
     'tracedepth': ([{'trace': 1, 'tag': '-tr'}] + _cells('D1-4', ['st', 'hst'], ['mq', 'bio'], [16])
                    + _cells('D2-8', ['ql', 'hst'], ['mq', 'bio'], [32]) + [{}]),
+    # HST's inputs as the kernel sees them: every path request's issue and completion time (trace buffer) in
+    # cells where the prediction starves a slow or deep path the kernel keeps in play
+    'tracehst': ([{'trace': 2, 'tag': '-ev'}] + _cells('H6', ['hst'], ['bio'], [8]) + _cells('H4', ['hst'], ['mq'], [32])
+                 + _cells('D8-32', ['hst'], ['bio'], [48]) + [{}]),
     # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
     # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
     'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
@@ -134,7 +138,7 @@ BATCHES['smokescsi'] = (_cells('S2', ['rr'], ['mq'], [32]) + _fault_cells(['offl
 
 def runs_txt(batch, rep, runtime):
     """A batch is a list of (topo, selector, mode, depth) cells and {'sched': name, 'fio': options, 'tag': t,
-    'trace': 0|1, 'feat': table features, 'fault': '<name> <steps>', 'runtime': s} variant switches (kept until
+    'trace': 0|1|2, 'feat': table features, 'fault': '<name> <steps>', 'runtime': s} variant switches (kept until
     the next switch; a new TOPO keeps them too; a variant's runtime replaces the batch's)."""
     plain = {'sched': None, 'fio': '', 'tag': '', 'trace': 0, 'feat': '', 'fault': '', 'runtime': None}
     lines, cur, var = [], None, plain
@@ -552,7 +556,7 @@ def summarise_run(rd):
         'run': os.path.basename(rd), 'kernel': kernel_series(release), 'kernel_release': release,
         'topology': m['topo'], 'selector': m['selector'], 'queue_mode': m['queue_mode'],
         'iodepth': int(m['iodepth']), 'runtime_s': int(m['runtime']), 'selector_args': m['selector_args'],
-        'path_scheduler': m['path_scheduler'], 'fio_extra': m['fio_extra'], 'traced': m.get('trace') == '1',
+        'path_scheduler': m['path_scheduler'], 'fio_extra': m['fio_extra'], 'traced': m.get('trace') in ('1', '2'),
         'paths': paths, 'dm': m.get('dm'), 'table': open(os.path.join(rd, 'table')).read().strip(),
         'shares': shares, 'writes_total': tot, 'devices': dev, 'fio': fio, 'queue': queue,
         'guest_cpu': {'ticks': cpu, 'busy_frac_of_2cpus': round(busy / allt, 3) if allt else None,
