@@ -182,28 +182,60 @@ def _fmt(v, f="%.1f") -> str:
     return "-" if v is None else f % v
 
 
+HEAD = ["cell", "n", "fio errors kernel / model", "stall ms", "recovery ms", "longest gap ms",
+        "shares after (kernel / model)", "within"]
+
+
+def _cells(r: dict) -> List[str]:
+    """A row's figures as printed, in the order of HEAD."""
+    if "not_modelled" in r:
+        return [r["cell"], str(r["n"]), "not modelled: %s" % r["not_modelled"]] + [""] * 5
+    k, m = r["kernel"], r["model"]
+    shares = " ".join("%s %s/%s" % (lb, _fmt(v, "%.2f"), _fmt(m["shares_after"].get(lb), "%.2f"))
+                      for lb, v in k["shares_after"].items())
+    bad = [n for n, ok in r["checks"].items() if ok is False]
+    return [r["cell"], str(r["n"]), "%s / %d" % (_fmt(k["fio_errors"], "%.0f"), m["fio_errors"]),
+            "%s / %s" % (_fmt(k["stall_ms"]), _fmt(m["stall_ms"])),
+            "%s / %s" % (_fmt(k["recovery_ms"]), _fmt(m["recovery_ms"])),
+            "%s / %s" % (_fmt(k["max_gap_ms"]), _fmt(m["max_gap_ms"])), shares,
+            "yes" if r["within"] else "no: " + ", ".join(bad)]
+
+
 def markdown(rows: List[dict]) -> str:
-    out = ["| cell | n | fio errors kernel / model | stall ms | recovery ms | longest gap ms | shares after "
-           "(kernel / model) | within |", "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        if "not_modelled" in r:
-            out.append("| %s | %s | not modelled: %s | | | | | |" % (r["cell"], r["n"], r["not_modelled"]))
-            continue
-        k, m = r["kernel"], r["model"]
-        shares = " ".join("%s %s/%s" % (lb, _fmt(v, "%.2f"), _fmt(m["shares_after"].get(lb), "%.2f"))
-                          for lb, v in k["shares_after"].items())
-        bad = [n for n, ok in r["checks"].items() if ok is False]
-        out.append("| %s | %s | %s / %d | %s / %s | %s / %s | %s / %s | %s | %s |" % (
-            r["cell"], r["n"], _fmt(k["fio_errors"], "%.0f"), m["fio_errors"], _fmt(k["stall_ms"]),
-            _fmt(m["stall_ms"]), _fmt(k["recovery_ms"]), _fmt(m["recovery_ms"]), _fmt(k["max_gap_ms"]),
-            _fmt(m["max_gap_ms"]), shares, "yes" if r["within"] else "no: " + ", ".join(bad)))
+    out = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+    out += ["| " + " | ".join(_cells(r)) + " |" for r in rows]
     return "\n".join(out)
 
 
+def terminal(rows: List[dict]) -> str:
+    """The table within 100 columns: a heading line per kernel and fault, the verdict first; what does
+    not fit follows in a second table."""
+    from .report.text import columns, wrap
+    head = ["selector, mode, depth", "n", "within", "stall k/m", "recovery k/m", "fio errors k/m",
+            "longest gap k/m", "shares after k/m"]
+    out: List[object] = []
+    seen = None
+    for r in rows:
+        kernel, fault, rest = (r["cell"].split(None, 2) + ["", ""])[:3]
+        if (kernel, fault) != seen:
+            seen = (kernel, fault)
+            out.append("%s %s" % (kernel, fault))
+        c = _cells(r)
+        if "not_modelled" in r:
+            out.append(["  " + rest, c[1], c[2]] + [""] * 5)
+        else:
+            out.append(["  " + rest, c[1], c[7], c[3], c[4], c[2], c[5], c[6]])
+    return "\n".join(columns(head, out) + wrap(
+        "k/m: the kernel's mean over its repeats / the model; times in ms (stall: from the first step to the "
+        "next completed I/O, recovery: from the last step)"))
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m mpathlab.validate_faults", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="mpathlab validate-faults", description=__doc__.split("\n")[0])
     ap.add_argument("results", nargs="?", default=os.path.join(HERE, "results-faults.json"))
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true", help="the rows as JSON")
+    ap.add_argument("--markdown", action="store_true",
+                    help="the table as Markdown, one line per cell, as docs/faults.md shows it")
     args = ap.parse_args(argv)
     from .inputs import InputFileError, read_text
     try:
@@ -216,7 +248,7 @@ def main(argv=None) -> int:
         json.dump(rows, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        print(markdown(rows))
+        print(markdown(rows) if args.markdown else terminal(rows))
     return 0
 
 
