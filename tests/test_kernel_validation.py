@@ -128,7 +128,8 @@ def test_guest_fitted_on_calibration_cells_only():
 
 def test_measured_column_is_diagnostic(capsys):
     path = require(RESULTS, "the kernel lab's results (validation/kernel-lab/results.json)")
-    assert validate.main([path, "--filter", "T4q round-robin mq d64", "--runtime", "2", "--measured"]) == 0
+    assert validate.main([path, "--filter", "T4q round-robin mq d64", "--runtime", "2", "--measured",
+                          "--markdown"]) == 0
     out = capsys.readouterr().out
     assert "from measured (diagnostic)" in out.splitlines()[0]
     assert "guest model kernel 6.1" in out
@@ -136,7 +137,7 @@ def test_measured_column_is_diagnostic(capsys):
 
 def test_validate_cli_prints_table(capsys):
     path = require(RESULTS, "the kernel lab's results (validation/kernel-lab/results.json)")
-    assert validate.main([path, "--filter", "T4q round-robin mq d64", "--runtime", "2"]) == 0
+    assert validate.main([path, "--filter", "T4q round-robin mq d64", "--runtime", "2", "--markdown"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("| kernel | cell |") and "| 6.1 | T4q round-robin mq d64 |" in out
 
@@ -226,5 +227,5 @@ def test_seed_range_is_a_diagnostic_around_the_prediction(capsys):
         lo, hi = r["seed_range"]
         assert lo <= r["sim"][r["worst_path"]] <= hi
     assert validate.main([path, "--filter", "D2-8 historical-service-time bio d32", "--runtime", "2",
-                          "--seeds", "2"]) == 0
+                          "--seeds", "2", "--markdown"]) == 0
     assert "range over seeds (diagnostic)" in capsys.readouterr().out.splitlines()[0]

@@ -242,39 +242,63 @@ def _pair(k, m, f="%.1f") -> str:
 
 
 SHORT = {"errors": "err", "stall": "stall", "recovery": "rec", "refused": "refused", "shares": "shares"}
+HEAD = ["cell", "n", "fio errors", "stall ms", "recovery ms", "refused", "p0 share after", "within"]
 
 
-def markdown(rows: List[dict]) -> str:
-    """One row per cell, kernel/model in each column, at most 100 characters wide."""
-    out = ["| cell | n | fio errors | stall ms | recovery ms | refused | p0 share after | within |",
-           "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        if "not_modelled" in r:
-            out.append("| %s | %s | not modelled: %s | | | | | |" % (r["cell"], r["n"], r["not_modelled"]))
-            continue
-        k, m = r["kernel"], r["model"]
-        sk = r["stall_kind"]
-        lb = next(iter(k["shares_after"]), None)
-        bad = [SHORT[n] for n, ok in r["checks"].items() if ok is False]
-        out.append("| %s | %s | %s | %s%s | %s | %s | %s | %s |" % (
-            r["cell"], r["n"], _pair(k["fio_errors"], m["fio_errors"], "%.0f"), _pair(k[sk], m[sk]),
-            "" if sk == "stall_new_io_ms" else "*", _pair(k["recovery_ms"], m["recovery_ms"]),
-            _pair(k["refused"], m["refused"], "%.0f"),
+def _cells(r: dict) -> List[str]:
+    """A row's figures as printed, kernel/model in each, in the order of HEAD."""
+    if "not_modelled" in r:
+        return [r["cell"], str(r["n"]), "not modelled: %s" % r["not_modelled"]] + [""] * 5
+    k, m = r["kernel"], r["model"]
+    sk = r["stall_kind"]
+    lb = next(iter(k["shares_after"]), None)
+    bad = [SHORT[n] for n, ok in r["checks"].items() if ok is False]
+    return [r["cell"], str(r["n"]), _pair(k["fio_errors"], m["fio_errors"], "%.0f"),
+            _pair(k[sk], m[sk]) + ("" if sk == "stall_new_io_ms" else "*"),
+            _pair(k["recovery_ms"], m["recovery_ms"]), _pair(k["refused"], m["refused"], "%.0f"),
             _pair(k["shares_after"].get(lb), m["shares_after"].get(lb), "%.2f") if lb else "-",
-            "yes" if r["within"] else "no: " + ", ".join(bad)))
+            "yes" if r["within"] else "no: " + ", ".join(bad)]
+
+
+def _summary(rows: List[dict]) -> List[str]:
     n_ok = sum(1 for r in rows if r.get("within"))
-    out += ["", "%d of %d cells within (fio errors equal, or within %d%% when nonzero; stall of new I/O and" % (
+    return ["%d of %d cells within (fio errors equal, or within %d%% when nonzero; stall of new I/O and" % (
         n_ok, len(rows), round(ERR_TOL_FRAC * 100)),
             "recovery within %d%% or %g ms; refused requests within the repeats' range +-%d; shares within %g)."
             % (round(TIME_TOL_FRAC * 100), TIME_TOL_MS, REFUSED_TOL, SHARE_TOL),
             "* stall of any I/O: the kernel's run kept no completion log to time new I/O by."]
+
+
+def markdown(rows: List[dict]) -> str:
+    """One row per cell, kernel/model in each column, at most 100 characters wide."""
+    out = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+    out += ["| " + " | ".join(_cells(r)) + " |" for r in rows]
+    out += [""] + _summary(rows)
     return "\n".join(out)
 
 
+def terminal(rows: List[dict]) -> str:
+    """The table within 100 columns: a heading line per kernel and fault, then its cells."""
+    from .report.text import columns
+    out: List[object] = []
+    seen = None
+    for r in rows:
+        kernel, fault, rest = (r["cell"].split(None, 2) + ["", ""])[:3]
+        if (kernel, fault) != seen:
+            seen = (kernel, fault)
+            out.append("%s %s" % (kernel, fault))
+        c = _cells(r)
+        out.append(["  " + rest, c[1], c[7]] + c[2:7])     # the verdict first
+    head = ["selector, mode, depth", HEAD[1], HEAD[7]] + HEAD[2:7]
+    return "\n".join(columns(head, out) + [""] + _summary(rows))
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m mpathlab.validate_faults", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="mpathlab validate-faults", description=__doc__.split("\n")[0])
     ap.add_argument("results", nargs="?", default=os.path.join(HERE, "results-faults.json"))
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true", help="the rows as JSON")
+    ap.add_argument("--markdown", action="store_true",
+                    help="the table as Markdown, one line per cell, as docs/faults.md shows it")
     args = ap.parse_args(argv)
     from .inputs import InputFileError, read_text
     try:
@@ -287,7 +311,7 @@ def main(argv=None) -> int:
         json.dump(rows, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        print(markdown(rows))
+        print(markdown(rows) if args.markdown else terminal(rows))
     return 0
 
 

@@ -18,6 +18,7 @@ import os
 import sys
 from typing import Dict, List, Optional
 
+from .klog import wrap
 from .nvme.run import lab_figures, run_nvme
 from .topology import topology_from_dict
 from .workload.fio import parse_fio
@@ -250,18 +251,24 @@ def _fmt(shares: Optional[Dict[str, float]]) -> str:
     return " / ".join("%.3f" % shares[p] for p in sorted(shares, key=int)) if shares else ""
 
 
+def _cells(r: dict) -> List[str]:
+    """A row's figures as printed, in the order of HEAD."""
+    stall = ", ".join("%g" % s for s in r.get("kernel_stall_ms") or [] if s is not None)
+    mstall = "" if r.get("model_stall_ms") is None else "%.1f" % r["model_stall_ms"]
+    cell = r["cell"] + (" (split chosen here)" if (r["kernel"], r["cell"]) in CHOSEN_ON else "")
+    return [r["kernel"], cell, str(r["n"]), _fmt(r["kernel_shares"]), _fmt(r["model_shares"]),
+            _fmt(r.get("kernel_after")), _fmt(r.get("model_after")), stall, mstall,
+            "%d/%d" % (r["kernel_errors"], r["model_errors"]), "%.3f" % r["max_diff"]]
+
+
+HEAD = ["kernel", "cell", "n", "kernel shares", "model shares", "after event: kernel", "model",
+        "stall ms (kernel)", "stall ms (model)", "errors k/m", "max diff", "within %.2f" % TOLERANCE]
+
+
 def markdown(rows: List[dict]) -> str:
-    out = ["| kernel | cell | n | kernel shares | model shares | after event: kernel | model | stall ms (kernel) "
-           "| stall ms (model) | errors k/m | max diff | within 0.03 |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
     for r in rows:
-        stall = ", ".join("%g" % s for s in r.get("kernel_stall_ms") or [] if s is not None)
-        mstall = "" if r.get("model_stall_ms") is None else "%.1f" % r["model_stall_ms"]
-        out.append("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %d/%d | %.3f | %s |" % (
-            r["kernel"], r["cell"] + (" (split chosen here)" if (r["kernel"], r["cell"]) in CHOSEN_ON else ""),
-            r["n"], _fmt(r["kernel_shares"]), _fmt(r["model_shares"]),
-            _fmt(r.get("kernel_after")), _fmt(r.get("model_after")), stall, mstall, r["kernel_errors"],
-            r["model_errors"], r["max_diff"], "yes" if r["ok"] else "**no**"))
+        out.append("| " + " | ".join(_cells(r) + ["yes" if r["ok"] else "**no**"]) + " |")
     trans = [r for r in rows if r.get("transition")]
     if trans:
         out += ["", "Transitions (traced cells; per repeat; ms after the event):", "",
@@ -278,6 +285,32 @@ def markdown(rows: List[dict]) -> str:
 
 def _nums(xs) -> str:
     return ", ".join("-" if x is None else "%g" % round(x, 1) for x in xs)
+
+
+def terminal(rows: List[dict]) -> str:
+    """The table within 100 columns: the verdict and the shares, then the failover figures in a
+    second table."""
+    from .report.text import columns
+    head = ["cell", "n", "max diff", "within %.2f" % TOLERANCE, "kernel shares", "model shares", "errors k/m",
+            "after: kernel", "after: model", "stall ms kernel", "model"]
+    out = []
+    for r in rows:
+        c = _cells(r)
+        out.append([c[0] + " " + c[1], c[2], c[10], "yes" if r["ok"] else "no"] + c[3:5] + [c[9]] + c[5:9])
+    lines = columns(head, out)
+    trans = [r for r in rows if r.get("transition")]
+    if trans:
+        thead = ["transition (ms after the event)", "failed over k", "m", "cancelled by k", "resumed k",
+                 "fio alone: gap k", "stall k", "stall m", "stall agrees"]
+        tout = []
+        for r in trans:
+            t = r["transition"]
+            tout.append([r["kernel"] + " " + r["cell"], _nums(t["kernel_failed"]), _nums(t["model_failed"]),
+                         _nums(t["kernel_cancel_ms"]), _nums(t["kernel_resume_ms"]),
+                         _nums(t["kernel_base_gap_ms"]), _nums(t["kernel_stall_ms"]), _nums(t["model_stall_ms"]),
+                         "yes" if t["stall_ok"] else "no"])
+        lines += [""] + columns(thead, tout)
+    return "\n".join(lines)
 
 
 def load_cells(path: str) -> List[dict]:
@@ -298,6 +331,8 @@ def main(argv=None) -> int:
     ap.add_argument("results", nargs="?", default=DEFAULT_RESULTS)
     ap.add_argument("--kernel", help="only this kernel series (6.1, 6.12)")
     ap.add_argument("--json", action="store_true", help="the rows as JSON")
+    ap.add_argument("--markdown", action="store_true",
+                    help="the table as Markdown, one line per cell, as docs/validation-nvme.md shows it")
     a = ap.parse_args(argv)
     try:
         cells = load_cells(a.results)
@@ -311,8 +346,8 @@ def main(argv=None) -> int:
         print(json.dumps(rows, indent=1, sort_keys=True))
     else:
         for g in sorted({r["guest"] for r in rows}):
-            print("guest: " + g)
-        print(markdown(rows))
+            print("\n".join(wrap("guest: " + g)))
+        print(markdown(rows) if a.markdown else terminal(rows))
         print("\n%d of %d cells within %.2f with the kernel's error count" % (
             sum(r["ok"] for r in rows), len(rows), TOLERANCE))
     return 0

@@ -531,7 +531,9 @@ def note_fallback(sim, stream=None) -> str:
     why = eligible(sim)
     if why and why != "MPATHLAB_ENGINE=python" and why not in _noted:
         _noted.add(why)
-        print("mpathlab: note: this run uses the Python engine (slower): %s" % why, file=stream or sys.stderr)
+        from ..klog import wrap
+        print("\n".join(wrap("mpathlab: note: this run uses the Python engine (slower): %s" % why)),
+              file=stream or sys.stderr)
     return why
 
 
