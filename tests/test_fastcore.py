@@ -35,6 +35,11 @@ def compare(table, paths, job, **kw):
     jobs = parse_fio(job).jobs if isinstance(job, str) else job     # a job file's text, or its JobSpecs
     a = Simulation(table, paths, jobs, engine="python", **kw).run()
     b = Simulation(table, paths, jobs, engine="compiled", **kw).run()
+    return assert_same(a, b)
+
+
+def assert_same(a, b):
+    """A Python engine's result and the compiled core's are the same run (A is returned)."""
     assert a.engine == "python" and b.engine == "compiled"
     a.check_accounting()
     b.check_accounting()

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+# NVME_SC_HOST_ABORTED_CMD: a path error, so the request fails over (one name with the compiled core)
+from ..sim.boundary import NVME_HOST_ABORTED as HOST_ABORTED
 from ..sim.engine import EV_ARRIVE, EV_CALL, EV_DONE, SimResult, Simulation
 from . import registry
 from .head import check_iopolicy
 from .policy import PolicyError
 from .topology import NvmeTopologyError
-
-HOST_ABORTED = "host-aborted"     # NVME_SC_HOST_ABORTED_CMD: a path error, so the request fails over
 
 
 def run_nvme(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = None,

@@ -116,7 +116,69 @@ class _CoreIO(MpathIO):
     __slots__ = ("cid",)
 
 
-class _Target:
+class CoreTarget:
+    """What every bridge of a Python target to the core shares (dm's :class:`_Target`; another stack's
+    registers with :func:`register_target`): the events the target schedules go to the core's heap
+    (Simulation._push is captured while the core runs), messages by index, job errors by code, and
+    the Simulation state each call reads (now, the CPU) and changes (kicks, pending state changes)."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.messages = []               # texts of the core's EV_MESSAGE events
+        self.errors = list(b.JOB_ERRORS)    # job errors by code (0: none; the core's ERR_*)
+        self._events = []
+        sim._push = self._capture        # the target's kicks, timers and messages go to the core
+
+    def core_event(self, kind: int, obj):
+        """(kind, obj) of an event the target scheduled, as the core runs it; a kind the core does not
+        run is an error (eligible() should have refused the run)."""
+        if kind not in _TARGET_EVENTS:
+            raise RuntimeError("event %d is not in the compiled core" % kind)
+        return kind, obj
+
+    def _capture(self, t, kind, obj):
+        if kind == EV_MESSAGE:
+            obj = self.message_index(obj)
+        else:
+            kind, obj = self.core_event(kind, obj)
+        self._events.append(CoreEvent(t=t, kind=kind, obj=obj or 0))
+
+    def message_index(self, text):
+        self.messages.append(text)
+        return len(self.messages) - 1
+
+    def error_code(self, error):
+        if error is None:
+            return 0
+        if error not in self.errors:
+            self.errors.append(error)
+        return self.errors.index(error)
+
+    def take_events(self) -> list:
+        events, self._events = self._events, []
+        return events
+
+    def begin_call(self, cpu: Optional[int] = None) -> None:
+        """A call from the core starts: count the state changes it makes; the CPU it runs on."""
+        self.sim._state_changes = 0
+        if cpu is not None:
+            self.sim._cur_cpu = cpu
+
+    def sim_flags(self):
+        """(kick pending, pending state changes made by the call) for TargetFlags."""
+        return int(self.sim._kick_pending), self.sim._state_changes
+
+    def kicked(self) -> None:
+        self.sim._kick_pending = False
+
+    def send_message(self, index: int) -> None:
+        self.sim._message(self.messages[index])
+
+    def close(self) -> None:
+        del self.sim._push           # the Simulation's own _push again
+
+
+class _Target(CoreTarget):
     """The Python target (and selector), called by the core for the rare events: a fault's
     reinstate_path message, dm messages, end_io with an error, map while no path is valid or
     queueing is pending, the kick of queued bios, the queue_if_no_path timeout.  Each call gets
@@ -124,30 +186,19 @@ class _Target:
     scheduled (through Simulation._push), so both sides stay one state."""
 
     def __init__(self, sim, pgpaths, infos):
-        self.sim, self.mp = sim, sim.mp
+        CoreTarget.__init__(self, sim)
+        self.mp = sim.mp
         self.c_pg = sim.mp.priority_groups[0]   # the group whose valid list the core holds
         self.pgpaths, self.infos = pgpaths, infos
         # the groups whose selector runs in C (their state is copied across on every call)
         self.c_groups = {p.pg for p, i in zip(pgpaths, infos) if i is not None}
         self.index = {p: i for i, p in enumerate(pgpaths)}
         self.queued = {}                 # cid -> _CoreIO the target holds (queued bios)
-        self.messages = []               # texts of the core's EV_MESSAGE events
-        self.errors = list(b.JOB_ERRORS)    # job errors by code (0: none; the core's ERR_*)
-        self._events = []
-        sim._push = self._capture        # the target's kicks, timers and messages go to the core
 
-    def _capture(self, t, kind, obj):
-        if kind == EV_MESSAGE:
-            obj = self.message_index(obj)
-        elif kind == EV_ACTIVATED:
-            obj = self.index[obj]
-        elif kind not in _TARGET_EVENTS:
-            raise RuntimeError("event %d is not in the compiled core" % kind)
-        self._events.append(CoreEvent(t=t, kind=kind, obj=obj or 0))
-
-    def message_index(self, text):
-        self.messages.append(text)
-        return len(self.messages) - 1
+    def core_event(self, kind, obj):
+        if kind == EV_ACTIVATED:
+            return kind, self.index[obj]
+        return CoreTarget.core_event(self, kind, obj)
 
     def state(self):
         """The C selectors' state as _fastcore.c's sel_state_out gives it: (SelPathState of each path,
@@ -170,7 +221,7 @@ class _Target:
             # valid_count only changes in the Python selector (fail_path, reinstate_path)
             if self.c_pg in self.c_groups:
                 self.c_pg.ps.valid_paths[:] = [self.infos[i] for i in order]
-        self.sim._state_changes = 0
+        self.begin_call()
 
     def flags(self):
         mp = self.mp
@@ -193,16 +244,16 @@ class _Target:
                 | (b.TARGET_REQUEUE if requeue else 0) | (b.TARGET_END_REQUEUE if end_requeue else 0)
                 | (b.TARGET_END_FAIL if end_fail else 0))
         # state_changes: what the target's call changed (_enter zeroes the count)
+        kick_pending, state_changes = self.sim_flags()
         return TargetFlags(nr_valid_paths=mp.nr_valid_paths, bits=bits,
-                           queue_if_no_path=int(mp.queue_if_no_path_flag), kick_pending=int(self.sim._kick_pending),
+                           queue_if_no_path=int(mp.queue_if_no_path_flag), kick_pending=kick_pending,
                            current_pg=mp.priority_groups.index(self.c_pg),
-                           active=[p.is_active for p in self.pgpaths], state_changes=self.sim._state_changes)
+                           active=[p.is_active for p in self.pgpaths], state_changes=state_changes)
 
     def _leave(self, result):
         if self.mp.current_pg is not None:
             self.c_pg = self.mp.current_pg
-        events, self._events = self._events, []
-        return result, self.state(), self.flags(), events
+        return result, self.state(), self.flags(), self.take_events()
 
     def _io(self, cid, nr_bytes, dm_start_jiffies, mapped, start_ns, path=-1):
         io = _CoreIO(nr_bytes, None if dm_start_jiffies < 0 else dm_start_jiffies)
@@ -213,7 +264,7 @@ class _Target:
     def map(self, state, cid, nr_bytes, dm_start_jiffies, mapped, start_ns, cpu, free):
         self._enter(state)
         io = self.queued.pop(cid, None) or self._io(cid, nr_bytes, dm_start_jiffies, mapped, start_ns)
-        self.sim._cur_cpu = cpu
+        self.begin_call(cpu)
         if free is not None:    # the core holds the tags: it says which path has a clone tag free
             self.mp.alloc_clone = lambda pgpath, io: free[self.index[pgpath]]
         r = self.mp.map(io)
@@ -227,18 +278,11 @@ class _Target:
         r = self.mp.end_io(io, "transport")
         if r == END_INCOMPLETE:
             self.queued[cid] = io
-        return self._leave((_END[r], self._error_code(io.error)))
-
-    def _error_code(self, error):
-        if error is None:
-            return 0
-        if error not in self.errors:
-            self.errors.append(error)
-        return self.errors.index(error)
+        return self._leave((_END[r], self.error_code(io.error)))
 
     def kick(self, state):
         self._enter(state)
-        self.sim._kick_pending = False
+        self.kicked()
         ids = [io.cid for io in self.mp.take_queued()]  # type: ignore[attr-defined]
         for cid in ids:
             self.queued.pop(cid, None)
@@ -246,7 +290,7 @@ class _Target:
 
     def message(self, state, index):
         self._enter(state)
-        self.sim._message(self.messages[index])
+        self.send_message(index)
         return self._leave(None)
 
     def activated(self, state, index):
@@ -359,6 +403,16 @@ def _job_refusal(sim, j) -> str:
     return ""
 
 
+# Other stacks' targets the core runs (the NVMe head: nvme/core.py), by their class: an object with
+# refusal(sim) -> '' or the reason, and run(sim) -> True once the core ran the simulation.
+_BRIDGES: dict = {}
+
+
+def register_target(cls, bridge) -> None:
+    """Let the core run simulations whose target is a CLS, through BRIDGE (see _BRIDGES)."""
+    _BRIDGES[cls] = bridge
+
+
 def eligible(sim) -> str:
     """'' when the compiled core can run this simulation, else the reason (the first part of the run
     that is not on the allow-list above)."""
@@ -374,7 +428,12 @@ def eligible(sim) -> str:
     if (type(sim).__module__, type(sim).__qualname__) != (__package__ + ".engine", "Simulation"):
         return "the simulation %s is not in the compiled core" % type(sim).__name__
     mp = sim.mp
-    if type(mp) is not Multipath:
+    bridge = _BRIDGES.get(type(mp))
+    if bridge is not None:      # another stack's target, with its own part of the allow-list
+        why = bridge.refusal(sim)
+        if why:
+            return why
+    elif type(mp) is not Multipath:
         return "the %s stack is not in the compiled core" % getattr(mp, "stack", type(mp).__name__)
     pgs = mp.priority_groups
     pgpaths = mp.pgpaths
@@ -429,6 +488,9 @@ def try_run_fast(sim) -> bool:
     if eligible(sim):
         return False
     mp = sim.mp
+    bridge = _BRIDGES.get(type(mp))
+    if bridge is not None:
+        return bridge.run(sim)
     pg = mp.priority_groups[0]
     ps = pg.ps
     py_sel = _py_selector(ps)
@@ -445,57 +507,24 @@ def try_run_fast(sim) -> bool:
         info_of_dev[index[d]] = (pgpath, info)
     for i, d in enumerate(devices):
         pgpath, info = info_of_dev[i]
-        kind, mean, mu, sigma, samples = _dist(d.model.service)
-        paths_cfg[i] = {
-            "parallelism": d.model.parallelism, "delay_ns": d.model.delay_ns, "ns_per_kib": d.model.ns_per_kib,
-            "slow_factor": float(d.slow_factor), "fail_latency_ns": d.model.fail_latency_ns,
-            "dist": kind, "mean": float(mean), "mu": float(mu), "sigma": float(sigma), "samples": samples,
-            "seed": d.seed, "rt": getattr(info, "relative_throughput", 1),
+        paths_cfg[i] = dict(device_config(sim, d), **{
+            "rt": getattr(info, "relative_throughput", 1),
             "hst": getattr(info, "hst", 0), "outstanding": getattr(info, "outstanding", 0),
             "stale_after": getattr(info, "stale_after", 0), "last_finish": getattr(info, "last_finish", 0),
-            "valid_count": getattr(pgpath.pg.ps, "valid_count", 0), "pg": mp.priority_groups.index(pgpath.pg),
-            "nr_hw_queues": d.model.nr_hw_queues if sim.blk is not None else 1,
-            "hctx_tags": d.model.hctx_tags if sim.blk is not None else 0,
-            "hctx_sched_tags": d.model.hctx_sched_tags if sim.blk is not None else 0,
-        }
+            "valid_count": getattr(pgpath.pg.ps, "valid_count", 0), "pg": mp.priority_groups.index(pgpath.pg)})
     order = (list(range(len(devices))) if py_sel or ioa
              else [index[sim.dev_of_pgpath[pi.path]] for pi in ps.valid_paths])
     hst = [pg.ps for pg in mp.priority_groups if type(pg.ps) is HistoricalServiceTime]
-    jobs_cfg = [{"bs": j.spec.bs, "iodepth": j.spec.iodepth,
-                 "remaining": -1 if j.remaining is None else j.remaining,
-                 "stop_ns": -1 if j.stop_ns is None else j.stop_ns, "startdelay_ns": j.spec.startdelay_ns,
-                 "read_fraction": float(j.spec.read_fraction), "seed": j.seed,
-                 "cpu": j.cpu, "continue_on_error": int(j.spec.continue_on_error),
-                 "gen": fast_gen.config(j)} for j in sim.jobs]
-    expected, horizon, hard_stop, tl_step, tl_count = sim.run_plan()
     bio = mp.queue_mode == "bio"
-    cfg = {
+    cfg = run_config(sim)
+    cfg.update({
         "selector": SEL_IOA if ioa else core_kind(ps),
-        "paths": paths_cfg, "jobs": jobs_cfg, "order": order,
-        "base_ns": sim._base, "bio": int(bio), "rq_stats": int(mp.rq_stats),
+        "paths": paths_cfg, "order": order, "bio": int(bio), "rq_stats": int(mp.rq_stats),
         "use_hr": int(bio and ps.uses_hr_timer() and not mp.force_jiffies_start),
-        "hz": sim.timebase.hz, "initial_jiffies": initial_jiffies(sim.timebase.hz),
         "pg_selectors": [SEL_IOA if ioa else core_kind(pg.ps) for pg in mp.priority_groups],
         "weights": list(hst[0].weights) if hst else [0] * 64,
         "threshold": hst[0].threshold_multiplier if hst else 0,
-        "has_select_offset": int(sim.sched_clock_offset_ns is not None),
-        "select_offset": sim.sched_clock_offset_ns or 0,
-        "timeline_step": tl_step, "timeline_count": tl_count,
-        "expected": expected, "horizon": horizon,
-        "hard_stop": -1 if hard_stop is None else hard_stop,
-        "progress": sim.progress,
-        "window_ns": sim.window_ns, "py_sim": sim,
-        "state_changes": sim._state_changes,
-        "blk": int(sim.blk is not None),
-        "host": int(sim.host is not None),
-        "ncpus": sim.host.model.cpus if sim.host is not None else 1,
-        "submit_cost": sim.host.model.submit_ns if sim.host is not None else 0,
-        "complete_cost": sim.host.model.complete_ns if sim.host is not None else 0,
-        "wake_cost": sim.host.model.wake_ns if sim.host is not None else 0,
-        "steal_ns": sim.host.model.steal_ns if sim.host is not None else 0,
-        "steal_period": sim.host.model.steal_period_ns if sim.host is not None else 1,
-        "work_latency": sim.host.model.work_latency_ns if sim.host is not None else 0,
-    }
+    })
     if ioa:
         pgpath_index = {info_of_dev[i][0]: i for i in range(len(devices))}
         cfg.update({"ioa_map": [-1 if pi is None else pgpath_index[pi.path] for pi in ps.path_map],
@@ -513,6 +542,84 @@ def try_run_fast(sim) -> bool:
     if _needs_target(sim):
         pgpaths = [info_of_dev[i][0] for i in range(len(devices))]
         target = _Target(sim, pgpaths, [info_of_dev[i][1] for i in range(len(devices))])
+    cfg.update(initial_events(sim, target))
+    cfg.update({"target": target, "target_flags": target.flags() if target is not None else None})
+    alloc_clone = mp.alloc_clone
+    try:
+        out = _fastcore.simulate(cfg)
+    finally:
+        if target is not None:
+            target.close()
+            mp.alloc_clone = alloc_clone
+    out["target"] = target
+    if ioa:
+        ps.map_misses = out["map_misses"]
+    write_back(sim, out, info_of_dev)
+    return True
+
+
+def simulate(cfg: dict) -> dict:
+    """One run of the compiled core (_fastcore.simulate) from its configuration."""
+    return _fastcore.simulate(cfg)
+
+
+def scheduled_messages(sim) -> list:
+    """The texts of the messages Simulation.__init__ scheduled (a bridge's refusal reads them)."""
+    return [obj for _, _, kind, obj in sim._heap if kind == EV_MESSAGE]
+
+
+def device_config(sim, d) -> dict:
+    """The core's configuration of path device D: its model and state (PathDevice), its tags."""
+    kind, mean, mu, sigma, samples = _dist(d.model.service)
+    return {
+        "parallelism": d.model.parallelism, "delay_ns": d.model.delay_ns, "ns_per_kib": d.model.ns_per_kib,
+        "slow_factor": float(d.slow_factor), "fail_latency_ns": d.model.fail_latency_ns,
+        "dist": kind, "mean": float(mean), "mu": float(mu), "sigma": float(sigma), "samples": samples,
+        "seed": d.seed,
+        "nr_hw_queues": d.model.nr_hw_queues if sim.blk is not None else 1,
+        "hctx_tags": d.model.hctx_tags if sim.blk is not None else 0,
+        "hctx_sched_tags": d.model.hctx_sched_tags if sim.blk is not None else 0,
+    }
+
+
+def run_config(sim) -> dict:
+    """The core's configuration of what every run has, whatever its target: the jobs, the run plan,
+    the timebase, the block layer and the host's CPUs (the target's part follows from the caller)."""
+    jobs_cfg = [{"bs": j.spec.bs, "iodepth": j.spec.iodepth,
+                 "remaining": -1 if j.remaining is None else j.remaining,
+                 "stop_ns": -1 if j.stop_ns is None else j.stop_ns, "startdelay_ns": j.spec.startdelay_ns,
+                 "read_fraction": float(j.spec.read_fraction), "seed": j.seed,
+                 "cpu": j.cpu, "continue_on_error": int(j.spec.continue_on_error),
+                 "gen": fast_gen.config(j)} for j in sim.jobs]
+    expected, horizon, hard_stop, tl_step, tl_count = sim.run_plan()
+    host = sim.host.model if sim.host is not None else None
+    return {
+        "jobs": jobs_cfg, "base_ns": sim._base,
+        "hz": sim.timebase.hz, "initial_jiffies": initial_jiffies(sim.timebase.hz),
+        "has_select_offset": int(sim.sched_clock_offset_ns is not None),
+        "select_offset": sim.sched_clock_offset_ns or 0,
+        "timeline_step": tl_step, "timeline_count": tl_count,
+        "expected": expected, "horizon": horizon,
+        "hard_stop": -1 if hard_stop is None else hard_stop,
+        "progress": sim.progress,
+        "window_ns": sim.window_ns, "py_sim": sim,
+        "state_changes": sim._state_changes,
+        "blk": int(sim.blk is not None),
+        "host": int(host is not None),
+        "ncpus": host.cpus if host is not None else 1,
+        "submit_cost": host.submit_ns if host is not None else 0,
+        "complete_cost": host.complete_ns if host is not None else 0,
+        "wake_cost": host.wake_ns if host is not None else 0,
+        "steal_ns": host.steal_ns if host is not None else 0,
+        "steal_period": host.steal_period_ns if host is not None else 1,
+        "work_latency": host.work_latency_ns if host is not None else 0,
+    }
+
+
+def initial_events(sim, target: Optional[CoreTarget]) -> dict:
+    """The faults and messages Simulation.__init__ scheduled, as the core runs them in their order
+    (the "faults" and "initial" of its configuration); they leave the Simulation's heap."""
+    index = {d: i for i, d in enumerate(sim.devices)}
     faults, initial = [], []
     for t, _, kind, obj in sorted(sim._heap, key=lambda e: e[1]):
         if kind == EV_FAULT:
@@ -524,22 +631,9 @@ def try_run_fast(sim) -> bool:
         else:
             initial.append(CoreEvent(t=t, kind=EV_MESSAGE,
                                      obj=target.message_index(obj)))  # type: ignore[union-attr]
-    cfg.update({"faults": faults, "initial": initial, "target": target,
-                "target_flags": target.flags() if target is not None else None})
     sim._heap.clear()
     sim._state_changes = 0
-    alloc_clone = mp.alloc_clone
-    try:
-        out = _fastcore.simulate(cfg)
-    finally:
-        if target is not None:
-            del sim._push           # the Simulation's own _push again
-            mp.alloc_clone = alloc_clone
-    out["target"] = target
-    if ioa:
-        ps.map_misses = out["map_misses"]
-    _write_back(sim, out, info_of_dev)
-    return True
+    return {"faults": faults, "initial": initial}
 
 
 def _set_lat(stats, out) -> None:
@@ -548,7 +642,9 @@ def _set_lat(stats, out) -> None:
     stats.n, stats.min, stats.max, stats.mean, stats._m2, stats.hist = r.n, r.min, r.max, r.mean, r.m2, r.hist
 
 
-def _write_back(sim, out, info_of_dev) -> None:
+def write_back(sim, out, info_of_dev) -> None:
+    """The core's final state (OUT) into the Simulation's objects, so its result is collected as the
+    Python engine's is (info_of_dev: device index -> (pgpath, the C selector's path info or None))."""
     mp = sim.mp
     pg = mp.priority_groups[0]
     ps = pg.ps
