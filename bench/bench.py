@@ -12,13 +12,14 @@ Measures
   4. select_path + start_io + end_io per I/O for each selector at 2, 8 and 32 paths;
   5. peak memory (max RSS of a fresh process) for 1M and 10M I/O runs;
   6. every shipped scenario, every fault study (sim/faults.py), a 10-path run, a Python
-     plug-in selector (examples/my_selector.py) and a bssplit + rate_iops job (IoGen), each in both engines: simulated I/Os per
+     plug-in selector (examples/my_selector.py), a bssplit + rate_iops job (IoGen) and NVMe runs
+     (examples/nvme-vs-dm.toml, an NVMe failover study), each in both engines: simulated I/Os per
      second, and the core's rate as a ratio to the Python engine and to the bare heapq floor
      (the heapq loop's rate for that run's events per I/O).
 Targets: >= 20x SimPy, within 2x of the bare heapq loop, HST < 2 us per I/O
 at 8 paths, memory flat in the number of I/Os.  Issue 16: every shipped scenario and fault
 study >= 2 M I/Os per second in the core, a Python plug-in selector >= 3x the Python engine,
-the 4-path HST scenario (1.) >= 6 M/s.
+the 4-path HST scenario (1.) >= 6 M/s.  NVMe runs (numa, queue-depth, a controller-loss study) >= 2 M/s.
 """
 from __future__ import annotations
 
@@ -141,7 +142,30 @@ def core_configs(n_ios: int):
     plug = _plugin_selector()
     cfgs.append(("Python plug-in selector (%s), 4 paths" % plug, lambda eng: _scenario_with(plug, n_ios, eng)))
     cfgs.append(("bssplit + rate_iops (sim/arrival.py IoGen), HST, 4 paths", lambda eng: _generator_sim(n_ios, eng)))
+    for pol in ("numa", "queue-depth"):
+        cfgs.append(("NVMe %s, 2 controllers, 2 namespaces" % pol, lambda eng, pol=pol: _nvme_sim(pol, n_ios, eng)))
+    from mpathlab.scenarios.nvme import NVME_STUDIES
+    cfgs.append(("NVMe study nvme-controller-loss [round-robin]",
+                 lambda eng: _nvme_study(NVME_STUDIES["nvme-controller-loss"], "round-robin", n_ios, eng)))
     return cfgs
+
+
+def _nvme_sim(policy: str, n_ios: int, engine: str):
+    """examples/nvme-vs-dm.toml as `mpathlab run --selector nvme:POLICY` builds it (nvme/run.py)."""
+    from mpathlab.nvme.run import nvme_simulation
+    topo = load_topology(os.path.join(HERE, "..", "examples", "nvme-vs-dm.toml"))
+    jobs = parse_fio("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=32\nnumjobs=4\nnumber_ios=%d\n"
+                     % (n_ios // 4))
+    return nvme_simulation(topo, jobs, policy=policy, engine=engine)
+
+
+def _nvme_study(study, policy: str, n_ios: int, engine: str):
+    """An NVMe failover study (scenarios/nvme.py): a controller's link fails and comes back, with the run
+    stretched to about n_ios I/Os (about 75 k I/Os per simulated second at iodepth 2 x 32)."""
+    from mpathlab.nvme.run import nvme_simulation
+    job = parse_fio("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=32\nnumjobs=2\nruntime=%dms\ntime_based\n"
+                    % max(150, n_ios // 75))
+    return nvme_simulation(study.topology(), job, policy=policy, engine=engine, window_ns=10 ** 6)
 
 
 def _generator_sim(n_ios: int, engine: str):

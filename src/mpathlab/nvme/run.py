@@ -18,6 +18,20 @@ def run_nvme(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = 
              **overrides) -> SimResult:
     """One run of the topology's NVMe subsystem with ``policy`` (default: its iopolicy) as kernel
     ``kernel`` has it (default: the topology's kernel, else "current")."""
+    sim = nvme_simulation(topo, jobs, policy=policy, seed=seed, progress=progress, kernel=kernel, **overrides)
+    cfg = topo.nvme
+    result = sim.run()
+    from ..stall import annotate
+    annotate(sim, result, cfg.paths, cfg.events)
+    result.check_accounting()
+    ana_best(result, cfg)
+    return result
+
+
+def nvme_simulation(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = None,
+                    progress: Optional[Callable[[float], None]] = None, kernel: Optional[str] = None,
+                    **overrides) -> Simulation:
+    """The Simulation run_nvme runs (checked against the run budget), not yet run."""
     cfg = topo.nvme
     if cfg is None:
         raise NvmeTopologyError("%s has no [nvme] section, so nvme:%s cannot run on it"
@@ -50,12 +64,7 @@ def run_nvme(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = 
     from ..budget import check_run
     check_run(sim, topo, paths=cfg.paths, messages=cfg.events, events="[nvme] events",
               job_source=jobs.source or "")
-    result = sim.run()
-    from ..stall import annotate
-    annotate(sim, result, cfg.paths, cfg.events)
-    result.check_accounting()
-    ana_best(result, cfg)
-    return result
+    return sim
 
 
 def lab_figures(result: SimResult, since_ns: Optional[int] = None) -> dict:
