@@ -406,6 +406,8 @@ typedef struct {
     struct nvme_core *nvme;     /* an NVMe run: the head's state (section "NVMe head"), else NULL */
 } sim_t;
 
+static int device_fail(sim_t *s, path_t *p);
+
 /* the NVMe head (its section below): the hooks the dm engine calls in an NVMe run */
 static int nvme_map_io(sim_t *s, int64_t id);
 static int nvme_path_done(sim_t *s, int64_t id, int err);
@@ -724,9 +726,20 @@ static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
     if (sel_state_in(s, st_in) < 0) goto out;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
         core_event_t e;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(events, i), CORE_EVENT_FIELDS, CORE_EVENT_REFS(&e))
-                || push_ev(s, e.t, e.kind, e.obj) < 0)
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(events, i), CORE_EVENT_FIELDS, CORE_EVENT_REFS(&e)))
             goto out;
+        if (e.kind == EV_DEV_FAIL || e.kind == EV_DEV_RESTORE) {    /* what a daemon did to a device, now */
+            if (e.obj < 0 || e.obj >= s->npaths) {
+                PyErr_SetString(PyExc_ValueError, "a daemon's device operation on an unknown device");
+                goto out;
+            }
+            if (e.kind == EV_DEV_RESTORE)
+                s->paths[e.obj].offline = 0;
+            else if (device_fail(s, &s->paths[e.obj]) < 0)
+                goto out;
+        } else if (push_ev(s, e.t, e.kind, e.obj) < 0) {
+            goto out;
+        }
     }
     Py_INCREF(result);
     res = result;
@@ -2381,19 +2394,25 @@ static void nvme_free(sim_t *s)
     s->nvme = NULL;
 }
 
+/* Simulation.fail_device: the device stops answering; what waits for it fails after its fail latency */
+static int device_fail(sim_t *s, path_t *p)
+{
+    p->offline = 1;
+    while (p->queue.len) {
+        int64_t id = ring_pop(&p->queue);
+        if (push_ev(s, s->now + p->fail_latency_ns, EV_ERRDONE, id) < 0) return -1;
+    }
+    return 0;
+}
+
 /* Simulation._fault */
 static int fault(sim_t *s, int fi)
 {
     path_t *p = &s->paths[s->fault_path[fi]];
     s->state_changes--;
     switch (s->fault_action[fi]) {
-    case FAULT_FAIL:    /* Simulation.fail_device */
-        p->offline = 1;
-        while (p->queue.len) {
-            int64_t id = ring_pop(&p->queue);
-            if (push_ev(s, s->now + p->fail_latency_ns, EV_ERRDONE, id) < 0) return -1;
-        }
-        return 0;
+    case FAULT_FAIL:
+        return device_fail(s, p);
     case FAULT_REINSTATE:   /* multipathd's path checker notices and reinstates the path */
         p->offline = 0;
         s->state_changes++;
@@ -2402,6 +2421,97 @@ static int fault(sim_t *s, int fi)
         p->slow_factor = s->fault_factor[fi];
         return 0;
     }
+}
+
+/* ------------------------------------------- a user-space daemon's timers (mtools/daemon.py) */
+/* multipathd's loop (`run --conf`): each timer of the daemon is an EV_DAEMON event the core pops in
+   order; the daemon itself runs in Python (sim/fast.py _Target.daemon), told first what of the run
+   it reads (DaemonRunState: the result's counts, the jobs', the devices', the pending state changes).
+   Its dm messages go through the target as any message; what it does to a device comes back as
+   EV_DEV_FAIL/EV_DEV_RESTORE among the events of the call (target_call applies them at once); a
+   table reload comes back as the new priority groups (CoreGroups, apply_groups). */
+static PyObject *daemon_run_state(sim_t *s)
+{
+    PyObject *jobs = PyList_New(s->njobs), *devs = PyList_New(s->npaths);
+    if (!jobs || !devs) { Py_XDECREF(jobs); Py_XDECREF(devs); return NULL; }
+    for (int i = 0; i < s->njobs; i++) {
+        job_t *j = &s->jobs[i];
+        job_run_state_t r = {j->inflight, j->stopped, j->remaining};
+        PyObject *t = Py_BuildValue(JOB_RUN_STATE_FORMAT, JOB_RUN_STATE_VALUES(r));
+        if (!t) { Py_DECREF(jobs); Py_DECREF(devs); return NULL; }
+        PyList_SET_ITEM(jobs, i, t);
+    }
+    for (int i = 0; i < s->npaths; i++) {
+        dev_run_state_t r = {s->paths[i].in_flight, s->paths[i].offline};
+        PyObject *t = Py_BuildValue(DEV_RUN_STATE_FORMAT, DEV_RUN_STATE_VALUES(r));
+        if (!t) { Py_DECREF(jobs); Py_DECREF(devs); return NULL; }
+        PyList_SET_ITEM(devs, i, t);
+    }
+    daemon_run_state_t r = {s->completed, s->errored, s->state_changes, jobs, devs};
+    PyObject *out = Py_BuildValue(DAEMON_RUN_STATE_FORMAT, DAEMON_RUN_STATE_VALUES(r));
+    Py_DECREF(jobs);
+    Py_DECREF(devs);
+    return out;
+}
+
+/* The priority groups of a table the daemon loaded (CoreGroups): each group's selector, each path's
+   group and relative throughput, HST's arguments; the selectors' state came with the call (sel_state_in) */
+static int apply_groups(sim_t *s, PyObject *groups)
+{
+    core_groups_t g;
+    if (!PyArg_ParseTuple(groups, CORE_GROUPS_FIELDS, CORE_GROUPS_REFS(&g)))
+        return -1;
+    if (!PyList_Check(g.pg_selectors) || PyList_GET_SIZE(g.pg_selectors) < 1 || !PyList_Check(g.pg)
+            || PyList_GET_SIZE(g.pg) != s->npaths || !PyList_Check(g.rt) || PyList_GET_SIZE(g.rt) != s->npaths
+            || !PyList_Check(g.weights) || PyList_GET_SIZE(g.weights) != HST_WEIGHTS) {
+        PyErr_SetString(PyExc_ValueError, "a reloaded table's groups: a selector per group, a group per path");
+        return -1;
+    }
+    int npgs = (int)PyList_GET_SIZE(g.pg_selectors);
+    int *sel = PyMem_Calloc((size_t)npgs, sizeof(int));
+    if (!sel) { PyErr_NoMemory(); return -1; }
+    int any_c = 0;
+    for (int i = 0; i < npgs; i++) {
+        sel[i] = (int)PyLong_AsLong(PyList_GET_ITEM(g.pg_selectors, i));
+        if (sel[i] < 0 || sel[i] >= NR_SELECTOR_OPS || sel[i] == SEL_PY || sel[i] == SEL_IOA) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "a reloaded table's selector the core runs only from the start");
+            PyMem_Free(sel);
+            return -1;
+        }
+        any_c |= sel[i] != SEL_PY;
+    }
+    for (int i = 0; i < s->npaths; i++) {
+        int pg = (int)PyLong_AsLong(PyList_GET_ITEM(g.pg, i));
+        if (pg < 0 || pg >= npgs) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a path of an unknown group");
+            PyMem_Free(sel);
+            return -1;
+        }
+        s->paths[i].pg = pg;
+        s->paths[i].ops = &selector_ops[sel[pg]];
+        s->paths[i].rt = (uint32_t)PyLong_AsUnsignedLong(PyList_GET_ITEM(g.rt, i));
+    }
+    for (int i = 0; i < HST_WEIGHTS; i++)
+        s->weights[i] = (uint32_t)PyLong_AsUnsignedLong(PyList_GET_ITEM(g.weights, i));
+    s->threshold = (uint32_t)g.threshold;
+    PyMem_Free(s->pg_sel);
+    s->pg_sel = sel;
+    s->npgs = npgs;
+    s->any_c_sel = any_c;
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* EV_DAEMON: the daemon's timer OBJ fires */
+static int daemon_event(sim_t *s, int64_t obj)
+{
+    PyObject *run = daemon_run_state(s);
+    if (!run) return -1;
+    PyObject *r = target_call(s, "daemon", Py_BuildValue("(LN)", (long long)obj, run));
+    if (!r) return -1;
+    int rc = r == Py_None ? 0 : apply_groups(s, r);
+    Py_DECREF(r);
+    return rc;
 }
 
 /* EV_KICK: the target hands back its queued bios, mapped again */
@@ -2511,6 +2621,8 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
             if (target_event(s, "activated", e.obj) < 0) return -1;
         } else if (e.kind == EV_FAULT) {
             if (fault(s, (int)e.obj) < 0) return -1;
+        } else if (e.kind == EV_DAEMON) {
+            if (daemon_event(s, e.obj) < 0) return -1;
         } else if (e.kind == EV_NVME_CANCEL) {
             if (nvme_cancel(s, (int)e.obj) < 0) return -1;
         } else if (e.kind == EV_NVME_FREE) {
@@ -2768,6 +2880,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         p->ns_per_kib = get_f(pd, "ns_per_kib", &err);
         p->slow_factor = get_f(pd, "slow_factor", &err);
         p->fail_latency_ns = get_i64(pd, "fail_latency_ns", &err);
+        p->offline = (int)get_i64(pd, "offline", &err);     /* a daemon may have failed it before the run */
         p->dist = (int)get_i64(pd, "dist", &err);
         p->mean = get_f(pd, "mean", &err);
         p->lam = p->mean != 0.0 ? 1.0 / p->mean : 0.0;

@@ -5,7 +5,7 @@
 
 enum { SEL_RR = 0, SEL_QL = 1, SEL_ST = 2, SEL_HST = 3, SEL_PY = 4, SEL_IOA = 5 };
 enum { DIST_CONST = 0, DIST_EXP = 1, DIST_LOGNORMAL = 2, DIST_EMPIRICAL = 3 };
-enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_RETRY = 3, EV_KICK = 4, EV_FAULT = 5, EV_MESSAGE = 6, EV_ERRDONE = 7, EV_ACTIVATED = 8, EV_NOPATH_TIMEOUT = 9, EV_CALL = 10, EV_WORK = 11, EV_WAKE = 12, EV_CPU = 13, EV_STEAL = 14, EV_NVME_CANCEL = 15, EV_NVME_FREE = 16 };
+enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_RETRY = 3, EV_KICK = 4, EV_FAULT = 5, EV_MESSAGE = 6, EV_ERRDONE = 7, EV_ACTIVATED = 8, EV_NOPATH_TIMEOUT = 9, EV_CALL = 10, EV_WORK = 11, EV_WAKE = 12, EV_CPU = 13, EV_STEAL = 14, EV_NVME_CANCEL = 15, EV_NVME_FREE = 16, EV_DAEMON = 17, EV_DEV_FAIL = 18, EV_DEV_RESTORE = 19 };
 enum { FAULT_FAIL = 0, FAULT_REINSTATE = 1, FAULT_SLOW = 2 };
 enum { MAP_REMAPPED = 0, MAP_SUBMITTED = 1, MAP_REQUEUE = 2, MAP_DELAY_REQUEUE = 3, MAP_KILL = 4 };
 enum { END_DONE = 0, END_REQUEUE = 1, END_DELAY_REQUEUE = 2, END_INCOMPLETE = 3 };
@@ -165,6 +165,53 @@ typedef struct {
 #define NVME_PATH_FORMAT "(iii)"
 #define NVME_PATH_REFS(r) &(r)->ctrl, &(r)->ana, &(r)->disabled
 #define NVME_PATH_VALUES(r) (r).ctrl, (r).ana, (r).disabled
+
+/* DaemonRunState (sim/boundary.py) */
+typedef struct {
+    long long completed;
+    long long errored;
+    long long state_changes;
+    PyObject *jobs;
+    PyObject *devices;
+} daemon_run_state_t;
+#define DAEMON_RUN_STATE_FIELDS "LLLOO"
+#define DAEMON_RUN_STATE_FORMAT "(LLLOO)"
+#define DAEMON_RUN_STATE_REFS(r) &(r)->completed, &(r)->errored, &(r)->state_changes, &(r)->jobs, &(r)->devices
+#define DAEMON_RUN_STATE_VALUES(r) (r).completed, (r).errored, (r).state_changes, (r).jobs, (r).devices
+
+/* JobRunState (sim/boundary.py) */
+typedef struct {
+    long long inflight;
+    int stopped;
+    long long remaining;
+} job_run_state_t;
+#define JOB_RUN_STATE_FIELDS "LiL"
+#define JOB_RUN_STATE_FORMAT "(LiL)"
+#define JOB_RUN_STATE_REFS(r) &(r)->inflight, &(r)->stopped, &(r)->remaining
+#define JOB_RUN_STATE_VALUES(r) (r).inflight, (r).stopped, (r).remaining
+
+/* DevRunState (sim/boundary.py) */
+typedef struct {
+    long long in_flight;
+    int offline;
+} dev_run_state_t;
+#define DEV_RUN_STATE_FIELDS "Li"
+#define DEV_RUN_STATE_FORMAT "(Li)"
+#define DEV_RUN_STATE_REFS(r) &(r)->in_flight, &(r)->offline
+#define DEV_RUN_STATE_VALUES(r) (r).in_flight, (r).offline
+
+/* CoreGroups (sim/boundary.py) */
+typedef struct {
+    PyObject *pg_selectors;
+    PyObject *pg;
+    PyObject *rt;
+    PyObject *weights;
+    unsigned long long threshold;
+} core_groups_t;
+#define CORE_GROUPS_FIELDS "OOOOK"
+#define CORE_GROUPS_FORMAT "(OOOOK)"
+#define CORE_GROUPS_REFS(r) &(r)->pg_selectors, &(r)->pg, &(r)->rt, &(r)->weights, &(r)->threshold
+#define CORE_GROUPS_VALUES(r) (r).pg_selectors, (r).pg, (r).rt, (r).weights, (r).threshold
 
 /* NvmeMapResult (sim/boundary.py) */
 typedef struct {

@@ -34,6 +34,10 @@ DIST_CONST, DIST_EXP, DIST_LOGNORMAL, DIST_EMPIRICAL = range(4)
 EV_WORK, EV_WAKE, EV_CPU, EV_STEAL = range(11, 15)     # the core's EV_CALLs: blockqueue and host
 # the core's EV_CALLs of an NVMe run (nvme/run.py): _cancel_tagset and _server_free of one path device
 EV_NVME_CANCEL, EV_NVME_FREE = range(15, 17)
+# a user-space daemon's timer (sim/loop.py daemon_timer: obj indexes the bridge's calls); and what a daemon
+# does to a device at once during such a call (IoPath.fail_device / restore_device), applied by the core
+# in the order of the events the call scheduled, never queued
+EV_DAEMON, EV_DEV_FAIL, EV_DEV_RESTORE = range(17, 20)
 
 # sim/devices.py Fault.action
 FAULT_ACTIONS = {"fail": 0, "reinstate": 1, "slow": 2}
@@ -112,6 +116,17 @@ RECORDS: Dict[str, Tuple[str, List[tuple]]] = {
     "NvmeHeadState": ("nvme_head_state", [("paths", "O"), ("current", "O"), ("target_live", "O")]),
     # one path of a head: its controller (path device), ana (NVME_ANA_*), disabled (path_is_disabled)
     "NvmePath": ("nvme_path", [("ctrl", "i"), ("ana", "i"), ("disabled", "i")]),
+    # the run's counters a daemon reads (multipathd: workload_done, the progress stop, pending state
+    # changes, the drain before a reload), sent with each of its timer calls: the Simulation's result
+    # counts and pending state changes, each job's (JobRunState) and each device's (DevRunState)
+    "DaemonRunState": ("daemon_run_state", [("completed", "L"), ("errored", "L"), ("state_changes", "L"),
+                                            ("jobs", "O"), ("devices", "O")]),
+    "JobRunState": ("job_run_state", [("inflight", "L"), ("stopped", "i"), ("remaining", "L")]),
+    "DevRunState": ("dev_run_state", [("in_flight", "L"), ("offline", "i")]),
+    # the priority groups after a daemon reloaded the table (the dm target's fresh state): each group's
+    # SEL_*, each path's group and relative throughput (by path device), HST's weights and threshold
+    "CoreGroups": ("core_groups", [("pg_selectors", "O"), ("pg", "O"), ("rt", "O"), ("weights", "O"),
+                                   ("threshold", "K")]),
     # what NvmeHead.map answered: a MAP_CODES code, the controller (path device) of MAP_REMAPPED and the
     # request's same-path retries (_Req.retries)
     "NvmeMapResult": ("nvme_map_result", [("code", "i"), ("ctrl", "i"), ("retries", "i")]),
@@ -135,6 +150,10 @@ NvmeCtrl = _record("NvmeCtrl")
 NvmeHeadState = _record("NvmeHeadState")
 NvmePath = _record("NvmePath")
 NvmeMapResult = _record("NvmeMapResult")
+DaemonRunState = _record("DaemonRunState")
+JobRunState = _record("JobRunState")
+DevRunState = _record("DevRunState")
+CoreGroups = _record("CoreGroups")
 
 
 # ---------------------------------------------------------------- the C header

@@ -53,8 +53,9 @@ from ..target import (END_DELAY_REQUEUE, END_DONE, END_INCOMPLETE, END_REQUEUE, 
 from ..target.multipath import DH_OK, Multipath
 from ..workload.fio import JobSpec
 from . import boundary as b
-from .boundary import (EV_ACTIVATED, EV_FAULT, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT, CoreEvent, CoreFault,
-                       LatState, SelPathState, TargetFlags)
+from .boundary import (EV_ACTIVATED, EV_CALL, EV_DAEMON, EV_DEV_FAIL, EV_DEV_RESTORE, EV_FAULT, EV_KICK,
+                       EV_MESSAGE, EV_NOPATH_TIMEOUT, CoreEvent, CoreFault, CoreGroups, DaemonRunState,
+                       DevRunState, JobRunState, LatState, SelPathState, TargetFlags)
 from .arrival import IoGen
 from .devices import Empirical, Exponential, Fault, LogNormal, PathDevice, PathModel, ServiceTime
 from .host import HostModel
@@ -194,11 +195,68 @@ class _Target(CoreTarget):
         self.c_groups = {p.pg for p, i in zip(pgpaths, infos) if i is not None}
         self.index = {p: i for i, p in enumerate(pgpaths)}
         self.queued = {}                 # cid -> _CoreIO the target holds (queued bios)
+        # a daemon's timers (EV_DAEMON indexes these) and what it does to devices during them
+        self.calls: list = []
+        self.dev_index = {d: i for i, d in enumerate(sim.devices)}
+        if sim.daemons:
+            sim.fail_device = lambda dev: self._device_op(dev, True)
+            sim.restore_device = lambda dev: self._device_op(dev, False)
 
     def core_event(self, kind, obj):
         if kind == EV_ACTIVATED:
             return kind, self.index[obj]
+        if _daemon_call(self.sim, kind, obj):
+            self.calls.append(obj[1])
+            return EV_DAEMON, len(self.calls) - 1
         return CoreTarget.core_event(self, kind, obj)
+
+    def _device_op(self, dev, fail: bool) -> None:
+        """IoPath.fail_device / restore_device by a daemon: the core applies it at this point of the call."""
+        dev.offline = fail
+        self._events.append(CoreEvent(t=self.sim.now, kind=EV_DEV_FAIL if fail else EV_DEV_RESTORE,
+                                      obj=self.dev_index[dev]))
+
+    def close(self) -> None:
+        CoreTarget.close(self)
+        if self.sim.daemons:
+            del self.sim.fail_device, self.sim.restore_device
+
+    def daemon(self, state, index, run):
+        """A daemon's timer (EV_DAEMON): the run's counters it reads first, then the call."""
+        self._enter(state)
+        sim = self.sim
+        run = DaemonRunState._make(run)
+        sim.result.completed, sim.result.errored = run.completed, run.errored
+        for j, js in zip(sim.jobs, map(JobRunState._make, run.jobs)):
+            j.inflight, j.stopped = js.inflight, bool(js.stopped)
+            j.remaining = None if js.remaining < 0 else js.remaining
+        for d, ds in zip(sim.devices, map(DevRunState._make, run.devices)):
+            d.in_flight, d.offline = ds.in_flight, bool(ds.offline)
+        sim._state_changes = run.state_changes      # the daemon reads the total (pending_state_changes)
+        sim._daemon_call(self.calls[index])
+        sim._state_changes -= run.state_changes     # the call's own change, as every call reports it
+        return self._leave(self._regroup())
+
+    def _regroup(self):
+        """After a daemon reloaded the table (the target took a fresh table's state): the new groups'
+        paths and selectors, as CoreGroups for the core; None when the table is the same."""
+        mp, sim = self.mp, self.sim
+        if len(self.pgpaths) == len(mp.pgpaths) and all(p in self.index for p in mp.pgpaths):
+            return None
+        pgpaths: list = [None] * len(self.pgpaths)
+        for p in mp.pgpaths:
+            pgpaths[self.dev_index[sim.dev_of_pgpath[p]]] = p
+        self.pgpaths = pgpaths
+        self.infos = [p.pg.ps.path_info(p) for p in pgpaths]
+        self.c_groups = {p.pg for p in pgpaths}
+        self.index = {p: i for i, p in enumerate(pgpaths)}
+        self.c_pg = mp.priority_groups[0]
+        hst = [pg.ps for pg in mp.priority_groups if type(pg.ps) is HistoricalServiceTime]
+        return CoreGroups(pg_selectors=[core_kind(pg.ps) for pg in mp.priority_groups],
+                          pg=[mp.priority_groups.index(p.pg) for p in pgpaths],
+                          rt=[getattr(i, "relative_throughput", 1) for i in self.infos],
+                          weights=list(hst[0].weights) if hst else [0] * b.HST_WEIGHTS,
+                          threshold=hst[0].threshold_multiplier if hst else 0)
 
     def state(self):
         """The C selectors' state as _fastcore.c's sel_state_out gives it: (SelPathState of each path,
@@ -226,11 +284,15 @@ class _Target(CoreTarget):
     def flags(self):
         mp = self.mp
         # map is the current group's select_path + start_io: the core may do it (in that group)
+        # a map of the instance's own (a daemon holds I/O while it reloads the table): every map is its
+        held = "map" in vars(mp)
         simple = bool(mp.nr_valid_paths and not mp.queue_io and not mp.pg_init_required
-                      and mp.current_pg is not None and any(p.is_active for p in mp.current_pg.pgpaths))
+                      and mp.current_pg is not None and any(p.is_active for p in mp.current_pg.pgpaths)
+                      and not held)
         # no path and no queueing: map kills every I/O and changes nothing (choose_pgpath already
         # cleared the current group); the core may fail them itself
-        idle = not (mp.nr_valid_paths or mp.queue_io or mp.current_pg is not None or mp.current_pgpath is not None)
+        idle = not (held or mp.nr_valid_paths or mp.queue_io or mp.current_pg is not None
+                    or mp.current_pgpath is not None)
         queueing = mp.queue_if_no_path_flag or mp.noflush_suspending()
         kill = idle and not queueing
         # likewise request-based with queueing: every map is DM_MAPIO_DELAY_REQUEUE
@@ -320,9 +382,27 @@ def _needs_target(sim) -> bool:
     """The run has rare events for the Python target: dm messages, faults that fail or reinstate,
     group switches and hardware-handler activation."""
     mp = sim.mp
-    return len(mp.priority_groups) > 1 or bool(mp.hw_handler_name) or any(
+    return len(mp.priority_groups) > 1 or bool(mp.hw_handler_name) or bool(sim.daemons) or any(
         kind == EV_MESSAGE or (kind == EV_FAULT and obj[1].action != "slow")
         for _, _, kind, obj in sim._heap)
+
+
+def _daemon_call(sim, kind, obj) -> bool:
+    """The event is a daemon's timer (sim/loop.py daemon_timer)."""
+    return kind == EV_CALL and obj[0] == sim._daemon_call
+
+
+def _daemon_refusal(sim) -> str:
+    """A daemon runs with the core when it declares it acts on the run only through the hooks the core
+    mirrors (``in_compiled_core``: daemon_timer, send_message, fail_device and restore_device, reading
+    the run's counters, a table reload) and every group's selector is one of the core's own."""
+    for d in sim.daemons:
+        if not getattr(type(d), "in_compiled_core", False):
+            return "the daemon %s needs the Python engine" % type(d).__name__
+    for pg in sim.mp.priority_groups:
+        if core_kind(pg.ps) in (SEL_PY, SEL_IOA):
+            return "multipathd with the selector %s (a table reload rebuilds it) needs the Python engine" % pg.ps.name
+    return ""
 
 
 # What the compiled core runs, as an allow-list: a run whose every part is listed here runs in C;
@@ -421,7 +501,9 @@ def eligible(sim) -> str:
     if os.environ.get("MPATHLAB_ENGINE", "").lower() == "python":
         return "MPATHLAB_ENGINE=python"
     if getattr(sim, "daemons", None):
-        return "a user-space daemon (multipathd) needs the Python engine"
+        why = _daemon_refusal(sim)
+        if why:
+            return why
     if len(getattr(sim, "targets", ())) > 1:
         return "several hosts (mpathlab.multihost) need the Python engine"
     # engine.Simulation itself, not a subclass with its own hooks (named: engine imports this module)
@@ -437,7 +519,8 @@ def eligible(sim) -> str:
         return "the %s stack is not in the compiled core" % getattr(mp, "stack", type(mp).__name__)
     pgs = mp.priority_groups
     pgpaths = mp.pgpaths
-    if mp.nr_valid_paths != len(pgpaths) or len(pgpaths) != len(sim.devices):
+    # (a daemon may have failed paths it found unusable before the run: the target's state says which)
+    if (mp.nr_valid_paths != len(pgpaths) and not sim.daemons) or len(pgpaths) != len(sim.devices):
         return "every device must be one active path of the table"
     if len({sim.dev_of_pgpath[p] for p in pgpaths}) != len(pgpaths):
         return "a device appears twice in the table"
@@ -449,7 +532,7 @@ def eligible(sim) -> str:
         if mp.queue_mode == "bio" and len({pg.ps.uses_hr_timer() for pg in pgs}) > 1:
             return ("bio-based groups whose selectors stamp start times differently (ktime or jiffies) "
                     "need the Python engine")
-    kinds = {e[2] for e in sim._heap}
+    kinds = {e[2] for e in sim._heap if not _daemon_call(sim, e[2], e[3])}
     if kinds - {EV_FAULT, EV_MESSAGE}:
         return "simulation already started"
     if any(d.model.is_scsi for d in sim.devices):
@@ -554,6 +637,8 @@ def try_run_fast(sim) -> bool:
     out["target"] = target
     if ioa:
         ps.map_misses = out["map_misses"]
+    if target is not None:      # (a daemon's reload gives the target new paths and selectors)
+        info_of_dev = dict(enumerate(zip(target.pgpaths, target.infos)))
     write_back(sim, out, info_of_dev)
     return True
 
@@ -573,7 +658,7 @@ def device_config(sim, d) -> dict:
     kind, mean, mu, sigma, samples = _dist(d.model.service)
     return {
         "parallelism": d.model.parallelism, "delay_ns": d.model.delay_ns, "ns_per_kib": d.model.ns_per_kib,
-        "slow_factor": float(d.slow_factor), "fail_latency_ns": d.model.fail_latency_ns,
+        "slow_factor": float(d.slow_factor), "fail_latency_ns": d.model.fail_latency_ns, "offline": int(d.offline),
         "dist": kind, "mean": float(mean), "mu": float(mu), "sigma": float(sigma), "samples": samples,
         "seed": d.seed,
         "nr_hw_queues": d.model.nr_hw_queues if sim.blk is not None else 1,
@@ -628,9 +713,12 @@ def initial_events(sim, target: Optional[CoreTarget]) -> dict:
             faults.append(CoreFault(path=index[d], action=b.FAULT_ACTIONS[f.action], factor=float(f.factor),
                                     reinstate_after_ns=f.reinstate_after_ns, message=msg))
             initial.append(CoreEvent(t=t, kind=EV_FAULT, obj=len(faults) - 1))
-        else:
+        elif kind == EV_MESSAGE:
             initial.append(CoreEvent(t=t, kind=EV_MESSAGE,
                                      obj=target.message_index(obj)))  # type: ignore[union-attr]
+        else:           # another event the target's bridge runs (a daemon's timer)
+            kind, obj = target.core_event(kind, obj)  # type: ignore[union-attr]
+            initial.append(CoreEvent(t=t, kind=kind, obj=obj))
     sim._heap.clear()
     sim._state_changes = 0
     return {"faults": faults, "initial": initial}
