@@ -13,13 +13,15 @@ Measures
   5. peak memory (max RSS of a fresh process) for 1M and 10M I/O runs;
   6. every shipped scenario, every fault study (sim/faults.py), a 10-path run, a Python
      plug-in selector (examples/my_selector.py), a bssplit + rate_iops job (IoGen) and NVMe runs
-     (examples/nvme-vs-dm.toml, an NVMe failover study), each in both engines: simulated I/Os per
+     (examples/nvme-vs-dm.toml, an NVMe failover study) and multipathd's loop (run --conf,
+     examples/mtools), each in both engines: simulated I/Os per
      second, and the core's rate as a ratio to the Python engine and to the bare heapq floor
      (the heapq loop's rate for that run's events per I/O).
 Targets: >= 20x SimPy, within 2x of the bare heapq loop, HST < 2 us per I/O
 at 8 paths, memory flat in the number of I/Os.  Issue 16: every shipped scenario and fault
 study >= 2 M I/Os per second in the core, a Python plug-in selector >= 3x the Python engine,
-the 4-path HST scenario (1.) >= 6 M/s.  NVMe runs (numa, queue-depth, a controller-loss study) >= 2 M/s.
+the 4-path HST scenario (1.) >= 6 M/s.  NVMe runs (numa, queue-depth, a controller-loss study) and
+multipathd's loop (run --conf) >= 2 M/s in the core.
 """
 from __future__ import annotations
 
@@ -147,7 +149,28 @@ def core_configs(n_ios: int):
     from mpathlab.scenarios.nvme import NVME_STUDIES
     cfgs.append(("NVMe study nvme-controller-loss [round-robin]",
                  lambda eng: _nvme_study(NVME_STUDIES["nvme-controller-loss"], "round-robin", n_ios, eng)))
+    cfgs.append(("run --conf: multipathd, ALUA map (examples/mtools)", lambda eng: _daemon_sim(eng)))
     return cfgs
+
+
+def _daemon_sim(engine: str):
+    """`mpathlab run --conf examples/mtools/multipath.conf examples/mtools/alua-paths.toml` with multipathd's
+    loop (as mtools/run.py simulate_conf builds it): 80 simulated seconds, so the link loss at 10 s, its
+    return at 40 s and the ALUA change at 70 s (three table reloads) are in the run; iodepth 4."""
+    from mpathlab.mtools.conf import parse_conf
+    from mpathlab.mtools.daemon import Multipathd
+    from mpathlab.mtools.paths import load_path_topology
+    from mpathlab.mtools.run import discover
+    ex = os.path.join(HERE, "..", "examples", "mtools")
+    with open(os.path.join(ex, "multipath.conf")) as f:
+        conf = parse_conf(f.read())
+    topo = load_path_topology(os.path.join(ex, "alua-paths.toml"))
+    maps, _, env = discover(conf, topo)
+    mp = maps[0]
+    jobs = parse_fio("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=4\nruntime=80s\ntime_based\n").jobs
+    sim = Simulation(mp.table_line(), [pp.path.model for pp in mp.paths], jobs, engine=engine, **topo.sim)
+    sim.add_daemon(Multipathd(mp, conf.checkint(), conf.max_checkint(), env=env, topology=topo))
+    return sim
 
 
 def _nvme_sim(policy: str, n_ios: int, engine: str):

@@ -153,3 +153,13 @@ def test_release_differences_alike(kernel, policy):
               (12 * 10 ** 6, "fail_path c1"), (25 * 10 ** 6, "reinstate_path c1")]
     a = compare(_topo(nvme=nvme, events=events), JOB % "40ms", policy)
     assert a.errored or a.pending or any(p["errors"] for p in a.paths)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_rfc_scenario_alike(policy):
+    from mpathlab.scenarios.nvme import NVME_SCENARIOS
+    from mpathlab.topology import load_topology
+    from mpathlab.workload.fio import load_fio
+    sc = NVME_SCENARIOS["nvme-latency-rfc"]
+    topo, jobs = load_topology(sc.topology), load_fio(sc.job)
+    assert_same(run_nvme(topo, jobs, policy=policy, engine="python"), run_nvme(topo, jobs, policy=policy))

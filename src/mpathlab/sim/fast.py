@@ -21,7 +21,9 @@ several priority groups (each with its own selector, C or Python) with
 switching and hardware-handler pg_init;
 queue_if_no_path with its timeout; bio-based queueing; jobs with an IoGen
 (sim/arrival.py: mixed sizes, trims, open-loop arrivals; :mod:`.fast_gen`
-hands it over and names what of it stays in Python).
+hands it over and names what of it stays in Python); a user-space daemon that declares
+``in_compiled_core`` (multipathd: its timers call back into it, :meth:`_Target.daemon`); another stack's
+target whose bridge is registered (:func:`register_target`: the NVMe head, nvme/core.py).
 
 The split, and why: every per-I/O step (submit, map through the selector,
 tags, device, completion through end_io, fio's statistics) is in C, because
