@@ -150,6 +150,11 @@ def core_configs(n_ios: int):
     cfgs.append(("NVMe study nvme-controller-loss [round-robin]",
                  lambda eng: _nvme_study(NVME_STUDIES["nvme-controller-loss"], "round-robin", n_ios, eng)))
     cfgs.append(("run --conf: multipathd, ALUA map (examples/mtools)", lambda eng: _daemon_sim(eng)))
+    for sel, label in (("historical-service-time", "HST"), ("prequal", "prequal, Python")):
+        cfgs.append(("mpathlab hosts: hosts-8x4 (8 hosts x 4 ports) [%s]" % label,
+                     lambda eng, sel=sel: _hosts_sim(sel, 8, None, n_ios, eng)))
+    cfgs.append(("mpathlab hosts: 64 hosts x 16 ports, iodepth 8 [ST]",
+                 lambda eng: _hosts_sim("service-time", 64, 16, n_ios, eng)))
     return cfgs
 
 
@@ -191,6 +196,30 @@ def _nvme_study(study, policy: str, n_ios: int, engine: str):
     return nvme_simulation(study.topology(), job, policy=policy, engine=engine, window_ns=10 ** 6)
 
 
+def _hosts_sim(selector: str, hosts: int, ports, n_ios: int, engine: str):
+    """A multi-host run (mpathlab.multihost) on the shipped hosts-8x4 topology, or on PORTS copies of its
+    port pB; every host's job is that scenario's job, sized so that all hosts together do about n_ios."""
+    import copy
+    from mpathlab.multihost import MultiHostSimulation, load_multihost
+    from mpathlab.sim.devices import PathModel
+    topo, cfg = load_multihost(os.path.join(SCEN, "hosts-8x4.toml"))
+    depth = 4
+    if ports:
+        pb = topo.paths[1]
+        paths = [PathModel("p%d" % i, (8, 16 * i), pb.service, parallelism=pb.parallelism) for i in range(ports)]
+        table = ("0 1048576 multipath 0 0 1 1 service-time 0 %d 1 " % ports
+                 + " ".join("p%d 1" % i for i in range(ports)))
+        topo = copy.copy(topo)
+        topo.table, topo.paths = table, paths
+        depth = 8
+    topo = topo.with_selector(selector)
+    kw = topo.sim_kwargs()
+    kw.pop("messages", None)
+    jobs = parse_fio("[host]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=%d\nnumber_ios=%d\n"
+                     % (depth, max(1, n_ios // hosts))).jobs
+    return MultiHostSimulation(topo.table, topo.paths, jobs, hosts=hosts, window_ns=cfg.window_ns, engine=engine, **kw)
+
+
 def _generator_sim(n_ios: int, engine: str):
     """A job with an IoGen (sim/arrival.py): mixed sizes drawn by bssplit, submissions paced by rate_iops."""
     topo, _, kw = scenario(n_ios)
@@ -216,11 +245,13 @@ def _scenario_sim(sc, col, engine: str):
     return Simulation(topo.table, topo.paths, load_fio(sc.job).jobs, engine=engine, **kw)
 
 
-def core_table(n_ios: int, heap_events_per_s: float) -> dict:
+def core_table(n_ios: int, heap_events_per_s: float, only: str = "") -> dict:
     out = {}
     print("%-58s %11s %11s %8s %8s  %s" % ("configuration", "core IO/s", "Python IO/s", "x Python", "x heapq",
                                            "engine"))
     for label, run in core_configs(n_ios):
+        if only not in label:
+            continue
         rates = {}
         res = None
         for eng in ("compiled", "python"):
@@ -245,6 +276,52 @@ def core_table(n_ios: int, heap_events_per_s: float) -> dict:
     return out
 
 
+def hosts_at_scale(hosts: int, ports: int, runtime: str, tmp: str) -> dict:
+    """`mpathlab hosts` (service-time, one seed) on scripts/hosts_topology.py's topology of HOSTS x PORTS with
+    every host at iodepth 8 for RUNTIME, in a fresh process: its wall and CPU time (the CPU time is the figure
+    that holds on a loaded machine), peak RSS and I/O count."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("hosts_topology", os.path.join(HERE, "..", "scripts",
+                                                                                 "hosts_topology.py"))
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)  # type: ignore[union-attr]
+    topo = os.path.join(tmp, "hosts-%dx%d.toml" % (hosts, ports))
+    with open(topo, "w") as f:
+        f.write(gen.topology(hosts, ports))
+    job = os.path.join(tmp, "hosts-%s.fio" % runtime)
+    with open(job, "w") as f:
+        f.write("[host]\nioengine=libaio\nrw=randread\nbs=4k\niodepth=8\nruntime=%s\ntime_based\n" % runtime)
+    cmd = [sys.executable, "-m", "mpathlab", "hosts", topo, job, "--selectors", "service-time", "--seeds", "1",
+           "--no-progress"]
+    t = time.perf_counter()
+    src = os.path.join(HERE, "..", "src")
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=src))
+    out = p.stdout.read()   # type: ignore[union-attr]
+    _, status, usage = os.wait4(p.pid, 0)
+    el = time.perf_counter() - t
+    if status:
+        raise RuntimeError("mpathlab hosts failed: %s" % " ".join(cmd))
+    ios = int(out.split("service-time: ", 1)[1].split(" I/Os", 1)[0])
+    return {"hosts": hosts, "ports": ports, "runtime": runtime, "ios": ios, "seconds": el,
+            "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss_kib": usage.ru_maxrss}
+
+
+def hosts_section(quick: bool) -> list:
+    print("\n== mpathlab hosts at scale (service-time, one seed, iodepth 8 per host; a fresh process each)")
+    import tempfile
+    rows = []
+    # the headline run; 2 s of it (memory flat in the I/O count); a quarter of the hosts, of the ports
+    sizes = [(1000, 64, "10s"), (1000, 64, "2s")] + ([] if quick else [(250, 64, "10s"), (1000, 16, "10s")])
+    with tempfile.TemporaryDirectory() as tmp:
+        for h, p, rt in sizes:
+            r = hosts_at_scale(h, p, rt, tmp)
+            rows.append(r)
+            print("%5d hosts x %2d ports, %4s: %9d I/Os in %5.1f s wall, %5.1f s CPU (%.2f M I/Os per CPU-second), "
+                  "peak RSS %4d MiB" % (h, p, rt, r["ios"], r["seconds"], r["cpu_seconds"],
+                                        r["ios"] / r["cpu_seconds"] / 1e6, r["peak_rss_kib"] // 1024))
+    return rows
+
+
 def rss_of_run(n_ios: int, engine: str) -> int:
     code = ("import sys,resource; sys.path.insert(0,%r); sys.path.insert(0,%r); import bench; "
             "bench.sim_rate(%d, %r); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
@@ -257,11 +334,21 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--only", metavar="TEXT", help="only the core runs whose label contains TEXT (with 'hosts': "
+                                                     "and the runs at scale), e.g. --only 'mpathlab hosts'")
     a = ap.parse_args()
     n_fast = 200_000 if a.quick else 1_000_000
     n_py = 50_000 if a.quick else 200_000
     n_simpy = 20_000 if a.quick else 100_000
     out = {}
+    if a.only:
+        print("== the runs in the core whose label contains %r (one run; rates in simulated I/Os per second)" % a.only)
+        out["core_runs"] = core_table(n_py, heapq_rate(n_py * 4), a.only)
+        if "hosts" in a.only:
+            out["hosts_at_scale"] = hosts_section(a.quick)
+        if a.json:
+            print(json.dumps(out, indent=2))
+        return
 
     print("== simulator: 4 paths, iodepth 64, historical-service-time, 4k randwrite")
     if fast.available():
@@ -314,6 +401,8 @@ def main():
 
     print("\n== every run in the core (one run; rates in simulated I/Os per second)")
     out["core_runs"] = core_table(n_py, heapq_rate(n_py * 4))
+
+    out["hosts_at_scale"] = hosts_section(a.quick)
 
     print("\n== peak memory (max RSS of a fresh process)")
     eng = "compiled" if fast.available() else "python"

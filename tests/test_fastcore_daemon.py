@@ -13,7 +13,7 @@ from mpathlab.sim import fast
 from mpathlab.sim.engine import Simulation
 from mpathlab.workload.fio import load_fio, parse_fio
 
-from test_fastcore import assert_same   # (skips the module if the core is not built)
+from test_fastcore import assert_same_run as assert_same   # (skips the module if the core is not built)
 from test_mtools import CONF_TL, TWO_FAILS, WEIGHTED, path, topo
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

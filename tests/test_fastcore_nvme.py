@@ -9,7 +9,7 @@ from mpathlab.sim import fast
 from mpathlab.topology import topology_from_dict
 from mpathlab.workload.fio import parse_fio
 
-from test_fastcore import assert_same   # (skips the module if the core is not built)
+from test_fastcore import assert_same_run as assert_same   # (skips the module if the core is not built)
 
 POLICIES = ("numa", "round-robin", "queue-depth")
 

@@ -3,7 +3,8 @@
  *
  * It runs the same model as the pure-Python engine (mpathlab/sim/engine.py)
  * for closed-loop jobs and jobs with arrival.py's IoGen (mixed sizes, trims,
- * open-loop arrivals; section "IoGen") -- selectors in C or called in Python (SEL_PY), faults,
+ * open-loop arrivals; section "IoGen") -- selectors in C or called in Python (SEL_PY), SCSI paths
+ * (section "SCSI paths", sim/scsi.py), faults,
  * messages and several priority groups through calls back into the Python
  * target for the rare events (sim/fast.py says what and why) -- and produces
  * bit-identical results: the same
@@ -173,10 +174,53 @@ static int64_t ring_pop(ring_t *r)
     return id;
 }
 
+static int64_t ring_at(const ring_t *r, int64_t k)
+{
+    return r->v[(r->head + k) % r->cap];
+}
+
+/* del deque[k] */
+static void ring_remove_at(ring_t *r, int64_t k)
+{
+    for (int64_t i = k; i + 1 < r->len; i++)
+        r->v[(r->head + i) % r->cap] = r->v[(r->head + i + 1) % r->cap];
+    r->len--;
+}
+
+/* sim/scsi.py ScsiHost: a host's tag set, shared by its LUNs (can_queue 0 = unlimited) */
+typedef struct {
+    int64_t can_queue, tags_used;
+    int nactive;            /* len(ScsiHost.active) */
+    ring_t sleepers;        /* bio-based I/O whose task sleeps for a tag (its path names its device) */
+} scsi_host_t;
+
+/* sim/scsi.py ScsiDevice: what the per-I/O path needs.  The error classes and the retry counts stay
+   in the Python ScsiDevice, which the core calls while one is set (python) */
+typedef struct {
+    int host;               /* index into sim_t.scsi_hosts */
+    int state;              /* SDEV_* */
+    int active;             /* in its host's ScsiHost.active */
+    int run_pending, python;
+    int64_t queue_depth, device_busy, tags_held, restarts, device_blocked, nr_cmds, iodone_cnt, rejected;
+    ring_t budget_wait;
+} scsi_dev_t;
+
 /* historical-service-time's per-path state (struct path_info of dm-ps-historical-service.c) */
 typedef struct {
     uint64_t hst, outstanding, stale_after, last_finish;
 } hst_path_t;
+
+/* A selector's per-path state (struct path_info of the dm-ps-*.c modules): one per path of each
+   host's table (sim_t.sel_all; sim_t.sel is the current host's, see "multi-host") */
+typedef struct selpath {
+    uint32_t repeat_count, rt;
+    int32_t qlen_sel;       /* queue-length: atomic int */
+    int32_t inflight_size;  /* service-time: atomic int */
+    hst_path_t h;           /* historical-service-time */
+    int valid_count;        /* HST: the valid_count of this path's group's selector */
+    int pg;                 /* index of the path's priority group */
+    const struct selector_ops *ops;     /* that group's selector (the ops table below) */
+} selpath_t;
 
 typedef struct {
     /* device */
@@ -193,17 +237,10 @@ typedef struct {
     int offline;            /* PathDevice.offline: a 'fail' fault */
     int64_t fail_latency_ns;
     ring_t queue;           /* ios waiting for the device (PathDevice.queue) */
-    /* selector per-path state */
-    uint32_t repeat_count, rt;
-    int32_t qlen_sel;       /* queue-length: atomic int */
-    int32_t inflight_size;  /* service-time: atomic int */
-    hst_path_t h;           /* historical-service-time */
-    int valid_count;        /* HST: the valid_count of this path's group's selector */
-    int pg;                 /* index of the path's priority group */
-    const struct selector_ops *ops;     /* that group's selector (the ops table below) */
     /* the path's hardware queues (sim/blockqueue.py Hctx) */
     int nhw;
     struct hctx *hw;
+    scsi_dev_t *sd;         /* PathDevice.scsi: a SCSI path (NULL: a null_blk-like device) */
     lat_stats lat;          /* latency of the I/O this path completed */
 } path_t;
 
@@ -233,6 +270,7 @@ typedef struct {
     int64_t wake_ns;        /* JobState.wake_ns: the pending EV_SUBMIT of an open-loop job, -1 none */
     lat_stats tlat;         /* JobState.trim_lat (allocated for a job with a generator) */
     int64_t bytes_trimmed;
+    int mh;                 /* JobState.host: the host whose target maps its I/O (multi-host) */
 } job_t;
 
 typedef struct {
@@ -243,6 +281,8 @@ typedef struct {
     int64_t submit_ns, start_time_ns;
     int cpu_work;           /* host: WORK_SUBMIT or WORK_COMPLETE while on or waiting for a CPU */
     int cpu_err;            /* host: WORK_COMPLETE of an I/O that failed on its path (transport error) */
+    int scsi_err;           /* EV_SCSI_REJECT: the status scsi_device_state_check gave (ERR_*) */
+    int64_t serial;         /* the I/O's number in the run (the key of ScsiDevice.retries) */
     uint64_t dm_start_jiffies;
 } io_t;
 
@@ -333,10 +373,21 @@ typedef struct {
     int64_t busy_ns, idle_since;
 } cpu_t;
 
+/* One host of a multi-host run (sim/hosts.py): what of its target the core switches to when an I/O
+   of that host maps or completes (the fields of sim_t of the same names; see "multi-host") */
+typedef struct mhost {
+    selpath_t *sel;
+    int *valid;
+    int nvalid, first_choice;
+    int64_t map_misses;
+    PyObject *py_select, *py_start, *py_end, *py_pgpaths, *py_index;
+} mhost_t;
+
 typedef struct {
     int selector;
     int npaths;
     path_t *paths;
+    selpath_t *sel;         /* the selector's state of each path (the current host's table) */
     int *valid;             /* valid-list order (indices into paths) */
     int njobs;
     job_t *jobs;
@@ -363,6 +414,8 @@ typedef struct {
     /* block layer (sim/blockqueue.py BlockLayer): blk = any path has finite tags */
     int blk;
     ring_t waiting;         /* the dm queue, request-based */
+    ring_t requeue;         /* its requeue list (IoPath._requeue_list); requeue_gen: the latest kick */
+    int64_t requeue_gen;
     int stalled, sched_restart;
     int64_t work_gen, work_latency, resource_stalls;
     /* host (sim/host.py): host = a CPU cost is set */
@@ -396,6 +449,17 @@ typedef struct {
     int *pg_sel;            /* SEL_* of each group */
     int npgs, any_c_sel;    /* any_c_sel: some group's selector is one of the core's */
     int64_t py_now_set;
+    /* SCSI paths (sim/scsi.py ScsiQueues): their devices and hosts; scsi_dying: a deleted device whose
+       path the target still has active (map goes through the target, which fails it); scsi: the
+       fast.py _ScsiBridge the rare decisions are made in */
+    scsi_dev_t *scsi_devs;
+    scsi_host_t *scsi_hosts;
+    int nscsi_hosts, scsi_dying;
+    PyObject *scsi;
+    /* a fault study's record (Simulation(record_completions=True)): completion times of the I/O that
+       completed, and the path errors dm-mpath took back instead of ending the I/O with them */
+    int record_done;
+    int64_t *done_at, ndone, capdone, requeued_errors;
     /* results */
     int64_t submitted, completed, events;
     int first_choice;       /* index of the first path chosen (current_pgpath) */
@@ -403,10 +467,18 @@ typedef struct {
     PyObject *timeline;
     PyObject *progress;
     int64_t next_progress, expected, horizon;
+    /* multi-host (sim/hosts.py): nmh hosts, each with its own target over the shared paths; cur_mh's
+       state is in the fields above, the others' in mh[]; host_port[h * npaths + i]: I/Os host h
+       dispatched to path i (MultiHostSimulation.host_port) */
+    int nmh, cur_mh;
+    mhost_t *mh;
+    selpath_t *sel_all;
+    int *valid_all;
+    int64_t *host_port;
     struct nvme_core *nvme;     /* an NVMe run: the head's state (section "NVMe head"), else NULL */
 } sim_t;
 
-static int device_fail(sim_t *s, path_t *p);
+static int fail_device(sim_t *s, path_t *p);
 
 /* the NVMe head (its section below): the hooks the dm engine calls in an NVMe run */
 static int nvme_map_io(sim_t *s, int64_t id);
@@ -489,7 +561,7 @@ static int valid_take(int *valid, int n, int pos)
     return v;
 }
 
-static int32_t st_cmp(path_t *a, path_t *b, uint64_t incoming)
+static int32_t st_cmp(selpath_t *a, selpath_t *b, uint64_t incoming)
 {
     uint64_t sz1 = (uint64_t)(int64_t)a->inflight_size, sz2 = (uint64_t)(int64_t)b->inflight_size;
     uint32_t rt1 = a->rt, rt2 = b->rt;
@@ -633,6 +705,25 @@ static int py_io_hook(sim_t *s, PyObject *fn, int pi, int64_t nr_bytes, PyObject
 /* The C selectors' state, for the Python selector object the target calls: (per-path
    (qlen, in_flight_size, hst, outstanding, stale_after, last_finish, valid_count of its group),
    valid order of the group the core selects in) */
+/* One path's selector state as a SelPathState tuple, and back */
+static PyObject *sel_path_out(const selpath_t *p)
+{
+    sel_path_state_t r = {p->qlen_sel, p->inflight_size, p->h.hst, p->h.outstanding, p->h.stale_after,
+                          p->h.last_finish, p->valid_count};
+    return Py_BuildValue(SEL_PATH_STATE_FORMAT, SEL_PATH_STATE_VALUES(r));
+}
+
+static int sel_path_in(selpath_t *p, PyObject *t)
+{
+    sel_path_state_t r;
+    if (!PyArg_ParseTuple(t, SEL_PATH_STATE_FIELDS, SEL_PATH_STATE_REFS(&r)))
+        return -1;
+    p->qlen_sel = r.qlen; p->inflight_size = r.in_flight_size; p->valid_count = r.valid_count;
+    p->h.hst = r.hst; p->h.outstanding = r.outstanding; p->h.stale_after = r.stale_after;
+    p->h.last_finish = r.last_finish;
+    return 0;
+}
+
 static PyObject *sel_state_out(sim_t *s)
 {
     if (s->nvme)
@@ -642,10 +733,7 @@ static PyObject *sel_state_out(sim_t *s)
     PyObject *paths = PyList_New(s->npaths), *order = PyList_New(s->nvalid);
     if (!paths || !order) { Py_XDECREF(paths); Py_XDECREF(order); return NULL; }
     for (int i = 0; i < s->npaths; i++) {
-        path_t *p = &s->paths[i];
-        sel_path_state_t r = {p->qlen_sel, p->inflight_size, p->h.hst, p->h.outstanding, p->h.stale_after,
-                              p->h.last_finish, p->valid_count};
-        PyObject *t = Py_BuildValue(SEL_PATH_STATE_FORMAT, SEL_PATH_STATE_VALUES(r));
+        PyObject *t = sel_path_out(&s->sel[i]);
         if (!t) { Py_DECREF(paths); Py_DECREF(order); return NULL; }
         PyList_SET_ITEM(paths, i, t);
     }
@@ -663,15 +751,9 @@ static int sel_state_in(sim_t *s, PyObject *st)
     PyObject *paths, *order;
     if (!PyArg_ParseTuple(st, "O!O!", &PyList_Type, &paths, &PyList_Type, &order))
         return -1;
-    for (int i = 0; i < s->npaths; i++) {
-        path_t *p = &s->paths[i];
-        sel_path_state_t r;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(paths, i), SEL_PATH_STATE_FIELDS, SEL_PATH_STATE_REFS(&r)))
+    for (int i = 0; i < s->npaths; i++)
+        if (sel_path_in(&s->sel[i], PyList_GET_ITEM(paths, i)) < 0)
             return -1;
-        p->qlen_sel = r.qlen; p->inflight_size = r.in_flight_size; p->valid_count = r.valid_count;
-        p->h.hst = r.hst; p->h.outstanding = r.outstanding; p->h.stale_after = r.stale_after;
-        p->h.last_finish = r.last_finish;
-    }
     s->nvalid = (int)PyList_GET_SIZE(order);
     for (int i = 0; i < s->nvalid; i++)
         s->valid[i] = (int)PyLong_AsLong(PyList_GET_ITEM(order, i));
@@ -691,6 +773,8 @@ static int read_active(sim_t *s, PyObject *active)
     return 0;
 }
 
+static void scsi_update_dying(sim_t *s);
+
 /* The target's flags (sim/boundary.py TargetFlags) into the core; state_changes is the caller's */
 static int set_target_flags(sim_t *s, const target_flags_t *fl)
 {
@@ -699,8 +783,12 @@ static int set_target_flags(sim_t *s, const target_flags_t *fl)
     s->queue_if_no_path = fl->queue_if_no_path;
     s->kick_pending = fl->kick_pending;
     s->cur_pg = fl->current_pg;
-    return read_active(s, fl->active);
+    if (read_active(s, fl->active) < 0) return -1;
+    scsi_update_dying(s);
+    return 0;
 }
+
+static int requeue_kick(sim_t *s, int64_t delay_ns);
 
 static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
 {
@@ -735,9 +823,10 @@ static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
             }
             if (e.kind == EV_DEV_RESTORE)
                 s->paths[e.obj].offline = 0;
-            else if (device_fail(s, &s->paths[e.obj]) < 0)
+            else if (fail_device(s, &s->paths[e.obj]) < 0)
                 goto out;
-        } else if (push_ev(s, e.t, e.kind, e.obj) < 0) {
+        /* EV_REQUEUE: the target kicked the requeue list (process_queued_io_list): the core's kick */
+        } else if ((e.kind == EV_REQUEUE ? requeue_kick(s, e.t - s->now) : push_ev(s, e.t, e.kind, e.obj)) < 0) {
             goto out;
         }
     }
@@ -761,12 +850,12 @@ out:
 typedef struct selector_ops {
     const char *name;
     int (*select_path)(sim_t *s, int64_t nr_bytes, int cpu);
-    int (*start_io)(sim_t *s, path_t *p, int64_t nr_bytes);
-    int (*end_io)(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start);
+    int (*start_io)(sim_t *s, selpath_t *p, int64_t nr_bytes);
+    int (*end_io)(sim_t *s, selpath_t *p, int64_t nr_bytes, uint64_t start);
 } selector_ops_t;
 
-static int no_start_io(sim_t *s, path_t *p, int64_t nr_bytes) { return 0; }
-static int no_end_io(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start) { return 0; }
+static int no_start_io(sim_t *s, selpath_t *p, int64_t nr_bytes) { return 0; }
+static int no_end_io(sim_t *s, selpath_t *p, int64_t nr_bytes, uint64_t start) { return 0; }
 
 /* round-robin (dm-ps-round-robin.c): the head of the valid list */
 static int rr_select_path(sim_t *s, int64_t nr_bytes, int cpu)
@@ -779,9 +868,9 @@ static int ql_select_path(sim_t *s, int64_t nr_bytes, int cpu)
 {
     int n = s->nvalid, best_i = 0;
     int *v = s->valid;
-    path_t *best = NULL;
+    selpath_t *best = NULL;
     for (int i = 0; i < n; i++) {
-        path_t *p = &s->paths[v[i]];
+        selpath_t *p = &s->sel[v[i]];
         if (!best || p->qlen_sel < best->qlen_sel) {
             best = p;
             best_i = i;
@@ -791,13 +880,13 @@ static int ql_select_path(sim_t *s, int64_t nr_bytes, int cpu)
     return valid_take(v, n, best_i);
 }
 
-static int ql_start_io(sim_t *s, path_t *p, int64_t nr_bytes)
+static int ql_start_io(sim_t *s, selpath_t *p, int64_t nr_bytes)
 {
     p->qlen_sel = (int32_t)((uint32_t)p->qlen_sel + 1U);
     return 0;
 }
 
-static int ql_end_io(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
+static int ql_end_io(sim_t *s, selpath_t *p, int64_t nr_bytes, uint64_t start)
 {
     p->qlen_sel = (int32_t)((uint32_t)p->qlen_sel - 1U);
     return 0;
@@ -808,9 +897,9 @@ static int st_select_path(sim_t *s, int64_t nr_bytes, int cpu)
 {
     int n = s->nvalid, best_i = 0;
     int *v = s->valid;
-    path_t *best = &s->paths[v[0]];
+    selpath_t *best = &s->sel[v[0]];
     for (int i = 1; i < n; i++) {
-        path_t *p = &s->paths[v[i]];
+        selpath_t *p = &s->sel[v[i]];
         if (st_cmp(p, best, (uint64_t)nr_bytes) < 0) {
             best = p;
             best_i = i;
@@ -819,13 +908,13 @@ static int st_select_path(sim_t *s, int64_t nr_bytes, int cpu)
     return valid_take(v, n, best_i);
 }
 
-static int st_start_io(sim_t *s, path_t *p, int64_t nr_bytes)
+static int st_start_io(sim_t *s, selpath_t *p, int64_t nr_bytes)
 {
     p->inflight_size = (int32_t)((uint32_t)p->inflight_size + (uint32_t)nr_bytes);
     return 0;
 }
 
-static int st_end_io(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
+static int st_end_io(sim_t *s, selpath_t *p, int64_t nr_bytes, uint64_t start)
 {
     p->inflight_size = (int32_t)((uint32_t)p->inflight_size - (uint32_t)nr_bytes);
     return 0;
@@ -835,17 +924,17 @@ static int st_end_io(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
 static int hst_select_path(sim_t *s, int64_t nr_bytes, int cpu)
 {
     uint64_t now = (uint64_t)(s->base_ns + s->now + (s->has_select_offset ? s->select_offset : 0));
-    int pos = hst_select_pos((const char *)&s->paths[0].h, sizeof(path_t), s->valid, s->nvalid, s->threshold, now);
+    int pos = hst_select_pos((const char *)&s->sel[0].h, sizeof(selpath_t), s->valid, s->nvalid, s->threshold, now);
     return valid_take(s->valid, s->nvalid, pos);
 }
 
-static int hst_start_io(sim_t *s, path_t *p, int64_t nr_bytes)
+static int hst_start_io(sim_t *s, selpath_t *p, int64_t nr_bytes)
 {
     p->h.outstanding += 1;
     return 0;
 }
 
-static int hst_end_io(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
+static int hst_end_io(sim_t *s, selpath_t *p, int64_t nr_bytes, uint64_t start)
 {
     hst_end(&p->h, s->weights, p->valid_count, (uint64_t)(s->base_ns + s->now), start);
     return 0;
@@ -871,16 +960,16 @@ static int ioa_select_path(sim_t *s, int64_t nr_bytes, int cpu)
 }
 
 /* any other selector: its Python select_path, start_io and end_io (per group; None: no I/O hooks) */
-static int py_start_io(sim_t *s, path_t *p, int64_t nr_bytes)
+static int py_start_io(sim_t *s, selpath_t *p, int64_t nr_bytes)
 {
     PyObject *fn = PyList_GET_ITEM(s->py_start, p->pg);
-    return fn != Py_None ? py_io_hook(s, fn, (int)(p - s->paths), nr_bytes, NULL) : 0;
+    return fn != Py_None ? py_io_hook(s, fn, (int)(p - s->sel), nr_bytes, NULL) : 0;
 }
 
-static int py_end_io(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
+static int py_end_io(sim_t *s, selpath_t *p, int64_t nr_bytes, uint64_t start)
 {
     PyObject *fn = PyList_GET_ITEM(s->py_end, p->pg);
-    return fn != Py_None ? py_io_hook(s, fn, (int)(p - s->paths), nr_bytes, PyLong_FromUnsignedLongLong(start)) : 0;
+    return fn != Py_None ? py_io_hook(s, fn, (int)(p - s->sel), nr_bytes, PyLong_FromUnsignedLongLong(start)) : 0;
 }
 
 static const selector_ops_t selector_ops[] = {
@@ -898,14 +987,137 @@ static int select_path(sim_t *s, int64_t nr_bytes, int cpu)
     return selector_ops[s->pg_sel[s->cur_pg]].select_path(s, nr_bytes, cpu);
 }
 
-static int sel_start(sim_t *s, path_t *p, int64_t nr_bytes)
+static int sel_start(sim_t *s, selpath_t *p, int64_t nr_bytes)
 {
     return p->ops->start_io(s, p, nr_bytes);
 }
 
-static int sel_end(sim_t *s, path_t *p, int64_t nr_bytes, uint64_t start)
+static int sel_end(sim_t *s, selpath_t *p, int64_t nr_bytes, uint64_t start)
 {
     return p->ops->end_io(s, p, nr_bytes, start);
+}
+
+/* ------------------------------------------------------------- multi-host */
+/* sim/hosts.py MultiHostSimulation: every host maps through its own target (its selector's state,
+   valid list, first choice and Python hooks) over the shared path devices.  sim_t holds the current
+   host's; an I/O of another host that maps or completes switches it (pointers only, no copying). */
+static void mh_save(sim_t *s)
+{
+    mhost_t *m = &s->mh[s->cur_mh];
+    m->sel = s->sel; m->valid = s->valid; m->nvalid = s->nvalid; m->first_choice = s->first_choice;
+    m->map_misses = s->map_misses;
+    m->py_select = s->py_select; m->py_start = s->py_start; m->py_end = s->py_end;
+    m->py_pgpaths = s->py_pgpaths; m->py_index = s->py_index;
+}
+
+static void mh_enter(sim_t *s, int h)
+{
+    if (h == s->cur_mh)
+        return;
+    mh_save(s);
+    mhost_t *m = &s->mh[h];
+    s->sel = m->sel; s->valid = m->valid; s->nvalid = m->nvalid; s->first_choice = m->first_choice;
+    s->map_misses = m->map_misses;
+    s->py_select = m->py_select; s->py_start = m->py_start; s->py_end = m->py_end;
+    s->py_pgpaths = m->py_pgpaths; s->py_index = m->py_index;
+    s->cur_mh = h;
+}
+
+/* A host's table for the core (fast.py _host_cfg): its selectors' path states, valid order and Python
+   hooks; the groups, relative throughputs and selector kinds are host 0's (one table for all) */
+static int mh_load(sim_t *s, int h, PyObject *hd)
+{
+    mhost_t *m = &s->mh[h];
+    PyObject *states = PyDict_GetItemString(hd, "sel"), *order = PyDict_GetItemString(hd, "order");
+    if (!states || !PyList_Check(states) || PyList_GET_SIZE(states) != s->npaths || !order
+            || !PyList_Check(order) || PyList_GET_SIZE(order) > s->npaths) {
+        PyErr_SetString(PyExc_ValueError, "a host needs every path's selector state and a valid order");
+        return -1;
+    }
+    m->sel = s->sel_all + (size_t)h * s->npaths;
+    m->valid = s->valid_all + (size_t)h * s->npaths;
+    for (int i = 0; i < s->npaths; i++) {
+        m->sel[i] = s->sel_all[i];      /* host 0's relative throughput, group and selector */
+        if (sel_path_in(&m->sel[i], PyList_GET_ITEM(states, i)) < 0)
+            return -1;
+    }
+    m->nvalid = (int)PyList_GET_SIZE(order);
+    for (int i = 0; i < m->nvalid; i++)
+        m->valid[i] = (int)PyLong_AsLong(PyList_GET_ITEM(order, i));
+    m->first_choice = -1;
+    m->map_misses = 0;
+    m->py_select = PyDict_GetItemString(hd, "py_select");
+    m->py_start = PyDict_GetItemString(hd, "py_start");
+    m->py_end = PyDict_GetItemString(hd, "py_end");
+    m->py_pgpaths = PyDict_GetItemString(hd, "py_pgpaths");
+    m->py_index = PyDict_GetItemString(hd, "py_index");
+    if (s->py_select && !(m->py_select && m->py_start && m->py_end && m->py_pgpaths && m->py_index)) {
+        PyErr_SetString(PyExc_ValueError, "a host with a Python selector needs its hooks");
+        return -1;
+    }
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* The hosts' tables from cfg["hosts"] (host 0 is the run's own), and the per-host dispatch counts */
+static int mh_setup(sim_t *s, PyObject *hosts)
+{
+    s->nmh = (int)PyList_GET_SIZE(hosts) + 1;
+    s->mh = PyMem_Calloc((size_t)s->nmh, sizeof(mhost_t));
+    s->host_port = PyMem_Calloc((size_t)s->nmh * s->npaths, sizeof(int64_t));
+    selpath_t *sel = PyMem_Realloc(s->sel_all, (size_t)s->nmh * s->npaths * sizeof(selpath_t));
+    if (sel) s->sel_all = s->sel = sel;
+    int *valid = PyMem_Realloc(s->valid_all, (size_t)s->nmh * s->npaths * sizeof(int));
+    if (valid) s->valid_all = s->valid = valid;
+    if (!s->mh || !s->host_port || !sel || !valid) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int h = 1; h < s->nmh; h++)
+        if (mh_load(s, h, PyList_GET_ITEM(hosts, h - 1)) < 0)
+            return -1;
+    return 0;
+}
+
+/* What each host's target ends with (fast.py _write_back_hosts), and host 0's state back in sim_t
+   for the run's own results */
+static PyObject *mh_results(sim_t *s)
+{
+    if (!s->nmh)
+        return PyList_New(0);
+    mh_enter(s, 0);
+    mh_save(s);
+    PyObject *out = PyList_New(s->nmh);
+    for (int h = 0; out && h < s->nmh; h++) {
+        mhost_t *m = &s->mh[h];
+        PyObject *states = PyList_New(s->npaths), *order = PyList_New(m->nvalid);
+        PyObject *ports = PyList_New(s->npaths);
+        if (!states || !order || !ports) {
+            Py_XDECREF(states); Py_XDECREF(order); Py_XDECREF(ports); Py_DECREF(out);
+            return NULL;
+        }
+        for (int i = 0; i < s->npaths; i++) {
+            PyList_SET_ITEM(states, i, sel_path_out(&m->sel[i]));
+            PyList_SET_ITEM(ports, i, PyLong_FromLongLong(s->host_port[(size_t)h * s->npaths + i]));
+        }
+        for (int i = 0; i < m->nvalid; i++)
+            PyList_SET_ITEM(order, i, PyLong_FromLong(m->valid[i]));
+        if (PyErr_Occurred()) {     /* an item above could not be built */
+            Py_DECREF(states); Py_DECREF(order); Py_DECREF(ports); Py_DECREF(out);
+            return NULL;
+        }
+        PyObject *t = Py_BuildValue("{s:N,s:N,s:i,s:L,s:N}", "sel", states, "order", order,
+                                    "first_choice", m->first_choice, "map_misses", (long long)m->map_misses,
+                                    "host_port", ports);
+        if (!t) { Py_DECREF(out); return NULL; }
+        PyList_SET_ITEM(out, h, t);
+    }
+    return out;
+}
+
+static void mh_count_dispatch(sim_t *s, int64_t id)
+{
+    io_t *io = &s->ios[id];
+    s->host_port[(size_t)s->jobs[io->job].mh * s->npaths + io->path]++;
 }
 
 /* ----------------------------------------------------------------- engine */
@@ -927,14 +1139,221 @@ static int64_t new_io(sim_t *s)
 
 static int arrive(sim_t *s, int64_t id);
 static int complete_io(sim_t *s, int64_t id);
+static int path_done_ok(sim_t *s, int64_t id);
 static int submit_more(sim_t *s, int ji);
 static int blk_insert(sim_t *s, int64_t id);
 static int blk_start(sim_t *s, int64_t id, path_t *p);
+
+/* ------------------------------------------------- SCSI paths (sim/scsi.py) */
+/* Function for function as sim/scsi.py: scsi_may_queue = ScsiHost.may_queue, scsi_get_tag = get_tag,
+   scsi_put_tag = put_tag, scsi_get_budget = ScsiDevice.get_budget, scsi_state_check = state_check,
+   scsi_command_result = command_result (the good case here; an error class or a pending retry
+   through the Python ScsiDevice), and ScsiQueues' alloc_clone / issue_directly (in map_io,
+   map_in_target, issue_directly), start, _issue, complete, retry, _schedule_run, _run, set_state. */
+static int start_io_on_path(sim_t *s, int64_t id);
+
+static int scsi_may_queue(scsi_host_t *h, scsi_dev_t *sd, int users)
+{
+    int64_t cq = h->can_queue;
+    if (users <= 1 || !cq || cq == 1)
+        return 1;
+    int64_t depth = (cq + users - 1) / users;
+    if (depth < BLK_MQ_TAG_MIN) depth = BLK_MQ_TAG_MIN;
+    return sd->tags_held < depth;
+}
+
+/* would ScsiHost.get_tag give SD a tag (its queue counted active, as get_tag marks it first) */
+static int scsi_tag_free(sim_t *s, scsi_dev_t *sd)
+{
+    scsi_host_t *h = &s->scsi_hosts[sd->host];
+    if (h->can_queue && h->tags_used >= h->can_queue)
+        return 0;
+    return scsi_may_queue(h, sd, h->nactive + !sd->active);
+}
+
+static void scsi_mark_active(sim_t *s, scsi_dev_t *sd)
+{
+    if (!sd->active) {
+        sd->active = 1;
+        s->scsi_hosts[sd->host].nactive++;
+    }
+}
+
+static int scsi_get_tag(sim_t *s, scsi_dev_t *sd)
+{
+    scsi_mark_active(s, sd);
+    if (!scsi_tag_free(s, sd))
+        return 0;
+    s->scsi_hosts[sd->host].tags_used++;
+    sd->tags_held++;
+    return 1;
+}
+
+static void scsi_put_tag(sim_t *s, scsi_dev_t *sd)
+{
+    s->scsi_hosts[sd->host].tags_used--;
+    sd->tags_held--;
+}
+
+static int scsi_get_budget(scsi_dev_t *sd)
+{
+    if (sd->queue_depth && sd->device_busy >= sd->queue_depth) {
+        sd->restarts++;
+        return 0;
+    }
+    if (sd->device_blocked) {
+        if (sd->device_busy || sd->device_blocked > 1) {
+            if (!sd->device_busy)
+                sd->device_blocked--;
+            sd->restarts++;
+            return 0;
+        }
+        sd->device_blocked = 0;
+    }
+    sd->device_busy++;
+    return 1;
+}
+
+/* the status the command gets before the LLD sees it (0: the LLD takes it) */
+static int scsi_state_check(scsi_dev_t *sd)
+{
+    if (sd->state == SDEV_OFFLINE || sd->state == SDEV_TRANSPORT_OFFLINE || sd->state == SDEV_DELETED) {
+        sd->rejected++;
+        return ERR_IOERR;
+    }
+    return sd->state == SDEV_BLOCKED ? ERR_RESOURCE : 0;
+}
+
+/* 0 good, SCSI_RESULT_RETRY, or the status dm's end_io gets (ERR_* / _Target.errors index); -2 error */
+static int scsi_command_result(sim_t *s, int pi, int64_t id)
+{
+    scsi_dev_t *sd = s->paths[pi].sd;
+    if (!sd->python) {
+        sd->iodone_cnt++;
+        sd->nr_cmds++;
+        return 0;
+    }
+    scsi_cmd_t c = {0, sd->nr_cmds, sd->iodone_cnt, sd->device_blocked, 1};
+    PyObject *r = PyObject_CallMethod(s->scsi, "command_result", "iL" SCSI_CMD_FORMAT, pi,
+                                      (long long)s->ios[id].serial, SCSI_CMD_VALUES(c));
+    if (!r) return -2;
+    int ok = PyArg_ParseTuple(r, SCSI_CMD_FIELDS, SCSI_CMD_REFS(&c));
+    Py_DECREF(r);
+    if (!ok) return -2;
+    sd->nr_cmds = c.nr_cmds;
+    sd->iodone_cnt = c.iodone_cnt;
+    sd->device_blocked = c.device_blocked;
+    sd->python = c.python;
+    return c.result;
+}
+
+/* request-based, a deleted device whose path is still active makes map go through the target (its
+   clone allocation fails the path; bio-based, scsi_queue_rq refuses the bio like an offline device's) */
+static void scsi_update_dying(sim_t *s)
+{
+    if (!s->scsi_devs || s->bio) return;
+    s->scsi_dying = 0;
+    for (int i = 0; i < s->npaths; i++)
+        if (s->paths[i].sd && s->paths[i].sd->state == SDEV_DELETED && s->path_active[i])
+            s->scsi_dying++;
+}
+
+static int scsi_schedule_run(sim_t *s, int pi, int64_t delay_ns)
+{
+    scsi_dev_t *sd = s->paths[pi].sd;
+    if (sd->run_pending) return 0;
+    sd->run_pending = 1;
+    return push_ev(s, s->now + delay_ns + s->work_latency, EV_SCSI_RUN, pi);
+}
+
+/* EV_SCSI_RUN: waiting requests get budgets in order; with nothing in flight, a re-run */
+static int scsi_run(sim_t *s, int pi)
+{
+    scsi_dev_t *sd = s->paths[pi].sd;
+    sd->run_pending = 0;
+    while (sd->budget_wait.len && scsi_get_budget(sd))
+        if (start_io_on_path(s, ring_pop(&sd->budget_wait)) < 0) return -1;
+    if (sd->budget_wait.len && !sd->device_busy) {
+        int first = sd->device_blocked >= SCSI_DEFAULT_DEVICE_BLOCKED - 1;
+        return scsi_schedule_run(s, pi, first ? 0 : BLK_MQ_RESOURCE_DELAY_NS);
+    }
+    return 0;
+}
+
+/* ScsiQueues._issue: 1 the driver starts it now, 0 it waits for a budget, -1 error */
+static int scsi_issue(sim_t *s, int64_t id, scsi_dev_t *sd)
+{
+    if (sd->budget_wait.len || !scsi_get_budget(sd))
+        return ring_push(&sd->budget_wait, id) < 0 ? -1 : 0;
+    return 1;
+}
+
+/* ScsiQueues.start (bio-based) */
+static int scsi_start(sim_t *s, int64_t id, scsi_dev_t *sd)
+{
+    if (!scsi_get_tag(s, sd)) {
+        s->jobs[s->ios[id].job].blocked = 1;
+        return ring_push(&s->scsi_hosts[sd->host].sleepers, id) < 0 ? -1 : 0;
+    }
+    return scsi_issue(s, id, sd);
+}
+
+/* ScsiQueues.complete */
+static int scsi_complete(sim_t *s, int pi)
+{
+    scsi_dev_t *sd = s->paths[pi].sd;
+    scsi_host_t *h = &s->scsi_hosts[sd->host];
+    sd->device_busy--;
+    scsi_put_tag(s, sd);
+    if (sd->budget_wait.len) {
+        sd->restarts = 0;
+        if (scsi_schedule_run(s, pi, 0) < 0) return -1;
+    }
+    for (int64_t k = 0; k < h->sleepers.len; k++) {
+        int64_t nxt = ring_at(&h->sleepers, k);
+        scsi_dev_t *nsd = s->paths[s->ios[nxt].path].sd;
+        if (scsi_get_tag(s, nsd)) {
+            ring_remove_at(&h->sleepers, k);
+            int r = scsi_issue(s, nxt, nsd);
+            if (r < 0 || (r > 0 && start_io_on_path(s, nxt) < 0)) return -1;
+            return push_ev(s, s->now, EV_WAKE, nxt);
+        }
+    }
+    return 0;
+}
+
+/* ScsiQueues.retry */
+static int scsi_retry(sim_t *s, int64_t id)
+{
+    int pi = s->ios[id].path;
+    scsi_dev_t *sd = s->paths[pi].sd;
+    sd->device_busy--;
+    if (ring_push(&sd->budget_wait, id) < 0) return -1;
+    return scsi_schedule_run(s, pi, 0);
+}
+
+/* ScsiQueues.set_state */
+static int scsi_set_state(sim_t *s, int pi, int state)
+{
+    scsi_dev_t *sd = s->paths[pi].sd;
+    sd->state = state;
+    scsi_update_dying(s);
+    if (state == SDEV_RUNNING && sd->budget_wait.len)
+        return scsi_schedule_run(s, pi, 0);
+    return 0;
+}
 
 /* Simulation._start: the driver has the request */
 static int start_io_on_path(sim_t *s, int64_t id)
 {
     path_t *p = &s->paths[s->ios[id].path];
+    if (p->sd && p->sd->state != SDEV_RUNNING) {
+        int err = scsi_state_check(p->sd);      /* scsi_queue_rq refuses it: completed at once */
+        if (err) {
+            s->ios[id].scsi_err = err;
+            return push_ev(s, s->now, EV_SCSI_REJECT, id);
+        }
+    }
     if (p->offline)
         return push_ev(s, s->now + p->fail_latency_ns, EV_ERRDONE, id);
     if (p->delay_ns)
@@ -966,17 +1385,19 @@ static int issue_directly(sim_t *s, int64_t id);
 static int clone_tag_free(hctx_t *q);
 static void clone_tag_take(hctx_t *q);
 static int complete_err(sim_t *s, int64_t id, int err);
-static int path_error(sim_t *s, int64_t id);
+static int path_error(sim_t *s, int64_t id, int err);
 static int map_in_target(sim_t *s, int64_t id);
+static int requeue_rq(sim_t *s, int64_t id, int64_t delay_ns);
 
 static int map_io(sim_t *s, int64_t id)
 {
     io_t *io = &s->ios[id];
     job_t *job = &s->jobs[io->job];
+    mh_enter(s, job->mh);
     if (s->target && !(s->target_simple & TARGET_SIMPLE)) {
         if (s->target_simple & TARGET_REQUEUE) {     /* no path, request-based, queueing: DM_MAPIO_DELAY_REQUEUE */
             io->mapped = 1;
-            return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id) < 0 ? -1 : 1;
+            return requeue_rq(s, id, REQUEUE_DELAY_NS) < 0 ? -1 : 1;
         }
         if (!(s->target_simple & TARGET_KILL))
             return map_in_target(s, id);
@@ -986,6 +1407,8 @@ static int map_io(sim_t *s, int64_t id)
         io->mapped = 1;
         return complete_err(s, id, ERR_IOERR) < 0 ? -1 : 1;
     }
+    if (s->scsi_dying)      /* the selector may pick a deleted device's path: the target fails it */
+        return map_in_target(s, id);
     io->mapped = 1;
     int pi = select_path(s, io->nr_bytes, job->cpu);
     if (pi < 0) return -1;
@@ -995,14 +1418,18 @@ static int map_io(sim_t *s, int64_t id)
     hctx_t *q = &p->hw[job->cpu % p->nhw];      /* BlockLayer._hctx */
     if (s->blk && !s->bio) {
         /* BlockLayer.alloc_clone: BLK_MQ_REQ_NOWAIT; no tag -> DM_MAPIO_REQUEUE, no start_io */
-        if (!clone_tag_free(q)) return 0;
-        clone_tag_take(q);
+        if (p->sd) {
+            if (!scsi_get_tag(s, p->sd)) return 0;
+        } else {
+            if (!clone_tag_free(q)) return 0;
+            clone_tag_take(q);
+        }
     }
     if (s->bio)
         io->start_time_ns = s->use_hr ? s->base_ns + s->now : 0;
     else
         io->start_time_ns = s->rq_stats ? s->base_ns + s->now : 0;
-    if (sel_start(s, p, io->nr_bytes) < 0) return -1;
+    if (sel_start(s, &s->sel[pi], io->nr_bytes) < 0) return -1;
     return issue_directly(s, id);
 }
 
@@ -1028,11 +1455,19 @@ static int issue_directly(sim_t *s, int64_t id)
     io_t *io = &s->ios[id];
     path_t *p = &s->paths[io->path];
     hctx_t *q = &p->hw[s->jobs[io->job].cpu % p->nhw];
-    if (s->blk && !s->bio && q->nr_sched_tags) {
+    if (s->blk && !s->bio && p->sd) {
+        /* ScsiQueues.issue_directly: no budget, the clone is released (its tag back) */
+        if (!scsi_get_budget(p->sd)) {
+            io->start_time_ns = 0;
+            if (sel_end(s, &s->sel[io->path], io->nr_bytes, 0) < 0) return -1;
+            scsi_put_tag(s, p->sd);
+            return 0;
+        }
+    } else if (s->blk && !s->bio && q->nr_sched_tags) {
         /* the clone needs a driver tag too */
         if (q->nr_tags && q->tags_used >= q->nr_tags) {
             io->start_time_ns = 0;
-            if (sel_end(s, p, io->nr_bytes, 0) < 0) return -1;      /* multipath_release_clone */
+            if (sel_end(s, &s->sel[io->path], io->nr_bytes, 0) < 0) return -1;      /* multipath_release_clone */
             q->sched_tags_used--;
             return 0;
         }
@@ -1068,8 +1503,18 @@ static int map_in_target(sim_t *s, int64_t id)
     if (s->blk && !s->bio) {
         Py_DECREF(free);
         if (!(free = PyList_New(s->npaths))) return -1;
-        for (int i = 0; i < s->npaths; i++)
-            PyList_SET_ITEM(free, i, PyBool_FromLong(clone_tag_free(&s->paths[i].hw[job->cpu % s->paths[i].nhw])));
+        for (int i = 0; i < s->npaths; i++) {
+            path_t *p = &s->paths[i];
+            PyObject *f;
+            if (!p->sd)
+                f = PyBool_FromLong(clone_tag_free(&p->hw[job->cpu % p->nhw]));
+            else if (p->sd->state == SDEV_DELETED) {    /* ScsiQueues.alloc_clone: the queue is dying */
+                f = Py_None;
+                Py_INCREF(f);
+            } else
+                f = PyBool_FromLong(scsi_tag_free(s, p->sd));
+            PyList_SET_ITEM(free, i, f);
+        }
     }
     PyObject *r = target_call(s, "map", Py_BuildValue("(LLLiLiN)", (long long)id, (long long)io->nr_bytes,
         s->bio ? (long long)io->dm_start_jiffies : -1LL, io->mapped, (long long)io->start_time_ns, job->cpu,
@@ -1085,14 +1530,21 @@ static int map_in_target(sim_t *s, int64_t id)
     switch (code) {
     case MAP_REMAPPED:
         io->path = pi;
-        if (s->blk && !s->bio)      /* the clone tag the target's alloc_clone was told is free */
-            clone_tag_take(&s->paths[pi].hw[job->cpu % s->paths[pi].nhw]);
+        if (s->blk && !s->bio) {    /* the clone tag the target's alloc_clone was told is free */
+            if (s->paths[pi].sd)
+                scsi_get_tag(s, s->paths[pi].sd);
+            else
+                clone_tag_take(&s->paths[pi].hw[job->cpu % s->paths[pi].nhw]);
+        }
         return issue_directly(s, id);
-    case MAP_DELAY_REQUEUE:
-        return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id) < 0 ? -1 : 1;
+    case MAP_DELAY_REQUEUE:     /* request-based only */
+        return requeue_rq(s, id, REQUEUE_DELAY_NS) < 0 ? -1 : 1;
     case MAP_REQUEUE:
-        if (s->blk && !s->bio)
-            return 0;   /* no tag for the clone */
+        if (s->blk && !s->bio) {    /* no tag for the clone (pi: the path asked; get_tag marked it active) */
+            if (pi >= 0 && s->paths[pi].sd)
+                scsi_mark_active(s, s->paths[pi].sd);
+            return 0;
+        }
         /* 1 us keeps a persistent requeue from spinning at one instant */
         return push_ev(s, s->now + 1000, EV_RETRY, id) < 0 ? -1 : 1;
     case MAP_KILL:
@@ -1109,7 +1561,32 @@ static int dispatch(sim_t *s, int64_t id)
         return nvme_map_io(s, id) < 0 ? -1 : 0;
     if (s->blk && !s->bio)
         return blk_insert(s, id);
-    return map_io(s, id) < 0 ? -1 : 0;
+    if (map_io(s, id) < 0) return -1;
+    if (s->host_port)
+        mh_count_dispatch(s, id);
+    return 0;
+}
+
+/* IoPath._kick_requeue: blk_mq_delay_kick_requeue_list, a mod_delayed_work (the latest kick wins) */
+static int requeue_kick(sim_t *s, int64_t delay_ns)
+{
+    s->requeue_gen++;
+    return push_ev(s, s->now + delay_ns, EV_REQUEUE, s->requeue_gen);
+}
+
+/* IoPath._requeue: dm_requeue_original_request (request-based) */
+static int requeue_rq(sim_t *s, int64_t id, int64_t delay_ns)
+{
+    if (ring_push(&s->requeue, id) < 0) return -1;
+    return requeue_kick(s, delay_ns);
+}
+
+/* IoPath._run_requeue_list: the listed requests (not those requeued meanwhile) go back to the dm queue */
+static int requeue_run(sim_t *s)
+{
+    for (int64_t n = s->requeue.len; n > 0; n--)
+        if (dispatch(s, ring_pop(&s->requeue)) < 0) return -1;
+    return 0;
 }
 
 /* ------------------------------------------------- block layer (blockqueue.py) */
@@ -1158,6 +1635,8 @@ static int blk_start(sim_t *s, int64_t id, path_t *p)
 {
     if (!s->bio)
         return 1;
+    if (p->sd)
+        return scsi_start(s, id, p->sd);
     hctx_t *q = &p->hw[s->jobs[s->ios[id].job].cpu % p->nhw];
     if (q->nr_sched_tags) {
         if (q->sched_tags_used >= q->nr_sched_tags)
@@ -1178,10 +1657,14 @@ static int blk_start(sim_t *s, int64_t id, path_t *p)
 static int blk_complete(sim_t *s, path_t *p, int64_t id)
 {
     hctx_t *q = &p->hw[s->jobs[s->ios[id].job].cpu % p->nhw];
+    if (p->sd && scsi_complete(s, (int)(p - s->paths)) < 0)
+        return -1;
     if (!s->bio) {
-        q->tags_used--;
-        if (q->nr_sched_tags)
-            q->sched_tags_used--;
+        if (!p->sd) {
+            q->tags_used--;
+            if (q->nr_sched_tags)
+                q->sched_tags_used--;
+        }
         if (s->sched_restart) {
             s->sched_restart = 0;
             if (s->waiting.len)
@@ -1189,6 +1672,8 @@ static int blk_complete(sim_t *s, path_t *p, int64_t id)
         }
         return 0;
     }
+    if (p->sd)
+        return 0;
     if (q->nr_sched_tags) {
         q->sched_tags_used--;
         q->tags_used--;
@@ -1297,8 +1782,8 @@ static int cpu_end(sim_t *s, int ci)
         return submit_more(s, ji);
     }
     if (s->ios[id].cpu_err)                       /* Host._completed */
-        return path_error(s, id);
-    return complete_io(s, id);
+        return path_error(s, id, ERR_TRANSPORT);
+    return path_done_ok(s, id);
 }
 
 static int arrive(sim_t *s, int64_t id)
@@ -1358,6 +1843,7 @@ typedef struct iogen {
     int64_t pending_n;
     int64_t batch, think_until, trim_next_write;
     int writing_done, done;
+    int64_t rate_sleep, rate_wake;  /* IoGen.rate_sleep / rate_wake (-1: None) */
     int64_t bps[3], minbs[3];
 } iogen_t;
 
@@ -1503,9 +1989,22 @@ static int gen_next_io(sim_t *s, job_t *job, iogen_t *g, int *d, int64_t *n, int
             return GEN_ERROR;
         }
         int64_t due = job->startdelay_ns + (int64_t)next;
-        if (due > now) {
-            *at = stop < 0 || due < stop ? due : stop;
-            return GEN_WAIT;
+        /* fio's rate_ddir: ahead of the rate, the sleep measured now, taken once every I/O in
+           flight is reaped (io_u_quiesce) */
+        if (g->rate_sleep < 0 && g->rate_wake < 0 && due > now)
+            g->rate_sleep = due - now;
+        if (g->rate_sleep >= 0) {
+            if (job->inflight)
+                return GEN_NONE;                /* complete_io asks again */
+            g->rate_wake = now + g->rate_sleep;
+            g->rate_sleep = -1;
+        }
+        if (g->rate_wake >= 0) {
+            if (now < g->rate_wake) {
+                *at = stop < 0 || g->rate_wake < stop ? g->rate_wake : stop;
+                return GEN_WAIT;
+            }
+            g->rate_wake = -1;                  /* the sleep is over: the I/O goes out */
         }
     }
     g->pending_d = -1;
@@ -1531,6 +2030,7 @@ static int gen_state_in(iogen_t *g, PyObject *st, PyObject *rng)
     g->pending_d = r.pending_d; g->pending_n = r.pending_n; g->batch = r.batch;
     g->think_until = r.think_until; g->trim_next_write = r.trim_next_write;
     g->writing_done = r.writing_done; g->done = r.done;
+    g->rate_sleep = r.rate_sleep; g->rate_wake = r.rate_wake;
     if (!PyTuple_Check(rng) || PyTuple_GET_SIZE(rng) != MT_N + 1) {
         PyErr_SetString(PyExc_ValueError, "the generator's stream must be random's 625 state words");
         return -1;
@@ -1551,7 +2051,8 @@ static PyObject *gen_state_out(iogen_t *g)
     gen_state_t r = {g->bytes_left, g->ios_left, {g->issued_bytes[0], g->issued_bytes[1], g->issued_bytes[2]},
                      {g->next_ns[0], g->next_ns[1], g->next_ns[2]},
                      {g->last_poisson[0], g->last_poisson[1], g->last_poisson[2]}, g->pending_d, g->pending_n,
-                     g->batch, g->think_until, g->trim_next_write, g->writing_done, g->done};
+                     g->batch, g->think_until, g->trim_next_write, g->writing_done, g->done,
+                     g->rate_sleep, g->rate_wake};
     return Py_BuildValue("(" GEN_STATE_FORMAT "N)", GEN_STATE_VALUES(r), rng);
 }
 
@@ -1737,6 +2238,7 @@ static int submit_more(sim_t *s, int ji)
         job->depth_map[depth_index(job->inflight)]++;
         job->submitted++;
         s->submitted++;
+        io->serial = s->submitted;
         if (s->bio)
             io->dm_start_jiffies = jiffies_now(s);
         if (s->host && s->submit_ns_cost) {       /* Host.submit */
@@ -1763,7 +2265,8 @@ static int complete_io(sim_t *s, int64_t id)
         start = io->start_time_ns ? (uint64_t)io->start_time_ns : jiffies_to_nsecs(s, io->dm_start_jiffies);
     else
         start = (uint64_t)io->start_time_ns;
-    if (sel_end(s, p, io->nr_bytes, start) < 0) return -1;
+    mh_enter(s, s->jobs[io->job].mh);
+    if (sel_end(s, &s->sel[io->path], io->nr_bytes, start) < 0) return -1;
     if (s->blk && blk_complete(s, p, id) < 0) return -1;
     return io_done(s, id);
 }
@@ -1794,7 +2297,32 @@ static int io_done(sim_t *s, int64_t id)
     job->lat_ranges[lat_range_index(lat)]++;
     job->end_ns = s->now;
     s->free_ios[s->nfree++] = id;
+    if (s->record_done) {
+        if (s->ndone == s->capdone) {
+            int64_t nc = s->capdone ? s->capdone * 2 : 1024;
+            int64_t *nd = PyMem_Realloc(s->done_at, (size_t)nc * sizeof(int64_t));
+            if (!nd) return -1;
+            s->done_at = nd;
+            s->capdone = nc;
+        }
+        s->done_at[s->ndone++] = s->now;
+    }
     return submit_more(s, io->job);
+}
+
+/* Simulation._path_done without an error from the path: a SCSI path's midlayer decides first */
+static int path_done_ok(sim_t *s, int64_t id)
+{
+    int pi = s->ios[id].path;
+    if (s->paths[pi].sd) {
+        int r = scsi_command_result(s, pi, id);
+        if (r == -2) return -1;
+        if (r == SCSI_RESULT_RETRY)     /* below dm: the command goes round the device again */
+            return scsi_retry(s, id);
+        if (r)
+            return path_error(s, id, r);
+    }
+    return complete_io(s, id);
 }
 
 /* Simulation._complete with an error (err: index into _Target.errors) */
@@ -1818,25 +2346,28 @@ static int complete_err(sim_t *s, int64_t id, int err)
     return push_ev(s, s->now + RESUBMIT_AFTER_ERROR_NS, EV_SUBMIT, ji);
 }
 
-/* Simulation._path_done with a transport error: the Python target's end_io decides */
-static int path_error(sim_t *s, int64_t id)
+/* Simulation._path_done with an error (ERR_* / _Target.errors index): the Python target's end_io decides */
+static int path_error(sim_t *s, int64_t id, int error)
 {
     if (s->nvme)
-        return nvme_path_done(s, id, ERR_TRANSPORT);
+        return nvme_path_done(s, id, error);
     io_t *io = &s->ios[id];
     path_t *p = &s->paths[io->path];
     int code, err;
     p->in_flight--;
-    if ((s->target_simple & (TARGET_END_REQUEUE | TARGET_END_FAIL)) && !s->path_active[io->path]) {
-        /* request-based, on a path the target has failed already: end_io changes nothing but the
-           selector's end_io (bit 3: END_REQUEUE; bit 4: no path, no queueing: END_DONE with the error) */
-        if (sel_end(s, p, io->nr_bytes, (uint64_t)io->start_time_ns) < 0) return -1;
+    if ((s->target_simple & (TARGET_END_REQUEUE | TARGET_END_FAIL)) && !s->path_active[io->path]
+            && (error == ERR_TRANSPORT || error == ERR_IOERR)) {
+        /* request-based, a path error on a path the target has failed already: end_io changes nothing
+           but the selector's end_io (bit 3: END_REQUEUE; bit 4: no path, no queueing: END_DONE with the
+           error) */
+        mh_enter(s, s->jobs[io->job].mh);
+        if (sel_end(s, &s->sel[io->path], io->nr_bytes, (uint64_t)io->start_time_ns) < 0) return -1;
         code = (s->target_simple & TARGET_END_REQUEUE) ? END_REQUEUE : END_DONE;
-        err = (s->target_simple & TARGET_END_REQUEUE) ? 0 : ERR_TRANSPORT;
+        err = (s->target_simple & TARGET_END_REQUEUE) ? 0 : error;
     } else {
-        PyObject *r = target_call(s, "end_io", Py_BuildValue("(LLiLLi)", (long long)id,
+        PyObject *r = target_call(s, "end_io", Py_BuildValue("(LLiLLii)", (long long)id,
             (long long)io->nr_bytes, io->path, (long long)io->start_time_ns,
-            s->bio ? (long long)io->dm_start_jiffies : -1LL, io->mapped));
+            s->bio ? (long long)io->dm_start_jiffies : -1LL, io->mapped, error));
         if (!r) return -1;
         int ok = PyArg_ParseTuple(r, "ii", &code, &err);
         Py_DECREF(r);
@@ -1844,6 +2375,8 @@ static int path_error(sim_t *s, int64_t id)
     }
     if (s->blk && blk_complete(s, p, id) < 0) return -1;
     p->errors++;
+    if (code != END_DONE)
+        s->requeued_errors++;
     switch (code) {
     case END_DONE:
         if (!err) {
@@ -1852,9 +2385,10 @@ static int path_error(sim_t *s, int64_t id)
         }
         return complete_err(s, id, err);
     case END_REQUEUE:
-        return push_ev(s, s->now, EV_RETRY, id);
-    case END_DELAY_REQUEUE:
-        return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id);
+        if (!s->bio) return requeue_rq(s, id, 0);
+        return push_ev(s, s->now, EV_RETRY, id);    /* bio-based (a noflush suspend): back to dm core */
+    case END_DELAY_REQUEUE:     /* request-based only */
+        return requeue_rq(s, id, REQUEUE_DELAY_NS);
     default:            /* END_INCOMPLETE: the target queued it and will kick */
         return 0;
     }
@@ -2127,8 +2661,11 @@ static int nvme_path_done(sim_t *s, int64_t id, int err)
     int ok = PyArg_ParseTuple(res, "ii", &code, &errcode);
     Py_DECREF(res);
     if (!ok) return -1;
-    if (err)
+    if (err) {
         p->errors++;
+        if (code != END_DONE)
+            s->requeued_errors++;   /* the head took the I/O back (another path, or the same later) */
+    }
     if (code == END_DONE)
         return errcode ? complete_err(s, id, errcode) : io_done(s, id);
     r->held = 1;    /* END_REQUEUE: failed over, or retried on its path; the head maps it again */
@@ -2394,8 +2931,8 @@ static void nvme_free(sim_t *s)
     s->nvme = NULL;
 }
 
-/* Simulation.fail_device: the device stops answering; what waits for it fails after its fail latency */
-static int device_fail(sim_t *s, path_t *p)
+/* Simulation.fail_device */
+static int fail_device(sim_t *s, path_t *p)
 {
     p->offline = 1;
     while (p->queue.len) {
@@ -2405,21 +2942,42 @@ static int device_fail(sim_t *s, path_t *p)
     return 0;
 }
 
-/* Simulation._fault */
+/* Simulation._fault and _scsi_fault */
 static int fault(sim_t *s, int fi)
 {
-    path_t *p = &s->paths[s->fault_path[fi]];
+    int pi = s->fault_path[fi];
+    path_t *p = &s->paths[pi];
+    int action = s->fault_action[fi];
     s->state_changes--;
-    switch (s->fault_action[fi]) {
+    switch (action) {
     case FAULT_FAIL:
-        return device_fail(s, p);
+        return fail_device(s, p);
     case FAULT_REINSTATE:   /* multipathd's path checker notices and reinstates the path */
         p->offline = 0;
+        if (p->sd && scsi_set_state(s, pi, SDEV_RUNNING) < 0) return -1;
         s->state_changes++;
         return push_ev(s, s->now + s->fault_after[fi], EV_MESSAGE, s->fault_msg[fi]);
-    default:
+    case FAULT_SLOW:
         p->slow_factor = s->fault_factor[fi];
         return 0;
+    case FAULT_ERROR: {     /* the class is set on the Python ScsiDevice, which decides each command's end */
+        if (!p->sd) return 0;
+        PyObject *r = PyObject_CallMethod(s->scsi, "error_fault", "i", fi);
+        if (!r) return -1;
+        p->sd->python = PyObject_IsTrue(r);
+        Py_DECREF(r);
+        return p->sd->python < 0 ? -1 : 0;
+    }
+    default:                /* offline, delete, online: the device state (a plain device fails or works) */
+        if (!p->sd) {
+            if (action == FAULT_ONLINE) {
+                p->offline = 0;
+                return 0;
+            }
+            return fail_device(s, p);
+        }
+        return scsi_set_state(s, pi, action == FAULT_OFFLINE ? SDEV_OFFLINE
+                                     : action == FAULT_DELETE ? SDEV_DELETED : SDEV_RUNNING);
     }
 }
 
@@ -2488,9 +3046,9 @@ static int apply_groups(sim_t *s, PyObject *groups)
             PyMem_Free(sel);
             return -1;
         }
-        s->paths[i].pg = pg;
-        s->paths[i].ops = &selector_ops[sel[pg]];
-        s->paths[i].rt = (uint32_t)PyLong_AsUnsignedLong(PyList_GET_ITEM(g.rt, i));
+        s->sel[i].pg = pg;
+        s->sel[i].ops = &selector_ops[sel[pg]];
+        s->sel[i].rt = (uint32_t)PyLong_AsUnsignedLong(PyList_GET_ITEM(g.rt, i));
     }
     for (int i = 0; i < HST_WEIGHTS; i++)
         s->weights[i] = (uint32_t)PyLong_AsUnsignedLong(PyList_GET_ITEM(g.weights, i));
@@ -2571,8 +3129,8 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
                 s->ios[e.obj].cpu_err = p->offline;
                 if (cpu_run(s, e.obj, WORK_COMPLETE) < 0) return -1;
             } else if (p->offline) {                    /* Simulation._path_done with a transport error */
-                if (path_error(s, e.obj) < 0) return -1;
-            } else if (complete_io(s, e.obj) < 0) return -1;
+                if (path_error(s, e.obj, ERR_TRANSPORT) < 0) return -1;
+            } else if (path_done_ok(s, e.obj) < 0) return -1;
             if (s->progress != Py_None && s->completed >= s->next_progress) {
                 s->next_progress += 65536;
                 double f = 0.0;
@@ -2609,8 +3167,20 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
                 break;
             }
             if (dispatch(s, e.obj) < 0) return -1;
+        } else if (e.kind == EV_REQUEUE) {
+            if (e.obj != s->requeue_gen) continue;     /* re-armed since */
+            if (!s->nr_valid_paths && !s->state_changes && !s->kick_pending && s->queue_if_no_path) {
+                heap_push(&s->heap, e);     /* as EV_RETRY: nothing can bring a path back */
+                *stalled = 1;
+                break;
+            }
+            if (requeue_run(s) < 0) return -1;
         } else if (e.kind == EV_ERRDONE) {
-            if (path_error(s, e.obj) < 0) return -1;
+            if (path_error(s, e.obj, ERR_TRANSPORT) < 0) return -1;
+        } else if (e.kind == EV_SCSI_RUN) {
+            if (scsi_run(s, (int)e.obj) < 0) return -1;
+        } else if (e.kind == EV_SCSI_REJECT) {     /* IoPath._scsi_rejected */
+            if (path_error(s, e.obj, s->ios[e.obj].scsi_err) < 0) return -1;
         } else if (e.kind == EV_KICK) {
             if (kick(s) < 0) return -1;
         } else if (e.kind == EV_MESSAGE) {
@@ -2711,8 +3281,20 @@ static void sim_free(sim_t *s)
             PyMem_Free(s->jobs[i].win);
         }
     }
+    if (s->scsi_devs)
+        for (int i = 0; i < s->npaths; i++)
+            PyMem_Free(s->scsi_devs[i].budget_wait.v);
+    if (s->scsi_hosts)
+        for (int i = 0; i < s->nscsi_hosts; i++)
+            PyMem_Free(s->scsi_hosts[i].sleepers.v);
+    PyMem_Free(s->scsi_devs);
+    PyMem_Free(s->scsi_hosts);
+    PyMem_Free(s->done_at);
     PyMem_Free(s->paths);
-    PyMem_Free(s->valid);
+    PyMem_Free(s->sel_all);
+    PyMem_Free(s->valid_all);
+    PyMem_Free(s->mh);
+    PyMem_Free(s->host_port);
     PyMem_Free(s->pg_sel);
     PyMem_Free(s->path_active);
     PyMem_Free(s->jobs);
@@ -2720,6 +3302,7 @@ static void sim_free(sim_t *s)
     PyMem_Free(s->free_ios);
     PyMem_Free(s->heap.ev);
     PyMem_Free(s->waiting.v);
+    PyMem_Free(s->requeue.v);
     if (s->cpus) {
         for (int i = 0; i < s->ncpus; i++)
             PyMem_Free(s->cpus[i].queue.v);
@@ -2775,6 +3358,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.first_choice = -1;
     s.next_progress = 65536;
     s.window_ns = get_i64(cfg, "window_ns", &err);
+    s.record_done = (int)get_i64(cfg, "record_done", &err);
     if (s.selector == SEL_IOA) {
         PyObject *m = PyDict_GetItemString(cfg, "ioa_map"), *nd = PyDict_GetItemString(cfg, "ioa_node");
         if (!m || !nd || !PyList_Check(m) || !PyList_Check(nd) || PyList_GET_SIZE(m) != PyList_GET_SIZE(nd)) {
@@ -2841,13 +3425,14 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         return NULL;
     }
     s.paths = PyMem_Calloc((size_t)s.npaths, sizeof(path_t));
-    s.valid = PyMem_Calloc((size_t)s.npaths, sizeof(int));
+    s.sel = s.sel_all = PyMem_Calloc((size_t)s.npaths, sizeof(selpath_t));
+    s.valid = s.valid_all = PyMem_Calloc((size_t)s.npaths, sizeof(int));
     s.path_active = PyMem_Calloc((size_t)s.npaths, sizeof(int));
     s.jobs = PyMem_Calloc((size_t)(s.njobs ? s.njobs : 1), sizeof(job_t));
     s.timeline = PyList_New(0);
     if (s.ncpus < 1) s.ncpus = 1;
     s.cpus = PyMem_Calloc((size_t)s.ncpus, sizeof(cpu_t));
-    if (!s.paths || !s.valid || !s.path_active || !s.jobs || !s.timeline || !s.cpus) {
+    if (!s.paths || !s.sel || !s.valid || !s.path_active || !s.jobs || !s.timeline || !s.cpus) {
         sim_free(&s);
         return PyErr_NoMemory();
     }
@@ -2871,6 +3456,22 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         s.any_c_sel |= s.pg_sel[i] != SEL_PY;
     }
     if (s.target && set_target_flags(&s, &flags0) < 0) { sim_free(&s); return NULL; }
+    /* SCSI paths: each host's can_queue; a path's host index (-1: not SCSI) and queue_depth below */
+    PyObject *cq = PyDict_GetItemString(cfg, "scsi_can_queue");
+    if (cq && PyList_Check(cq) && PyList_GET_SIZE(cq)) {
+        s.scsi = PyDict_GetItemString(cfg, "scsi");
+        s.nscsi_hosts = (int)PyList_GET_SIZE(cq);
+        s.scsi_hosts = PyMem_Calloc((size_t)s.nscsi_hosts, sizeof(scsi_host_t));
+        s.scsi_devs = PyMem_Calloc((size_t)s.npaths, sizeof(scsi_dev_t));
+        if (!s.scsi_hosts || !s.scsi_devs) { sim_free(&s); return PyErr_NoMemory(); }
+        for (int i = 0; i < s.nscsi_hosts; i++)
+            s.scsi_hosts[i].can_queue = PyLong_AsLongLong(PyList_GET_ITEM(cq, i));
+        if (!s.scsi || PyErr_Occurred()) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "SCSI paths need the scsi bridge");
+            sim_free(&s);
+            return NULL;
+        }
+    }
     PyObject *nvd = PyDict_GetItemString(cfg, "nvme");    /* an NVMe run: the head's static facts and state */
     for (int i = 0; i < s.npaths; i++) {
         PyObject *pd = PyList_GET_ITEM(paths, i);
@@ -2886,19 +3487,31 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         p->lam = p->mean != 0.0 ? 1.0 / p->mean : 0.0;
         p->mu = get_f(pd, "mu", &err);
         p->sigma = get_f(pd, "sigma", &err);
-        p->rt = (uint32_t)get_u64(pd, "rt", &err);
-        p->h.hst = get_u64(pd, "hst", &err);
-        p->h.outstanding = get_u64(pd, "outstanding", &err);
-        p->h.stale_after = get_u64(pd, "stale_after", &err);
-        p->h.last_finish = get_u64(pd, "last_finish", &err);
-        p->valid_count = (int)get_i64(pd, "valid_count", &err);
-        p->pg = (int)get_i64(pd, "pg", &err);
-        if (p->pg < 0 || p->pg >= s.npgs) {
+        selpath_t *sp = &s.sel[i];
+        sp->rt = (uint32_t)get_u64(pd, "rt", &err);
+        sp->h.hst = get_u64(pd, "hst", &err);
+        sp->h.outstanding = get_u64(pd, "outstanding", &err);
+        sp->h.stale_after = get_u64(pd, "stale_after", &err);
+        sp->h.last_finish = get_u64(pd, "last_finish", &err);
+        sp->valid_count = (int)get_i64(pd, "valid_count", &err);
+        sp->pg = (int)get_i64(pd, "pg", &err);
+        if (sp->pg < 0 || sp->pg >= s.npgs) {
             PyErr_SetString(PyExc_ValueError, "a path of an unknown group");
             sim_free(&s);
             return NULL;
         }
-        p->ops = &selector_ops[s.pg_sel[p->pg]];
+        sp->ops = &selector_ops[s.pg_sel[sp->pg]];
+        int host = (int)get_i64(pd, "scsi_host", &err);
+        if (host >= 0) {
+            if (host >= s.nscsi_hosts) {
+                PyErr_SetString(PyExc_ValueError, "a SCSI path of an unknown host");
+                sim_free(&s);
+                return NULL;
+            }
+            p->sd = &s.scsi_devs[i];
+            p->sd->host = host;
+            p->sd->queue_depth = get_i64(pd, "queue_depth", &err);
+        }
         p->nhw = (int)get_i64(pd, "nr_hw_queues", &err);
         if (p->nhw < 1) p->nhw = 1;
         p->hw = PyMem_Calloc((size_t)p->nhw, sizeof(hctx_t));
@@ -2931,6 +3544,8 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         j->read_fraction = get_f(jd, "read_fraction", &err);
         j->cpu = (int)get_i64(jd, "cpu", &err);
         j->continue_on_error = (int)get_i64(jd, "continue_on_error", &err);
+        PyObject *mh = PyDict_GetItemString(jd, "host");      /* multi-host: the job's host (else 0) */
+        j->mh = mh ? (int)PyLong_AsLong(mh) : 0;
         j->last_error_ns = -1;
         j->wake_ns = -1;
         j->end_ns = j->startdelay_ns;
@@ -2955,6 +3570,18 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.nvalid = (int)PyList_GET_SIZE(order);    /* the first group's valid list */
     for (int i = 0; i < s.nvalid; i++)
         s.valid[i] = (int)PyLong_AsLong(PyList_GET_ITEM(order, i));
+    PyObject *hosts = PyDict_GetItemString(cfg, "hosts");  /* multi-host: hosts 1.. (fast.py _host_cfg) */
+    if (hosts && (!PyList_Check(hosts) || mh_setup(&s, hosts) < 0)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "hosts must be a list");
+        sim_free(&s);
+        return NULL;
+    }
+    for (int i = 0; i < s.njobs; i++)
+        if (s.jobs[i].mh < 0 || s.jobs[i].mh >= (s.nmh ? s.nmh : 1)) {
+            PyErr_SetString(PyExc_ValueError, "a job of an unknown host");
+            sim_free(&s);
+            return NULL;
+        }
     /* the faults: (path, action, factor, reinstate_after_ns, index of its reinstate_path message) */
     PyObject *faults = PyDict_GetItemString(cfg, "faults");
     if (faults && PyList_Check(faults) && PyList_GET_SIZE(faults)) {
@@ -3016,13 +3643,17 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         for (int64_t i = 0; i < s.heap.n; i++)
             if (s.heap.ev[i].kind == EV_DONE || s.heap.ev[i].kind == EV_ARRIVE
                     || s.heap.ev[i].kind == EV_RETRY || s.heap.ev[i].kind == EV_ERRDONE) pending++;
-        pending += s.waiting.len;
+        pending += s.waiting.len + s.requeue.len;
         for (int i = 0; i < s.npaths; i++) {
             pending += s.paths[i].queue.len;
             for (int h = 0; h < s.paths[i].nhw; h++)
                 pending += s.paths[i].hw[h].dispatch.len + s.paths[i].hw[h].sleepers.len;
+            if (s.paths[i].sd)
+                pending += s.paths[i].sd->budget_wait.len;      /* ScsiQueues.drain */
             s.paths[i].in_flight = 0;
         }
+        for (int i = 0; i < s.nscsi_hosts; i++)
+            pending += s.scsi_hosts[i].sleepers.len;
         for (int i = 0; i < s.ncpus; i++) {
             ring_t *r = &s.cpus[i].queue;
             for (int64_t k = 0; k < r->len; k++)
@@ -3030,8 +3661,10 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
             pending += s.cpus[i].current >= 0;
         }
     }
+    PyObject *rhosts = mh_results(&s);     /* and host 0's target back in s */
+    if (!rhosts) { sim_free(&s); return NULL; }
     PyObject *rcpus = PyList_New(s.ncpus);
-    if (!rcpus) { sim_free(&s); return NULL; }
+    if (!rcpus) { Py_DECREF(rhosts); sim_free(&s); return NULL; }
     for (int i = 0; i < s.ncpus; i++)
         PyList_SET_ITEM(rcpus, i, PyLong_FromLongLong(s.cpus[i].busy_ns));
 
@@ -3057,12 +3690,24 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         PyObject *t = Py_BuildValue("{s:L,s:L,s:L,s:L,s:i,s:i,s:K,s:K,s:K,s:K,s:d,s:L,s:i,s:N}",
             "dispatched", (long long)p->dispatched, "completed", (long long)p->completed,
             "in_flight", (long long)p->in_flight, "peak_in_flight", (long long)p->peak_in_flight,
-            "qlen", (int)p->qlen_sel, "in_flight_size", (int)p->inflight_size,
-            "hst", (unsigned long long)p->h.hst, "outstanding", (unsigned long long)p->h.outstanding,
-            "stale_after", (unsigned long long)p->h.stale_after, "last_finish", (unsigned long long)p->h.last_finish,
+            "qlen", (int)s.sel[i].qlen_sel, "in_flight_size", (int)s.sel[i].inflight_size,
+            "hst", (unsigned long long)s.sel[i].h.hst, "outstanding", (unsigned long long)s.sel[i].h.outstanding,
+            "stale_after", (unsigned long long)s.sel[i].h.stale_after,
+            "last_finish", (unsigned long long)s.sel[i].h.last_finish,
             "slow_factor", p->slow_factor, "errors", (long long)p->errors, "offline", p->offline, "lat", pl);
         if (!t) goto fail;
         PyList_SET_ITEM(rpaths, i, t);
+        if (p->sd) {        /* the ScsiDevice's state (fast.py _write_back) */
+            scsi_dev_t *sd = p->sd;
+            PyObject *sc = Py_BuildValue("{s:i,s:i,s:i,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "state", sd->state,
+                "active", sd->active, "run_pending", sd->run_pending, "device_busy", (long long)sd->device_busy,
+                "tags_held", (long long)sd->tags_held, "restarts", (long long)sd->restarts,
+                "device_blocked", (long long)sd->device_blocked, "nr_cmds", (long long)sd->nr_cmds,
+                "iodone_cnt", (long long)sd->iodone_cnt, "rejected", (long long)sd->rejected);
+            int bad = !sc || PyDict_SetItemString(t, "scsi", sc) < 0;
+            Py_XDECREF(sc);
+            if (bad) goto fail;
+        }
     }
     for (int i = 0; i < s.nvalid; i++)
         PyList_SET_ITEM(rorder, i, PyLong_FromLong(s.valid[i]));
@@ -3105,13 +3750,21 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
             if (bad) goto fail;
         }
     }
-    PyObject *res = Py_BuildValue("{s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:L,s:N,s:N,s:L,s:L,s:L}",
+    PyObject *rdone = PyList_New(s.ndone), *rscsi = PyList_New(s.nscsi_hosts);
+    if (!rdone || !rscsi) { Py_XDECREF(rdone); Py_XDECREF(rscsi); goto fail; }
+    for (int64_t k = 0; k < s.ndone; k++)
+        PyList_SET_ITEM(rdone, k, PyLong_FromLongLong(s.done_at[k]));
+    for (int i = 0; i < s.nscsi_hosts; i++)
+        PyList_SET_ITEM(rscsi, i, PyLong_FromLongLong(s.scsi_hosts[i].tags_used));
+    PyObject *res = Py_BuildValue("{s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:L,s:N,s:N,s:L,s:L,s:L,s:N,s:L,s:N,s:N}",
         "paths", rpaths, "jobs", rjobs, "order", rorder, "submitted", (long long)s.submitted,
         "completed", (long long)s.completed, "events", (long long)s.events, "pending", (long long)pending,
         "stalled", stalled, "first_choice", s.first_choice, "timeline", s.timeline,
         "resource_stalls", (long long)s.resource_stalls, "cpu_busy_ns", rcpus, "windows", rwin,
-        "now", (long long)s.now, "errored", (long long)s.errored, "map_misses", (long long)s.map_misses);
-    rcpus = NULL;
+        "now", (long long)s.now, "errored", (long long)s.errored, "map_misses", (long long)s.map_misses,
+        "done_at", rdone, "requeued_errors", (long long)s.requeued_errors, "scsi_tags_used", rscsi,
+        "hosts", rhosts);
+    rcpus = rhosts = NULL;
     if (res && s.nvme) {
         PyObject *nv = nvme_hot_out(&s);      /* the head's final state */
         if (!nv || PyDict_SetItemString(res, "nvme", nv) < 0) Py_CLEAR(res);
@@ -3120,6 +3773,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     sim_free(&s);
     return res;
 fail:
+    Py_XDECREF(rhosts);
     Py_XDECREF(rwin);
     Py_XDECREF(rcpus);
     Py_XDECREF(rpaths);

@@ -16,9 +16,10 @@ that port's device: one queue in front of its servers, so one host's load is
 another host's latency.
 
 The engine side is :mod:`mpathlab.sim.hosts`; this module reads ``[hosts]``, runs and
-formats.  Faults,
-dm messages and stonewall groups are refused in multi-host runs, and the
-compiled core refuses them (sim/fast.py), so they run on the Python engine.
+formats.  Faults
+other than "slow", dm messages and stonewall groups are refused in multi-host
+runs; the rest runs in the compiled core (sim/fast.py; a table with several
+priority groups falls back to the Python engine and says so once on stderr).
 Host 0 keeps the single-host selector stream, so a one-host run is the same
 run as ``mpathlab run`` (tested).
 """
@@ -47,7 +48,7 @@ def load_multihost(path: str):
     # read as every topology file is: binary, non-UTF-8 and TOML errors as FILE:LINE
     doc, text = load_toml(path, "topology")
     try:
-        return _multihost_from_dict(doc, path)
+        return multihost_from_dict(doc, path)
     except (TopologyError, UnitError) as e:
         msg = str(e)
         key = getattr(e, "key", None)
@@ -58,7 +59,9 @@ def load_multihost(path: str):
         raise TopologyError(with_line(msg, path, line)) from None
 
 
-def _multihost_from_dict(doc: dict, path: str):
+def multihost_from_dict(doc: dict, path: str):
+    """(Topology, HostsConfig) from a parsed multi-host topology document (its [hosts] is taken out of DOC);
+    PATH names it in messages and its directory resolves relative files."""
     src = os.path.basename(path)
     hosts = doc.pop("hosts", None)
     if not isinstance(hosts, dict):
@@ -93,7 +96,7 @@ def run_multihost(topo: Topology, cfg: HostsConfig, jobs, *, selector: Optional[
     kw.pop("messages", None)
     if seed is not None:
         kw["seed"] = seed
-    # the compiled core refuses it (fast.eligible), and the run says so once on stderr
+    # the compiled core runs it when fast.eligible allows; otherwise the run says why once on stderr
     sim = MultiHostSimulation(topo.table, topo.paths, jobs.jobs, hosts=cfg.count, window_ns=cfg.window_ns,
                               progress=progress, **kw)
     res = sim.run()

@@ -7,6 +7,9 @@ a CSV file (or Parquet, if pyarrow is installed and the name ends in
 
 Topology parameters are set by dotted keys into the TOML document, e.g.
 ``--set paths.sdd.service.mean=100us,400us --set multipath.hz=250,1000``.
+A multi-host topology (a ``[hosts]`` section, :mod:`mpathlab.multihost`) sweeps
+as ``mpathlab hosts`` runs it, so ``--set hosts.count=8,64,256,1000`` sweeps
+the number of hosts; its rows add the worst host's p99.
 """
 from __future__ import annotations
 
@@ -94,11 +97,19 @@ def run_point(doc: dict, source: str, base_dir: str, job_text: str, point: dict)
     d = copy.deepcopy(doc)
     for key, value in point.get("set", {}).items():
         set_dotted(d, key, value)
-    topo = topology_from_dict(d, source, base_dir)
     jobs = parse_fio(job_text, source="job")
     for j in jobs.jobs:
         j.set_iodepth(point["iodepth"])     # as if the file said it (a synchronous engine: 1 in flight)
-    res = run_simulation(topo, jobs, selector=point["selector"], seed=point["seed"])
+    extra = {}
+    if "hosts" in d:
+        from .multihost import multihost_from_dict, run_multihost
+        topo, cfg = multihost_from_dict(d, os.path.join(base_dir, source))
+        mh = run_multihost(topo, cfg, jobs, selector=point["selector"], seed=point["seed"])
+        res = mh.result
+        extra["lat_p99_worst_host_ns"] = max(mh.host_percentile(99.0))
+    else:
+        topo = topology_from_dict(d, source, base_dir)
+        res = run_simulation(topo, jobs, selector=point["selector"], seed=point["seed"])
     from .sim.stats import merged_latency
     lat = merged_latency(res.jobs)
     pct = lat.percentiles((50.0, 99.0, 99.9, 99.99))
@@ -109,7 +120,7 @@ def run_point(doc: dict, source: str, base_dir: str, job_text: str, point: dict)
                 "iops": res.completed / (res.runtime_ns / 1e9) if res.runtime_ns else 0.0,
                 "lat_mean_ns": lat.mean, "lat_p50_ns": pct["50.000000"], "lat_p99_ns": pct["99.000000"],
                 "lat_p999_ns": pct["99.900000"], "lat_p9999_ns": pct["99.990000"],
-                "engine": res.engine})
+                "engine": res.engine}, **extra)
     for name, share in res.shares.items():
         row["share_" + name] = share
         row["best_" + name] = res.best[name]
@@ -142,11 +153,13 @@ def run_sweep(topology_path: str, job_path: str, *, selectors: Sequence[str], io
         raise SweepError("--workers must be a whole number from 1 to 1024, got %r" % (workers,))
     from .workload.fio import load_fio
     from .topology import load_topology
-
-    load_topology(topology_path)   # validate before starting anything
-    load_fio(job_path)
     from .inputs import load_toml, read_text
+    from .multihost import load_multihost, multihost_from_dict
+
     doc, _ = load_toml(topology_path, "topology")
+    hosts = "hosts" in doc
+    (load_multihost if hosts else load_topology)(topology_path)   # validate before starting anything
+    load_fio(job_path)
     job_text = read_text(job_path, "fio job file")
     pts = points(selectors, iodepths, seeds, sets)
     if not pts:
@@ -165,8 +178,11 @@ def run_sweep(topology_path: str, job_path: str, *, selectors: Sequence[str], io
         d = copy.deepcopy(doc)
         for k, v in p["set"].items():
             set_dotted(d, k, v)
-        topology_from_dict(d, "%s with %s" % (source, ", ".join("%s=%s" % kv for kv in key) or "no --set"),
-                           base_dir)
+        where = "%s with %s" % (source, ", ".join("%s=%s" % kv for kv in key) or "no --set")
+        if hosts:
+            multihost_from_dict(d, os.path.join(base_dir, where))
+        else:
+            topology_from_dict(d, where, base_dir)
     from .inputs import require_module
     require_module("dask.distributed", "dask[distributed]", "a sweep",
                    "pip install 'dask[distributed]' (or pip install -e .[sweep])")

@@ -15,7 +15,8 @@ is the core's EV_NVME_CANCEL; the core keeps its heap in the Python engine's arr
 cancelled requests come in the same order.
 
 What stays in the Python engine (:func:`refusal` names it): the adaptive and SPDK policies, and an
-iopolicy write to one of them; path tags (the block layer's submitted_by_worker).
+iopolicy write to one of them; path tags (the block layer's submitted_by_worker); an error recovery
+time (run.py's hold of a lost controller's requests until the cancel).
 """
 from __future__ import annotations
 
@@ -157,7 +158,9 @@ def refusal(sim) -> str:
         if argv[:1] == ["iopolicy"] and len(argv) == 2 and argv[1] not in b.NVME_POLICY_KINDS:
             return "an iopolicy write to %s (that policy runs in the Python engine)" % argv[1]
     if sim.blk is not None:
-        return "path tags of an NVMe run (hw_queue_depth, nr_requests) need the Python engine"
+        return "path tags of an NVMe run (hw_queue_depth, nr_requests, SCSI paths) need the Python engine"
+    if head.timers.recovery_ns > 0:
+        return "an NVMe error recovery time ([nvme] recovery) needs the Python engine"
     host = head.host
     if any(not 0 <= host.node_of_cpu(j.cpu) < host.nr_nodes for j in sim.jobs) or any(
             c.numa_node >= host.nr_nodes for c in head.controllers):
@@ -180,6 +183,7 @@ def run(sim) -> bool:
     cfg.update({
         # the head chooses the path: no dm selector runs (the core's Python-selector slot, never called)
         "selector": b.SEL_PY, "pg_selectors": [b.SEL_PY], "order": [], "bio": 0, "rq_stats": 0, "use_hr": 0,
+        "scsi": None,
         "weights": [0] * b.HST_WEIGHTS, "threshold": 0,
         "paths": [dict(fast.device_config(sim, d), rt=1, hst=0, outstanding=0, stale_after=0, last_finish=0,
                        valid_count=0, pg=0) for d in devices],

@@ -179,7 +179,7 @@ class BlockLayer:
         if not q.nr_sched_tags or q.get_tag():
             return True
         io.start_time_ns = 0            # never started: io_start_time_ns stays 0
-        self.sim.mp.release_clone(io)   # the selector's end_io, after its start_io
+        self.sim._target_of(io).release_clone(io)   # the selector's end_io, after its start_io
         q.sched_tags_used -= 1
         return False
 

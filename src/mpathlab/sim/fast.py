@@ -16,14 +16,19 @@ io-affinity in C; any other selector (mpathlab.policies, a third party's, a
 kernelc-built one) as Python code the compiled loop calls through its
 select_path, start_io and end_io, with the Simulation's clock and CPU kept
 current, so only the selector's own code runs at Python speed; path tags and
-host CPUs; dispatch windows; faults (fail, reinstate, slow); dm messages;
+host CPUs; dispatch windows; SCSI paths (sim/scsi.py: queue_depth budgets, a host's can_queue with
+blk-mq's fair share, device states, midlayer retries); faults (fail, reinstate, slow, and a SCSI
+device's offline, delete, online and error); dm messages;
 several priority groups (each with its own selector, C or Python) with
 switching and hardware-handler pg_init;
 queue_if_no_path with its timeout; bio-based queueing; jobs with an IoGen
 (sim/arrival.py: mixed sizes, trims, open-loop arrivals; :mod:`.fast_gen`
-hands it over and names what of it stays in Python); a user-space daemon that declares
-``in_compiled_core`` (multipathd: its timers call back into it, :meth:`_Target.daemon`); another stack's
-target whose bridge is registered (:func:`register_target`: the NVMe head, nvme/core.py).
+hands it over and names what of it stays in Python); several hosts (sim/hosts.py), each
+with its own target and selector state over the shared devices, when no host's target has a
+rare event to call back for (one priority group, slow faults only: :func:`_hosts_refusal`); a
+user-space daemon that declares ``in_compiled_core`` (multipathd: its timers call back into it,
+:meth:`_Target.daemon`); another stack's target whose bridge is registered (:func:`register_target`:
+the NVMe head, nvme/core.py).
 
 The split, and why: every per-I/O step (submit, map through the selector,
 tags, device, completion through end_io, fio's statistics) is in C, because
@@ -32,7 +37,9 @@ events -- a message, a fault's reinstate_path, an I/O that failed on a dead
 path, a map while no path is valid or a group switch or pg_init is pending,
 the kick of queued bios, the no-path timeout -- stays in the Python target
 (:class:`_Target` calls it), so it exists in one place and a change to the
-target needs no C mirror.  Each such call copies the C selectors' state to
+target needs no C mirror.  Likewise a SCSI command's end while an error class
+is set or a retry is counted goes to sim/scsi.py's ScsiDevice.command_result
+(:class:`_ScsiBridge`).  Each such call copies the C selectors' state to
 the Python selector and back (O(paths), rare), and the events the target
 schedules (kicks, timers, activations, messages) land in the core's heap in
 the order the Python engine would push them.  Moving map/end_io into C for
@@ -56,11 +63,12 @@ from ..target.multipath import DH_OK, Multipath
 from ..workload.fio import JobSpec
 from . import boundary as b
 from .boundary import (EV_ACTIVATED, EV_CALL, EV_DAEMON, EV_DEV_FAIL, EV_DEV_RESTORE, EV_FAULT, EV_KICK,
-                       EV_MESSAGE, EV_NOPATH_TIMEOUT, CoreEvent, CoreFault, CoreGroups, DaemonRunState,
-                       DevRunState, JobRunState, LatState, SelPathState, TargetFlags)
+                       EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_REQUEUE, CoreEvent, CoreFault, CoreGroups, DaemonRunState,
+                       DevRunState, JobRunState, LatState, ScsiCmd, SelPathState, TargetFlags)
 from .arrival import IoGen
 from .devices import Empirical, Exponential, Fault, LogNormal, PathDevice, PathModel, ServiceTime
 from .host import HostModel
+from .scsi import ScsiHostModel
 from . import fast_gen
 
 try:
@@ -111,7 +119,8 @@ def _fault_events(sim):
 _MAP = {r: b.MAP_CODES[r] for r in (MAP_REMAPPED, MAP_SUBMITTED, MAP_REQUEUE, MAP_DELAY_REQUEUE, MAP_KILL)}
 _END = {r: b.END_CODES[r] for r in (END_DONE, END_REQUEUE, END_DELAY_REQUEUE, END_INCOMPLETE)}
 # the events the target schedules that the core runs (one numbering with the Python engine)
-_TARGET_EVENTS = (EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_ACTIVATED)
+# (EV_REQUEUE: the target kicked the requeue list; the core re-arms its own requeue work)
+_TARGET_EVENTS = (EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_ACTIVATED, EV_REQUEUE)
 
 
 class _CoreIO(MpathIO):
@@ -122,15 +131,16 @@ class _CoreIO(MpathIO):
 class CoreTarget:
     """What every bridge of a Python target to the core shares (dm's :class:`_Target`; another stack's
     registers with :func:`register_target`): the events the target schedules go to the core's heap
-    (Simulation._push is captured while the core runs), messages by index, job errors by code, and
-    the Simulation state each call reads (now, the CPU) and changes (kicks, pending state changes)."""
+    (handed over by Simulation.redirect_events while the core runs), messages by index, job errors by
+    code, and the Simulation state each call reads (now, the CPU) and changes (kicks, pending state
+    changes)."""
 
     def __init__(self, sim):
         self.sim = sim
         self.messages = []               # texts of the core's EV_MESSAGE events
         self.errors = list(b.JOB_ERRORS)    # job errors by code (0: none; the core's ERR_*)
         self._events = []
-        sim._push = self._capture        # the target's kicks, timers and messages go to the core
+        sim.redirect_events(self._capture)  # the target's kicks, timers and messages go to the core
 
     def core_event(self, kind: int, obj):
         """(kind, obj) of an event the target scheduled, as the core runs it; a kind the core does not
@@ -178,15 +188,15 @@ class CoreTarget:
         self.sim._message(self.messages[index])
 
     def close(self) -> None:
-        del self.sim._push           # the Simulation's own _push again
+        self.sim.redirect_events(None)
 
 
 class _Target(CoreTarget):
     """The Python target (and selector), called by the core for the rare events: a fault's
     reinstate_path message, dm messages, end_io with an error, map while no path is valid or
-    queueing is pending, the kick of queued bios, the queue_if_no_path timeout.  Each call gets
-    the C selectors' state first and returns it with the target's flags and the events it
-    scheduled (through Simulation._push), so both sides stay one state."""
+    queueing is pending, the kick of queued bios, the queue_if_no_path timeout, a daemon's timers.
+    Each call gets the C selectors' state first and returns it with the target's flags and the events
+    it scheduled (handed over by Simulation.redirect_events), so both sides stay one state."""
 
     def __init__(self, sim, pgpaths, infos):
         CoreTarget.__init__(self, sim)
@@ -197,6 +207,7 @@ class _Target(CoreTarget):
         self.c_groups = {p.pg for p, i in zip(pgpaths, infos) if i is not None}
         self.index = {p: i for i, p in enumerate(pgpaths)}
         self.queued = {}                 # cid -> _CoreIO the target holds (queued bios)
+        self.tried = -1                  # the path the target's alloc_clone was last asked for
         # a daemon's timers (EV_DAEMON indexes these) and what it does to devices during them
         self.calls: list = []
         self.dev_index = {d: i for i, d in enumerate(sim.devices)}
@@ -265,11 +276,7 @@ class _Target(CoreTarget):
         the valid order of the group the core selects in)."""
         if not self.c_groups:
             return None
-        return ([SelPathState(
-                    qlen=getattr(i, "qlen", 0), in_flight_size=getattr(i, "in_flight_size", 0),
-                    hst=getattr(i, "hst", 0), outstanding=getattr(i, "outstanding", 0),
-                    stale_after=getattr(i, "stale_after", 0), last_finish=getattr(i, "last_finish", 0),
-                    valid_count=getattr(p.pg.ps, "valid_count", 0)) for p, i in zip(self.pgpaths, self.infos)],
+        return ([_sel_state(i, p.pg.ps) for p, i in zip(self.pgpaths, self.infos)],
                 [self.infos.index(i) for i in self.c_pg.ps.valid_paths] if self.c_pg in self.c_groups else [])
 
     def _enter(self, state):
@@ -286,7 +293,7 @@ class _Target(CoreTarget):
     def flags(self):
         mp = self.mp
         # map is the current group's select_path + start_io: the core may do it (in that group)
-        # a map of the instance's own (a daemon holds I/O while it reloads the table): every map is its
+        # (a map of the instance's own -- a daemon holds I/O while it reloads the table -- takes every map)
         held = "map" in vars(mp)
         simple = bool(mp.nr_valid_paths and not mp.queue_io and not mp.pg_init_required
                       and mp.current_pg is not None and any(p.is_active for p in mp.current_pg.pgpaths)
@@ -329,17 +336,25 @@ class _Target(CoreTarget):
         self._enter(state)
         io = self.queued.pop(cid, None) or self._io(cid, nr_bytes, dm_start_jiffies, mapped, start_ns)
         self.begin_call(cpu)
+        self.tried = -1
         if free is not None:    # the core holds the tags: it says which path has a clone tag free
-            self.mp.alloc_clone = lambda pgpath, io: free[self.index[pgpath]]
+            self.mp.alloc_clone = lambda pgpath, io: self._alloc_clone(free, pgpath)
         r = self.mp.map(io)
         if r == MAP_SUBMITTED:
             self.queued[cid] = io
-        return self._leave((_MAP[r], self.index[io.pgpath] if io.pgpath is not None else -1, io.start_time_ns))
+        # the path: where it was mapped, or the one whose clone allocation failed (SCSI marks its queue active)
+        return self._leave((_MAP[r], self.index[io.pgpath] if io.pgpath is not None else self.tried,
+                            io.start_time_ns))
 
-    def end_io(self, state, cid, nr_bytes, path, start_ns, dm_start_jiffies, mapped):
+    def _alloc_clone(self, free, pgpath):
+        self.tried = self.index[pgpath]
+        return free[self.tried]
+
+    def end_io(self, state, cid, nr_bytes, path, start_ns, dm_start_jiffies, mapped, error):
+        """error: the block status, by its index in errors (the core's ERR_*)."""
         self._enter(state)
         io = self._io(cid, nr_bytes, dm_start_jiffies, mapped, start_ns, path)
-        r = self.mp.end_io(io, "transport")
+        r = self.mp.end_io(io, self.errors[error])
         if r == END_INCOMPLETE:
             self.queued[cid] = io
         return self._leave((_END[r], self.error_code(io.error)))
@@ -367,6 +382,54 @@ class _Target(CoreTarget):
         self._enter(state)
         self.sim._nopath_timeout(gen)
         return self._leave(None)
+
+
+class _ScsiBridge:
+    """sim/scsi.py's rare decisions for the core's SCSI paths, made by the run's own ScsiDevice objects:
+    an error class set by an 'error' fault, and each command's end while one is set or a retry is
+    counted (ScsiDevice.command_result; the core keeps the device's counters and passes them across)."""
+
+    def __init__(self, sim, target, faults):
+        self.sim, self.target = sim, target
+        self.devs = [d.scsi for d in sim.devices]
+        self.faults = faults            # (device, Fault) by the core's fault index
+
+    @staticmethod
+    def _python(sd) -> int:
+        return int(bool((sd.error is not None and sd.every_nth) or sd.retries))
+
+    def error_fault(self, index):
+        dev, f = self.faults[index]
+        self.sim.scsi_fault(dev, f)
+        return self._python(dev.scsi)
+
+    def command_result(self, path, key, cmd):
+        """key: the I/O's number in the run (the core's I/O ids are reused)."""
+        sd = self.devs[path]
+        c = ScsiCmd._make(cmd)
+        sd.nr_cmds, sd.iodone_cnt, sd.device_blocked = c.nr_cmds, c.iodone_cnt, c.device_blocked
+        r = sd.command_result(key)
+        code = 0 if r is None else b.SCSI_RESULT_RETRY if r == "retry" else self.target.error_code(r)
+        return ScsiCmd(result=code, nr_cmds=sd.nr_cmds, iodone_cnt=sd.iodone_cnt, device_blocked=sd.device_blocked,
+                       python=self._python(sd))
+
+
+def _sel_state(info, ps) -> SelPathState:
+    """A path's selector state as the core holds it, from the Python selector PS's path info (0 for what
+    that selector does not keep)."""
+    return SelPathState(qlen=getattr(info, "qlen", 0), in_flight_size=getattr(info, "in_flight_size", 0),
+                        hst=getattr(info, "hst", 0), outstanding=getattr(info, "outstanding", 0),
+                        stale_after=getattr(info, "stale_after", 0), last_finish=getattr(info, "last_finish", 0),
+                        valid_count=getattr(ps, "valid_count", 0))
+
+
+def _py_hooks(selectors, pgpaths) -> dict:
+    """The core's view of Python selectors: per group its bound select_path, start_io and end_io (None for a
+    group whose selector runs in C, and for hooks a selector has not), the pgpath of each device and back."""
+    return {"py_select": [ps and ps.select_path for ps in selectors],
+            "py_start": [ps.start_io if ps and ps.has_io_hooks else None for ps in selectors],
+            "py_end": [ps.end_io if ps and ps.has_io_hooks else None for ps in selectors],
+            "py_pgpaths": pgpaths, "py_index": {p: i for i, p in enumerate(pgpaths)}}
 
 
 def _set_info(info, st: SelPathState) -> None:
@@ -414,7 +477,7 @@ _CORE_DISTS = (ServiceTime, Exponential, LogNormal, Empirical)
 # PathModel fields the core models (any value); another field must keep its default
 _CORE_PATH_FIELDS = frozenset({"name", "devt", "service", "parallelism", "delay_ns", "ns_per_kib", "faults",
                                "fail_latency_ns", "hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests",
-                               "per_kib_given"})   # per_kib_given: the topology said per_kib (used before the run)
+                               "per_kib_given", "queue_depth", "scsi_host"})   # per_kib_given: the topology said per_kib (used before the run)
 # HostModel fields the core models (cpu_nodes and node_distance only place CPUs for the selectors)
 _CORE_HOST_FIELDS = frozenset({"cpus", "submit_ns", "complete_ns", "wake_ns", "steal", "steal_period_ns",
                                "work_latency_ns", "cpu_nodes", "node_distance"})
@@ -454,6 +517,9 @@ def _device_refusal(sim) -> str:
             return "the path setting %s is not in the compiled core" % field
         if type(m.service) not in _CORE_DISTS:
             return "custom service-time distribution"
+        if m.scsi_host is not None and (type(m.scsi_host) is not ScsiHostModel or set(vars(m.scsi_host))
+                                        - {"name", "can_queue"}):
+            return "the SCSI host %s is not in the compiled core" % type(m.scsi_host).__name__
         for f in m.faults:
             if type(f) is not Fault or f.action not in b.FAULT_ACTIONS:
                 return "the fault %r is not in the compiled core" % getattr(f, "action", f)
@@ -485,6 +551,52 @@ def _job_refusal(sim, j) -> str:
     return ""
 
 
+_CORE_SIMULATIONS = {(__package__ + ".engine", "Simulation"), (__package__ + ".hosts", "MultiHostSimulation")}
+
+
+def _ioa_map(ps, pgpath_index) -> list:
+    """io-affinity's CPU -> path map as device indices (-1: no path for that CPU)."""
+    return [-1 if pi is None else pgpath_index[pi.path] for pi in ps.path_map]
+
+
+def _pgpath_of_device(sim, mp) -> list:
+    """MP's pgpath on each of the run's devices, in device order."""
+    index = {d: i for i, d in enumerate(sim.devices)}
+    out: list = [None] * len(sim.devices)
+    for p in mp.pgpaths:
+        out[index[sim.dev_of_pgpath[p]]] = p
+    return out
+
+
+def _hosts_refusal(sim) -> str:
+    """Several hosts (sim/hosts.py) run in the core when no host's target has a rare event to call back
+    for: one priority group, no hardware handler, only slow faults and no messages (the core keeps one
+    target's flags); every host's table is the same table, so its selectors' kinds and arguments are
+    host 0's."""
+    mp0 = sim.mp
+    if len(mp0.priority_groups) > 1:
+        return "several priority groups with several hosts need the Python engine"
+    if _needs_target(sim):
+        return "failing faults, dm messages or hardware handlers with several hosts need the Python engine"
+    kind0 = core_kind(mp0.priority_groups[0].ps)
+    ioa0 = None
+    for mp in sim.targets:
+        if type(mp) is not Multipath or len(mp.priority_groups) != 1 or mp.hw_handler_name:
+            return "several hosts with different tables need the Python engine"
+        ps = mp.priority_groups[0].ps
+        if core_kind(ps) != kind0 or type(ps) is not type(mp0.priority_groups[0].ps):
+            return "several hosts with different selectors need the Python engine"
+        if mp.nr_valid_paths != len(mp.pgpaths) or len(mp.pgpaths) != len(sim.devices):
+            return "every device must be one active path of each host's table"
+        if type(ps) is IOAffinity:
+            pgpaths = _pgpath_of_device(sim, mp)
+            m = _ioa_map(ps, {p: i for i, p in enumerate(pgpaths)})
+            if ioa0 is not None and m != ioa0:
+                return "io-affinity maps that differ between hosts need the Python engine"
+            ioa0 = m
+    return ""
+
+
 # Other stacks' targets the core runs (the NVMe head: nvme/core.py), by their class: an object with
 # refusal(sim) -> '' or the reason, and run(sim) -> True once the core ran the simulation.
 _BRIDGES: dict = {}
@@ -506,11 +618,14 @@ def eligible(sim) -> str:
         why = _daemon_refusal(sim)
         if why:
             return why
-    if len(getattr(sim, "targets", ())) > 1:
-        return "several hosts (mpathlab.multihost) need the Python engine"
-    # engine.Simulation itself, not a subclass with its own hooks (named: engine imports this module)
-    if (type(sim).__module__, type(sim).__qualname__) != (__package__ + ".engine", "Simulation"):
+    # engine.Simulation itself or sim/hosts.py's, not a subclass with its own hooks (named: engine imports
+    # this module)
+    if (type(sim).__module__, type(sim).__qualname__) not in _CORE_SIMULATIONS:
         return "the simulation %s is not in the compiled core" % type(sim).__name__
+    if len(getattr(sim, "targets", ())) > 1:
+        why = _hosts_refusal(sim)
+        if why:
+            return why
     mp = sim.mp
     bridge = _BRIDGES.get(type(mp))
     if bridge is not None:      # another stack's target, with its own part of the allow-list
@@ -537,8 +652,6 @@ def eligible(sim) -> str:
     kinds = {e[2] for e in sim._heap if not _daemon_call(sim, e[2], e[3])}
     if kinds - {EV_FAULT, EV_MESSAGE}:
         return "simulation already started"
-    if any(d.model.is_scsi for d in sim.devices):
-        return "SCSI path devices (queue_depth, a host's can_queue) run in the Python engine"
     why = _device_refusal(sim)
     if why:
         return why
@@ -564,7 +677,9 @@ def note_fallback(sim, stream=None) -> str:
     why = eligible(sim)
     if why and why != "MPATHLAB_ENGINE=python" and why not in _noted:
         _noted.add(why)
-        print("mpathlab: note: this run uses the Python engine (slower): %s" % why, file=stream or sys.stderr)
+        from ..klog import wrap
+        print("\n".join(wrap("mpathlab: note: this run uses the Python engine (slower): %s" % why)),
+              file=stream or sys.stderr)
     return why
 
 
@@ -612,23 +727,23 @@ def try_run_fast(sim) -> bool:
     })
     if ioa:
         pgpath_index = {info_of_dev[i][0]: i for i in range(len(devices))}
-        cfg.update({"ioa_map": [-1 if pi is None else pgpath_index[pi.path] for pi in ps.path_map],
+        cfg.update({"ioa_map": _ioa_map(ps, pgpath_index),
                     "ioa_node": list(ps.topology.node_of), "map_misses": ps.map_misses})
     elif any(_py_selector(pg.ps) for pg in mp.priority_groups):
-        # per group: a Python selector's bound hooks (None for a group whose selector runs in C)
-        pgpaths = [info_of_dev[i][0] for i in range(len(devices))]
-        pys = [pg.ps if _py_selector(pg.ps) else None for pg in mp.priority_groups]
-        cfg.update({"py_select": [ps and ps.select_path for ps in pys],
-                    "py_start": [ps.start_io if ps and ps.has_io_hooks else None for ps in pys],
-                    "py_end": [ps.end_io if ps and ps.has_io_hooks else None for ps in pys],
-                    "py_pgpaths": pgpaths, "py_index": {p: i for i, p in enumerate(pgpaths)}})
+        cfg.update(_py_hooks([pg.ps if _py_selector(pg.ps) else None for pg in mp.priority_groups],
+                             [info_of_dev[i][0] for i in range(len(devices))]))
     # the faults and messages Simulation.__init__ scheduled now run in the core, in their order
     target = None
     if _needs_target(sim):
         pgpaths = [info_of_dev[i][0] for i in range(len(devices))]
         target = _Target(sim, pgpaths, [info_of_dev[i][1] for i in range(len(devices))])
+    fault_objs = [obj for _, _, kind, obj in sorted(sim._heap, key=lambda e: e[1]) if kind == EV_FAULT]
     cfg.update(initial_events(sim, target))
-    cfg.update({"target": target, "target_flags": target.flags() if target is not None else None})
+    cfg.update({"target": target, "target_flags": target.flags() if target is not None else None,
+                "scsi": _ScsiBridge(sim, target, fault_objs) if cfg["scsi_can_queue"] else None})
+    hosts = getattr(sim, "targets", [mp])[1:]
+    if hosts:
+        cfg["hosts"] = [_host_cfg(sim, h, ioa) for h in hosts]
     alloc_clone = mp.alloc_clone
     try:
         out = _fastcore.simulate(cfg)
@@ -642,6 +757,8 @@ def try_run_fast(sim) -> bool:
     if target is not None:      # (a daemon's reload gives the target new paths and selectors)
         info_of_dev = dict(enumerate(zip(target.pgpaths, target.infos)))
     write_back(sim, out, info_of_dev)
+    if hosts:
+        _write_back_hosts(sim, out["hosts"], ioa)
     return True
 
 
@@ -655,8 +772,12 @@ def scheduled_messages(sim) -> list:
     return [obj for _, _, kind, obj in sim._heap if kind == EV_MESSAGE]
 
 
+def _scsi_hosts(sim) -> list:
+    return sim.blk.scsi.hosts if sim.blk is not None and sim.blk.scsi is not None else []
+
+
 def device_config(sim, d) -> dict:
-    """The core's configuration of path device D: its model and state (PathDevice), its tags."""
+    """The core's configuration of path device D: its model and state (PathDevice), its tags, its SCSI host."""
     kind, mean, mu, sigma, samples = _dist(d.model.service)
     return {
         "parallelism": d.model.parallelism, "delay_ns": d.model.delay_ns, "ns_per_kib": d.model.ns_per_kib,
@@ -666,17 +787,20 @@ def device_config(sim, d) -> dict:
         "nr_hw_queues": d.model.nr_hw_queues if sim.blk is not None else 1,
         "hctx_tags": d.model.hctx_tags if sim.blk is not None else 0,
         "hctx_sched_tags": d.model.hctx_sched_tags if sim.blk is not None else 0,
+        "scsi_host": _scsi_hosts(sim).index(d.scsi.host) if d.scsi is not None else -1,
+        "queue_depth": d.model.queue_depth,
     }
 
 
 def run_config(sim) -> dict:
     """The core's configuration of what every run has, whatever its target: the jobs, the run plan,
-    the timebase, the block layer and the host's CPUs (the target's part follows from the caller)."""
+    the timebase, the block layer, the host's CPUs and the SCSI hosts (the target's part follows from
+    the caller)."""
     jobs_cfg = [{"bs": j.spec.bs, "iodepth": j.spec.iodepth,
                  "remaining": -1 if j.remaining is None else j.remaining,
                  "stop_ns": -1 if j.stop_ns is None else j.stop_ns, "startdelay_ns": j.spec.startdelay_ns,
                  "read_fraction": float(j.spec.read_fraction), "seed": j.seed,
-                 "cpu": j.cpu, "continue_on_error": int(j.spec.continue_on_error),
+                 "cpu": j.cpu, "continue_on_error": int(j.spec.continue_on_error), "host": j.host,
                  "gen": fast_gen.config(j)} for j in sim.jobs]
     expected, horizon, hard_stop, tl_step, tl_count = sim.run_plan()
     host = sim.host.model if sim.host is not None else None
@@ -700,12 +824,14 @@ def run_config(sim) -> dict:
         "steal_ns": host.steal_ns if host is not None else 0,
         "steal_period": host.steal_period_ns if host is not None else 1,
         "work_latency": host.work_latency_ns if host is not None else 0,
+        "record_done": int(sim.result.done_at is not None),
+        "scsi_can_queue": [h.model.can_queue for h in _scsi_hosts(sim)],
     }
 
 
 def initial_events(sim, target: Optional[CoreTarget]) -> dict:
-    """The faults and messages Simulation.__init__ scheduled, as the core runs them in their order
-    (the "faults" and "initial" of its configuration); they leave the Simulation's heap."""
+    """The faults, messages and daemon timers Simulation.__init__ and add_daemon scheduled, as the core runs
+    them in their order (the "faults" and "initial" of its configuration); they leave the Simulation's heap."""
     index = {d: i for i, d in enumerate(sim.devices)}
     faults, initial = [], []
     for t, _, kind, obj in sorted(sim._heap, key=lambda e: e[1]):
@@ -726,6 +852,66 @@ def initial_events(sim, target: Optional[CoreTarget]) -> dict:
     return {"faults": faults, "initial": initial}
 
 
+_SDEV_NAMES = {v: k for k, v in b.SDEV_STATES.items()}
+
+
+def _set_scsi(sd, st: dict) -> None:
+    """The core's state of a SCSI path into its ScsiDevice (the error class, ioerr_cnt and the retry
+    counts were kept there)."""
+    sd.state = _SDEV_NAMES[st["state"]]
+    sd.run_pending = bool(st["run_pending"])
+    for f in ("device_busy", "tags_held", "restarts", "device_blocked", "nr_cmds", "iodone_cnt", "rejected"):
+        setattr(sd, f, st[f])
+
+
+def _host_infos(sim, mp, ioa):
+    """A host's (pgpath, selector path info or None) on each device, as try_run_fast's info_of_dev."""
+    ps = mp.priority_groups[0].ps
+    return [(p, None if ioa or _py_selector(ps) else ps.path_info(p)) for p in _pgpath_of_device(sim, mp)]
+
+
+def _host_cfg(sim, mp, ioa) -> dict:
+    """Another host's target for the core (_fastcore.c mh_load): its selector's state on each device, its
+    valid order and, for a Python selector, its hooks."""
+    ps = mp.priority_groups[0].ps
+    infos = _host_infos(sim, mp, ioa)
+    index = {info: i for i, (_, info) in enumerate(infos)}
+    py = _py_selector(ps)
+    cfg = {"sel": [_sel_state(i, ps) for _, i in infos],
+           "order": list(range(len(infos))) if py or ioa else [index[pi] for pi in ps.valid_paths]}
+    if py:
+        cfg.update(_py_hooks([ps], [p for p, _ in infos]))
+    return cfg
+
+
+def _write_back_hosts(sim, hosts, ioa) -> None:
+    """Each host's final target state (host 0's is the run's own, _write_back) and the per-host dispatch
+    counts (MultiHostSimulation.host_port)."""
+    sim.host_port = [list(h["host_port"]) for h in hosts]
+    for mp, h in zip(sim.targets[1:], hosts[1:]):
+        ps = mp.priority_groups[0].ps
+        infos = _host_infos(sim, mp, ioa)
+        for (_, info), st in zip(infos, h["sel"]):
+            if info is not None:
+                _set_info(info, SelPathState._make(st))
+        if not (_py_selector(ps) or ioa):
+            ps.valid_paths[:] = [infos[i][1] for i in h["order"]]
+        if ioa:
+            ps.map_misses = h["map_misses"]
+        if h["first_choice"] >= 0:
+            _choose(mp, infos[h["first_choice"]][0])
+
+
+def _choose(mp, pgpath) -> None:
+    """The target's state after its first map chose PGPATH in its only group (what the core's run did)."""
+    mp.current_pgpath = pgpath
+    mp.current_pg = pgpath.pg
+    mp.next_pg = None
+    mp.queue_io = False
+    mp.pg_init_required = False
+    mp.pg_init_count = 0
+
+
 def _set_lat(stats, out) -> None:
     """A LatState from the core into a sim.stats LatencyStats."""
     r = LatState(*out)
@@ -744,6 +930,8 @@ def write_back(sim, out, info_of_dev) -> None:
         d.in_flight, d.peak_in_flight = p["in_flight"], p["peak_in_flight"]
         _set_lat(d.lat, p["lat"])
         d.slow_factor, d.errors, d.offline = p["slow_factor"], p["errors"], bool(p["offline"])
+        if d.scsi is not None:
+            _set_scsi(d.scsi, p["scsi"])
         _, info = info_of_dev[i]
         if info is not None:
             _set_info(info, SelPathState._make(p.get(f, 0) for f in SelPathState._fields))
@@ -755,12 +943,7 @@ def write_back(sim, out, info_of_dev) -> None:
     sim.now = out["now"]
     sim._windows = {k: v for k, v in out["windows"].items()}
     if out["first_choice"] >= 0 and target is None:   # with a target its state is already the run's
-        mp.current_pgpath = info_of_dev[out["first_choice"]][0]
-        mp.current_pg = pg
-        mp.next_pg = None
-        mp.queue_io = False
-        mp.pg_init_required = False
-        mp.pg_init_count = 0
+        _choose(mp, info_of_dev[out["first_choice"]][0])
     for j, o in zip(sim.jobs, out["jobs"]):
         j.submitted, j.completed, j.end_ns = o["submitted"], o["completed"], o["end_ns"]
         j.remaining = None if o["remaining"] < 0 else o["remaining"]
@@ -781,6 +964,14 @@ def write_back(sim, out, info_of_dev) -> None:
     res.submitted, res.completed, res.events = out["submitted"], out["completed"], out["events"]
     res.pending, res.stalled = out["pending"] + len(mp.queued_bios), bool(out["stalled"])
     res.errored = out["errored"]
+    res.requeued_errors = out["requeued_errors"]
+    if res.done_at is not None:
+        res.done_at[:] = out["done_at"]
+    if sim.blk is not None and sim.blk.scsi is not None:
+        for h, used in zip(sim.blk.scsi.hosts, out["scsi_tags_used"]):
+            h.tags_used = used
+            h.active = {d.scsi for d in sim.devices if d.scsi is not None and d.scsi.host is h
+                        and out["paths"][sim.devices.index(d)]["scsi"]["active"]}
     res.timeline = [(t, dict(zip(names, counts))) for t, counts in out["timeline"]]
     if sim.blk is not None:
         sim.blk.resource_stalls = out["resource_stalls"]

@@ -1,7 +1,8 @@
 """Many hosts, one array, in the engine: per-host targets over shared port devices.
 
 The engine's only hook is ``Simulation._target_of(io)`` (which target an I/O goes through); the
-reader of ``[hosts]`` and the ``mpathlab hosts`` command are :mod:`mpathlab.multihost`.
+reader of ``[hosts]`` and the ``mpathlab hosts`` command are :mod:`mpathlab.multihost`.  The compiled
+core runs the same model (_fastcore.c "multi-host": per-host selector state over shared paths).
 """
 from __future__ import annotations
 
@@ -40,8 +41,10 @@ class MultiHostSimulation(Simulation):
                            timebase=self.timebase, rq_stats=kw.get("rq_stats", True),
                            force_jiffies_start=kw.get("force_jiffies_start"), activate=self._activate,
                            on_kick=self._on_kick, set_timer=self._set_timer, kernel=self.kernel,
-                           host=kw.get("host"))
+                           host=kw.get("host_facts"))
             mp.table_start, mp.table_length = tl.start, tl.length
+            if self.blk is not None and self.blk.rq:
+                mp.alloc_clone = self.blk.alloc_clone     # its clones take the shared ports' tags too
             for pgpath in mp.pgpaths:
                 self.dev_of_pgpath[pgpath] = devs_by_devt[pgpath.dev.devt]
             self.targets.append(mp)

@@ -1,0 +1,101 @@
+"""Many hosts in the compiled core: every multi-host run it takes gives the Python engine's results, run for run
+(each host's target, selector state and dispatches included), and the runs it does not take say why."""
+import os
+
+import pytest
+
+from mpathlab.multihost import MultiHostSimulation, load_multihost, run_multihost
+from mpathlab.scenarios import HERE
+from mpathlab.sim import fast
+from mpathlab.sim.devices import Fault
+from mpathlab.sim.host import HostModel
+from mpathlab.workload.fio import load_fio, parse_fio
+
+if not fast.available():
+    pytest.skip("compiled core not built (python setup.py build_ext --inplace)", allow_module_level=True)
+
+from test_fastcore import PER_PATH, _py_table, _tagged, assert_same_run, make  # noqa: E402
+
+JOB = "[j]\nrw=randrw\nbs=4k\nioengine=libaio\niodepth=%d\nnumber_ios=%d\n"
+
+
+def run_both(table, paths, job, hosts=3, window_ns=10 ** 6, **kw):
+    """Both engines on one multi-host run: the run's results, and each host's target and dispatches."""
+    jobs = parse_fio(job).jobs
+    sims = [MultiHostSimulation(table, paths, jobs, hosts=hosts, engine=e, window_ns=window_ns, **kw)
+            for e in ("python", "compiled")]
+    a, b = (s.run() for s in sims)
+    assert_same_run(a, b)
+    sa, sb = sims
+    assert [j.host for j in a.jobs] == [j.host for j in b.jobs]
+    assert sa.host_port == sb.host_port
+    for ta, tb in zip(sa.targets, sb.targets):
+        assert ta.status("info") == tb.status("info") and ta.status("table") == tb.status("table")
+        assert ta.current_pgpath.dev.name == tb.current_pgpath.dev.name
+        pa, pb = ta.priority_groups[0].ps, tb.priority_groups[0].ps
+        if hasattr(pa, "valid_paths") and not fast._py_selector(pa):
+            assert [i.path.dev.name for i in pa.valid_paths] == [i.path.dev.name for i in pb.valid_paths]
+    return sa, a
+
+
+@pytest.mark.parametrize("selector", sorted(PER_PATH))
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+def test_hosts_in_the_core_give_the_python_engines_run(selector, mode):
+    table, paths = make(selector, mode, k=3)
+    sim, a = run_both(table, paths, JOB % (8, 700), hosts=5)
+    assert a.completed == 5 * 700
+    # every host dispatched its own I/O, spread by its own selector (no faults: one dispatch per I/O)
+    assert all(sum(row) == 700 for row in sim.host_port)
+
+
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+@pytest.mark.parametrize("selector", ["p2c 1 delay", "prequal 0", "hst-latency 0"])
+def test_python_policies_per_host_in_the_core(selector, mode):
+    table = _py_table(selector, lambda i: "1", mode=mode)
+    _, paths = make("queue-length", k=4)
+    sim, a = run_both(table, paths, JOB % (8, 400), hosts=4)
+    # each host's policy object made its own choices (its own in-flight view, own random stream)
+    assert len({id(t.priority_groups[0].ps) for t in sim.targets}) == 4
+
+
+@pytest.mark.parametrize("selector", sorted(PER_PATH))
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+def test_hosts_with_tags_cpu_costs_and_slow_faults_in_the_core(selector, mode):
+    table, paths = make(selector, mode, k=4)
+    _tagged(paths, [2, 0, 3, 0], ["none", "none", "mq-deadline", "none"])
+    paths[1].faults = [Fault(1_000_000, "slow", factor=6.0), Fault(4_000_000, "slow", factor=1.0)]
+    run_both(table, paths, "[a]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=6\nnumjobs=2\nnumber_ios=300\n",
+             hosts=3, host=HostModel(2, 20_000, 30_000))
+
+
+@pytest.mark.parametrize("mode", ["rq", "bio"])
+def test_io_affinity_per_host_in_the_core(mode):
+    table = _py_table("io-affinity 0", lambda i: ("5", "2", "8", "10")[i], mode=mode)
+    _, paths = make("queue-length", k=2)
+    sim, a = run_both(table, paths, "[a]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=4\nnumjobs=4\nnumber_ios=200\n",
+                      hosts=3)
+    # the hosts' jobs run on CPUs 0-3, 4-7 and 8-11; the masks (hex) map CPUs 0-3 and 4 (p3's 0x10): host 1
+    # misses on 3 CPUs x 200 I/Os, host 2 on all 4
+    assert [t.priority_groups[0].ps.map_misses for t in sim.targets] == [0, 600, 800]
+
+
+def test_the_shipped_scenario_in_the_core_is_the_python_run():
+    topo, cfg = load_multihost(os.path.join(HERE, "hosts-8x4.toml"))
+    jobs = load_fio(os.path.join(HERE, "hosts-8x4.fio"))
+    for sel in ("historical-service-time", "service-time", "prequal"):
+        t = topo.with_selector(sel)
+        kw = t.sim_kwargs()
+        kw.pop("messages")
+        run_both(t.table, t.paths, open(os.path.join(HERE, "hosts-8x4.fio")).read(), hosts=cfg.count,
+                 window_ns=cfg.window_ns, **kw)
+        r = run_multihost(topo, cfg, jobs, selector=sel, seed=1)
+        assert r.result.engine == "compiled"
+
+
+def test_multihost_runs_the_core_cannot_take_say_why(capsys):
+    two_groups = "0 2097152 multipath 0 0 2 1 round-robin 0 2 1 p0 1 p1 1 round-robin 0 2 1 p2 1 p3 1"
+    _, paths = make("round-robin")
+    sim = MultiHostSimulation(two_groups, paths, parse_fio(JOB % (2, 50)).jobs, hosts=2, window_ns=10 ** 6)
+    assert fast.eligible(sim) == "several priority groups with several hosts need the Python engine"
+    assert sim.run().engine == "python"
+    assert capsys.readouterr().err.count("several priority groups with several hosts") == 1
