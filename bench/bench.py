@@ -12,13 +12,16 @@ Measures
   4. select_path + start_io + end_io per I/O for each selector at 2, 8 and 32 paths;
   5. peak memory (max RSS of a fresh process) for 1M and 10M I/O runs;
   6. every shipped scenario, every fault study (sim/faults.py), a 10-path run, a Python
-     plug-in selector (examples/my_selector.py) and a bssplit + rate_iops job (IoGen), each in both engines: simulated I/Os per
+     plug-in selector (examples/my_selector.py), a bssplit + rate_iops job (IoGen) and NVMe runs
+     (examples/nvme-vs-dm.toml, an NVMe failover study) and multipathd's loop (run --conf,
+     examples/mtools), each in both engines: simulated I/Os per
      second, and the core's rate as a ratio to the Python engine and to the bare heapq floor
      (the heapq loop's rate for that run's events per I/O).
 Targets: >= 20x SimPy, within 2x of the bare heapq loop, HST < 2 us per I/O
 at 8 paths, memory flat in the number of I/Os.  Issue 16: every shipped scenario and fault
 study >= 2 M I/Os per second in the core, a Python plug-in selector >= 3x the Python engine,
-the 4-path HST scenario (1.) >= 6 M/s.
+the 4-path HST scenario (1.) >= 6 M/s.  NVMe runs (numa, queue-depth, a controller-loss study) and
+multipathd's loop (run --conf) >= 2 M/s in the core.
 """
 from __future__ import annotations
 
@@ -141,12 +144,56 @@ def core_configs(n_ios: int):
     plug = _plugin_selector()
     cfgs.append(("Python plug-in selector (%s), 4 paths" % plug, lambda eng: _scenario_with(plug, n_ios, eng)))
     cfgs.append(("bssplit + rate_iops (sim/arrival.py IoGen), HST, 4 paths", lambda eng: _generator_sim(n_ios, eng)))
+    for pol in ("numa", "queue-depth"):
+        cfgs.append(("NVMe %s, 2 controllers, 2 namespaces" % pol, lambda eng, pol=pol: _nvme_sim(pol, n_ios, eng)))
+    from mpathlab.scenarios.nvme import NVME_STUDIES
+    cfgs.append(("NVMe study nvme-controller-loss [round-robin]",
+                 lambda eng: _nvme_study(NVME_STUDIES["nvme-controller-loss"], "round-robin", n_ios, eng)))
+    cfgs.append(("run --conf: multipathd, ALUA map (examples/mtools)", lambda eng: _daemon_sim(eng)))
     for sel, label in (("historical-service-time", "HST"), ("prequal", "prequal, Python")):
         cfgs.append(("mpathlab hosts: hosts-8x4 (8 hosts x 4 ports) [%s]" % label,
                      lambda eng, sel=sel: _hosts_sim(sel, 8, None, n_ios, eng)))
     cfgs.append(("mpathlab hosts: 64 hosts x 16 ports, iodepth 8 [ST]",
                  lambda eng: _hosts_sim("service-time", 64, 16, n_ios, eng)))
     return cfgs
+
+
+def _daemon_sim(engine: str):
+    """`mpathlab run --conf examples/mtools/multipath.conf examples/mtools/alua-paths.toml` with multipathd's
+    loop (as mtools/run.py simulate_conf builds it): 80 simulated seconds, so the link loss at 10 s, its
+    return at 40 s and the ALUA change at 70 s (three table reloads) are in the run; iodepth 4."""
+    from mpathlab.mtools.conf import parse_conf
+    from mpathlab.mtools.daemon import Multipathd
+    from mpathlab.mtools.paths import load_path_topology
+    from mpathlab.mtools.run import discover
+    ex = os.path.join(HERE, "..", "examples", "mtools")
+    with open(os.path.join(ex, "multipath.conf")) as f:
+        conf = parse_conf(f.read())
+    topo = load_path_topology(os.path.join(ex, "alua-paths.toml"))
+    maps, _, env = discover(conf, topo)
+    mp = maps[0]
+    jobs = parse_fio("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=4\nruntime=80s\ntime_based\n").jobs
+    sim = Simulation(mp.table_line(), [pp.path.model for pp in mp.paths], jobs, engine=engine, **topo.sim)
+    sim.add_daemon(Multipathd(mp, conf.checkint(), conf.max_checkint(), env=env, topology=topo))
+    return sim
+
+
+def _nvme_sim(policy: str, n_ios: int, engine: str):
+    """examples/nvme-vs-dm.toml as `mpathlab run --selector nvme:POLICY` builds it (nvme/run.py)."""
+    from mpathlab.nvme.run import nvme_simulation
+    topo = load_topology(os.path.join(HERE, "..", "examples", "nvme-vs-dm.toml"))
+    jobs = parse_fio("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=32\nnumjobs=4\nnumber_ios=%d\n"
+                     % (n_ios // 4))
+    return nvme_simulation(topo, jobs, policy=policy, engine=engine)
+
+
+def _nvme_study(study, policy: str, n_ios: int, engine: str):
+    """An NVMe failover study (scenarios/nvme.py): a controller's link fails and comes back, with the run
+    stretched to about n_ios I/Os (about 75 k I/Os per simulated second at iodepth 2 x 32)."""
+    from mpathlab.nvme.run import nvme_simulation
+    job = parse_fio("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=32\nnumjobs=2\nruntime=%dms\ntime_based\n"
+                    % max(150, n_ios // 75))
+    return nvme_simulation(study.topology(), job, policy=policy, engine=engine, window_ns=10 ** 6)
 
 
 def _hosts_sim(selector: str, hosts: int, ports, n_ios: int, engine: str):

@@ -128,13 +128,17 @@ def test_hosts_run_in_the_core_and_say_when_they_do_not(capsys, tmp_path):
     assert err.count(NOTE) == 1 and "several priority groups with several hosts" in err
 
 
-def test_nvme_says_it_runs_on_the_python_engine(capsys, tmp_path):
+def test_nvme_policy_outside_the_core_says_it_runs_on_the_python_engine(capsys, tmp_path):
     job = tmp_path / "small.fio"
     job.write_text(SMALL)
-    assert main(["run", "examples/nvme-vs-dm.toml", str(job), "--selector", "nvme:queue-depth",
+    assert main(["run", "examples/nvme-vs-dm.toml", str(job), "--selector", "nvme:adaptive",
                  "--no-progress"]) == 0
     err = capsys.readouterr().err
-    assert err.count(NOTE) == 1 and "nvme" in err
+    assert err.count(NOTE) == 1 and "NVMe I/O policy adaptive" in err
+    # the kernel's policies run in the core, without a note
+    assert main(["run", "examples/nvme-vs-dm.toml", str(job), "--selector", "nvme:queue-depth",
+                 "--no-progress"]) == 0
+    assert NOTE not in capsys.readouterr().err
 
 
 def test_scsi_paths_run_in_the_core_without_a_note(capsys, tmp_path):

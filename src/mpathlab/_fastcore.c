@@ -323,21 +323,44 @@ static int heap_push(heap_t *h, event_t e)
     return 0;
 }
 
+/* heapq.heappop's moves (its _siftup: the smaller child rises to a leaf, then the moved event sifts
+   back up), so the array holds the events exactly where the Python engine's heap list does: an NVMe
+   controller's cancellation (nvme/run.py _cancel_tagset) walks that list in array order */
+static void heap_siftup(heap_t *h, int64_t pos)
+{
+    event_t *a = h->ev;
+    int64_t end = h->n, start = pos, c = 2 * pos + 1;
+    event_t item = a[pos];
+    while (c < end) {
+        if (c + 1 < end && !heap_less(&a[c], &a[c + 1])) c++;
+        a[pos] = a[c];
+        pos = c;
+        c = 2 * pos + 1;
+    }
+    while (pos > start) {
+        int64_t p = (pos - 1) >> 1;
+        if (!heap_less(&item, &a[p])) break;
+        a[pos] = a[p];
+        pos = p;
+    }
+    a[pos] = item;
+}
+
 static event_t heap_pop(heap_t *h)
 {
-    event_t top = h->ev[0];
     event_t last = h->ev[--h->n];
-    int64_t i = 0, n = h->n;
-    for (;;) {
-        int64_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && heap_less(&h->ev[c + 1], &h->ev[c])) c++;
-        if (!heap_less(&h->ev[c], &last)) break;
-        h->ev[i] = h->ev[c];
-        i = c;
-    }
-    if (n) h->ev[i] = last;
+    if (!h->n) return last;
+    event_t top = h->ev[0];
+    h->ev[0] = last;
+    heap_siftup(h, 0);
     return top;
+}
+
+/* heapq.heapify */
+static void heap_heapify(heap_t *h)
+{
+    for (int64_t i = h->n / 2 - 1; i >= 0; i--)
+        heap_siftup(h, i);
 }
 
 /* sim/host.py Cpu */
@@ -452,7 +475,16 @@ typedef struct {
     selpath_t *sel_all;
     int *valid_all;
     int64_t *host_port;
+    struct nvme_core *nvme;     /* an NVMe run: the head's state (section "NVMe head"), else NULL */
 } sim_t;
+
+static int fail_device(sim_t *s, path_t *p);
+
+/* the NVMe head (its section below): the hooks the dm engine calls in an NVMe run */
+static int nvme_map_io(sim_t *s, int64_t id);
+static int nvme_path_done(sim_t *s, int64_t id, int err);
+static PyObject *nvme_hot_out(sim_t *s);
+static int nvme_state_in(sim_t *s, PyObject *st);
 
 static int push_ev(sim_t *s, int64_t t, int kind, int64_t obj)
 {
@@ -694,6 +726,8 @@ static int sel_path_in(selpath_t *p, PyObject *t)
 
 static PyObject *sel_state_out(sim_t *s)
 {
+    if (s->nvme)
+        return nvme_hot_out(s);
     if (!s->any_c_sel)
         Py_RETURN_NONE;
     PyObject *paths = PyList_New(s->npaths), *order = PyList_New(s->nvalid);
@@ -710,6 +744,8 @@ static PyObject *sel_state_out(sim_t *s)
 
 static int sel_state_in(sim_t *s, PyObject *st)
 {
+    if (s->nvme)
+        return nvme_state_in(s, st);
     if (st == Py_None)
         return 0;
     PyObject *paths, *order;
@@ -780,9 +816,19 @@ static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
         core_event_t e;
         if (!PyArg_ParseTuple(PyList_GET_ITEM(events, i), CORE_EVENT_FIELDS, CORE_EVENT_REFS(&e)))
             goto out;
+        if (e.kind == EV_DEV_FAIL || e.kind == EV_DEV_RESTORE) {    /* what a daemon did to a device, now */
+            if (e.obj < 0 || e.obj >= s->npaths) {
+                PyErr_SetString(PyExc_ValueError, "a daemon's device operation on an unknown device");
+                goto out;
+            }
+            if (e.kind == EV_DEV_RESTORE)
+                s->paths[e.obj].offline = 0;
+            else if (fail_device(s, &s->paths[e.obj]) < 0)
+                goto out;
         /* EV_REQUEUE: the target kicked the requeue list (process_queued_io_list): the core's kick */
-        if ((e.kind == EV_REQUEUE ? requeue_kick(s, e.t - s->now) : push_ev(s, e.t, e.kind, e.obj)) < 0)
+        } else if ((e.kind == EV_REQUEUE ? requeue_kick(s, e.t - s->now) : push_ev(s, e.t, e.kind, e.obj)) < 0) {
             goto out;
+        }
     }
     Py_INCREF(result);
     res = result;
@@ -1511,6 +1557,8 @@ static int map_in_target(sim_t *s, int64_t id)
 /* Simulation._dispatch */
 static int dispatch(sim_t *s, int64_t id)
 {
+    if (s->nvme)
+        return nvme_map_io(s, id) < 0 ? -1 : 0;
     if (s->blk && !s->bio)
         return blk_insert(s, id);
     if (map_io(s, id) < 0) return -1;
@@ -2203,20 +2251,32 @@ static int submit_more(sim_t *s, int ji)
     return 0;
 }
 
+static int io_done(sim_t *s, int64_t id);
+
 static int complete_io(sim_t *s, int64_t id)
 {
+    if (s->nvme)
+        return nvme_path_done(s, id, 0);
     io_t *io = &s->ios[id];
     path_t *p = &s->paths[io->path];
-    job_t *job = &s->jobs[io->job];
     p->in_flight--;
     uint64_t start;
     if (s->bio)
         start = io->start_time_ns ? (uint64_t)io->start_time_ns : jiffies_to_nsecs(s, io->dm_start_jiffies);
     else
         start = (uint64_t)io->start_time_ns;
-    mh_enter(s, job->mh);
+    mh_enter(s, s->jobs[io->job].mh);
     if (sel_end(s, &s->sel[io->path], io->nr_bytes, start) < 0) return -1;
     if (s->blk && blk_complete(s, p, id) < 0) return -1;
+    return io_done(s, id);
+}
+
+/* the rest of Simulation._path_done for an I/O that completed without an error, and _complete */
+static int io_done(sim_t *s, int64_t id)
+{
+    io_t *io = &s->ios[id];
+    path_t *p = &s->paths[io->path];
+    job_t *job = &s->jobs[io->job];
     p->completed++;
     job->inflight--;
     job->completed++;
@@ -2289,6 +2349,8 @@ static int complete_err(sim_t *s, int64_t id, int err)
 /* Simulation._path_done with an error (ERR_* / _Target.errors index): the Python target's end_io decides */
 static int path_error(sim_t *s, int64_t id, int error)
 {
+    if (s->nvme)
+        return nvme_path_done(s, id, error);
     io_t *io = &s->ios[id];
     path_t *p = &s->paths[io->path];
     int code, err;
@@ -2330,6 +2392,543 @@ static int path_error(sim_t *s, int64_t id, int error)
     default:            /* END_INCOMPLETE: the target queued it and will kick */
         return 0;
     }
+}
+
+/* ------------------------------------------------------- NVMe head (nvme/head.py) */
+/* An NVMe run (nvme/core.py): the head's per-I/O steps in C, function for function as nvme/head.py and
+   the policies have them -- the path choice of numa, round-robin and queue-depth, driver_start with
+   the cross-node cost, and end_io of a request that completes without a status.  Everything rare
+   (no usable path, an error status, a retry on the same path, failover, ANA log reads, controller
+   loss and reconnects, iopolicy writes: every message and timer of the head) is the Python head's,
+   called through nvme/core.py; each call sends the state the core changes (NvmeHot) and takes back
+   the head's state (NvmeState), so each algorithm exists once and both sides stay one state.
+   Controllers are known by their path device's index. */
+
+/* what the head keeps of one request (nvme/head.py _Req) */
+typedef struct {
+    int head;               /* the namespace head (nsid - 1) */
+    int cpu, retries;       /* _Req.cpu, _Req.retries */
+    int started, counted, policy_gen;   /* _Req.started, .counted, .policy (the run's policies in turn) */
+    int held;               /* the Python head holds the I/O (queued, failed over, retried): it maps it */
+    int64_t start_ns;
+} nvme_io_t;
+
+typedef struct nvme_core {
+    int nctrl, nheads, nnodes, ncpus, marginal_aware;
+    int64_t cross_node_cost;
+    int policy, policy_gen, counts_active;
+    int *node_of_cpu;       /* HostModel.node_of_cpu of each CPU a job runs on */
+    int *numa_node;         /* per controller, -1 NUMA_NO_NODE */
+    int *distance;          /* [node * nctrl + ctrl]: HostModel.distance to the controller's node */
+    int *io_ok, *live, *marginal, *nr_active, *injecting;     /* per controller (NvmeCtrl) */
+    int *npaths;            /* per head */
+    int *path_ctrl, *path_ana, *path_disabled;  /* [head * nctrl + k]: the head's k-th path (NvmePath) */
+    int *pos;               /* [head * nctrl + ctrl]: k of the controller's path in the head, -1 none */
+    int *current;           /* [head * nnodes + node]: the node's current path (a controller), -1 none */
+    int *target_live;       /* [head * nctrl + ctrl]: the array's ANA state of the head's group is live */
+    int *job_head;          /* NvmeHead.nshead_for: each job's head, -1 before its first I/O */
+    int nassigned;
+    nvme_io_t *io;          /* per I/O id */
+    int64_t capio;
+} nvme_core_t;
+
+static nvme_io_t *nvme_io(sim_t *s, int64_t id)
+{
+    nvme_core_t *nv = s->nvme;
+    if (nv->capio < s->capios) {
+        nvme_io_t *n = PyMem_Realloc(nv->io, (size_t)s->capios * sizeof(nvme_io_t));
+        if (!n) { PyErr_NoMemory(); return NULL; }
+        nv->io = n;
+        nv->capio = s->capios;
+    }
+    return &nv->io[id];
+}
+
+/* policy.py path_is_optimized, of the controller's path in head h */
+static int nvme_optimized(nvme_core_t *nv, int h, int c)
+{
+    int k = nv->pos[h * nv->nctrl + c];
+    return nv->live[c] && nv->path_ana[h * nv->nctrl + k] == NVME_ANA_OPTIMIZED && !nv->marginal[c];
+}
+
+/* policy.py find_nearest (__nvme_find_path): the nearest optimized path, else the nearest
+   non-optimized one; the winner becomes the node's current path.  A controller, or -1. */
+static int nvme_find_nearest(nvme_core_t *nv, int h, int node, int use_distance)
+{
+    const int *ctrl = nv->path_ctrl + h * nv->nctrl, *ana = nv->path_ana + h * nv->nctrl;
+    const int *dis = nv->path_disabled + h * nv->nctrl;
+    int found = -1, fallback = -1, found_d = INT_MAX, fallback_d = INT_MAX;
+    for (int k = 0; k < nv->npaths[h]; k++) {
+        if (dis[k]) continue;
+        int c = ctrl[k];
+        int d = use_distance && nv->numa_node[c] >= 0 ? nv->distance[node * nv->nctrl + c] : NVME_LOCAL_DISTANCE;
+        if (ana[k] == NVME_ANA_OPTIMIZED && !nv->marginal[c]) {
+            if (d < found_d) { found_d = d; found = c; }
+        } else if (ana[k] != NVME_ANA_OTHER) {
+            if (d < fallback_d) { fallback_d = d; fallback = c; }
+        }
+    }
+    if (found < 0) found = fallback;
+    if (found >= 0) nv->current[h * nv->nnodes + node] = found;
+    return found;
+}
+
+/* numa.py Numa.find_path: the node's current path while it is optimized, else the nearest */
+static int nvme_numa_path(nvme_core_t *nv, int h, int node)
+{
+    int c = nv->current[h * nv->nnodes + node];
+    if (c < 0 || !nvme_optimized(nv, h, c))
+        return nvme_find_nearest(nv, h, node, 1);
+    return c;
+}
+
+/* round_robin.py RoundRobin.find_path: the walk after the node's current path */
+static int nvme_round_robin_path(nvme_core_t *nv, int h, int node)
+{
+    int *cur = &nv->current[h * nv->nnodes + node];
+    int old = *cur;
+    if (old < 0)
+        return nvme_find_nearest(nv, h, node, 0);
+    const int *ctrl = nv->path_ctrl + h * nv->nctrl, *ana = nv->path_ana + h * nv->nctrl;
+    const int *dis = nv->path_disabled + h * nv->nctrl;
+    int n = nv->npaths[h], i = nv->pos[h * nv->nctrl + old];
+    if (i < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "nvme: a current path that is not in its head");
+        return -2;
+    }
+    if (n == 1)
+        return dis[i] ? -1 : old;
+    int found = -1;
+    for (int k = 1; k < n; k++) {
+        int j = (i + k) % n;
+        if (dis[j]) continue;
+        if (ana[j] == NVME_ANA_OPTIMIZED) {
+            found = ctrl[j];
+            if (!nv->marginal[found]) {
+                *cur = found;
+                return found;
+            }
+        } else if (ana[j] == NVME_ANA_NON_OPTIMIZED) {
+            found = ctrl[j];
+        }
+    }
+    if (!dis[i] && (ana[i] == NVME_ANA_OPTIMIZED || (found < 0 && ana[i] == NVME_ANA_NON_OPTIMIZED)))
+        return old;
+    if (found < 0)
+        return -1;
+    *cur = found;
+    return found;
+}
+
+/* queue_depth.py QueueDepth.find_path: the fewest requests in flight per controller */
+static int nvme_queue_depth_path(nvme_core_t *nv, int h, int node)
+{
+    const int *ctrl = nv->path_ctrl + h * nv->nctrl, *ana = nv->path_ana + h * nv->nctrl;
+    const int *dis = nv->path_disabled + h * nv->nctrl;
+    int best_opt = -1, best_nonopt = -1;
+    int64_t min_opt = 0xFFFFFFFFLL, min_nonopt = 0xFFFFFFFFLL;
+    for (int k = 0; k < nv->npaths[h]; k++) {
+        int c = ctrl[k];
+        if (dis[k] || nv->marginal[c]) continue;
+        int64_t depth = nv->nr_active[c];
+        if (ana[k] == NVME_ANA_OPTIMIZED) {
+            if (depth < min_opt) { min_opt = depth; best_opt = c; }
+        } else if (ana[k] == NVME_ANA_NON_OPTIMIZED) {
+            if (depth < min_nonopt) { min_nonopt = depth; best_nonopt = c; }
+        }
+        if (min_opt == 0)
+            return best_opt;
+    }
+    int found = best_opt >= 0 ? best_opt : best_nonopt;
+    if (found < 0 && nv->marginal_aware)
+        return nvme_find_nearest(nv, h, node, 0);
+    return found;
+}
+
+/* the policy's find_path: a controller, -1 no path, -2 an error */
+static int nvme_find_path(nvme_core_t *nv, int h, int node)
+{
+    switch (nv->policy) {
+    case NVME_POLICY_NUMA: return nvme_numa_path(nv, h, node);
+    case NVME_POLICY_ROUND_ROBIN: return nvme_round_robin_path(nv, h, node);
+    default: return nvme_queue_depth_path(nv, h, node);
+    }
+}
+
+/* Simulation._map's MAP_REMAPPED and _start: the path's counts, then NvmeHead.driver_start (a
+   controller neither live nor deleting fails the request at once), extra_delay_ns, the transport */
+static int nvme_issue(sim_t *s, int64_t id)
+{
+    nvme_core_t *nv = s->nvme;
+    nvme_io_t *r = &nv->io[id];
+    int c = s->ios[id].path;
+    path_t *p = &s->paths[c];
+    p->dispatched++;
+    if (s->window_ns && window_count(s, c) < 0) return -1;
+    p->in_flight++;
+    if (p->in_flight > p->peak_in_flight) p->peak_in_flight = p->in_flight;
+    r->started = 0;
+    if (!nv->io_ok[c])
+        return push_ev(s, s->now, EV_ERRDONE, id);
+    r->started = 1;
+    r->policy_gen = nv->policy_gen;
+    r->counted = nv->counts_active;
+    if (r->counted)
+        nv->nr_active[c]++;
+    r->start_ns = s->base_ns + s->now;
+    int64_t delay = p->delay_ns;
+    if (nv->numa_node[c] >= 0 && nv->cross_node_cost && nv->node_of_cpu[r->cpu] != nv->numa_node[c])
+        delay += nv->cross_node_cost;
+    if (p->offline)
+        return push_ev(s, s->now + p->fail_latency_ns, EV_ERRDONE, id);
+    if (delay)
+        return push_ev(s, s->now + delay, EV_ARRIVE, id);
+    return arrive(s, id);
+}
+
+/* NvmeHead.map in Python (NvmeMapResult) */
+static int nvme_map_in_head(sim_t *s, int64_t id)
+{
+    nvme_io_t *r = &s->nvme->io[id];
+    PyObject *res = target_call(s, "map", Py_BuildValue("(LiLi)", (long long)id, r->head,
+                                                        (long long)s->ios[id].nr_bytes, r->cpu));
+    if (!res) return -1;
+    nvme_map_result_t m;
+    int ok = PyArg_ParseTuple(res, NVME_MAP_RESULT_FIELDS, NVME_MAP_RESULT_REFS(&m));
+    Py_DECREF(res);
+    if (!ok) return -1;
+    switch (m.code) {
+    case MAP_REMAPPED:
+        r->held = 0;
+        r->retries = m.retries;
+        s->ios[id].path = m.ctrl;
+        return nvme_issue(s, id);
+    case MAP_SUBMITTED:     /* on the head's requeue list until a kick */
+        r->held = 1;
+        return 0;
+    default:                /* MAP_KILL */
+        r->held = 0;
+        return complete_err(s, id, ERR_IOERR);
+    }
+}
+
+/* Simulation._map through NvmeHead.map: the policy's choice in C while the head does not hold the I/O */
+static int nvme_map_io(sim_t *s, int64_t id)
+{
+    nvme_core_t *nv = s->nvme;
+    io_t *io = &s->ios[id];
+    nvme_io_t *r = nvme_io(s, id);
+    if (!r) return -1;
+    if (!io->mapped) {          /* a new I/O (submit_more clears mapped) */
+        io->mapped = 1;
+        r->held = 0;
+        if (nv->job_head[io->job] < 0)
+            nv->job_head[io->job] = nv->nassigned++ % nv->nheads;
+        r->head = nv->job_head[io->job];
+    }
+    r->cpu = s->jobs[io->job].cpu;
+    if (!r->held) {
+        int c = nvme_find_path(nv, r->head, nv->node_of_cpu[r->cpu]);
+        if (c < -1) return -1;
+        if (c >= 0) {
+            r->retries = 0;
+            io->path = c;
+            return nvme_issue(s, id);
+        }
+    }
+    return nvme_map_in_head(s, id);
+}
+
+/* Simulation._path_done with NvmeHead.end_io: a request started on a controller that has no status
+   queued, in an ANA state that answers, completes here; any other end is the Python head's
+   (err: 0, or the job error code of the transport's status) */
+static int nvme_path_done(sim_t *s, int64_t id, int err)
+{
+    nvme_core_t *nv = s->nvme;
+    nvme_io_t *r = &nv->io[id];
+    int c = s->ios[id].path;
+    path_t *p = &s->paths[c];
+    p->in_flight--;
+    if (!err && r->started && !nv->injecting[c] && nv->target_live[r->head * nv->nctrl + c]) {
+        if (r->counted && nv->nr_active[c] > 0)
+            nv->nr_active[c]--;
+        return io_done(s, id);
+    }
+    PyObject *res = target_call(s, "end_io", Py_BuildValue("(LiiiiiiiLi)", (long long)id, r->head, c, r->cpu,
+        r->retries, r->started, r->counted, r->policy_gen, (long long)r->start_ns, err));
+    if (!res) return -1;
+    int code, errcode;
+    int ok = PyArg_ParseTuple(res, "ii", &code, &errcode);
+    Py_DECREF(res);
+    if (!ok) return -1;
+    if (err) {
+        p->errors++;
+        if (code != END_DONE)
+            s->requeued_errors++;   /* the head took the I/O back (another path, or the same later) */
+    }
+    if (code == END_DONE)
+        return errcode ? complete_err(s, id, errcode) : io_done(s, id);
+    r->held = 1;    /* END_REQUEUE: failed over, or retried on its path; the head maps it again */
+    return push_ev(s, s->now, EV_RETRY, id);
+}
+
+typedef struct {
+    int64_t submit_ns, order, id;
+} nvme_abort_t;
+
+static int nvme_abort_cmp(const void *a, const void *b)
+{
+    const nvme_abort_t *x = a, *y = b;
+    if (x->submit_ns != y->submit_ns) return x->submit_ns < y->submit_ns ? -1 : 1;
+    return x->order < y->order ? -1 : (x->order > y->order);
+}
+
+/* EV_NVME_CANCEL, nvme/run.py _cancel_tagset: every request the controller started and has not
+   completed ends now with HOST_ABORTED_CMD, in submission order (the heap's array order, then the
+   device queue, for equal times); a request the device is serving keeps its server until the
+   service ends (EV_NVME_FREE) */
+static int nvme_cancel(sim_t *s, int c)
+{
+    heap_t *h = &s->heap;
+    path_t *p = &s->paths[c];
+    nvme_abort_t *ab = PyMem_Malloc((size_t)(h->n + p->queue.len + 1) * sizeof(nvme_abort_t));
+    if (!ab) { PyErr_NoMemory(); return -1; }
+    int64_t na = 0, n = 0;
+    for (int64_t i = 0; i < h->n; i++) {
+        event_t e = h->ev[i];
+        if ((e.kind == EV_ARRIVE || e.kind == EV_DONE) && s->ios[e.obj].path == c) {
+            ab[na].submit_ns = s->ios[e.obj].submit_ns;
+            ab[na].order = na;
+            ab[na].id = e.obj;
+            na++;
+            if (e.kind == EV_ARRIVE)
+                continue;
+            e.kind = EV_NVME_FREE;
+            e.obj = c;
+        }
+        h->ev[n++] = e;
+    }
+    h->n = n;
+    heap_heapify(h);
+    while (p->queue.len) {
+        int64_t id = ring_pop(&p->queue);
+        ab[na].submit_ns = s->ios[id].submit_ns;
+        ab[na].order = na;
+        ab[na].id = id;
+        na++;
+    }
+    qsort(ab, (size_t)na, sizeof(nvme_abort_t), nvme_abort_cmp);
+    int rc = 0;
+    for (int64_t i = 0; i < na && rc == 0; i++)
+        rc = nvme_path_done(s, ab[i].id, ERR_HOST_ABORTED);
+    PyMem_Free(ab);
+    return rc;
+}
+
+/* EV_NVME_FREE, nvme/run.py _server_free: the device ends the service of a cancelled request */
+static int nvme_server_free(sim_t *s, int c)
+{
+    path_t *p = &s->paths[c];
+    if (p->queue.len) {
+        int64_t nxt = ring_pop(&p->queue);
+        return push_ev(s, s->now + service_ns(p, s->ios[nxt].nr_bytes), EV_DONE, nxt);
+    }
+    p->busy--;
+    return 0;
+}
+
+static PyObject *int_list(const int *v, int n)
+{
+    PyObject *l = PyList_New(n);
+    for (int i = 0; l && i < n; i++) {
+        PyObject *x = PyLong_FromLong(v[i]);
+        if (!x) { Py_DECREF(l); return NULL; }
+        PyList_SET_ITEM(l, i, x);
+    }
+    return l;
+}
+
+/* NvmeHot: what the core changed since the Python head last looked */
+static PyObject *nvme_hot_out(sim_t *s)
+{
+    nvme_core_t *nv = s->nvme;
+    PyObject *cur = PyList_New(nv->nheads);
+    if (!cur) return NULL;
+    for (int h = 0; h < nv->nheads; h++) {
+        PyObject *l = int_list(nv->current + h * nv->nnodes, nv->nnodes);
+        if (!l) { Py_DECREF(cur); return NULL; }
+        PyList_SET_ITEM(cur, h, l);
+    }
+    nvme_hot_t hot = {int_list(nv->nr_active, nv->nctrl), cur, int_list(nv->job_head, s->njobs)};
+    PyObject *r = hot.nr_active && hot.job_head ? Py_BuildValue(NVME_HOT_FORMAT, NVME_HOT_VALUES(hot)) : NULL;
+    Py_XDECREF(hot.nr_active);
+    Py_XDECREF(hot.job_head);
+    Py_DECREF(cur);
+    return r;
+}
+
+static int read_ints(PyObject *l, int *out, int n, const char *what)
+{
+    if (!PyList_Check(l) || PyList_GET_SIZE(l) != n) {
+        PyErr_Format(PyExc_ValueError, "nvme: %s needs %d values", what, n);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        out[i] = (int)PyLong_AsLong(PyList_GET_ITEM(l, i));
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* NvmeState: the Python head's state after a call (or at the start) */
+static int nvme_state_in(sim_t *s, PyObject *st)
+{
+    nvme_core_t *nv = s->nvme;
+    nvme_state_t r;
+    if (!PyArg_ParseTuple(st, NVME_STATE_FIELDS, NVME_STATE_REFS(&r)))
+        return -1;
+    if (r.policy < NVME_POLICY_NUMA || r.policy > NVME_POLICY_QUEUE_DEPTH) {
+        PyErr_SetString(PyExc_ValueError, "nvme: an I/O policy the core has not");
+        return -1;
+    }
+    nv->policy = r.policy;
+    nv->policy_gen = r.policy_gen;
+    nv->counts_active = r.counts_active;
+    if (!PyList_Check(r.ctrls) || PyList_GET_SIZE(r.ctrls) != nv->nctrl
+            || !PyList_Check(r.heads) || PyList_GET_SIZE(r.heads) != nv->nheads) {
+        PyErr_SetString(PyExc_ValueError, "nvme: a state of every controller and head");
+        return -1;
+    }
+    for (int c = 0; c < nv->nctrl; c++) {
+        nvme_ctrl_t x;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(r.ctrls, c), NVME_CTRL_FIELDS, NVME_CTRL_REFS(&x)))
+            return -1;
+        nv->io_ok[c] = x.io_ok;
+        nv->live[c] = x.live;
+        nv->marginal[c] = x.marginal;
+        nv->nr_active[c] = x.nr_active;
+        nv->injecting[c] = x.injecting;
+    }
+    for (int h = 0; h < nv->nheads; h++) {
+        nvme_head_state_t hs;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(r.heads, h), NVME_HEAD_STATE_FIELDS, NVME_HEAD_STATE_REFS(&hs)))
+            return -1;
+        if (!PyList_Check(hs.paths) || PyList_GET_SIZE(hs.paths) > nv->nctrl) {
+            PyErr_SetString(PyExc_ValueError, "nvme: a head's paths");
+            return -1;
+        }
+        int base = h * nv->nctrl;
+        nv->npaths[h] = (int)PyList_GET_SIZE(hs.paths);
+        for (int c = 0; c < nv->nctrl; c++)
+            nv->pos[base + c] = -1;
+        for (int k = 0; k < nv->npaths[h]; k++) {
+            nvme_path_t np;
+            if (!PyArg_ParseTuple(PyList_GET_ITEM(hs.paths, k), NVME_PATH_FIELDS, NVME_PATH_REFS(&np)))
+                return -1;
+            if (np.ctrl < 0 || np.ctrl >= nv->nctrl) {
+                PyErr_SetString(PyExc_ValueError, "nvme: a path on an unknown controller");
+                return -1;
+            }
+            nv->path_ctrl[base + k] = np.ctrl;
+            nv->path_ana[base + k] = np.ana;
+            nv->path_disabled[base + k] = np.disabled;
+            nv->pos[base + np.ctrl] = k;
+        }
+        if (read_ints(hs.current, nv->current + h * nv->nnodes, nv->nnodes, "current") < 0
+                || read_ints(hs.target_live, nv->target_live + base, nv->nctrl, "target_live") < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int64_t get_i64(PyObject *d, const char *k, int *err);
+
+/* the "nvme" entry of fast_simulate's configuration (nvme/core.py run) */
+static int nvme_load(sim_t *s, PyObject *d)
+{
+    int err = 0;
+    nvme_core_t *nv = PyMem_Calloc(1, sizeof(nvme_core_t));
+    if (!nv) { PyErr_NoMemory(); return -1; }
+    s->nvme = nv;
+    nv->nctrl = s->npaths;
+    nv->nheads = (int)get_i64(d, "nheads", &err);
+    nv->nnodes = (int)get_i64(d, "nnodes", &err);
+    nv->marginal_aware = (int)get_i64(d, "marginal_aware", &err);
+    nv->cross_node_cost = get_i64(d, "cross_node_cost", &err);
+    nv->nassigned = (int)get_i64(d, "nassigned", &err);
+    PyObject *cpus = PyDict_GetItemString(d, "node_of_cpu");
+    if (err || nv->nheads < 1 || nv->nnodes < 1 || !cpus || !PyList_Check(cpus)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "nvme: heads, nodes and CPUs");
+        return -1;
+    }
+    nv->ncpus = (int)PyList_GET_SIZE(cpus);
+    int hc = nv->nheads * nv->nctrl;
+    nv->node_of_cpu = PyMem_Calloc((size_t)nv->ncpus + 1, sizeof(int));
+    nv->numa_node = PyMem_Calloc((size_t)nv->nctrl, sizeof(int));
+    nv->distance = PyMem_Calloc((size_t)(nv->nnodes * nv->nctrl), sizeof(int));
+    nv->io_ok = PyMem_Calloc((size_t)nv->nctrl, sizeof(int));
+    nv->live = PyMem_Calloc((size_t)nv->nctrl, sizeof(int));
+    nv->marginal = PyMem_Calloc((size_t)nv->nctrl, sizeof(int));
+    nv->nr_active = PyMem_Calloc((size_t)nv->nctrl, sizeof(int));
+    nv->injecting = PyMem_Calloc((size_t)nv->nctrl, sizeof(int));
+    nv->npaths = PyMem_Calloc((size_t)nv->nheads, sizeof(int));
+    nv->path_ctrl = PyMem_Calloc((size_t)hc, sizeof(int));
+    nv->path_ana = PyMem_Calloc((size_t)hc, sizeof(int));
+    nv->path_disabled = PyMem_Calloc((size_t)hc, sizeof(int));
+    nv->pos = PyMem_Calloc((size_t)hc, sizeof(int));
+    nv->target_live = PyMem_Calloc((size_t)hc, sizeof(int));
+    nv->current = PyMem_Calloc((size_t)(nv->nheads * nv->nnodes), sizeof(int));
+    nv->job_head = PyMem_Calloc((size_t)s->njobs + 1, sizeof(int));
+    if (!nv->node_of_cpu || !nv->numa_node || !nv->distance || !nv->io_ok || !nv->live || !nv->marginal
+            || !nv->nr_active || !nv->injecting || !nv->npaths || !nv->path_ctrl || !nv->path_ana
+            || !nv->path_disabled || !nv->pos || !nv->target_live || !nv->current || !nv->job_head) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (read_ints(cpus, nv->node_of_cpu, nv->ncpus, "node_of_cpu") < 0
+            || read_ints(PyDict_GetItemString(d, "numa_node"), nv->numa_node, nv->nctrl, "numa_node") < 0
+            || read_ints(PyDict_GetItemString(d, "distance"), nv->distance, nv->nnodes * nv->nctrl, "distance") < 0
+            || read_ints(PyDict_GetItemString(d, "job_head"), nv->job_head, s->njobs, "job_head") < 0)
+        return -1;
+    for (int i = 0; i < nv->ncpus; i++)
+        if (nv->node_of_cpu[i] < 0 || nv->node_of_cpu[i] >= nv->nnodes) {
+            PyErr_SetString(PyExc_ValueError, "nvme: a CPU on an unknown node");
+            return -1;
+        }
+    for (int i = 0; i < s->njobs; i++)
+        if (s->jobs[i].cpu < 0 || s->jobs[i].cpu >= nv->ncpus) {
+            PyErr_SetString(PyExc_ValueError, "nvme: a job on a CPU without a node");
+            return -1;
+        }
+    PyObject *st = PyDict_GetItemString(d, "state");
+    if (!st) {
+        PyErr_SetString(PyExc_ValueError, "nvme: the head's state");
+        return -1;
+    }
+    return nvme_state_in(s, st);
+}
+
+static void nvme_free(sim_t *s)
+{
+    nvme_core_t *nv = s->nvme;
+    if (!nv) return;
+    PyMem_Free(nv->node_of_cpu);
+    PyMem_Free(nv->numa_node);
+    PyMem_Free(nv->distance);
+    PyMem_Free(nv->io_ok);
+    PyMem_Free(nv->live);
+    PyMem_Free(nv->marginal);
+    PyMem_Free(nv->nr_active);
+    PyMem_Free(nv->injecting);
+    PyMem_Free(nv->npaths);
+    PyMem_Free(nv->path_ctrl);
+    PyMem_Free(nv->path_ana);
+    PyMem_Free(nv->path_disabled);
+    PyMem_Free(nv->pos);
+    PyMem_Free(nv->target_live);
+    PyMem_Free(nv->current);
+    PyMem_Free(nv->job_head);
+    PyMem_Free(nv->io);
+    PyMem_Free(nv);
+    s->nvme = NULL;
 }
 
 /* Simulation.fail_device */
@@ -2380,6 +2979,97 @@ static int fault(sim_t *s, int fi)
         return scsi_set_state(s, pi, action == FAULT_OFFLINE ? SDEV_OFFLINE
                                      : action == FAULT_DELETE ? SDEV_DELETED : SDEV_RUNNING);
     }
+}
+
+/* ------------------------------------------- a user-space daemon's timers (mtools/daemon.py) */
+/* multipathd's loop (`run --conf`): each timer of the daemon is an EV_DAEMON event the core pops in
+   order; the daemon itself runs in Python (sim/fast.py _Target.daemon), told first what of the run
+   it reads (DaemonRunState: the result's counts, the jobs', the devices', the pending state changes).
+   Its dm messages go through the target as any message; what it does to a device comes back as
+   EV_DEV_FAIL/EV_DEV_RESTORE among the events of the call (target_call applies them at once); a
+   table reload comes back as the new priority groups (CoreGroups, apply_groups). */
+static PyObject *daemon_run_state(sim_t *s)
+{
+    PyObject *jobs = PyList_New(s->njobs), *devs = PyList_New(s->npaths);
+    if (!jobs || !devs) { Py_XDECREF(jobs); Py_XDECREF(devs); return NULL; }
+    for (int i = 0; i < s->njobs; i++) {
+        job_t *j = &s->jobs[i];
+        job_run_state_t r = {j->inflight, j->stopped, j->remaining};
+        PyObject *t = Py_BuildValue(JOB_RUN_STATE_FORMAT, JOB_RUN_STATE_VALUES(r));
+        if (!t) { Py_DECREF(jobs); Py_DECREF(devs); return NULL; }
+        PyList_SET_ITEM(jobs, i, t);
+    }
+    for (int i = 0; i < s->npaths; i++) {
+        dev_run_state_t r = {s->paths[i].in_flight, s->paths[i].offline};
+        PyObject *t = Py_BuildValue(DEV_RUN_STATE_FORMAT, DEV_RUN_STATE_VALUES(r));
+        if (!t) { Py_DECREF(jobs); Py_DECREF(devs); return NULL; }
+        PyList_SET_ITEM(devs, i, t);
+    }
+    daemon_run_state_t r = {s->completed, s->errored, s->state_changes, jobs, devs};
+    PyObject *out = Py_BuildValue(DAEMON_RUN_STATE_FORMAT, DAEMON_RUN_STATE_VALUES(r));
+    Py_DECREF(jobs);
+    Py_DECREF(devs);
+    return out;
+}
+
+/* The priority groups of a table the daemon loaded (CoreGroups): each group's selector, each path's
+   group and relative throughput, HST's arguments; the selectors' state came with the call (sel_state_in) */
+static int apply_groups(sim_t *s, PyObject *groups)
+{
+    core_groups_t g;
+    if (!PyArg_ParseTuple(groups, CORE_GROUPS_FIELDS, CORE_GROUPS_REFS(&g)))
+        return -1;
+    if (!PyList_Check(g.pg_selectors) || PyList_GET_SIZE(g.pg_selectors) < 1 || !PyList_Check(g.pg)
+            || PyList_GET_SIZE(g.pg) != s->npaths || !PyList_Check(g.rt) || PyList_GET_SIZE(g.rt) != s->npaths
+            || !PyList_Check(g.weights) || PyList_GET_SIZE(g.weights) != HST_WEIGHTS) {
+        PyErr_SetString(PyExc_ValueError, "a reloaded table's groups: a selector per group, a group per path");
+        return -1;
+    }
+    int npgs = (int)PyList_GET_SIZE(g.pg_selectors);
+    int *sel = PyMem_Calloc((size_t)npgs, sizeof(int));
+    if (!sel) { PyErr_NoMemory(); return -1; }
+    int any_c = 0;
+    for (int i = 0; i < npgs; i++) {
+        sel[i] = (int)PyLong_AsLong(PyList_GET_ITEM(g.pg_selectors, i));
+        if (sel[i] < 0 || sel[i] >= NR_SELECTOR_OPS || sel[i] == SEL_PY || sel[i] == SEL_IOA) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "a reloaded table's selector the core runs only from the start");
+            PyMem_Free(sel);
+            return -1;
+        }
+        any_c |= sel[i] != SEL_PY;
+    }
+    for (int i = 0; i < s->npaths; i++) {
+        int pg = (int)PyLong_AsLong(PyList_GET_ITEM(g.pg, i));
+        if (pg < 0 || pg >= npgs) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a path of an unknown group");
+            PyMem_Free(sel);
+            return -1;
+        }
+        s->sel[i].pg = pg;
+        s->sel[i].ops = &selector_ops[sel[pg]];
+        s->sel[i].rt = (uint32_t)PyLong_AsUnsignedLong(PyList_GET_ITEM(g.rt, i));
+    }
+    for (int i = 0; i < HST_WEIGHTS; i++)
+        s->weights[i] = (uint32_t)PyLong_AsUnsignedLong(PyList_GET_ITEM(g.weights, i));
+    s->threshold = (uint32_t)g.threshold;
+    PyMem_Free(s->pg_sel);
+    s->pg_sel = sel;
+    s->npgs = npgs;
+    s->any_c_sel = any_c;
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* EV_DAEMON: the daemon's timer OBJ fires */
+static int daemon_event(sim_t *s, int64_t obj)
+{
+    PyObject *run = daemon_run_state(s);
+    if (!run) return -1;
+    PyObject *r = target_call(s, "daemon", Py_BuildValue("(LN)", (long long)obj, run));
+    if (!r) return -1;
+    int rc = r == Py_None ? 0 : apply_groups(s, r);
+    Py_DECREF(r);
+    return rc;
 }
 
 /* EV_KICK: the target hands back its queued bios, mapped again */
@@ -2501,6 +3191,12 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
             if (target_event(s, "activated", e.obj) < 0) return -1;
         } else if (e.kind == EV_FAULT) {
             if (fault(s, (int)e.obj) < 0) return -1;
+        } else if (e.kind == EV_DAEMON) {
+            if (daemon_event(s, e.obj) < 0) return -1;
+        } else if (e.kind == EV_NVME_CANCEL) {
+            if (nvme_cancel(s, (int)e.obj) < 0) return -1;
+        } else if (e.kind == EV_NVME_FREE) {
+            if (nvme_server_free(s, (int)e.obj) < 0) return -1;
         } else {
             if (submit_more(s, (int)e.obj) < 0) return -1;
         }
@@ -2621,6 +3317,7 @@ static void sim_free(sim_t *s)
     PyMem_Free(s->fault_factor);
     PyMem_Free(s->windows);
     Py_XDECREF(s->timeline);
+    nvme_free(s);
 }
 
 static PyObject *fast_simulate(PyObject *self, PyObject *args)
@@ -2775,6 +3472,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
             return NULL;
         }
     }
+    PyObject *nvd = PyDict_GetItemString(cfg, "nvme");    /* an NVMe run: the head's static facts and state */
     for (int i = 0; i < s.npaths; i++) {
         PyObject *pd = PyList_GET_ITEM(paths, i);
         path_t *p = &s.paths[i];
@@ -2783,6 +3481,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         p->ns_per_kib = get_f(pd, "ns_per_kib", &err);
         p->slow_factor = get_f(pd, "slow_factor", &err);
         p->fail_latency_ns = get_i64(pd, "fail_latency_ns", &err);
+        p->offline = (int)get_i64(pd, "offline", &err);     /* a daemon may have failed it before the run */
         p->dist = (int)get_i64(pd, "dist", &err);
         p->mean = get_f(pd, "mean", &err);
         p->lam = p->mean != 0.0 ? 1.0 / p->mean : 0.0;
@@ -2865,6 +3564,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         if (err) { sim_free(&s); return NULL; }
     }
 
+    if (nvd && nvd != Py_None && nvme_load(&s, nvd) < 0) { sim_free(&s); return NULL; }
     int stalled = 0;
     int rc = 0;
     s.nvalid = (int)PyList_GET_SIZE(order);    /* the first group's valid list */
@@ -3065,6 +3765,11 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         "done_at", rdone, "requeued_errors", (long long)s.requeued_errors, "scsi_tags_used", rscsi,
         "hosts", rhosts);
     rcpus = rhosts = NULL;
+    if (res && s.nvme) {
+        PyObject *nv = nvme_hot_out(&s);      /* the head's final state */
+        if (!nv || PyDict_SetItemString(res, "nvme", nv) < 0) Py_CLEAR(res);
+        Py_XDECREF(nv);
+    }
     sim_free(&s);
     return res;
 fail:

@@ -5,13 +5,16 @@
 
 enum { SEL_RR = 0, SEL_QL = 1, SEL_ST = 2, SEL_HST = 3, SEL_PY = 4, SEL_IOA = 5 };
 enum { DIST_CONST = 0, DIST_EXP = 1, DIST_LOGNORMAL = 2, DIST_EMPIRICAL = 3 };
-enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_RETRY = 3, EV_KICK = 4, EV_FAULT = 5, EV_MESSAGE = 6, EV_ERRDONE = 7, EV_ACTIVATED = 8, EV_NOPATH_TIMEOUT = 9, EV_CALL = 10, EV_WORK = 11, EV_WAKE = 12, EV_CPU = 13, EV_STEAL = 14, EV_SCSI_RUN = 15, EV_SCSI_REJECT = 16, EV_REQUEUE = 17 };
+enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_RETRY = 3, EV_KICK = 4, EV_FAULT = 5, EV_MESSAGE = 6, EV_ERRDONE = 7, EV_ACTIVATED = 8, EV_NOPATH_TIMEOUT = 9, EV_CALL = 10, EV_WORK = 11, EV_WAKE = 12, EV_CPU = 13, EV_STEAL = 14, EV_SCSI_RUN = 15, EV_SCSI_REJECT = 16, EV_REQUEUE = 17, EV_NVME_CANCEL = 18, EV_NVME_FREE = 19, EV_DAEMON = 20, EV_DEV_FAIL = 21, EV_DEV_RESTORE = 22 };
 enum { FAULT_FAIL = 0, FAULT_REINSTATE = 1, FAULT_SLOW = 2, FAULT_OFFLINE = 3, FAULT_DELETE = 4, FAULT_ONLINE = 5, FAULT_ERROR = 6 };
 enum { SDEV_RUNNING = 0, SDEV_OFFLINE = 1, SDEV_TRANSPORT_OFFLINE = 2, SDEV_BLOCKED = 3, SDEV_DELETED = 4 };
 enum { MAP_REMAPPED = 0, MAP_SUBMITTED = 1, MAP_REQUEUE = 2, MAP_DELAY_REQUEUE = 3, MAP_KILL = 4 };
 enum { END_DONE = 0, END_REQUEUE = 1, END_DELAY_REQUEUE = 2, END_INCOMPLETE = 3 };
-enum { ERR_IOERR = 1, ERR_TRANSPORT = 2, ERR_RESOURCE = 3 };
+enum { ERR_IOERR = 1, ERR_TRANSPORT = 2, ERR_RESOURCE = 3, ERR_HOST_ABORTED = 4 };
 enum { TARGET_SIMPLE = 1, TARGET_KILL = 2, TARGET_REQUEUE = 4, TARGET_END_REQUEUE = 8, TARGET_END_FAIL = 16 };
+enum { NVME_POLICY_NUMA = 0, NVME_POLICY_ROUND_ROBIN = 1, NVME_POLICY_QUEUE_DEPTH = 2 };
+enum { NVME_ANA_OPTIMIZED = 0, NVME_ANA_NON_OPTIMIZED = 1, NVME_ANA_OTHER = 2 };
+#define NVME_LOCAL_DISTANCE 10
 #define REQUEUE_DELAY_NS 100000000LL
 #define RESUBMIT_AFTER_ERROR_NS 10000LL
 #define BLK_MQ_RESOURCE_DELAY_NS 3000000LL
@@ -122,5 +125,122 @@ typedef struct {
 #define GEN_STATE_FORMAT "(LL(LLL)(ddd)(ddd)iLLLLiiLL)"
 #define GEN_STATE_REFS(r) &(r)->bytes_left, &(r)->ios_left, &(r)->issued_bytes[0], &(r)->issued_bytes[1], &(r)->issued_bytes[2], &(r)->next_ns[0], &(r)->next_ns[1], &(r)->next_ns[2], &(r)->last_poisson[0], &(r)->last_poisson[1], &(r)->last_poisson[2], &(r)->pending_d, &(r)->pending_n, &(r)->batch, &(r)->think_until, &(r)->trim_next_write, &(r)->writing_done, &(r)->done, &(r)->rate_sleep, &(r)->rate_wake
 #define GEN_STATE_VALUES(r) (r).bytes_left, (r).ios_left, (r).issued_bytes[0], (r).issued_bytes[1], (r).issued_bytes[2], (r).next_ns[0], (r).next_ns[1], (r).next_ns[2], (r).last_poisson[0], (r).last_poisson[1], (r).last_poisson[2], (r).pending_d, (r).pending_n, (r).batch, (r).think_until, (r).trim_next_write, (r).writing_done, (r).done, (r).rate_sleep, (r).rate_wake
+
+/* NvmeHot (sim/boundary.py) */
+typedef struct {
+    PyObject *nr_active;
+    PyObject *current;
+    PyObject *job_head;
+} nvme_hot_t;
+#define NVME_HOT_FIELDS "OOO"
+#define NVME_HOT_FORMAT "(OOO)"
+#define NVME_HOT_REFS(r) &(r)->nr_active, &(r)->current, &(r)->job_head
+#define NVME_HOT_VALUES(r) (r).nr_active, (r).current, (r).job_head
+
+/* NvmeState (sim/boundary.py) */
+typedef struct {
+    int policy;
+    int policy_gen;
+    int counts_active;
+    PyObject *ctrls;
+    PyObject *heads;
+} nvme_state_t;
+#define NVME_STATE_FIELDS "iiiOO"
+#define NVME_STATE_FORMAT "(iiiOO)"
+#define NVME_STATE_REFS(r) &(r)->policy, &(r)->policy_gen, &(r)->counts_active, &(r)->ctrls, &(r)->heads
+#define NVME_STATE_VALUES(r) (r).policy, (r).policy_gen, (r).counts_active, (r).ctrls, (r).heads
+
+/* NvmeCtrl (sim/boundary.py) */
+typedef struct {
+    int io_ok;
+    int live;
+    int marginal;
+    int nr_active;
+    int injecting;
+} nvme_ctrl_t;
+#define NVME_CTRL_FIELDS "iiiii"
+#define NVME_CTRL_FORMAT "(iiiii)"
+#define NVME_CTRL_REFS(r) &(r)->io_ok, &(r)->live, &(r)->marginal, &(r)->nr_active, &(r)->injecting
+#define NVME_CTRL_VALUES(r) (r).io_ok, (r).live, (r).marginal, (r).nr_active, (r).injecting
+
+/* NvmeHeadState (sim/boundary.py) */
+typedef struct {
+    PyObject *paths;
+    PyObject *current;
+    PyObject *target_live;
+} nvme_head_state_t;
+#define NVME_HEAD_STATE_FIELDS "OOO"
+#define NVME_HEAD_STATE_FORMAT "(OOO)"
+#define NVME_HEAD_STATE_REFS(r) &(r)->paths, &(r)->current, &(r)->target_live
+#define NVME_HEAD_STATE_VALUES(r) (r).paths, (r).current, (r).target_live
+
+/* NvmePath (sim/boundary.py) */
+typedef struct {
+    int ctrl;
+    int ana;
+    int disabled;
+} nvme_path_t;
+#define NVME_PATH_FIELDS "iii"
+#define NVME_PATH_FORMAT "(iii)"
+#define NVME_PATH_REFS(r) &(r)->ctrl, &(r)->ana, &(r)->disabled
+#define NVME_PATH_VALUES(r) (r).ctrl, (r).ana, (r).disabled
+
+/* DaemonRunState (sim/boundary.py) */
+typedef struct {
+    long long completed;
+    long long errored;
+    long long state_changes;
+    PyObject *jobs;
+    PyObject *devices;
+} daemon_run_state_t;
+#define DAEMON_RUN_STATE_FIELDS "LLLOO"
+#define DAEMON_RUN_STATE_FORMAT "(LLLOO)"
+#define DAEMON_RUN_STATE_REFS(r) &(r)->completed, &(r)->errored, &(r)->state_changes, &(r)->jobs, &(r)->devices
+#define DAEMON_RUN_STATE_VALUES(r) (r).completed, (r).errored, (r).state_changes, (r).jobs, (r).devices
+
+/* JobRunState (sim/boundary.py) */
+typedef struct {
+    long long inflight;
+    int stopped;
+    long long remaining;
+} job_run_state_t;
+#define JOB_RUN_STATE_FIELDS "LiL"
+#define JOB_RUN_STATE_FORMAT "(LiL)"
+#define JOB_RUN_STATE_REFS(r) &(r)->inflight, &(r)->stopped, &(r)->remaining
+#define JOB_RUN_STATE_VALUES(r) (r).inflight, (r).stopped, (r).remaining
+
+/* DevRunState (sim/boundary.py) */
+typedef struct {
+    long long in_flight;
+    int offline;
+} dev_run_state_t;
+#define DEV_RUN_STATE_FIELDS "Li"
+#define DEV_RUN_STATE_FORMAT "(Li)"
+#define DEV_RUN_STATE_REFS(r) &(r)->in_flight, &(r)->offline
+#define DEV_RUN_STATE_VALUES(r) (r).in_flight, (r).offline
+
+/* CoreGroups (sim/boundary.py) */
+typedef struct {
+    PyObject *pg_selectors;
+    PyObject *pg;
+    PyObject *rt;
+    PyObject *weights;
+    unsigned long long threshold;
+} core_groups_t;
+#define CORE_GROUPS_FIELDS "OOOOK"
+#define CORE_GROUPS_FORMAT "(OOOOK)"
+#define CORE_GROUPS_REFS(r) &(r)->pg_selectors, &(r)->pg, &(r)->rt, &(r)->weights, &(r)->threshold
+#define CORE_GROUPS_VALUES(r) (r).pg_selectors, (r).pg, (r).rt, (r).weights, (r).threshold
+
+/* NvmeMapResult (sim/boundary.py) */
+typedef struct {
+    int code;
+    int ctrl;
+    int retries;
+} nvme_map_result_t;
+#define NVME_MAP_RESULT_FIELDS "iii"
+#define NVME_MAP_RESULT_FORMAT "(iii)"
+#define NVME_MAP_RESULT_REFS(r) &(r)->code, &(r)->ctrl, &(r)->retries
+#define NVME_MAP_RESULT_VALUES(r) (r).code, (r).ctrl, (r).retries
 
 #endif

@@ -50,6 +50,11 @@ NO_PROGRESS_STOP_NS = 600 * NSEC_PER_SEC  # no I/O finished for this long: stop 
 
 
 class Multipathd:
+    # it acts on the run only through the Simulation's daemon hooks (daemon_timer, send_message,
+    # fail_device, restore_device, its counters, a table reload), which the compiled core mirrors:
+    # its timers run as calls back into this object (sim/fast.py _Target.daemon)
+    in_compiled_core = True
+
     def __init__(self, mp: Multipath, checkint: int, max_checkint: int, *, env: Optional[PrioEnv] = None,
                  topology: Optional[PathTopology] = None):
         self.mp = mp

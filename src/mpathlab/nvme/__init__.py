@@ -9,6 +9,7 @@ comparison, and an NVMe head the simulator runs like the dm target.
 from .head import Controller, NsHead, NsPath, NvmeHead
 from .policy import IOPolicy, PolicyError
 from .registry import create, lookup, names, register
+from . import core  # noqa: E402,F401  (the compiled core runs NvmeHead simulations: fast.register_target)
 
 __all__ = ["Controller", "IOPolicy", "NsHead", "NsPath", "NvmeHead", "PolicyError", "create", "lookup",
            "names", "register"]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+# NVME_SC_HOST_ABORTED_CMD: a path error, so the request fails over (one name with the compiled core)
+from ..sim.boundary import NVME_HOST_ABORTED as HOST_ABORTED
 from ..sim.engine import EV_ARRIVE, EV_CALL, EV_DONE, SimResult, Simulation
 from . import registry
 from .head import check_iopolicy
 from .policy import PolicyError
 from .topology import NvmeTopologyError
-
-HOST_ABORTED = "host-aborted"     # NVME_SC_HOST_ABORTED_CMD: a path error, so the request fails over
 
 
 def run_nvme(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = None,
@@ -18,6 +18,21 @@ def run_nvme(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = 
              **overrides) -> SimResult:
     """One run of the topology's NVMe subsystem with ``policy`` (default: its iopolicy) as kernel
     ``kernel`` has it (default: the topology's kernel, else "current")."""
+    sim = nvme_simulation(topo, jobs, policy=policy, seed=seed, progress=progress, kernel=kernel, **overrides)
+    cfg = topo.nvme
+    result = sim.run()
+    from ..stall import annotate
+    annotate(sim, result, cfg.paths, cfg.events)
+    result.check_accounting()
+    ana_best(result, cfg)
+    result.failed_over = dict(sim.mp.failed_over)    # type: ignore[attr-defined]
+    return result
+
+
+def nvme_simulation(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = None,
+                    progress: Optional[Callable[[float], None]] = None, kernel: Optional[str] = None,
+                    **overrides) -> Simulation:
+    """The Simulation run_nvme runs (checked against the run budget), not yet run."""
     cfg = topo.nvme
     if cfg is None:
         raise NvmeTopologyError("%s has no [nvme] section, so nvme:%s cannot run on it"
@@ -50,13 +65,7 @@ def run_nvme(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = 
     from ..budget import check_run
     check_run(sim, topo, paths=cfg.paths, messages=cfg.events, events="[nvme] events",
               job_source=jobs.source or "")
-    result = sim.run()
-    from ..stall import annotate
-    annotate(sim, result, cfg.paths, cfg.events)
-    result.check_accounting()
-    ana_best(result, cfg)
-    result.failed_over = dict(sim.mp.failed_over)    # type: ignore[attr-defined]
-    return result
+    return sim
 
 
 def lab_figures(result: SimResult, since_ns: Optional[int] = None, until_ns: Optional[int] = None) -> dict:

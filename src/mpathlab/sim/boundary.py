@@ -40,6 +40,12 @@ EV_SCSI_RUN, EV_SCSI_REJECT = range(15, 17)
 # request-based dm's requeue work (blk-mq.c blk_mq_requeue_work on the dm queue): obj = the kick's
 # generation, since each kick re-arms the one delayed work (engine: a stale event does nothing)
 EV_REQUEUE = 17
+# the core's EV_CALLs of an NVMe run (nvme/run.py): _cancel_tagset and _server_free of one path device
+EV_NVME_CANCEL, EV_NVME_FREE = range(18, 20)
+# a user-space daemon's timer (sim/loop.py daemon_timer: obj indexes the bridge's calls); and what a daemon
+# does to a device at once during such a call (IoPath.fail_device / restore_device), applied by the core
+# in the order of the events the call scheduled, never queued
+EV_DAEMON, EV_DEV_FAIL, EV_DEV_RESTORE = range(20, 23)
 
 # sim/devices.py Fault.action
 FAULT_ACTIONS = {"fail": 0, "reinstate": 1, "slow": 2, "offline": 3, "delete": 4, "online": 5, "error": 6}
@@ -53,7 +59,8 @@ MAP_CODES = {"remapped": 0, "submitted": 1, "requeue": 2, "delay_requeue": 3, "k
 END_CODES = {"done": 0, "requeue": 1, "delay_requeue": 2, "incomplete": 3}
 
 # Job errors by index (_Target.errors starts with these; the target may add more)
-JOB_ERRORS = (None, "ioerr", "transport", "resource")
+NVME_HOST_ABORTED = "host-aborted"     # NVME_SC_HOST_ABORTED_CMD: nvme/run.py's cancellation of a lost controller
+JOB_ERRORS = (None, "ioerr", "transport", "resource", NVME_HOST_ABORTED)
 
 # TargetFlags.bits: the target's state, as far as the core may act without calling it
 TARGET_SIMPLE = 1        # map is the current group's select_path + start_io
@@ -61,6 +68,12 @@ TARGET_KILL = 2          # no path and no queueing: map fails every I/O and chan
 TARGET_REQUEUE = 4       # request-based, no path, queueing: every map is DM_MAPIO_DELAY_REQUEUE
 TARGET_END_REQUEUE = 8   # request-based end_io with an error on a failed path: requeue
 TARGET_END_FAIL = 16     # ... or fail the I/O with the error
+
+# The NVMe head (nvme/head.py) in the core: the I/O policies whose per-I/O path choice is in C
+# (nvme/numa.py, round_robin.py, queue_depth.py); any other policy runs the run in the Python engine
+NVME_POLICY_KINDS = {"numa": 0, "round-robin": 1, "queue-depth": 2}
+NVME_ANA_OPTIMIZED, NVME_ANA_NON_OPTIMIZED, NVME_ANA_OTHER = range(3)   # NsPath.ana_state as the policies read it
+NVME_LOCAL_DISTANCE = 10       # nvme/policy.py LOCAL_DISTANCE
 
 # times both engines use (sim/iopath.py, sim/jobrules.py, sim/blockqueue.py take them from here)
 REQUEUE_DELAY_NS = REQUEUE_DELAY_MS * 1_000_000       # DM_MAPIO_DELAY_REQUEUE
@@ -104,8 +117,38 @@ RECORDS: Dict[str, Tuple[str, List[tuple]]] = {
         ("last_poisson", "d", 3), ("pending_d", "i"), ("pending_n", "L"), ("batch", "L"),
         ("think_until", "L"), ("trim_next_write", "L"), ("writing_done", "i"), ("done", "i"),
         ("rate_sleep", "L"), ("rate_wake", "L")]),
+    # the NVMe head's state the core changes per I/O, sent to the Python head before each call into it:
+    # each controller's nr_active (by path device), each namespace head's current path per NUMA node
+    # (a path device, -1 none; the heads in nsid order), each job's head (NvmeHead.nshead_for: an index,
+    # -1 before the job's first I/O)
+    "NvmeHot": ("nvme_hot", [("nr_active", "O"), ("current", "O"), ("job_head", "O")]),
+    # the Python head's state after a call: the policy in force (NVME_POLICY_KINDS; policy_gen numbers
+    # each policy object the run had; counts_active: IOPolicy.counts_active), per controller (NvmeCtrl) and per head (NvmeHeadState)
+    "NvmeState": ("nvme_state", [("policy", "i"), ("policy_gen", "i"), ("counts_active", "i"), ("ctrls", "O"), ("heads", "O")]),
+    # one controller (by path device): io_ok: live or deleting (queue_rq takes requests); live; marginal
+    # as the policies count it (marginal_aware and the FPIN flag); injecting: statuses queued by `error`
+    "NvmeCtrl": ("nvme_ctrl", [("io_ok", "i"), ("live", "i"), ("marginal", "i"), ("nr_active", "i"),
+                               ("injecting", "i")]),
+    # one namespace head: its paths in list order (NvmePath), the current path per node (a path device,
+    # -1 none), and per path device whether the array's ANA state of the head's group is live there
+    "NvmeHeadState": ("nvme_head_state", [("paths", "O"), ("current", "O"), ("target_live", "O")]),
+    # one path of a head: its controller (path device), ana (NVME_ANA_*), disabled (path_is_disabled)
+    "NvmePath": ("nvme_path", [("ctrl", "i"), ("ana", "i"), ("disabled", "i")]),
+    # the run's counters a daemon reads (multipathd: workload_done, the progress stop, pending state
+    # changes, the drain before a reload), sent with each of its timer calls: the Simulation's result
+    # counts and pending state changes, each job's (JobRunState) and each device's (DevRunState)
+    "DaemonRunState": ("daemon_run_state", [("completed", "L"), ("errored", "L"), ("state_changes", "L"),
+                                            ("jobs", "O"), ("devices", "O")]),
+    "JobRunState": ("job_run_state", [("inflight", "L"), ("stopped", "i"), ("remaining", "L")]),
+    "DevRunState": ("dev_run_state", [("in_flight", "L"), ("offline", "i")]),
+    # the priority groups after a daemon reloaded the table (the dm target's fresh state): each group's
+    # SEL_*, each path's group and relative throughput (by path device), HST's weights and threshold
+    "CoreGroups": ("core_groups", [("pg_selectors", "O"), ("pg", "O"), ("rt", "O"), ("weights", "O"),
+                                   ("threshold", "K")]),
+    # what NvmeHead.map answered: a MAP_CODES code, the controller (path device) of MAP_REMAPPED and the
+    # request's same-path retries (_Req.retries)
+    "NvmeMapResult": ("nvme_map_result", [("code", "i"), ("ctrl", "i"), ("retries", "i")]),
 }
-
 
 
 def _record(name: str) -> Any:
@@ -120,6 +163,16 @@ CoreFault = _record("CoreFault")
 LatState = _record("LatState")
 ScsiCmd = _record("ScsiCmd")
 GenState = _record("GenState")
+NvmeHot = _record("NvmeHot")
+NvmeState = _record("NvmeState")
+NvmeCtrl = _record("NvmeCtrl")
+NvmeHeadState = _record("NvmeHeadState")
+NvmePath = _record("NvmePath")
+NvmeMapResult = _record("NvmeMapResult")
+DaemonRunState = _record("DaemonRunState")
+JobRunState = _record("JobRunState")
+DevRunState = _record("DevRunState")
+CoreGroups = _record("CoreGroups")
 
 
 # ---------------------------------------------------------------- the C header
@@ -157,8 +210,11 @@ def header() -> str:
     lines.append(_enum({"SDEV_" + k.upper().replace("-", "_"): v for k, v in SDEV_STATES.items()}))
     lines.append(_enum({"MAP_" + k.upper(): v for k, v in MAP_CODES.items()}))
     lines.append(_enum({"END_" + k.upper(): v for k, v in END_CODES.items()}))
-    lines.append(_enum({"ERR_" + str(e).upper(): i for i, e in enumerate(JOB_ERRORS) if e}))
+    lines.append(_enum({"ERR_" + str(e).upper().replace("-", "_"): i for i, e in enumerate(JOB_ERRORS) if e}))
     lines.append(_enum({k: v for k, v in g.items() if k.startswith("TARGET_") and isinstance(v, int)}))
+    lines.append(_enum({"NVME_POLICY_" + k.upper().replace("-", "_"): v for k, v in NVME_POLICY_KINDS.items()}))
+    lines.append(_enum({k: v for k, v in g.items() if k.startswith("NVME_ANA_") and isinstance(v, int)}))
+    lines.append("#define NVME_LOCAL_DISTANCE %d" % NVME_LOCAL_DISTANCE)
     for name in ("REQUEUE_DELAY_NS", "RESUBMIT_AFTER_ERROR_NS", "BLK_MQ_RESOURCE_DELAY_NS"):
         lines.append("#define %s %dLL" % (name, g[name]))
     lines.append("#define HST_WEIGHTS %d" % HST_WEIGHTS)

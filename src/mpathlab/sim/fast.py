@@ -25,7 +25,10 @@ queue_if_no_path with its timeout; bio-based queueing; jobs with an IoGen
 (sim/arrival.py: mixed sizes, trims, open-loop arrivals; :mod:`.fast_gen`
 hands it over and names what of it stays in Python); several hosts (sim/hosts.py), each
 with its own target and selector state over the shared devices, when no host's target has a
-rare event to call back for (one priority group, slow faults only: :func:`_hosts_refusal`).
+rare event to call back for (one priority group, slow faults only: :func:`_hosts_refusal`); a
+user-space daemon that declares ``in_compiled_core`` (multipathd: its timers call back into it,
+:meth:`_Target.daemon`); another stack's target whose bridge is registered (:func:`register_target`:
+the NVMe head, nvme/core.py).
 
 The split, and why: every per-I/O step (submit, map through the selector,
 tags, device, completion through end_io, fio's statistics) is in C, because
@@ -59,8 +62,9 @@ from ..target import (END_DELAY_REQUEUE, END_DONE, END_INCOMPLETE, END_REQUEUE, 
 from ..target.multipath import DH_OK, Multipath
 from ..workload.fio import JobSpec
 from . import boundary as b
-from .boundary import (EV_ACTIVATED, EV_FAULT, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_REQUEUE, CoreEvent,
-                       CoreFault, LatState, ScsiCmd, SelPathState, TargetFlags)
+from .boundary import (EV_ACTIVATED, EV_CALL, EV_DAEMON, EV_DEV_FAIL, EV_DEV_RESTORE, EV_FAULT, EV_KICK,
+                       EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_REQUEUE, CoreEvent, CoreFault, CoreGroups, DaemonRunState,
+                       DevRunState, JobRunState, LatState, ScsiCmd, SelPathState, TargetFlags)
 from .arrival import IoGen
 from .devices import Empirical, Exponential, Fault, LogNormal, PathDevice, PathModel, ServiceTime
 from .host import HostModel
@@ -124,39 +128,148 @@ class _CoreIO(MpathIO):
     __slots__ = ("cid",)
 
 
-class _Target:
+class CoreTarget:
+    """What every bridge of a Python target to the core shares (dm's :class:`_Target`; another stack's
+    registers with :func:`register_target`): the events the target schedules go to the core's heap
+    (handed over by Simulation.redirect_events while the core runs), messages by index, job errors by
+    code, and the Simulation state each call reads (now, the CPU) and changes (kicks, pending state
+    changes)."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.messages = []               # texts of the core's EV_MESSAGE events
+        self.errors = list(b.JOB_ERRORS)    # job errors by code (0: none; the core's ERR_*)
+        self._events = []
+        sim.redirect_events(self._capture)  # the target's kicks, timers and messages go to the core
+
+    def core_event(self, kind: int, obj):
+        """(kind, obj) of an event the target scheduled, as the core runs it; a kind the core does not
+        run is an error (eligible() should have refused the run)."""
+        if kind not in _TARGET_EVENTS:
+            raise RuntimeError("event %d is not in the compiled core" % kind)
+        return kind, obj
+
+    def _capture(self, t, kind, obj):
+        if kind == EV_MESSAGE:
+            obj = self.message_index(obj)
+        else:
+            kind, obj = self.core_event(kind, obj)
+        self._events.append(CoreEvent(t=t, kind=kind, obj=obj or 0))
+
+    def message_index(self, text):
+        self.messages.append(text)
+        return len(self.messages) - 1
+
+    def error_code(self, error):
+        if error is None:
+            return 0
+        if error not in self.errors:
+            self.errors.append(error)
+        return self.errors.index(error)
+
+    def take_events(self) -> list:
+        events, self._events = self._events, []
+        return events
+
+    def begin_call(self, cpu: Optional[int] = None) -> None:
+        """A call from the core starts: count the state changes it makes; the CPU it runs on."""
+        self.sim._state_changes = 0
+        if cpu is not None:
+            self.sim._cur_cpu = cpu
+
+    def sim_flags(self):
+        """(kick pending, pending state changes made by the call) for TargetFlags."""
+        return int(self.sim._kick_pending), self.sim._state_changes
+
+    def kicked(self) -> None:
+        self.sim._kick_pending = False
+
+    def send_message(self, index: int) -> None:
+        self.sim._message(self.messages[index])
+
+    def close(self) -> None:
+        self.sim.redirect_events(None)
+
+
+class _Target(CoreTarget):
     """The Python target (and selector), called by the core for the rare events: a fault's
     reinstate_path message, dm messages, end_io with an error, map while no path is valid or
-    queueing is pending, the kick of queued bios, the queue_if_no_path timeout.  Each call gets
-    the C selectors' state first and returns it with the target's flags and the events it
-    scheduled (handed over by Simulation.redirect_events), so both sides stay one state."""
+    queueing is pending, the kick of queued bios, the queue_if_no_path timeout, a daemon's timers.
+    Each call gets the C selectors' state first and returns it with the target's flags and the events
+    it scheduled (handed over by Simulation.redirect_events), so both sides stay one state."""
 
     def __init__(self, sim, pgpaths, infos):
-        self.sim, self.mp = sim, sim.mp
+        CoreTarget.__init__(self, sim)
+        self.mp = sim.mp
         self.c_pg = sim.mp.priority_groups[0]   # the group whose valid list the core holds
         self.pgpaths, self.infos = pgpaths, infos
         # the groups whose selector runs in C (their state is copied across on every call)
         self.c_groups = {p.pg for p, i in zip(pgpaths, infos) if i is not None}
         self.index = {p: i for i, p in enumerate(pgpaths)}
         self.queued = {}                 # cid -> _CoreIO the target holds (queued bios)
-        self.messages = []               # texts of the core's EV_MESSAGE events
-        self.errors = list(b.JOB_ERRORS)    # job errors by code (0: none; the core's ERR_*)
-        self._events = []
         self.tried = -1                  # the path the target's alloc_clone was last asked for
-        sim.redirect_events(self._capture)  # the target's kicks, timers and messages go to the core
+        # a daemon's timers (EV_DAEMON indexes these) and what it does to devices during them
+        self.calls: list = []
+        self.dev_index = {d: i for i, d in enumerate(sim.devices)}
+        if sim.daemons:
+            sim.fail_device = lambda dev: self._device_op(dev, True)
+            sim.restore_device = lambda dev: self._device_op(dev, False)
 
-    def _capture(self, t, kind, obj):
-        if kind == EV_MESSAGE:
-            obj = self.message_index(obj)
-        elif kind == EV_ACTIVATED:
-            obj = self.index[obj]
-        elif kind not in _TARGET_EVENTS:
-            raise RuntimeError("event %d is not in the compiled core" % kind)
-        self._events.append(CoreEvent(t=t, kind=kind, obj=obj or 0))
+    def core_event(self, kind, obj):
+        if kind == EV_ACTIVATED:
+            return kind, self.index[obj]
+        if _daemon_call(self.sim, kind, obj):
+            self.calls.append(obj[1])
+            return EV_DAEMON, len(self.calls) - 1
+        return CoreTarget.core_event(self, kind, obj)
 
-    def message_index(self, text):
-        self.messages.append(text)
-        return len(self.messages) - 1
+    def _device_op(self, dev, fail: bool) -> None:
+        """IoPath.fail_device / restore_device by a daemon: the core applies it at this point of the call."""
+        dev.offline = fail
+        self._events.append(CoreEvent(t=self.sim.now, kind=EV_DEV_FAIL if fail else EV_DEV_RESTORE,
+                                      obj=self.dev_index[dev]))
+
+    def close(self) -> None:
+        CoreTarget.close(self)
+        if self.sim.daemons:
+            del self.sim.fail_device, self.sim.restore_device
+
+    def daemon(self, state, index, run):
+        """A daemon's timer (EV_DAEMON): the run's counters it reads first, then the call."""
+        self._enter(state)
+        sim = self.sim
+        run = DaemonRunState._make(run)
+        sim.result.completed, sim.result.errored = run.completed, run.errored
+        for j, js in zip(sim.jobs, map(JobRunState._make, run.jobs)):
+            j.inflight, j.stopped = js.inflight, bool(js.stopped)
+            j.remaining = None if js.remaining < 0 else js.remaining
+        for d, ds in zip(sim.devices, map(DevRunState._make, run.devices)):
+            d.in_flight, d.offline = ds.in_flight, bool(ds.offline)
+        sim._state_changes = run.state_changes      # the daemon reads the total (pending_state_changes)
+        sim._daemon_call(self.calls[index])
+        sim._state_changes -= run.state_changes     # the call's own change, as every call reports it
+        return self._leave(self._regroup())
+
+    def _regroup(self):
+        """After a daemon reloaded the table (the target took a fresh table's state): the new groups'
+        paths and selectors, as CoreGroups for the core; None when the table is the same."""
+        mp, sim = self.mp, self.sim
+        if len(self.pgpaths) == len(mp.pgpaths) and all(p in self.index for p in mp.pgpaths):
+            return None
+        pgpaths: list = [None] * len(self.pgpaths)
+        for p in mp.pgpaths:
+            pgpaths[self.dev_index[sim.dev_of_pgpath[p]]] = p
+        self.pgpaths = pgpaths
+        self.infos = [p.pg.ps.path_info(p) for p in pgpaths]
+        self.c_groups = {p.pg for p in pgpaths}
+        self.index = {p: i for i, p in enumerate(pgpaths)}
+        self.c_pg = mp.priority_groups[0]
+        hst = [pg.ps for pg in mp.priority_groups if type(pg.ps) is HistoricalServiceTime]
+        return CoreGroups(pg_selectors=[core_kind(pg.ps) for pg in mp.priority_groups],
+                          pg=[mp.priority_groups.index(p.pg) for p in pgpaths],
+                          rt=[getattr(i, "relative_throughput", 1) for i in self.infos],
+                          weights=list(hst[0].weights) if hst else [0] * b.HST_WEIGHTS,
+                          threshold=hst[0].threshold_multiplier if hst else 0)
 
     def state(self):
         """The C selectors' state as _fastcore.c's sel_state_out gives it: (SelPathState of each path,
@@ -175,16 +288,20 @@ class _Target:
             # valid_count only changes in the Python selector (fail_path, reinstate_path)
             if self.c_pg in self.c_groups:
                 self.c_pg.ps.valid_paths[:] = [self.infos[i] for i in order]
-        self.sim._state_changes = 0
+        self.begin_call()
 
     def flags(self):
         mp = self.mp
         # map is the current group's select_path + start_io: the core may do it (in that group)
+        # (a map of the instance's own -- a daemon holds I/O while it reloads the table -- takes every map)
+        held = "map" in vars(mp)
         simple = bool(mp.nr_valid_paths and not mp.queue_io and not mp.pg_init_required
-                      and mp.current_pg is not None and any(p.is_active for p in mp.current_pg.pgpaths))
+                      and mp.current_pg is not None and any(p.is_active for p in mp.current_pg.pgpaths)
+                      and not held)
         # no path and no queueing: map kills every I/O and changes nothing (choose_pgpath already
         # cleared the current group); the core may fail them itself
-        idle = not (mp.nr_valid_paths or mp.queue_io or mp.current_pg is not None or mp.current_pgpath is not None)
+        idle = not (held or mp.nr_valid_paths or mp.queue_io or mp.current_pg is not None
+                    or mp.current_pgpath is not None)
         queueing = mp.queue_if_no_path_flag or mp.noflush_suspending()
         kill = idle and not queueing
         # likewise request-based with queueing: every map is DM_MAPIO_DELAY_REQUEUE
@@ -198,16 +315,16 @@ class _Target:
                 | (b.TARGET_REQUEUE if requeue else 0) | (b.TARGET_END_REQUEUE if end_requeue else 0)
                 | (b.TARGET_END_FAIL if end_fail else 0))
         # state_changes: what the target's call changed (_enter zeroes the count)
+        kick_pending, state_changes = self.sim_flags()
         return TargetFlags(nr_valid_paths=mp.nr_valid_paths, bits=bits,
-                           queue_if_no_path=int(mp.queue_if_no_path_flag), kick_pending=int(self.sim._kick_pending),
+                           queue_if_no_path=int(mp.queue_if_no_path_flag), kick_pending=kick_pending,
                            current_pg=mp.priority_groups.index(self.c_pg),
-                           active=[p.is_active for p in self.pgpaths], state_changes=self.sim._state_changes)
+                           active=[p.is_active for p in self.pgpaths], state_changes=state_changes)
 
     def _leave(self, result):
         if self.mp.current_pg is not None:
             self.c_pg = self.mp.current_pg
-        events, self._events = self._events, []
-        return result, self.state(), self.flags(), events
+        return result, self.state(), self.flags(), self.take_events()
 
     def _io(self, cid, nr_bytes, dm_start_jiffies, mapped, start_ns, path=-1):
         io = _CoreIO(nr_bytes, None if dm_start_jiffies < 0 else dm_start_jiffies)
@@ -218,7 +335,7 @@ class _Target:
     def map(self, state, cid, nr_bytes, dm_start_jiffies, mapped, start_ns, cpu, free):
         self._enter(state)
         io = self.queued.pop(cid, None) or self._io(cid, nr_bytes, dm_start_jiffies, mapped, start_ns)
-        self.sim._cur_cpu = cpu
+        self.begin_call(cpu)
         self.tried = -1
         if free is not None:    # the core holds the tags: it says which path has a clone tag free
             self.mp.alloc_clone = lambda pgpath, io: self._alloc_clone(free, pgpath)
@@ -242,16 +359,9 @@ class _Target:
             self.queued[cid] = io
         return self._leave((_END[r], self.error_code(io.error)))
 
-    def error_code(self, error):
-        if error is None:
-            return 0
-        if error not in self.errors:
-            self.errors.append(error)
-        return self.errors.index(error)
-
     def kick(self, state):
         self._enter(state)
-        self.sim._kick_pending = False
+        self.kicked()
         ids = [io.cid for io in self.mp.take_queued()]  # type: ignore[attr-defined]
         for cid in ids:
             self.queued.pop(cid, None)
@@ -259,7 +369,7 @@ class _Target:
 
     def message(self, state, index):
         self._enter(state)
-        self.sim._message(self.messages[index])
+        self.send_message(index)
         return self._leave(None)
 
     def activated(self, state, index):
@@ -337,9 +447,27 @@ def _needs_target(sim) -> bool:
     """The run has rare events for the Python target: dm messages, faults that fail or reinstate,
     group switches and hardware-handler activation."""
     mp = sim.mp
-    return len(mp.priority_groups) > 1 or bool(mp.hw_handler_name) or any(
+    return len(mp.priority_groups) > 1 or bool(mp.hw_handler_name) or bool(sim.daemons) or any(
         kind == EV_MESSAGE or (kind == EV_FAULT and obj[1].action != "slow")
         for _, _, kind, obj in sim._heap)
+
+
+def _daemon_call(sim, kind, obj) -> bool:
+    """The event is a daemon's timer (sim/loop.py daemon_timer)."""
+    return kind == EV_CALL and obj[0] == sim._daemon_call
+
+
+def _daemon_refusal(sim) -> str:
+    """A daemon runs with the core when it declares it acts on the run only through the hooks the core
+    mirrors (``in_compiled_core``: daemon_timer, send_message, fail_device and restore_device, reading
+    the run's counters, a table reload) and every group's selector is one of the core's own."""
+    for d in sim.daemons:
+        if not getattr(type(d), "in_compiled_core", False):
+            return "the daemon %s needs the Python engine" % type(d).__name__
+    for pg in sim.mp.priority_groups:
+        if core_kind(pg.ps) in (SEL_PY, SEL_IOA):
+            return "multipathd with the selector %s (a table reload rebuilds it) needs the Python engine" % pg.ps.name
+    return ""
 
 
 # What the compiled core runs, as an allow-list: a run whose every part is listed here runs in C;
@@ -469,6 +597,16 @@ def _hosts_refusal(sim) -> str:
     return ""
 
 
+# Other stacks' targets the core runs (the NVMe head: nvme/core.py), by their class: an object with
+# refusal(sim) -> '' or the reason, and run(sim) -> True once the core ran the simulation.
+_BRIDGES: dict = {}
+
+
+def register_target(cls, bridge) -> None:
+    """Let the core run simulations whose target is a CLS, through BRIDGE (see _BRIDGES)."""
+    _BRIDGES[cls] = bridge
+
+
 def eligible(sim) -> str:
     """'' when the compiled core can run this simulation, else the reason (the first part of the run
     that is not on the allow-list above)."""
@@ -477,7 +615,9 @@ def eligible(sim) -> str:
     if os.environ.get("MPATHLAB_ENGINE", "").lower() == "python":
         return "MPATHLAB_ENGINE=python"
     if getattr(sim, "daemons", None):
-        return "a user-space daemon (multipathd) needs the Python engine"
+        why = _daemon_refusal(sim)
+        if why:
+            return why
     # engine.Simulation itself or sim/hosts.py's, not a subclass with its own hooks (named: engine imports
     # this module)
     if (type(sim).__module__, type(sim).__qualname__) not in _CORE_SIMULATIONS:
@@ -487,11 +627,17 @@ def eligible(sim) -> str:
         if why:
             return why
     mp = sim.mp
-    if type(mp) is not Multipath:
+    bridge = _BRIDGES.get(type(mp))
+    if bridge is not None:      # another stack's target, with its own part of the allow-list
+        why = bridge.refusal(sim)
+        if why:
+            return why
+    elif type(mp) is not Multipath:
         return "the %s stack is not in the compiled core" % getattr(mp, "stack", type(mp).__name__)
     pgs = mp.priority_groups
     pgpaths = mp.pgpaths
-    if mp.nr_valid_paths != len(pgpaths) or len(pgpaths) != len(sim.devices):
+    # (a daemon may have failed paths it found unusable before the run: the target's state says which)
+    if (mp.nr_valid_paths != len(pgpaths) and not sim.daemons) or len(pgpaths) != len(sim.devices):
         return "every device must be one active path of the table"
     if len({sim.dev_of_pgpath[p] for p in pgpaths}) != len(pgpaths):
         return "a device appears twice in the table"
@@ -503,7 +649,7 @@ def eligible(sim) -> str:
         if mp.queue_mode == "bio" and len({pg.ps.uses_hr_timer() for pg in pgs}) > 1:
             return ("bio-based groups whose selectors stamp start times differently (ktime or jiffies) "
                     "need the Python engine")
-    kinds = {e[2] for e in sim._heap}
+    kinds = {e[2] for e in sim._heap if not _daemon_call(sim, e[2], e[3])}
     if kinds - {EV_FAULT, EV_MESSAGE}:
         return "simulation already started"
     why = _device_refusal(sim)
@@ -542,6 +688,9 @@ def try_run_fast(sim) -> bool:
     if eligible(sim):
         return False
     mp = sim.mp
+    bridge = _BRIDGES.get(type(mp))
+    if bridge is not None:
+        return bridge.run(sim)
     pg = mp.priority_groups[0]
     ps = pg.ps
     py_sel = _py_selector(ps)
@@ -551,7 +700,6 @@ def try_run_fast(sim) -> bool:
     index = {d: i for i, d in enumerate(devices)}
     info_of_dev = {}
     paths_cfg: list = [None] * len(devices)
-    scsi_hosts = sim.blk.scsi.hosts if sim.blk is not None and sim.blk.scsi is not None else []
     for pgpath in mp.pgpaths:
         d = sim.dev_of_pgpath[pgpath]
         # a Python selector keeps its own state: the core only needs the pgpath
@@ -559,61 +707,24 @@ def try_run_fast(sim) -> bool:
         info_of_dev[index[d]] = (pgpath, info)
     for i, d in enumerate(devices):
         pgpath, info = info_of_dev[i]
-        kind, mean, mu, sigma, samples = _dist(d.model.service)
-        paths_cfg[i] = {
-            "parallelism": d.model.parallelism, "delay_ns": d.model.delay_ns, "ns_per_kib": d.model.ns_per_kib,
-            "slow_factor": float(d.slow_factor), "fail_latency_ns": d.model.fail_latency_ns,
-            "dist": kind, "mean": float(mean), "mu": float(mu), "sigma": float(sigma), "samples": samples,
-            "seed": d.seed, "rt": getattr(info, "relative_throughput", 1),
+        paths_cfg[i] = dict(device_config(sim, d), **{
+            "rt": getattr(info, "relative_throughput", 1),
             "hst": getattr(info, "hst", 0), "outstanding": getattr(info, "outstanding", 0),
             "stale_after": getattr(info, "stale_after", 0), "last_finish": getattr(info, "last_finish", 0),
-            "valid_count": getattr(pgpath.pg.ps, "valid_count", 0), "pg": mp.priority_groups.index(pgpath.pg),
-            "nr_hw_queues": d.model.nr_hw_queues if sim.blk is not None else 1,
-            "hctx_tags": d.model.hctx_tags if sim.blk is not None else 0,
-            "hctx_sched_tags": d.model.hctx_sched_tags if sim.blk is not None else 0,
-            "scsi_host": scsi_hosts.index(d.scsi.host) if d.scsi is not None else -1,
-            "queue_depth": d.model.queue_depth,
-        }
+            "valid_count": getattr(pgpath.pg.ps, "valid_count", 0), "pg": mp.priority_groups.index(pgpath.pg)})
     order = (list(range(len(devices))) if py_sel or ioa
              else [index[sim.dev_of_pgpath[pi.path]] for pi in ps.valid_paths])
     hst = [pg.ps for pg in mp.priority_groups if type(pg.ps) is HistoricalServiceTime]
-    jobs_cfg = [{"bs": j.spec.bs, "iodepth": j.spec.iodepth,
-                 "remaining": -1 if j.remaining is None else j.remaining,
-                 "stop_ns": -1 if j.stop_ns is None else j.stop_ns, "startdelay_ns": j.spec.startdelay_ns,
-                 "read_fraction": float(j.spec.read_fraction), "seed": j.seed,
-                 "cpu": j.cpu, "continue_on_error": int(j.spec.continue_on_error), "host": j.host,
-                 "gen": fast_gen.config(j)} for j in sim.jobs]
-    expected, horizon, hard_stop, tl_step, tl_count = sim.run_plan()
     bio = mp.queue_mode == "bio"
-    cfg = {
+    cfg = run_config(sim)
+    cfg.update({
         "selector": SEL_IOA if ioa else core_kind(ps),
-        "paths": paths_cfg, "jobs": jobs_cfg, "order": order,
-        "base_ns": sim._base, "bio": int(bio), "rq_stats": int(mp.rq_stats),
+        "paths": paths_cfg, "order": order, "bio": int(bio), "rq_stats": int(mp.rq_stats),
         "use_hr": int(bio and ps.uses_hr_timer() and not mp.force_jiffies_start),
-        "hz": sim.timebase.hz, "initial_jiffies": initial_jiffies(sim.timebase.hz),
         "pg_selectors": [SEL_IOA if ioa else core_kind(pg.ps) for pg in mp.priority_groups],
         "weights": list(hst[0].weights) if hst else [0] * 64,
         "threshold": hst[0].threshold_multiplier if hst else 0,
-        "has_select_offset": int(sim.sched_clock_offset_ns is not None),
-        "select_offset": sim.sched_clock_offset_ns or 0,
-        "timeline_step": tl_step, "timeline_count": tl_count,
-        "expected": expected, "horizon": horizon,
-        "hard_stop": -1 if hard_stop is None else hard_stop,
-        "progress": sim.progress,
-        "window_ns": sim.window_ns, "py_sim": sim,
-        "state_changes": sim._state_changes,
-        "blk": int(sim.blk is not None),
-        "host": int(sim.host is not None),
-        "ncpus": sim.host.model.cpus if sim.host is not None else 1,
-        "submit_cost": sim.host.model.submit_ns if sim.host is not None else 0,
-        "complete_cost": sim.host.model.complete_ns if sim.host is not None else 0,
-        "wake_cost": sim.host.model.wake_ns if sim.host is not None else 0,
-        "steal_ns": sim.host.model.steal_ns if sim.host is not None else 0,
-        "steal_period": sim.host.model.steal_period_ns if sim.host is not None else 1,
-        "work_latency": sim.host.model.work_latency_ns if sim.host is not None else 0,
-        "record_done": int(sim.result.done_at is not None),
-        "scsi_can_queue": [h.model.can_queue for h in scsi_hosts],
-    }
+    })
     if ioa:
         pgpath_index = {info_of_dev[i][0]: i for i in range(len(devices))}
         cfg.update({"ioa_map": _ioa_map(ps, pgpath_index),
@@ -626,40 +737,119 @@ def try_run_fast(sim) -> bool:
     if _needs_target(sim):
         pgpaths = [info_of_dev[i][0] for i in range(len(devices))]
         target = _Target(sim, pgpaths, [info_of_dev[i][1] for i in range(len(devices))])
-    faults, initial, fault_objs = [], [], []
-    for t, _, kind, obj in sorted(sim._heap, key=lambda e: e[1]):
-        if kind == EV_FAULT:
-            d, f = obj
-            fault_objs.append(obj)
-            msg = target.message_index("reinstate_path %s" % d.model.devname) if target is not None else 0
-            faults.append(CoreFault(path=index[d], action=b.FAULT_ACTIONS[f.action], factor=float(f.factor),
-                                    reinstate_after_ns=f.reinstate_after_ns, message=msg))
-            initial.append(CoreEvent(t=t, kind=EV_FAULT, obj=len(faults) - 1))
-        else:
-            initial.append(CoreEvent(t=t, kind=EV_MESSAGE,
-                                     obj=target.message_index(obj)))  # type: ignore[union-attr]
-    cfg.update({"faults": faults, "initial": initial, "target": target,
-                "target_flags": target.flags() if target is not None else None,
-                "scsi": _ScsiBridge(sim, target, fault_objs) if scsi_hosts else None})
+    fault_objs = [obj for _, _, kind, obj in sorted(sim._heap, key=lambda e: e[1]) if kind == EV_FAULT]
+    cfg.update(initial_events(sim, target))
+    cfg.update({"target": target, "target_flags": target.flags() if target is not None else None,
+                "scsi": _ScsiBridge(sim, target, fault_objs) if cfg["scsi_can_queue"] else None})
     hosts = getattr(sim, "targets", [mp])[1:]
     if hosts:
         cfg["hosts"] = [_host_cfg(sim, h, ioa) for h in hosts]
-    sim._heap.clear()
-    sim._state_changes = 0
     alloc_clone = mp.alloc_clone
     try:
         out = _fastcore.simulate(cfg)
     finally:
         if target is not None:
-            sim.redirect_events(None)
+            target.close()
             mp.alloc_clone = alloc_clone
     out["target"] = target
     if ioa:
         ps.map_misses = out["map_misses"]
-    _write_back(sim, out, info_of_dev)
+    if target is not None:      # (a daemon's reload gives the target new paths and selectors)
+        info_of_dev = dict(enumerate(zip(target.pgpaths, target.infos)))
+    write_back(sim, out, info_of_dev)
     if hosts:
         _write_back_hosts(sim, out["hosts"], ioa)
     return True
+
+
+def simulate(cfg: dict) -> dict:
+    """One run of the compiled core (_fastcore.simulate) from its configuration."""
+    return _fastcore.simulate(cfg)
+
+
+def scheduled_messages(sim) -> list:
+    """The texts of the messages Simulation.__init__ scheduled (a bridge's refusal reads them)."""
+    return [obj for _, _, kind, obj in sim._heap if kind == EV_MESSAGE]
+
+
+def _scsi_hosts(sim) -> list:
+    return sim.blk.scsi.hosts if sim.blk is not None and sim.blk.scsi is not None else []
+
+
+def device_config(sim, d) -> dict:
+    """The core's configuration of path device D: its model and state (PathDevice), its tags, its SCSI host."""
+    kind, mean, mu, sigma, samples = _dist(d.model.service)
+    return {
+        "parallelism": d.model.parallelism, "delay_ns": d.model.delay_ns, "ns_per_kib": d.model.ns_per_kib,
+        "slow_factor": float(d.slow_factor), "fail_latency_ns": d.model.fail_latency_ns, "offline": int(d.offline),
+        "dist": kind, "mean": float(mean), "mu": float(mu), "sigma": float(sigma), "samples": samples,
+        "seed": d.seed,
+        "nr_hw_queues": d.model.nr_hw_queues if sim.blk is not None else 1,
+        "hctx_tags": d.model.hctx_tags if sim.blk is not None else 0,
+        "hctx_sched_tags": d.model.hctx_sched_tags if sim.blk is not None else 0,
+        "scsi_host": _scsi_hosts(sim).index(d.scsi.host) if d.scsi is not None else -1,
+        "queue_depth": d.model.queue_depth,
+    }
+
+
+def run_config(sim) -> dict:
+    """The core's configuration of what every run has, whatever its target: the jobs, the run plan,
+    the timebase, the block layer, the host's CPUs and the SCSI hosts (the target's part follows from
+    the caller)."""
+    jobs_cfg = [{"bs": j.spec.bs, "iodepth": j.spec.iodepth,
+                 "remaining": -1 if j.remaining is None else j.remaining,
+                 "stop_ns": -1 if j.stop_ns is None else j.stop_ns, "startdelay_ns": j.spec.startdelay_ns,
+                 "read_fraction": float(j.spec.read_fraction), "seed": j.seed,
+                 "cpu": j.cpu, "continue_on_error": int(j.spec.continue_on_error), "host": j.host,
+                 "gen": fast_gen.config(j)} for j in sim.jobs]
+    expected, horizon, hard_stop, tl_step, tl_count = sim.run_plan()
+    host = sim.host.model if sim.host is not None else None
+    return {
+        "jobs": jobs_cfg, "base_ns": sim._base,
+        "hz": sim.timebase.hz, "initial_jiffies": initial_jiffies(sim.timebase.hz),
+        "has_select_offset": int(sim.sched_clock_offset_ns is not None),
+        "select_offset": sim.sched_clock_offset_ns or 0,
+        "timeline_step": tl_step, "timeline_count": tl_count,
+        "expected": expected, "horizon": horizon,
+        "hard_stop": -1 if hard_stop is None else hard_stop,
+        "progress": sim.progress,
+        "window_ns": sim.window_ns, "py_sim": sim,
+        "state_changes": sim._state_changes,
+        "blk": int(sim.blk is not None),
+        "host": int(host is not None),
+        "ncpus": host.cpus if host is not None else 1,
+        "submit_cost": host.submit_ns if host is not None else 0,
+        "complete_cost": host.complete_ns if host is not None else 0,
+        "wake_cost": host.wake_ns if host is not None else 0,
+        "steal_ns": host.steal_ns if host is not None else 0,
+        "steal_period": host.steal_period_ns if host is not None else 1,
+        "work_latency": host.work_latency_ns if host is not None else 0,
+        "record_done": int(sim.result.done_at is not None),
+        "scsi_can_queue": [h.model.can_queue for h in _scsi_hosts(sim)],
+    }
+
+
+def initial_events(sim, target: Optional[CoreTarget]) -> dict:
+    """The faults, messages and daemon timers Simulation.__init__ and add_daemon scheduled, as the core runs
+    them in their order (the "faults" and "initial" of its configuration); they leave the Simulation's heap."""
+    index = {d: i for i, d in enumerate(sim.devices)}
+    faults, initial = [], []
+    for t, _, kind, obj in sorted(sim._heap, key=lambda e: e[1]):
+        if kind == EV_FAULT:
+            d, f = obj
+            msg = target.message_index("reinstate_path %s" % d.model.devname) if target is not None else 0
+            faults.append(CoreFault(path=index[d], action=b.FAULT_ACTIONS[f.action], factor=float(f.factor),
+                                    reinstate_after_ns=f.reinstate_after_ns, message=msg))
+            initial.append(CoreEvent(t=t, kind=EV_FAULT, obj=len(faults) - 1))
+        elif kind == EV_MESSAGE:
+            initial.append(CoreEvent(t=t, kind=EV_MESSAGE,
+                                     obj=target.message_index(obj)))  # type: ignore[union-attr]
+        else:           # another event the target's bridge runs (a daemon's timer)
+            kind, obj = target.core_event(kind, obj)  # type: ignore[union-attr]
+            initial.append(CoreEvent(t=t, kind=kind, obj=obj))
+    sim._heap.clear()
+    sim._state_changes = 0
+    return {"faults": faults, "initial": initial}
 
 
 _SDEV_NAMES = {v: k for k, v in b.SDEV_STATES.items()}
@@ -728,7 +918,9 @@ def _set_lat(stats, out) -> None:
     stats.n, stats.min, stats.max, stats.mean, stats._m2, stats.hist = r.n, r.min, r.max, r.mean, r.m2, r.hist
 
 
-def _write_back(sim, out, info_of_dev) -> None:
+def write_back(sim, out, info_of_dev) -> None:
+    """The core's final state (OUT) into the Simulation's objects, so its result is collected as the
+    Python engine's is (info_of_dev: device index -> (pgpath, the C selector's path info or None))."""
     mp = sim.mp
     pg = mp.priority_groups[0]
     ps = pg.ps
