@@ -595,9 +595,7 @@ def try_run_fast(sim) -> bool:
     cfg.update({"faults": faults, "initial": initial, "target": target,
                 "target_flags": target.flags() if target is not None else None})
     hosts = getattr(sim, "targets", [mp])[1:]
-    host_targets = [None if target is None else
-                    _Target(sim, *map(list, zip(*_host_infos(sim, h, ioa))), mp=h, errors=target.errors)
-                    for h in hosts]
+    host_targets = [None if target is None else _host_target(sim, h, ioa, target.errors) for h in hosts]
     if hosts:
         cfg["hosts"] = [_host_cfg(sim, h, t, ioa) for h, t in zip(hosts, host_targets)]
     sim._heap.clear()
@@ -621,6 +619,12 @@ def try_run_fast(sim) -> bool:
 def _host_infos(sim, mp, ioa):
     """A host's (pgpath, selector path info or None) on each device, as try_run_fast's info_of_dev."""
     return [(p, None if ioa or _py_selector(p.pg.ps) else p.pg.ps.path_info(p)) for p in _pgpath_of_device(sim, mp)]
+
+
+def _host_target(sim, mp, ioa, errors) -> "_Target":
+    """Another host's _Target (its own Multipath MP), with the run's one list of job errors."""
+    infos = _host_infos(sim, mp, ioa)
+    return _Target(sim, [p for p, _ in infos], [i for _, i in infos], mp=mp, errors=errors)
 
 
 def _host_cfg(sim, mp, target, ioa) -> dict:
