@@ -1182,6 +1182,8 @@ static int issue_mapped(sim_t *s, int64_t id)
     int pi = s->ios[id].path;
     path_t *p = &s->paths[pi];
     p->dispatched++;
+    if (s->host_port)
+        mh_count_dispatch(s, id);
     if (s->window_ns && window_count(s, pi) < 0) return -1;
     p->in_flight++;
     if (p->in_flight > p->peak_in_flight) p->peak_in_flight = p->in_flight;
@@ -1242,10 +1244,7 @@ static int dispatch(sim_t *s, int64_t id)
 {
     if (s->blk && !s->bio)
         return blk_insert(s, id);
-    if (map_io(s, id) < 0) return -1;
-    if (s->host_port)
-        mh_count_dispatch(s, id);
-    return 0;
+    return map_io(s, id) < 0 ? -1 : 0;
 }
 
 /* ------------------------------------------------- block layer (blockqueue.py) */
