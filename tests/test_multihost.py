@@ -55,9 +55,10 @@ def test_hosts_share_a_port_queue(engine):
 
 @pytest.mark.parametrize("engine", ["python", "compiled"])
 def test_hosts_share_a_ports_clone_tags(engine):
-    """Request-based, one port with 2 servers but one driver tag (hw_queue_depth=1): every host's clone needs
-    that tag (dm-mpath's multipath_clone_and_map allocates it on the path's queue), so the two hosts' I/Os
-    take turns although the port could serve both at once: 20 I/Os of 100 us take 2 ms, and each host
+    """The engine with tags on a shared port (`mpathlab hosts` refuses hw_queue_depth with several hosts: a
+    real host has its own path device and tags): no host's clones pass them by.  Request-based, one port
+    with 2 servers but one driver tag: every host's clone needs that tag (multipath_clone_and_map allocates
+    it on the path's queue), so the two hosts' I/Os take turns: 20 I/Os of 100 us take 2 ms, and each host
     dispatched its 10."""
     if engine == "compiled" and not fast.available():
         pytest.skip("compiled core not built")
