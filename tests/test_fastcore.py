@@ -51,6 +51,8 @@ def assert_same_run(a, b):
     assert (a.pending, a.stalled) == (b.pending, b.stalled)
     assert (a.errored, a.messages) == (b.errored, b.messages)
     assert (a.window_ns, a.windows) == (b.window_ns, b.windows)   # dispatch windows (fault studies)
+    # completion times (Simulation(record_completions=True)) and the path errors dm-mpath took back
+    assert (a.done_at, a.requeued_errors) == (b.done_at, b.requeued_errors)
     for ja, jb in zip(a.jobs, b.jobs):
         for la, lb in ((ja.read_lat, jb.read_lat), (ja.write_lat, jb.write_lat)):
             assert (la.n, la.min, la.max, la.mean, la._m2, la.hist) == (lb.n, lb.min, lb.max, lb.mean, lb._m2, lb.hist)
@@ -211,7 +213,7 @@ def test_same_results_with_slow_faults_and_windows(selector, mode):
 @pytest.mark.parametrize("selector", ["round-robin", "historical-service-time"])
 def test_slow_fault_studies_run_in_the_core(study, selector):
     from mpathlab.sim.faults import STUDIES
-    table, paths, job, kw = STUDIES[study].build_plain(selector)   # the studies' SCSI paths are Python-only
+    table, paths, job, kw = STUDIES[study].build_plain(selector)   # the plain-device variant (SCSI: test_fastcore_scsi.py)
     compare(table, paths, job, **kw)
 
 
@@ -347,7 +349,7 @@ def test_rate_windows_and_depth_map_span_several_fio_periods():
 @pytest.mark.parametrize("selector", sorted(PER_PATH))
 def test_fault_studies_run_in_the_core(study, selector):
     from mpathlab.sim.faults import STUDIES
-    table, paths, job, kw = STUDIES[study].build_plain(selector)   # the studies' SCSI paths are Python-only
+    table, paths, job, kw = STUDIES[study].build_plain(selector)   # the plain-device variant (SCSI: test_fastcore_scsi.py)
     a = compare(table, paths, job, **kw)
     assert sum(p["errors"] for p in a.paths) > 0          # the failed paths' I/O came back through end_io
     if study == "all-fail-error":
@@ -389,6 +391,25 @@ def test_queue_if_no_path_timeout_in_the_core(mode):
     a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=8\nruntime=2500ms\ntime_based\n",
                 queue_if_no_path_timeout_secs=1)
     assert a.errored > 0             # the timeout ended the queueing: queued I/O failed
+
+
+@pytest.mark.parametrize("selector", ["round-robin", "historical-service-time"])
+def test_the_requeue_list_in_the_core(selector):
+    # request-based, queue_if_no_path: both paths' transports drop at 3 ms (in-flight I/O requeued at
+    # once, then held on the requeue list with the 100 ms delay), one comes back at 20 ms: its
+    # reinstate_path kicks the list, in both engines alike, and the held I/O ends within 1 ms of it
+    from mpathlab.sim.devices import Fault
+    table, paths = make(selector, n=2, dist="const")
+    table = table.replace("multipath 0 ", "multipath 1 queue_if_no_path ")
+    for p in paths:
+        p.faults = [Fault(3_000_000, "fail")]
+    paths[0].faults.append(Fault(20_000_000, "reinstate", reinstate_after_ns=0))
+    a = compare(table, paths, "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=8\nruntime=30ms\ntime_based\n",
+                window_ns=1_000_000)
+    assert a.errored == 0
+    per_ms = {t // 1_000_000: sum(c.values()) for t, c in a.windows}
+    assert not any(per_ms.get(ms) for ms in range(4, 20))   # nothing dispatched while held
+    assert per_ms[20] >= 8                                   # all of it again at the reinstatement
 
 
 @pytest.mark.parametrize("mode", ["rq", "bio"])

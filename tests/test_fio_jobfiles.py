@@ -312,11 +312,15 @@ def test_rate_iops_linear_submits_on_a_schedule():
 def test_rate_bytes_and_poisson():
     r = _run("[j]\nrw=randread\nbs=4k\nrate=4m\nruntime=1s\ntime_based\nioengine=libaio\niodepth=8\n")
     assert r.jobs[0].read_lat.n == 1024                     # 4 MiB/s of 4 KiB
-    # 80% load on two single-server 400 us paths: evenly spaced arrivals never queue, Poisson ones do
+    # 80% load on two single-server 400 us paths: evenly spaced arrivals never queue, Poisson ones do.
+    # Ahead of the rate fio reaps everything in flight before it sleeps (rate_ddir -> io_u_quiesce), and
+    # sleeps what it measured before: io1 at 0 (next due 250 us) is reaped at 400, the sleep ends at 650,
+    # io2 (due 250) and io3 (due 500) go out then, are reaped at 1050, and so on: two I/Os every 500 us,
+    # 400 us behind the schedule, so the last I/O of the second is not issued: 3999
     text = "[j]\nrw=randread\nbs=4k\nrate_iops=4000\nruntime=1s\ntime_based\nioengine=libaio\niodepth=64\n"
     lin = _run(text, paths=two_paths(400_000, par=1)).jobs[0]
     poi = _run(text + "rate_process=poisson\n", paths=two_paths(400_000, par=1)).jobs[0]
-    assert lin.read_lat.n == 4000 and lin.read_lat.max == 400_000
+    assert lin.read_lat.n == 3999 and lin.read_lat.max == 400_000
     assert abs(poi.read_lat.n - 4000) < 4 * math.sqrt(4000)
     assert poi.read_lat.max > 1_200_000 and poi.read_lat.mean > 1.3 * lin.read_lat.mean
 
@@ -582,3 +586,22 @@ def test_exitall_on_error():
     assert a.first_error and a.stopped and b.stopped and b.end_ns < 2_000_000
     r = simulate(T2, two_paths(faults=[Fault(1_000_000, "fail")]), job(text % ""))
     assert r.jobs[1].end_ns >= 49_000_000           # without it b keeps going (and failing) to its runtime
+
+
+def test_rate_limited_fio_reaps_what_is_in_flight_before_it_sleeps():
+    # fio's rate_ddir, ahead of the rate: usec = next due - now, then io_u_quiesce (every I/O in flight
+    # reaped), then the sleep of usec.  250 us between I/Os, 400 us per I/O on two idle paths: io1 at 0
+    # (io2 due at 250: sleep 250 measured), reaped at 400, awake at 650: io2 and io3 (due 500) go out,
+    # io4 is due at 750 (sleep 100), both reaped at 1050, awake at 1150, and so on
+    from mpathlab.sim.engine import Simulation
+
+    class Submits(Simulation):
+        def _complete(self, io, error):
+            self.subs.append(io.submit_ns // 1000)
+            super()._complete(io, error)
+    text = "[j]\nrw=randread\nbs=4k\nrate_iops=4000\nnumber_ios=7\nioengine=libaio\niodepth=64\n"
+    sim = Submits("0 2097152 multipath 0 0 1 1 round-robin 0 2 1 8:0 1 8:16 1", two_paths(400_000, par=1),
+                  job(text), engine="python")
+    sim.subs = []
+    sim.run()
+    assert sorted(sim.subs) == [0, 650, 650, 1150, 1150, 1650, 1650]

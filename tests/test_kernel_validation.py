@@ -67,6 +67,20 @@ KNOWN_MISSES = {
     ("6.12", "H11 historical-service-time bio d16"),
     ("6.12", "H11 historical-service-time mq d16"),
     ("6.12", "H12 historical-service-time bio d40"),
+    # the same set on 6.1 (one repeat, 12-05 07:20 UTC, its calibration in the same boot): one of the
+    # session's two c0 depth-64 runs ran at a quarter of the other's rate under host contention, so its
+    # guest costs 476 us per I/O and the prediction caps near 2100 IOPS where the kernel ran 2000-5000
+    ("6.1", "H7 historical-service-time bio d32"),
+    ("6.1", "H7 historical-service-time mq d32"),
+    ("6.1", "H8 historical-service-time mq d24"),
+    ("6.1", "H9 historical-service-time bio d16"),
+    ("6.1", "H10 historical-service-time bio d48"),
+    ("6.1", "H10 historical-service-time mq d48"),
+    ("6.1", "H11 queue-length mq d16"),
+    ("6.1", "H11 historical-service-time bio d16"),
+    ("6.1", "H11 historical-service-time mq d16"),
+    ("6.1", "H12 historical-service-time bio d40"),
+    ("6.1", "H12 historical-service-time mq d40"),
 }
 
 
@@ -114,7 +128,8 @@ def test_guest_fitted_on_calibration_cells_only():
 
 def test_measured_column_is_diagnostic(capsys):
     path = require(RESULTS, "the kernel lab's results (validation/kernel-lab/results.json)")
-    assert validate.main([path, "--filter", "T4q round-robin mq d64", "--runtime", "2", "--measured"]) == 0
+    assert validate.main([path, "--filter", "T4q round-robin mq d64", "--runtime", "2", "--measured",
+                          "--markdown"]) == 0
     out = capsys.readouterr().out
     assert "from measured (diagnostic)" in out.splitlines()[0]
     assert "guest model kernel 6.1" in out
@@ -122,7 +137,7 @@ def test_measured_column_is_diagnostic(capsys):
 
 def test_validate_cli_prints_table(capsys):
     path = require(RESULTS, "the kernel lab's results (validation/kernel-lab/results.json)")
-    assert validate.main([path, "--filter", "T4q round-robin mq d64", "--runtime", "2"]) == 0
+    assert validate.main([path, "--filter", "T4q round-robin mq d64", "--runtime", "2", "--markdown"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("| kernel | cell |") and "| 6.1 | T4q round-robin mq d64 |" in out
 
@@ -212,5 +227,5 @@ def test_seed_range_is_a_diagnostic_around_the_prediction(capsys):
         lo, hi = r["seed_range"]
         assert lo <= r["sim"][r["worst_path"]] <= hi
     assert validate.main([path, "--filter", "D2-8 historical-service-time bio d32", "--runtime", "2",
-                          "--seeds", "2"]) == 0
+                          "--seeds", "2", "--markdown"]) == 0
     assert "range over seeds (diagnostic)" in capsys.readouterr().out.splitlines()[0]

@@ -78,3 +78,36 @@ def test_every_lab_cell_within_tolerance_or_a_known_miss():
         vn.TOLERANCE, ["%s %s: %.3f" % (k + (by_key[k]["max_diff"],)) for k in unexpected])
     assert not now_passing, "known misses that now pass (take them off the list): %s" % now_passing
     assert all(k in by_key for k in KNOWN_MISSES), "known misses with no lab cell"
+
+
+def test_recovery_and_ana_log_read_come_from_the_single_port_traced_cells():
+    # C1-rmport: the last request cancelled (HOST_ABORTED) per repeat, the median; C1-ana-nonopt: the second
+    # admin completion after the change (the AER carrying the notice, then the Get Log Page), the median
+    cells = [{"kernel": "6.1", "cell": "C1", "transport": "tcp", "repeats": [{"fio_iops": 1000.0}]},
+             {"kernel": "6.1", "cell": "C1-rmport", "transport": "tcp",
+              "repeats": [{"transition": {"last_failed_ms": 9.0}}, {"transition": {"last_failed_ms": 30.0}},
+                          {"transition": {"last_failed_ms": 12.5}}]},
+             {"kernel": "6.1", "cell": "C1-ana-nonopt", "transport": "tcp",
+              "repeats": [{"transition": {"admin_lost_ms": [1.0, 40.0]}},
+                          {"transition": {"admin_lost_ms": [2.0, 60.0, 61.0]}},
+                          {"transition": {"admin_lost_ms": [3.0]}}]}]
+    g = vn.fit_guests(cells)[("6.1", "tcp")]
+    assert g.recovery_ns == 12_500_000
+    assert g.ana_log_ns == 60_000_000        # the median of 40 and 60 (the third repeat saw no log read)
+    cell = {"cell": "ev", "delays_us": [0, 0], "ana": ["optimized"] * 2, "iopolicy": "numa",
+            "event": "rmport:1", "event_at_s": 2}
+    nv = vn.cell_topology(cell, g)["nvme"]
+    assert nv["recovery"] == "12500000ns" and nv["ana_log_delay"] == "60000000ns"
+    assert "C1-rmport" in g.describe() and "error recovery 12.5 ms" in g.describe()
+
+
+def test_the_stall_agrees_within_the_kernels_repeats_and_its_own_noise():
+    c = {"event": "rmport:1"}
+    trs = [{"failed": 8, "max_gap_ms": 20.0, "base_gap_ms": 3.0, "last_failed_ms": 18.0, "resume_ms": 19.0},
+           {"failed": 6, "max_gap_ms": 30.0, "base_gap_ms": 5.0, "last_failed_ms": 28.0, "resume_ms": 29.5}]
+    row = vn.transition_row(c, trs, {"stall_ms": 34.0, "stalls_ms": [16.0, 34.0],
+                                     "failed_over": [{"1": 16}, {"1": 16}]})
+    assert row["stall_ok"] and row["model_failed"] == [16, 16] and row["kernel_failed"] == [8, 6]
+    # 14 is below 20 - 5 (the shortest kernel stall less the largest fio-alone gap): outside
+    row = vn.transition_row(c, trs, {"stall_ms": 14.0, "stalls_ms": [14.0], "failed_over": [{"1": 16}]})
+    assert not row["stall_ok"]

@@ -72,7 +72,9 @@ def test_a_path_at_its_queue_depth_refuses_the_request_and_dm_requeues_it():
     assert sim.blk.resource_stalls == 4
     dev = sim.devices[0]
     assert dev.peak_in_flight == 2 and dev.scsi.device_busy == 0 and dev.scsi.host.tags_used == 0
-    assert eligible(sim)        # the compiled core refuses SCSI devices
+    # the compiled core runs SCSI paths (tests/test_fastcore_scsi.py compares it with this engine)
+    t = topology_from_dict(tomllib.loads(table(["sda"]) + path("sda", 0, qd=2)), "t.toml")
+    assert eligible(Simulation(t.table, t.paths, parse_fio(job(4, 8)).jobs, **t.sim_kwargs())) == ""
 
 
 def test_bio_based_the_request_waits_in_the_path_queue_for_a_budget():
@@ -134,15 +136,28 @@ def test_request_based_offline_path_fails_at_the_first_clone_and_io_moves_on():
     assert sda.completed == 3 and sdb.completed == 17        # one of each pair at 1, 2 and 3 ms on sda
 
 
-def test_a_deleted_path_is_failed_through_pg_init_and_its_request_waits_100ms():
-    # Request-based: the deleted disk's queue is dying, so the clone allocation fails and dm-mpath calls
-    # activate_or_offline_path: pg_init_done(SCSI_DH_DEV_OFFLINED) fails the path, and that request is
-    # requeued with DM_MAPIO_DELAY_REQUEUE (100 ms); the other I/O carries on on sdb.
-    t = table(["sda", "sdb"]) + path("sda", 0, faults='{ at = "2500us", action = "delete" }') + path("sdb", 16)
+def test_a_powered_off_path_is_failed_through_pg_init_and_its_request_waits_100ms():
+    # Request-based: the disk's queue dies at once (a null_blk device powered off), so the clone
+    # allocation fails and dm-mpath calls activate_or_offline_path: pg_init_done(SCSI_DH_DEV_OFFLINED)
+    # fails the path and kicks the requeue list (process_queued_io_list), then the request is requeued
+    # with DM_MAPIO_DELAY_REQUEUE, which re-arms the list's work to 100 ms; the other I/O carries on on sdb.
+    t = table(["sda", "sdb"]) + path("sda", 0, faults='{ at = "2500us", action = "poweroff" }') + path("sdb", 16)
     sim, res = run(t, job(2, 20))
     assert res.errored == 0 and sim.mp.nr_valid_paths == 1
     late = [t for t, _ in sim.ends if t > 50 * MS]
     assert late == [104 * MS]           # mapped at 3 ms, requeued to 103 ms, served in 1 ms
+
+
+def test_a_deleted_lun_is_cancelled_first_and_fails_its_path_at_once():
+    # A sysfs delete puts the LUN in SDEV_CANCEL before sd_remove tears its disk down (scsi_sysfs.c
+    # __scsi_remove_device): the clone sent to it at 3 ms is refused with BLK_STS_OFFLINE
+    # (scsi_device_state_check), a path error, so multipath_end_io fails sda and requeues the request at
+    # once: it runs on sdb and ends at 4 ms, nothing waits 100 ms.
+    t = table(["sda", "sdb"]) + path("sda", 0, faults='{ at = "2500us", action = "delete" }') + path("sdb", 16)
+    sim, res = run(t, job(2, 20))
+    sda, sdb = sim.devices
+    assert res.errored == 0 and sim.mp.nr_valid_paths == 1 and sda.errors == 1 and sda.scsi.rejected == 1
+    assert max(t for t, _ in sim.ends) < 20 * MS and sda.completed == 3 and sdb.completed == 17
 
 
 def test_queue_if_no_path_holds_io_until_reinstatement():
@@ -157,6 +172,67 @@ def test_queue_if_no_path_holds_io_until_reinstatement():
     assert res.errored == 0 and res.completed == 30
     assert max(t for t in times if t < 30 * MS) == 11 * MS and min(t for t in times if t > 11 * MS) == 31 * MS
     assert times.count(11 * MS) == 2 and times.count(31 * MS) == 2
+
+
+class Submits(Recorder):
+    """Also keeps (submitted, ended, error) of every I/O, in ms."""
+
+    def _complete(self, io, error):
+        self.subs.append((io.submit_ns / MS, self.now / MS, error))
+        super()._complete(io, error)
+
+
+def run_submits(topo: str, jb: str):
+    t = topology_from_dict(tomllib.loads(topo), "t.toml")
+    sim = Submits(t.table, t.paths, parse_fio(jb).jobs, engine="python", **t.sim_kwargs())
+    sim.ends, sim.subs = [], []
+    res = sim.run()
+    res.check_accounting()
+    return sim, res
+
+
+def test_request_based_queue_if_no_path_resumes_at_the_reinstatement():
+    # Request-based, queue_if_no_path, both paths offline at 10.5 ms.  The I/Os in flight end at 11 ms;
+    # the next two are refused (offline), both paths fail, and with no path left each map is
+    # DM_MAPIO_DELAY_REQUEUE: the requests sit on the dm queue's requeue list, its work re-armed to
+    # 100 ms (111 ms).  At 30 ms the first reinstate_path calls process_queued_io_list, which kicks the
+    # list at once: the held requests are mapped at 30 ms and end at 31 ms, not at 112 ms.
+    f = '{ at = "10500us", action = "offline" }, { at = "30ms", action = "reinstate" }'
+    t = table(["sda", "sdb"], features="1 queue_if_no_path") + path("sda", 0, faults=f) + path("sdb", 16, faults=f)
+    sim, res = run(t, job(2, 30))
+    times = [t for t, _ in sim.ends]
+    assert res.errored == 0 and res.completed == 30
+    assert max(t for t in times if t < 30 * MS) == 11 * MS and min(t for t in times if t > 11 * MS) == 31 * MS
+    assert times.count(31 * MS) == 2
+
+
+def test_fail_if_no_path_fails_the_held_requests_at_the_message():
+    # As above without a path coming back: the fail_if_no_path message at 20 ms clears queueing and
+    # kicks the requeue list (queue_if_no_path(m, false) -> process_queued_io_list), so the two requests
+    # held since 11 ms are mapped again at 20 ms and killed (DM_MAPIO_KILL): fio sees their errors at
+    # 20 ms; it resubmits each 10 us later (continue_on_error) and every new I/O fails at once.
+    off = '{ at = "10500us", action = "offline" }'
+    t = (table(["sda", "sdb"], features="1 queue_if_no_path") + path("sda", 0, faults=off)
+         + path("sdb", 16, faults=off) + '[[messages]]\nat = "20ms"\nmessage = "fail_if_no_path"\n')
+    sim, res = run_submits(t, job(2, extra="continue_on_error=io\n"))
+    errs = [x for x in sim.subs if x[2]]
+    assert errs[:2] == [(11.0, 20.0, "ioerr"), (11.0, 20.0, "ioerr")]
+    assert all(sub == end for sub, end, _ in errs[2:]) and errs[2][0] == 20.01
+    assert res.completed == 22 and res.errored == len(errs)
+
+
+def test_an_immediate_requeue_runs_a_delayed_request_early():
+    # The requeue list has one delayed work (blk_mq_delay_kick_requeue_list is a mod_delayed_work: the
+    # latest kick decides).  sda powers off at 2.5 ms: the request mapped to it at 3 ms fails its clone
+    # allocation on the dying queue and waits DM_MAPIO_DELAY_REQUEUE (to 103 ms).  At 10.5 ms sdb's
+    # transport drops: its command of 10 ms ends with a transport error at 11 ms, multipath_end_io
+    # requeues it at once (DM_ENDIO_REQUEUE, delay 0), and that kick runs the whole list: both requests
+    # go to sdc at 11 ms and end at 12 ms.
+    t = (table(["sda", "sdb", "sdc"]) + path("sda", 0, faults='{ at = "2500us", action = "poweroff" }')
+         + path("sdb", 16, faults='{ at = "10500us", action = "fail" }') + path("sdc", 32))
+    sim, res = run_submits(t, job(3, 40))
+    assert [x for x in sim.subs if x[1] - x[0] > 1.5] == [(3.0, 12.0, None), (10.0, 12.0, None)]
+    assert res.errored == 0 and sim.devices[1].errors == 1
 
 
 def test_without_queue_if_no_path_fio_gets_the_errors():

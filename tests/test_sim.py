@@ -249,3 +249,20 @@ def test_per_path_latency_partitions_the_jobs_latency():
     assert per.n == total.n and per.hist == total.hist and per.min == total.min and per.max == total.max
     # sdd (group 2, 300 us devices) is slower than sdc (group 1, 100 us devices)
     assert res.path_latency["sdd"].mean > res.path_latency["sdc"].mean
+
+
+def test_redirect_events_hands_scheduled_events_to_a_sink_and_back():
+    # the compiled core's bridge takes the target's events this way (sim/fast.py _Target)
+    from mpathlab.sim.engine import EV_KICK, Simulation
+    from mpathlab.sim.devices import PathModel, ServiceTime
+    from mpathlab.workload.fio import parse_fio
+    sim = Simulation("0 1024 multipath 0 0 1 1 round-robin 0 1 1 sda 1", [PathModel("sda", (8, 0), ServiceTime(1000))],
+                     parse_fio("[j]\nnumber_ios=1\n").jobs)
+    got = []
+    before = list(sim._heap)
+    sim.redirect_events(lambda t, kind, obj: got.append((t, kind, obj)))
+    sim.schedule(5, EV_KICK, None)
+    assert got == [(5, EV_KICK, None)] and sim._heap == before
+    sim.redirect_events(None)
+    sim.schedule(7, EV_KICK, None)
+    assert got == [(5, EV_KICK, None)] and [e[0] for e in sim._heap if e[2] == EV_KICK] == [7]

@@ -17,7 +17,7 @@ from mpathlab.topology import topology_from_dict
 from mpathlab.workload.fio import FioError, parse_fio
 from mpathlab.workload.trace import TA_QUEUE, TC_QUEUE, TC_READ, TC_WRITE, BlkEvent, tc_act
 from mpathlab.workload.trace_blktrace import write_blktrace
-from mpathlab.workload.trace_replay import ReplayOptions, delay_since, probe_depth
+from mpathlab.workload.trace_replay import IO, ReplayOptions, delay_since, open_pieces, probe_depth
 from trace_util import DATA, blkparse, percpu_events, write_percpu
 
 # one path, a constant 100 us per I/O: completions are exact
@@ -245,3 +245,86 @@ def test_clones_take_the_names_in_turn_and_one_cpu_file_is_noted(tmp_path):
     jobs = parse_fio("[r]\nread_iolog=synth.blktrace.0\n", "j.fio", DATA)
     assert any("one CPU's file of a per-CPU blktrace" in n for n in jobs.notes)
     assert not parse_fio("[r]\nread_iolog=synth\n", "j.fio", DATA).notes
+
+
+def _mixed_trace(tmp_path, n=40, seed=7):
+    """A v3 iolog over two files: reads, writes, trims and a sync at unaligned offsets, gaps of 2-9 ms."""
+    rng = random.Random(seed)
+    lines = ["0 fa add", "0 fb add", "10 fa open", "12 fb open"]
+    t = 100
+    for i in range(n):
+        t += rng.randint(2000, 9000)
+        f = rng.choice(["fa", "fb"])
+        act = "sync" if i == n // 2 else rng.choice(["read", "write", "write", "trim"])
+        off, nbytes = (0, 0) if act == "sync" else (rng.randrange(1 << 30) // 512 * 512 + rng.choice([0, 512, 1536]),
+                                                    rng.choice([4096, 8192, 65536]))
+        lines.append("%d %s %s %d %d" % (t, f, act, off, nbytes))
+    lines += ["%d fa close" % (t + 50), "%d fb close" % (t + 60)]
+    return _iolog(tmp_path, lines, name="mixed.iolog"), lines
+
+
+def _fio_log(path):
+    """(ms, ddir, bytes, offset) per I/O of fio's latency log (log_offset=1), in its order."""
+    out = []
+    for line in open(path):
+        f = [int(x) for x in line.split(",")]
+        out.append((f[0], f[2], f[3], f[4]))
+    return out
+
+
+@pytest.mark.parametrize("opt", ["", "replay_no_stall=1", "replay_time_scale=50", "replay_redirect=dev",
+                                 "replay_align=4096", "replay_scale=4", "replay_scale=3\nreplay_align=8192"])
+def test_replay_options_issue_what_fio_issues_when_fio_issues_it(tmp_path, opt):
+    """fio 3.33 (null engine, depth 1) and the simulation replay the same two-file iolog under each option:
+    the same reads and writes (fio drops the trims, "bad ddir: 2", and so does the replay) with the same
+    bytes and offsets, in the same order; the simulated issue times are the trace's gaps (scaled, each
+    from the previous record, a dropped trim too, whose own gap is never slept) to the microsecond, and fio's (its log: whole ms) are
+    never earlier than them beyond that millisecond. Under replay_no_stall both issue everything at
+    once: the simulation within its 1 us service times, fio well inside the trace's span."""
+    t, lines = _mixed_trace(tmp_path)
+    opts = [o for o in opt.split("\n") if o]
+    j = _fio(tmp_path, ["--name=r", "--ioengine=null", "--read_iolog=%s" % t, "--write_lat_log=f", "--log_offset=1"]
+             + ["--" + o.replace("=dev", "=%s" % (tmp_path / "dev")) for o in opts])
+    fio_ios = _fio_log(tmp_path / "f_clat.1.log")
+    r = _run(tmp_path, "[r]\nread_iolog=%s\nwrite_lat_log=l\n%s\n" % (t, opt), topo=FAST_TOPO)
+    spec = r.jobs[0].spec
+    pieces = [p for p in open_pieces(spec.replay_sources[0], spec.replay_options) if p[0] == IO]
+    sim = _issues(r)
+    assert _sim_counts(r) == _fio_counts(j)
+    assert [(d, n, off) for _, d, n, off in fio_ios] == [(d, n, off) for (_, d, n), (_, _, _, _, off) in
+                                                          zip(sim, pieces)] == [(p[2], p[3], p[4]) for p in pieces]
+    # by hand: offset // scale, aligned down (fio's iolog.c read_iolog2 with ipo_bytes_align)
+    scale = int(dict(o.split("=") for o in opts).get("replay_scale", 1))
+    align = int(dict(o.split("=") for o in opts).get("replay_align", 0))
+    ios = [l.split() for l in lines if l.split()[2] in ("read", "write")]
+    assert [p[4] for p in pieces] == [int(l[3]) // scale & ~(align - 1 if align else 0) for l in ios]
+    times = [int(l.split()[0]) for l in lines]
+    if "replay_no_stall=1" in opts:
+        assert sim[-1][0] < 1_000_000 and fio_ios[-1][0] < (times[-1] - times[0]) // 4000
+        return
+    pct = int(dict(o.split("=") for o in opts).get("replay_time_scale", 100))
+    due, prev, want = 0, 0, []
+    for l in lines:
+        time, _, act = l.split()[:3]
+        # a piece waits its gap from the previous record; an add or a trim makes no piece (its gap is
+        # never slept) but is that previous record for the next one
+        if act not in ("add", "trim"):
+            due += int((int(time) - prev) * (100.0 / pct)) * 1000 if prev else 0
+        prev = int(time)
+        if act in ("read", "write"):
+            want.append(due)
+    assert [s for s, _, _ in sim] == [w + sim[0][0] - want[0] for w in want]
+    late_ms = [ms - s / 1e6 for (ms, _, _, _), (s, _, _) in zip(fio_ios, sim)]
+    assert min(late_ms) >= -1.0, late_ms
+
+
+def test_an_iolog_trim_is_dropped_but_its_time_is_the_last(tmp_path):
+    """fio 3.33 (read_iolog2) takes a trim line's time as the last record's, then drops the line ("bad ddir:
+    2"): the read after it waits 10 ms from the first read, not 209 ms nor 10 ms after a 199 ms sleep.
+    (fio's own log of this trace: reads at 1 and 11 ms, no trim.)"""
+    t = _iolog(tmp_path, ["0 fa add", "10 fa open", "1000 fa read 0 4096", "200000 fa trim 8192 4096",
+                          "210000 fa read 4096 4096", "220000 fa close"])
+    r = _run(tmp_path, "[r]\nread_iolog=%s\nwrite_lat_log=l\n" % t)
+    (a, da, na), (b, db, nb) = _issues(r)
+    assert (da, na, db, nb) == (0, 4096, 0, 4096) and b - a == 10_000_000
+    assert r.jobs[0].trim_lat.n == 0

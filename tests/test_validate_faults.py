@@ -18,33 +18,45 @@ def rows():
 
 
 def test_a_deleted_lun_fails_its_path_and_fio_sees_no_error(rows):
-    r = rows["6.1 delete service-time mq d16"]
+    r = rows["6.1 delete st mq"]
     m, k = r["model"], r["kernel"]
-    # the clone allocation on the dying queue fails the path through pg_init_done: everything after the
-    # step goes to p1, no error reaches fio (as in the kernel)
-    assert m["fio_errors"] == k["fio_errors"] == 0
-    # (the one command p0 had at the step still completes, just after it: the kernel's phase counters,
-    # read once the step has run, count it before)
-    assert 0 < m["shares_after"]["p0"] < 0.001
-    assert k["shares_after"] == {"p0": 0.0, "p1": 1.0} and r["checks"]["shares"]
-    # fio at 600 IOPS over 2 ms LUNs: the next completion comes within one inter-arrival time (1.7 ms)
-    # plus a service time in the model; the kernel took 6 ms (the disk's teardown, not modelled)
-    assert m["stall_ms"] <= 1000 / 600 + 2 and r["checks"]["stall"] is False
+    # the cancelled LUN refuses the next clone (BLK_STS_OFFLINE), dm-mpath fails it and moves the I/O to
+    # p1: everything after the step goes to p1, no error reaches fio (as in the kernel)
+    assert m["fio_errors"] == k["fio_errors"] == 0 and m["refused"] == 1
+    assert m["shares_after"]["p0"] == 0 and k["shares_after"] == {"p0": 0.0, "p1": 1.0} and r["checks"]["shares"]
+    # fio at 600 IOPS over 2 ms LUNs: the next completion comes within one inter-arrival time (1.7 ms) in
+    # the model; the kernel took 6 ms (the guest busy with the disk's teardown, not modelled)
+    assert m["stall_ms"] <= 1000 / 600 and r["checks"]["stall"] is False
 
 
 def test_no_path_retry_by_messages_fails_the_queued_io_then_recovers(rows):
-    r = rows["6.1 npr round-robin mq d16"]
+    r = rows["6.1 npr rr mq"]
     m, k = r["model"], r["kernel"]
     c = next(c for c in json.load(open(DATA)) if c["fault"] == "npr")
     t = vf.step_times_ns(c)
-    # from fail_if_no_path (step 3) to the first reinstate_path (step 6) every I/O fails: at least the rate
-    # times that window, plus the 16 held when queueing stopped; fio then catches up its rate, as in the kernel
+    # the messages act when dmsetup returns (its ioctl comes after ~100 ms of start-up in the guest):
+    # from fail_if_no_path (step 3) to the first reinstate_path (step 6) every I/O fails, at least the
+    # rate times that window plus the 16 held when queueing stopped; fio then catches up its rate
     window_s = (t[5] - t[2]) / 1e9
     assert m["fio_errors"] >= 600 * window_s + 16
-    assert abs(m["fio_errors"] - k["fio_errors"]) <= 0.1 * k["fio_errors"]
+    # within 5% of the kernel's 994 (taking the messages at their start, the model said 931)
+    assert abs(m["fio_errors"] - k["fio_errors"]) <= 0.05 * k["fio_errors"] and r["checks"]["errors"]
     # both paths back: round-robin splits the rest evenly, in the model and in the kernel
     assert all(abs(m["shares_after"][p] - k["shares_after"][p]) <= 0.03 for p in ("p0", "p1"))
-    assert r["checks"]["shares"] and r["checks"]["recovery"]
+    assert r["checks"]["shares"] and r["checks"]["recovery"] and r["within"]
+
+
+def test_a_sysfs_step_acts_at_its_start_a_message_at_its_end():
+    c = next(c for c in json.load(open(DATA)) if c["fault"] == "npr")
+    spans, eff = vf.step_spans_ns(c), vf.step_times_ns(c)
+    kinds = [st["action"] for st in c["steps"]]
+    assert [e == (a if k in vf.DEVICE_STEPS else b) for (a, b), e, k in zip(spans, eff, kinds)] == [True] * len(kinds)
+    # the guest's dmsetup messages took ~100 ms each
+    assert all(b - a > 50_000_000 for (a, b), k in zip(spans, kinds) if k in vf.MESSAGE_STEPS)
+
+
+def test_the_table_fits_100_columns(rows):
+    assert all(len(line) <= 100 for line in vf.markdown(list(rows.values())).splitlines())
 
 
 def test_cells_with_unmodelled_steps_are_said(rows):

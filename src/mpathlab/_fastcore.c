@@ -3,7 +3,8 @@
  *
  * It runs the same model as the pure-Python engine (mpathlab/sim/engine.py)
  * for closed-loop jobs and jobs with arrival.py's IoGen (mixed sizes, trims,
- * open-loop arrivals; section "IoGen") -- selectors in C or called in Python (SEL_PY), faults,
+ * open-loop arrivals; section "IoGen") -- selectors in C or called in Python (SEL_PY), SCSI paths
+ * (section "SCSI paths", sim/scsi.py), faults,
  * messages and several priority groups through calls back into the Python
  * target for the rare events (sim/fast.py says what and why) -- and produces
  * bit-identical results: the same
@@ -173,6 +174,37 @@ static int64_t ring_pop(ring_t *r)
     return id;
 }
 
+static int64_t ring_at(const ring_t *r, int64_t k)
+{
+    return r->v[(r->head + k) % r->cap];
+}
+
+/* del deque[k] */
+static void ring_remove_at(ring_t *r, int64_t k)
+{
+    for (int64_t i = k; i + 1 < r->len; i++)
+        r->v[(r->head + i) % r->cap] = r->v[(r->head + i + 1) % r->cap];
+    r->len--;
+}
+
+/* sim/scsi.py ScsiHost: a host's tag set, shared by its LUNs (can_queue 0 = unlimited) */
+typedef struct {
+    int64_t can_queue, tags_used;
+    int nactive;            /* len(ScsiHost.active) */
+    ring_t sleepers;        /* bio-based I/O whose task sleeps for a tag (its path names its device) */
+} scsi_host_t;
+
+/* sim/scsi.py ScsiDevice: what the per-I/O path needs.  The error classes and the retry counts stay
+   in the Python ScsiDevice, which the core calls while one is set (python) */
+typedef struct {
+    int host;               /* index into sim_t.scsi_hosts */
+    int state;              /* SDEV_* */
+    int active;             /* in its host's ScsiHost.active */
+    int run_pending, python;
+    int64_t queue_depth, device_busy, tags_held, restarts, device_blocked, nr_cmds, iodone_cnt, rejected;
+    ring_t budget_wait;
+} scsi_dev_t;
+
 /* historical-service-time's per-path state (struct path_info of dm-ps-historical-service.c) */
 typedef struct {
     uint64_t hst, outstanding, stale_after, last_finish;
@@ -208,6 +240,7 @@ typedef struct {
     /* the path's hardware queues (sim/blockqueue.py Hctx) */
     int nhw;
     struct hctx *hw;
+    scsi_dev_t *sd;         /* PathDevice.scsi: a SCSI path (NULL: a null_blk-like device) */
     lat_stats lat;          /* latency of the I/O this path completed */
 } path_t;
 
@@ -248,6 +281,8 @@ typedef struct {
     int64_t submit_ns, start_time_ns;
     int cpu_work;           /* host: WORK_SUBMIT or WORK_COMPLETE while on or waiting for a CPU */
     int cpu_err;            /* host: WORK_COMPLETE of an I/O that failed on its path (transport error) */
+    int scsi_err;           /* EV_SCSI_REJECT: the status scsi_device_state_check gave (ERR_*) */
+    int64_t serial;         /* the I/O's number in the run (the key of ScsiDevice.retries) */
     uint64_t dm_start_jiffies;
 } io_t;
 
@@ -358,6 +393,8 @@ typedef struct {
     /* block layer (sim/blockqueue.py BlockLayer): blk = any path has finite tags */
     int blk;
     ring_t waiting;         /* the dm queue, request-based */
+    ring_t requeue;         /* its requeue list (IoPath._requeue_list); requeue_gen: the latest kick */
+    int64_t requeue_gen;
     int stalled, sched_restart;
     int64_t work_gen, work_latency, resource_stalls;
     /* host (sim/host.py): host = a CPU cost is set */
@@ -391,6 +428,17 @@ typedef struct {
     int *pg_sel;            /* SEL_* of each group */
     int npgs, any_c_sel;    /* any_c_sel: some group's selector is one of the core's */
     int64_t py_now_set;
+    /* SCSI paths (sim/scsi.py ScsiQueues): their devices and hosts; scsi_dying: a deleted device whose
+       path the target still has active (map goes through the target, which fails it); scsi: the
+       fast.py _ScsiBridge the rare decisions are made in */
+    scsi_dev_t *scsi_devs;
+    scsi_host_t *scsi_hosts;
+    int nscsi_hosts, scsi_dying;
+    PyObject *scsi;
+    /* a fault study's record (Simulation(record_completions=True)): completion times of the I/O that
+       completed, and the path errors dm-mpath took back instead of ending the I/O with them */
+    int record_done;
+    int64_t *done_at, ndone, capdone, requeued_errors;
     /* results */
     int64_t submitted, completed, events;
     int first_choice;       /* index of the first path chosen (current_pgpath) */
@@ -691,6 +739,8 @@ static int read_active(sim_t *s, PyObject *active)
     return 0;
 }
 
+static void scsi_update_dying(sim_t *s);
+
 /* The target's flags (sim/boundary.py TargetFlags) into the core; state_changes is the caller's */
 static int set_target_flags(sim_t *s, const target_flags_t *fl)
 {
@@ -699,8 +749,12 @@ static int set_target_flags(sim_t *s, const target_flags_t *fl)
     s->queue_if_no_path = fl->queue_if_no_path;
     s->kick_pending = fl->kick_pending;
     s->cur_pg = fl->current_pg;
-    return read_active(s, fl->active);
+    if (read_active(s, fl->active) < 0) return -1;
+    scsi_update_dying(s);
+    return 0;
 }
+
+static int requeue_kick(sim_t *s, int64_t delay_ns);
 
 static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
 {
@@ -726,8 +780,10 @@ static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
     if (sel_state_in(s, st_in) < 0) goto out;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
         core_event_t e;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(events, i), CORE_EVENT_FIELDS, CORE_EVENT_REFS(&e))
-                || push_ev(s, e.t, e.kind, e.obj) < 0)
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(events, i), CORE_EVENT_FIELDS, CORE_EVENT_REFS(&e)))
+            goto out;
+        /* EV_REQUEUE: the target kicked the requeue list (process_queued_io_list): the core's kick */
+        if ((e.kind == EV_REQUEUE ? requeue_kick(s, e.t - s->now) : push_ev(s, e.t, e.kind, e.obj)) < 0)
             goto out;
     }
     Py_INCREF(result);
@@ -1061,14 +1117,221 @@ static int64_t new_io(sim_t *s)
 
 static int arrive(sim_t *s, int64_t id);
 static int complete_io(sim_t *s, int64_t id);
+static int path_done_ok(sim_t *s, int64_t id);
 static int submit_more(sim_t *s, int ji);
 static int blk_insert(sim_t *s, int64_t id);
 static int blk_start(sim_t *s, int64_t id, path_t *p);
+
+/* ------------------------------------------------- SCSI paths (sim/scsi.py) */
+/* Function for function as sim/scsi.py: scsi_may_queue = ScsiHost.may_queue, scsi_get_tag = get_tag,
+   scsi_put_tag = put_tag, scsi_get_budget = ScsiDevice.get_budget, scsi_state_check = state_check,
+   scsi_command_result = command_result (the good case here; an error class or a pending retry
+   through the Python ScsiDevice), and ScsiQueues' alloc_clone / issue_directly (in map_io,
+   map_in_target, issue_directly), start, _issue, complete, retry, _schedule_run, _run, set_state. */
+static int start_io_on_path(sim_t *s, int64_t id);
+
+static int scsi_may_queue(scsi_host_t *h, scsi_dev_t *sd, int users)
+{
+    int64_t cq = h->can_queue;
+    if (users <= 1 || !cq || cq == 1)
+        return 1;
+    int64_t depth = (cq + users - 1) / users;
+    if (depth < BLK_MQ_TAG_MIN) depth = BLK_MQ_TAG_MIN;
+    return sd->tags_held < depth;
+}
+
+/* would ScsiHost.get_tag give SD a tag (its queue counted active, as get_tag marks it first) */
+static int scsi_tag_free(sim_t *s, scsi_dev_t *sd)
+{
+    scsi_host_t *h = &s->scsi_hosts[sd->host];
+    if (h->can_queue && h->tags_used >= h->can_queue)
+        return 0;
+    return scsi_may_queue(h, sd, h->nactive + !sd->active);
+}
+
+static void scsi_mark_active(sim_t *s, scsi_dev_t *sd)
+{
+    if (!sd->active) {
+        sd->active = 1;
+        s->scsi_hosts[sd->host].nactive++;
+    }
+}
+
+static int scsi_get_tag(sim_t *s, scsi_dev_t *sd)
+{
+    scsi_mark_active(s, sd);
+    if (!scsi_tag_free(s, sd))
+        return 0;
+    s->scsi_hosts[sd->host].tags_used++;
+    sd->tags_held++;
+    return 1;
+}
+
+static void scsi_put_tag(sim_t *s, scsi_dev_t *sd)
+{
+    s->scsi_hosts[sd->host].tags_used--;
+    sd->tags_held--;
+}
+
+static int scsi_get_budget(scsi_dev_t *sd)
+{
+    if (sd->queue_depth && sd->device_busy >= sd->queue_depth) {
+        sd->restarts++;
+        return 0;
+    }
+    if (sd->device_blocked) {
+        if (sd->device_busy || sd->device_blocked > 1) {
+            if (!sd->device_busy)
+                sd->device_blocked--;
+            sd->restarts++;
+            return 0;
+        }
+        sd->device_blocked = 0;
+    }
+    sd->device_busy++;
+    return 1;
+}
+
+/* the status the command gets before the LLD sees it (0: the LLD takes it) */
+static int scsi_state_check(scsi_dev_t *sd)
+{
+    if (sd->state == SDEV_OFFLINE || sd->state == SDEV_TRANSPORT_OFFLINE || sd->state == SDEV_DELETED) {
+        sd->rejected++;
+        return ERR_IOERR;
+    }
+    return sd->state == SDEV_BLOCKED ? ERR_RESOURCE : 0;
+}
+
+/* 0 good, SCSI_RESULT_RETRY, or the status dm's end_io gets (ERR_* / _Target.errors index); -2 error */
+static int scsi_command_result(sim_t *s, int pi, int64_t id)
+{
+    scsi_dev_t *sd = s->paths[pi].sd;
+    if (!sd->python) {
+        sd->iodone_cnt++;
+        sd->nr_cmds++;
+        return 0;
+    }
+    scsi_cmd_t c = {0, sd->nr_cmds, sd->iodone_cnt, sd->device_blocked, 1};
+    PyObject *r = PyObject_CallMethod(s->scsi, "command_result", "iL" SCSI_CMD_FORMAT, pi,
+                                      (long long)s->ios[id].serial, SCSI_CMD_VALUES(c));
+    if (!r) return -2;
+    int ok = PyArg_ParseTuple(r, SCSI_CMD_FIELDS, SCSI_CMD_REFS(&c));
+    Py_DECREF(r);
+    if (!ok) return -2;
+    sd->nr_cmds = c.nr_cmds;
+    sd->iodone_cnt = c.iodone_cnt;
+    sd->device_blocked = c.device_blocked;
+    sd->python = c.python;
+    return c.result;
+}
+
+/* request-based, a deleted device whose path is still active makes map go through the target (its
+   clone allocation fails the path; bio-based, scsi_queue_rq refuses the bio like an offline device's) */
+static void scsi_update_dying(sim_t *s)
+{
+    if (!s->scsi_devs || s->bio) return;
+    s->scsi_dying = 0;
+    for (int i = 0; i < s->npaths; i++)
+        if (s->paths[i].sd && s->paths[i].sd->state == SDEV_DELETED && s->path_active[i])
+            s->scsi_dying++;
+}
+
+static int scsi_schedule_run(sim_t *s, int pi, int64_t delay_ns)
+{
+    scsi_dev_t *sd = s->paths[pi].sd;
+    if (sd->run_pending) return 0;
+    sd->run_pending = 1;
+    return push_ev(s, s->now + delay_ns + s->work_latency, EV_SCSI_RUN, pi);
+}
+
+/* EV_SCSI_RUN: waiting requests get budgets in order; with nothing in flight, a re-run */
+static int scsi_run(sim_t *s, int pi)
+{
+    scsi_dev_t *sd = s->paths[pi].sd;
+    sd->run_pending = 0;
+    while (sd->budget_wait.len && scsi_get_budget(sd))
+        if (start_io_on_path(s, ring_pop(&sd->budget_wait)) < 0) return -1;
+    if (sd->budget_wait.len && !sd->device_busy) {
+        int first = sd->device_blocked >= SCSI_DEFAULT_DEVICE_BLOCKED - 1;
+        return scsi_schedule_run(s, pi, first ? 0 : BLK_MQ_RESOURCE_DELAY_NS);
+    }
+    return 0;
+}
+
+/* ScsiQueues._issue: 1 the driver starts it now, 0 it waits for a budget, -1 error */
+static int scsi_issue(sim_t *s, int64_t id, scsi_dev_t *sd)
+{
+    if (sd->budget_wait.len || !scsi_get_budget(sd))
+        return ring_push(&sd->budget_wait, id) < 0 ? -1 : 0;
+    return 1;
+}
+
+/* ScsiQueues.start (bio-based) */
+static int scsi_start(sim_t *s, int64_t id, scsi_dev_t *sd)
+{
+    if (!scsi_get_tag(s, sd)) {
+        s->jobs[s->ios[id].job].blocked = 1;
+        return ring_push(&s->scsi_hosts[sd->host].sleepers, id) < 0 ? -1 : 0;
+    }
+    return scsi_issue(s, id, sd);
+}
+
+/* ScsiQueues.complete */
+static int scsi_complete(sim_t *s, int pi)
+{
+    scsi_dev_t *sd = s->paths[pi].sd;
+    scsi_host_t *h = &s->scsi_hosts[sd->host];
+    sd->device_busy--;
+    scsi_put_tag(s, sd);
+    if (sd->budget_wait.len) {
+        sd->restarts = 0;
+        if (scsi_schedule_run(s, pi, 0) < 0) return -1;
+    }
+    for (int64_t k = 0; k < h->sleepers.len; k++) {
+        int64_t nxt = ring_at(&h->sleepers, k);
+        scsi_dev_t *nsd = s->paths[s->ios[nxt].path].sd;
+        if (scsi_get_tag(s, nsd)) {
+            ring_remove_at(&h->sleepers, k);
+            int r = scsi_issue(s, nxt, nsd);
+            if (r < 0 || (r > 0 && start_io_on_path(s, nxt) < 0)) return -1;
+            return push_ev(s, s->now, EV_WAKE, nxt);
+        }
+    }
+    return 0;
+}
+
+/* ScsiQueues.retry */
+static int scsi_retry(sim_t *s, int64_t id)
+{
+    int pi = s->ios[id].path;
+    scsi_dev_t *sd = s->paths[pi].sd;
+    sd->device_busy--;
+    if (ring_push(&sd->budget_wait, id) < 0) return -1;
+    return scsi_schedule_run(s, pi, 0);
+}
+
+/* ScsiQueues.set_state */
+static int scsi_set_state(sim_t *s, int pi, int state)
+{
+    scsi_dev_t *sd = s->paths[pi].sd;
+    sd->state = state;
+    scsi_update_dying(s);
+    if (state == SDEV_RUNNING && sd->budget_wait.len)
+        return scsi_schedule_run(s, pi, 0);
+    return 0;
+}
 
 /* Simulation._start: the driver has the request */
 static int start_io_on_path(sim_t *s, int64_t id)
 {
     path_t *p = &s->paths[s->ios[id].path];
+    if (p->sd && p->sd->state != SDEV_RUNNING) {
+        int err = scsi_state_check(p->sd);      /* scsi_queue_rq refuses it: completed at once */
+        if (err) {
+            s->ios[id].scsi_err = err;
+            return push_ev(s, s->now, EV_SCSI_REJECT, id);
+        }
+    }
     if (p->offline)
         return push_ev(s, s->now + p->fail_latency_ns, EV_ERRDONE, id);
     if (p->delay_ns)
@@ -1100,8 +1363,9 @@ static int issue_directly(sim_t *s, int64_t id);
 static int clone_tag_free(hctx_t *q);
 static void clone_tag_take(hctx_t *q);
 static int complete_err(sim_t *s, int64_t id, int err);
-static int path_error(sim_t *s, int64_t id);
+static int path_error(sim_t *s, int64_t id, int err);
 static int map_in_target(sim_t *s, int64_t id);
+static int requeue_rq(sim_t *s, int64_t id, int64_t delay_ns);
 
 static int map_io(sim_t *s, int64_t id)
 {
@@ -1111,7 +1375,7 @@ static int map_io(sim_t *s, int64_t id)
     if (s->target && !(s->target_simple & TARGET_SIMPLE)) {
         if (s->target_simple & TARGET_REQUEUE) {     /* no path, request-based, queueing: DM_MAPIO_DELAY_REQUEUE */
             io->mapped = 1;
-            return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id) < 0 ? -1 : 1;
+            return requeue_rq(s, id, REQUEUE_DELAY_NS) < 0 ? -1 : 1;
         }
         if (!(s->target_simple & TARGET_KILL))
             return map_in_target(s, id);
@@ -1121,6 +1385,8 @@ static int map_io(sim_t *s, int64_t id)
         io->mapped = 1;
         return complete_err(s, id, ERR_IOERR) < 0 ? -1 : 1;
     }
+    if (s->scsi_dying)      /* the selector may pick a deleted device's path: the target fails it */
+        return map_in_target(s, id);
     io->mapped = 1;
     int pi = select_path(s, io->nr_bytes, job->cpu);
     if (pi < 0) return -1;
@@ -1130,8 +1396,12 @@ static int map_io(sim_t *s, int64_t id)
     hctx_t *q = &p->hw[job->cpu % p->nhw];      /* BlockLayer._hctx */
     if (s->blk && !s->bio) {
         /* BlockLayer.alloc_clone: BLK_MQ_REQ_NOWAIT; no tag -> DM_MAPIO_REQUEUE, no start_io */
-        if (!clone_tag_free(q)) return 0;
-        clone_tag_take(q);
+        if (p->sd) {
+            if (!scsi_get_tag(s, p->sd)) return 0;
+        } else {
+            if (!clone_tag_free(q)) return 0;
+            clone_tag_take(q);
+        }
     }
     if (s->bio)
         io->start_time_ns = s->use_hr ? s->base_ns + s->now : 0;
@@ -1163,7 +1433,15 @@ static int issue_directly(sim_t *s, int64_t id)
     io_t *io = &s->ios[id];
     path_t *p = &s->paths[io->path];
     hctx_t *q = &p->hw[s->jobs[io->job].cpu % p->nhw];
-    if (s->blk && !s->bio && q->nr_sched_tags) {
+    if (s->blk && !s->bio && p->sd) {
+        /* ScsiQueues.issue_directly: no budget, the clone is released (its tag back) */
+        if (!scsi_get_budget(p->sd)) {
+            io->start_time_ns = 0;
+            if (sel_end(s, &s->sel[io->path], io->nr_bytes, 0) < 0) return -1;
+            scsi_put_tag(s, p->sd);
+            return 0;
+        }
+    } else if (s->blk && !s->bio && q->nr_sched_tags) {
         /* the clone needs a driver tag too */
         if (q->nr_tags && q->tags_used >= q->nr_tags) {
             io->start_time_ns = 0;
@@ -1205,8 +1483,18 @@ static int map_in_target(sim_t *s, int64_t id)
     if (s->blk && !s->bio) {
         Py_DECREF(free);
         if (!(free = PyList_New(s->npaths))) return -1;
-        for (int i = 0; i < s->npaths; i++)
-            PyList_SET_ITEM(free, i, PyBool_FromLong(clone_tag_free(&s->paths[i].hw[job->cpu % s->paths[i].nhw])));
+        for (int i = 0; i < s->npaths; i++) {
+            path_t *p = &s->paths[i];
+            PyObject *f;
+            if (!p->sd)
+                f = PyBool_FromLong(clone_tag_free(&p->hw[job->cpu % p->nhw]));
+            else if (p->sd->state == SDEV_DELETED) {    /* ScsiQueues.alloc_clone: the queue is dying */
+                f = Py_None;
+                Py_INCREF(f);
+            } else
+                f = PyBool_FromLong(scsi_tag_free(s, p->sd));
+            PyList_SET_ITEM(free, i, f);
+        }
     }
     PyObject *r = target_call(s, "map", Py_BuildValue("(LLLiLiN)", (long long)id, (long long)io->nr_bytes,
         s->bio ? (long long)io->dm_start_jiffies : -1LL, io->mapped, (long long)io->start_time_ns, job->cpu,
@@ -1222,14 +1510,21 @@ static int map_in_target(sim_t *s, int64_t id)
     switch (code) {
     case MAP_REMAPPED:
         io->path = pi;
-        if (s->blk && !s->bio)      /* the clone tag the target's alloc_clone was told is free */
-            clone_tag_take(&s->paths[pi].hw[job->cpu % s->paths[pi].nhw]);
+        if (s->blk && !s->bio) {    /* the clone tag the target's alloc_clone was told is free */
+            if (s->paths[pi].sd)
+                scsi_get_tag(s, s->paths[pi].sd);
+            else
+                clone_tag_take(&s->paths[pi].hw[job->cpu % s->paths[pi].nhw]);
+        }
         return issue_directly(s, id);
-    case MAP_DELAY_REQUEUE:
-        return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id) < 0 ? -1 : 1;
+    case MAP_DELAY_REQUEUE:     /* request-based only */
+        return requeue_rq(s, id, REQUEUE_DELAY_NS) < 0 ? -1 : 1;
     case MAP_REQUEUE:
-        if (s->blk && !s->bio)
-            return 0;   /* no tag for the clone */
+        if (s->blk && !s->bio) {    /* no tag for the clone (pi: the path asked; get_tag marked it active) */
+            if (pi >= 0 && s->paths[pi].sd)
+                scsi_mark_active(s, s->paths[pi].sd);
+            return 0;
+        }
         /* 1 us keeps a persistent requeue from spinning at one instant */
         return push_ev(s, s->now + 1000, EV_RETRY, id) < 0 ? -1 : 1;
     case MAP_KILL:
@@ -1245,6 +1540,28 @@ static int dispatch(sim_t *s, int64_t id)
     if (s->blk && !s->bio)
         return blk_insert(s, id);
     return map_io(s, id) < 0 ? -1 : 0;
+}
+
+/* IoPath._kick_requeue: blk_mq_delay_kick_requeue_list, a mod_delayed_work (the latest kick wins) */
+static int requeue_kick(sim_t *s, int64_t delay_ns)
+{
+    s->requeue_gen++;
+    return push_ev(s, s->now + delay_ns, EV_REQUEUE, s->requeue_gen);
+}
+
+/* IoPath._requeue: dm_requeue_original_request (request-based) */
+static int requeue_rq(sim_t *s, int64_t id, int64_t delay_ns)
+{
+    if (ring_push(&s->requeue, id) < 0) return -1;
+    return requeue_kick(s, delay_ns);
+}
+
+/* IoPath._run_requeue_list: the listed requests (not those requeued meanwhile) go back to the dm queue */
+static int requeue_run(sim_t *s)
+{
+    for (int64_t n = s->requeue.len; n > 0; n--)
+        if (dispatch(s, ring_pop(&s->requeue)) < 0) return -1;
+    return 0;
 }
 
 /* ------------------------------------------------- block layer (blockqueue.py) */
@@ -1293,6 +1610,8 @@ static int blk_start(sim_t *s, int64_t id, path_t *p)
 {
     if (!s->bio)
         return 1;
+    if (p->sd)
+        return scsi_start(s, id, p->sd);
     hctx_t *q = &p->hw[s->jobs[s->ios[id].job].cpu % p->nhw];
     if (q->nr_sched_tags) {
         if (q->sched_tags_used >= q->nr_sched_tags)
@@ -1313,10 +1632,14 @@ static int blk_start(sim_t *s, int64_t id, path_t *p)
 static int blk_complete(sim_t *s, path_t *p, int64_t id)
 {
     hctx_t *q = &p->hw[s->jobs[s->ios[id].job].cpu % p->nhw];
+    if (p->sd && scsi_complete(s, (int)(p - s->paths)) < 0)
+        return -1;
     if (!s->bio) {
-        q->tags_used--;
-        if (q->nr_sched_tags)
-            q->sched_tags_used--;
+        if (!p->sd) {
+            q->tags_used--;
+            if (q->nr_sched_tags)
+                q->sched_tags_used--;
+        }
         if (s->sched_restart) {
             s->sched_restart = 0;
             if (s->waiting.len)
@@ -1324,6 +1647,8 @@ static int blk_complete(sim_t *s, path_t *p, int64_t id)
         }
         return 0;
     }
+    if (p->sd)
+        return 0;
     if (q->nr_sched_tags) {
         q->sched_tags_used--;
         q->tags_used--;
@@ -1432,8 +1757,8 @@ static int cpu_end(sim_t *s, int ci)
         return submit_more(s, ji);
     }
     if (s->ios[id].cpu_err)                       /* Host._completed */
-        return path_error(s, id);
-    return complete_io(s, id);
+        return path_error(s, id, ERR_TRANSPORT);
+    return path_done_ok(s, id);
 }
 
 static int arrive(sim_t *s, int64_t id)
@@ -1493,6 +1818,7 @@ typedef struct iogen {
     int64_t pending_n;
     int64_t batch, think_until, trim_next_write;
     int writing_done, done;
+    int64_t rate_sleep, rate_wake;  /* IoGen.rate_sleep / rate_wake (-1: None) */
     int64_t bps[3], minbs[3];
 } iogen_t;
 
@@ -1638,9 +1964,22 @@ static int gen_next_io(sim_t *s, job_t *job, iogen_t *g, int *d, int64_t *n, int
             return GEN_ERROR;
         }
         int64_t due = job->startdelay_ns + (int64_t)next;
-        if (due > now) {
-            *at = stop < 0 || due < stop ? due : stop;
-            return GEN_WAIT;
+        /* fio's rate_ddir: ahead of the rate, the sleep measured now, taken once every I/O in
+           flight is reaped (io_u_quiesce) */
+        if (g->rate_sleep < 0 && g->rate_wake < 0 && due > now)
+            g->rate_sleep = due - now;
+        if (g->rate_sleep >= 0) {
+            if (job->inflight)
+                return GEN_NONE;                /* complete_io asks again */
+            g->rate_wake = now + g->rate_sleep;
+            g->rate_sleep = -1;
+        }
+        if (g->rate_wake >= 0) {
+            if (now < g->rate_wake) {
+                *at = stop < 0 || g->rate_wake < stop ? g->rate_wake : stop;
+                return GEN_WAIT;
+            }
+            g->rate_wake = -1;                  /* the sleep is over: the I/O goes out */
         }
     }
     g->pending_d = -1;
@@ -1666,6 +2005,7 @@ static int gen_state_in(iogen_t *g, PyObject *st, PyObject *rng)
     g->pending_d = r.pending_d; g->pending_n = r.pending_n; g->batch = r.batch;
     g->think_until = r.think_until; g->trim_next_write = r.trim_next_write;
     g->writing_done = r.writing_done; g->done = r.done;
+    g->rate_sleep = r.rate_sleep; g->rate_wake = r.rate_wake;
     if (!PyTuple_Check(rng) || PyTuple_GET_SIZE(rng) != MT_N + 1) {
         PyErr_SetString(PyExc_ValueError, "the generator's stream must be random's 625 state words");
         return -1;
@@ -1686,7 +2026,8 @@ static PyObject *gen_state_out(iogen_t *g)
     gen_state_t r = {g->bytes_left, g->ios_left, {g->issued_bytes[0], g->issued_bytes[1], g->issued_bytes[2]},
                      {g->next_ns[0], g->next_ns[1], g->next_ns[2]},
                      {g->last_poisson[0], g->last_poisson[1], g->last_poisson[2]}, g->pending_d, g->pending_n,
-                     g->batch, g->think_until, g->trim_next_write, g->writing_done, g->done};
+                     g->batch, g->think_until, g->trim_next_write, g->writing_done, g->done,
+                     g->rate_sleep, g->rate_wake};
     return Py_BuildValue("(" GEN_STATE_FORMAT "N)", GEN_STATE_VALUES(r), rng);
 }
 
@@ -1872,6 +2213,7 @@ static int submit_more(sim_t *s, int ji)
         job->depth_map[depth_index(job->inflight)]++;
         job->submitted++;
         s->submitted++;
+        io->serial = s->submitted;
         if (s->bio)
             io->dm_start_jiffies = jiffies_now(s);
         if (s->host && s->submit_ns_cost) {       /* Host.submit */
@@ -1918,7 +2260,32 @@ static int complete_io(sim_t *s, int64_t id)
     job->lat_ranges[lat_range_index(lat)]++;
     job->end_ns = s->now;
     s->free_ios[s->nfree++] = id;
+    if (s->record_done) {
+        if (s->ndone == s->capdone) {
+            int64_t nc = s->capdone ? s->capdone * 2 : 1024;
+            int64_t *nd = PyMem_Realloc(s->done_at, (size_t)nc * sizeof(int64_t));
+            if (!nd) return -1;
+            s->done_at = nd;
+            s->capdone = nc;
+        }
+        s->done_at[s->ndone++] = s->now;
+    }
     return submit_more(s, io->job);
+}
+
+/* Simulation._path_done without an error from the path: a SCSI path's midlayer decides first */
+static int path_done_ok(sim_t *s, int64_t id)
+{
+    int pi = s->ios[id].path;
+    if (s->paths[pi].sd) {
+        int r = scsi_command_result(s, pi, id);
+        if (r == -2) return -1;
+        if (r == SCSI_RESULT_RETRY)     /* below dm: the command goes round the device again */
+            return scsi_retry(s, id);
+        if (r)
+            return path_error(s, id, r);
+    }
+    return complete_io(s, id);
 }
 
 /* Simulation._complete with an error (err: index into _Target.errors) */
@@ -1942,24 +2309,26 @@ static int complete_err(sim_t *s, int64_t id, int err)
     return push_ev(s, s->now + RESUBMIT_AFTER_ERROR_NS, EV_SUBMIT, ji);
 }
 
-/* Simulation._path_done with a transport error: the Python target's end_io decides */
-static int path_error(sim_t *s, int64_t id)
+/* Simulation._path_done with an error (ERR_* / _Target.errors index): the Python target's end_io decides */
+static int path_error(sim_t *s, int64_t id, int error)
 {
     io_t *io = &s->ios[id];
     path_t *p = &s->paths[io->path];
     int code, err;
     p->in_flight--;
     mh_enter(s, s->jobs[io->job].mh);
-    if ((s->target_simple & (TARGET_END_REQUEUE | TARGET_END_FAIL)) && !s->path_active[io->path]) {
-        /* request-based, on a path the target has failed already: end_io changes nothing but the
-           selector's end_io (bit 3: END_REQUEUE; bit 4: no path, no queueing: END_DONE with the error) */
+    if ((s->target_simple & (TARGET_END_REQUEUE | TARGET_END_FAIL)) && !s->path_active[io->path]
+            && (error == ERR_TRANSPORT || error == ERR_IOERR)) {
+        /* request-based, a path error on a path the target has failed already: end_io changes nothing
+           but the selector's end_io (bit 3: END_REQUEUE; bit 4: no path, no queueing: END_DONE with the
+           error) */
         if (sel_end(s, &s->sel[io->path], io->nr_bytes, (uint64_t)io->start_time_ns) < 0) return -1;
         code = (s->target_simple & TARGET_END_REQUEUE) ? END_REQUEUE : END_DONE;
-        err = (s->target_simple & TARGET_END_REQUEUE) ? 0 : ERR_TRANSPORT;
+        err = (s->target_simple & TARGET_END_REQUEUE) ? 0 : error;
     } else {
-        PyObject *r = target_call(s, "end_io", Py_BuildValue("(LLiLLi)", (long long)id,
+        PyObject *r = target_call(s, "end_io", Py_BuildValue("(LLiLLii)", (long long)id,
             (long long)io->nr_bytes, io->path, (long long)io->start_time_ns,
-            s->bio ? (long long)io->dm_start_jiffies : -1LL, io->mapped));
+            s->bio ? (long long)io->dm_start_jiffies : -1LL, io->mapped, error));
         if (!r) return -1;
         int ok = PyArg_ParseTuple(r, "ii", &code, &err);
         Py_DECREF(r);
@@ -1967,6 +2336,8 @@ static int path_error(sim_t *s, int64_t id)
     }
     if (s->blk && blk_complete(s, p, id) < 0) return -1;
     p->errors++;
+    if (code != END_DONE)
+        s->requeued_errors++;
     switch (code) {
     case END_DONE:
         if (!err) {
@@ -1975,34 +2346,62 @@ static int path_error(sim_t *s, int64_t id)
         }
         return complete_err(s, id, err);
     case END_REQUEUE:
-        return push_ev(s, s->now, EV_RETRY, id);
-    case END_DELAY_REQUEUE:
-        return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id);
+        if (!s->bio) return requeue_rq(s, id, 0);
+        return push_ev(s, s->now, EV_RETRY, id);    /* bio-based (a noflush suspend): back to dm core */
+    case END_DELAY_REQUEUE:     /* request-based only */
+        return requeue_rq(s, id, REQUEUE_DELAY_NS);
     default:            /* END_INCOMPLETE: the target queued it and will kick */
         return 0;
     }
 }
 
-/* Simulation._fault */
+/* Simulation.fail_device */
+static int fail_device(sim_t *s, path_t *p)
+{
+    p->offline = 1;
+    while (p->queue.len) {
+        int64_t id = ring_pop(&p->queue);
+        if (push_ev(s, s->now + p->fail_latency_ns, EV_ERRDONE, id) < 0) return -1;
+    }
+    return 0;
+}
+
+/* Simulation._fault and _scsi_fault */
 static int fault(sim_t *s, int fi)
 {
-    path_t *p = &s->paths[s->fault_path[fi]];
+    int pi = s->fault_path[fi];
+    path_t *p = &s->paths[pi];
+    int action = s->fault_action[fi];
     s->state_changes--;
-    switch (s->fault_action[fi]) {
-    case FAULT_FAIL:    /* Simulation.fail_device */
-        p->offline = 1;
-        while (p->queue.len) {
-            int64_t id = ring_pop(&p->queue);
-            if (push_ev(s, s->now + p->fail_latency_ns, EV_ERRDONE, id) < 0) return -1;
-        }
-        return 0;
+    switch (action) {
+    case FAULT_FAIL:
+        return fail_device(s, p);
     case FAULT_REINSTATE:   /* multipathd's path checker notices and reinstates the path */
         p->offline = 0;
+        if (p->sd && scsi_set_state(s, pi, SDEV_RUNNING) < 0) return -1;
         s->state_changes++;
         return push_ev(s, s->now + s->fault_after[fi], EV_MESSAGE, s->fault_msg[fi]);
-    default:
+    case FAULT_SLOW:
         p->slow_factor = s->fault_factor[fi];
         return 0;
+    case FAULT_ERROR: {     /* the class is set on the Python ScsiDevice, which decides each command's end */
+        if (!p->sd) return 0;
+        PyObject *r = PyObject_CallMethod(s->scsi, "error_fault", "i", fi);
+        if (!r) return -1;
+        p->sd->python = PyObject_IsTrue(r);
+        Py_DECREF(r);
+        return p->sd->python < 0 ? -1 : 0;
+    }
+    default:                /* offline, delete, online: the device state (a plain device fails or works) */
+        if (!p->sd) {
+            if (action == FAULT_ONLINE) {
+                p->offline = 0;
+                return 0;
+            }
+            return fail_device(s, p);
+        }
+        return scsi_set_state(s, pi, action == FAULT_OFFLINE ? SDEV_OFFLINE
+                                     : action == FAULT_DELETE ? SDEV_DELETED : SDEV_RUNNING);
     }
 }
 
@@ -2065,8 +2464,8 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
                 s->ios[e.obj].cpu_err = p->offline;
                 if (cpu_run(s, e.obj, WORK_COMPLETE) < 0) return -1;
             } else if (p->offline) {                    /* Simulation._path_done with a transport error */
-                if (path_error(s, e.obj) < 0) return -1;
-            } else if (complete_io(s, e.obj) < 0) return -1;
+                if (path_error(s, e.obj, ERR_TRANSPORT) < 0) return -1;
+            } else if (path_done_ok(s, e.obj) < 0) return -1;
             if (s->progress != Py_None && s->completed >= s->next_progress) {
                 s->next_progress += 65536;
                 double f = 0.0;
@@ -2104,8 +2503,20 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
                 break;
             }
             if (dispatch(s, e.obj) < 0) return -1;
+        } else if (e.kind == EV_REQUEUE) {
+            if (e.obj != s->requeue_gen) continue;     /* re-armed since */
+            if (!s->nr_valid_paths && !s->state_changes && !s->kick_pending && s->queue_if_no_path) {
+                heap_push(&s->heap, e);     /* as EV_RETRY: nothing can bring a path back */
+                *stalled = 1;
+                break;
+            }
+            if (requeue_run(s) < 0) return -1;
         } else if (e.kind == EV_ERRDONE) {
-            if (path_error(s, e.obj) < 0) return -1;
+            if (path_error(s, e.obj, ERR_TRANSPORT) < 0) return -1;
+        } else if (e.kind == EV_SCSI_RUN) {
+            if (scsi_run(s, (int)e.obj) < 0) return -1;
+        } else if (e.kind == EV_SCSI_REJECT) {     /* IoPath._scsi_rejected */
+            if (path_error(s, e.obj, s->ios[e.obj].scsi_err) < 0) return -1;
         } else if (e.kind == EV_KICK) {
             if (kick(s) < 0) return -1;
         } else if (e.kind == EV_MESSAGE) {
@@ -2200,6 +2611,15 @@ static void sim_free(sim_t *s)
             PyMem_Free(s->jobs[i].win);
         }
     }
+    if (s->scsi_devs)
+        for (int i = 0; i < s->npaths; i++)
+            PyMem_Free(s->scsi_devs[i].budget_wait.v);
+    if (s->scsi_hosts)
+        for (int i = 0; i < s->nscsi_hosts; i++)
+            PyMem_Free(s->scsi_hosts[i].sleepers.v);
+    PyMem_Free(s->scsi_devs);
+    PyMem_Free(s->scsi_hosts);
+    PyMem_Free(s->done_at);
     PyMem_Free(s->paths);
     PyMem_Free(s->sel_all);
     PyMem_Free(s->valid_all);
@@ -2212,6 +2632,7 @@ static void sim_free(sim_t *s)
     PyMem_Free(s->free_ios);
     PyMem_Free(s->heap.ev);
     PyMem_Free(s->waiting.v);
+    PyMem_Free(s->requeue.v);
     if (s->cpus) {
         for (int i = 0; i < s->ncpus; i++)
             PyMem_Free(s->cpus[i].queue.v);
@@ -2266,6 +2687,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.first_choice = -1;
     s.next_progress = 65536;
     s.window_ns = get_i64(cfg, "window_ns", &err);
+    s.record_done = (int)get_i64(cfg, "record_done", &err);
     if (s.selector == SEL_IOA) {
         PyObject *m = PyDict_GetItemString(cfg, "ioa_map"), *nd = PyDict_GetItemString(cfg, "ioa_node");
         if (!m || !nd || !PyList_Check(m) || !PyList_Check(nd) || PyList_GET_SIZE(m) != PyList_GET_SIZE(nd)) {
@@ -2363,6 +2785,22 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         s.any_c_sel |= s.pg_sel[i] != SEL_PY;
     }
     if (s.target && set_target_flags(&s, &flags0) < 0) { sim_free(&s); return NULL; }
+    /* SCSI paths: each host's can_queue; a path's host index (-1: not SCSI) and queue_depth below */
+    PyObject *cq = PyDict_GetItemString(cfg, "scsi_can_queue");
+    if (cq && PyList_Check(cq) && PyList_GET_SIZE(cq)) {
+        s.scsi = PyDict_GetItemString(cfg, "scsi");
+        s.nscsi_hosts = (int)PyList_GET_SIZE(cq);
+        s.scsi_hosts = PyMem_Calloc((size_t)s.nscsi_hosts, sizeof(scsi_host_t));
+        s.scsi_devs = PyMem_Calloc((size_t)s.npaths, sizeof(scsi_dev_t));
+        if (!s.scsi_hosts || !s.scsi_devs) { sim_free(&s); return PyErr_NoMemory(); }
+        for (int i = 0; i < s.nscsi_hosts; i++)
+            s.scsi_hosts[i].can_queue = PyLong_AsLongLong(PyList_GET_ITEM(cq, i));
+        if (!s.scsi || PyErr_Occurred()) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "SCSI paths need the scsi bridge");
+            sim_free(&s);
+            return NULL;
+        }
+    }
     for (int i = 0; i < s.npaths; i++) {
         PyObject *pd = PyList_GET_ITEM(paths, i);
         path_t *p = &s.paths[i];
@@ -2390,6 +2828,17 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
             return NULL;
         }
         sp->ops = &selector_ops[s.pg_sel[sp->pg]];
+        int host = (int)get_i64(pd, "scsi_host", &err);
+        if (host >= 0) {
+            if (host >= s.nscsi_hosts) {
+                PyErr_SetString(PyExc_ValueError, "a SCSI path of an unknown host");
+                sim_free(&s);
+                return NULL;
+            }
+            p->sd = &s.scsi_devs[i];
+            p->sd->host = host;
+            p->sd->queue_depth = get_i64(pd, "queue_depth", &err);
+        }
         p->nhw = (int)get_i64(pd, "nr_hw_queues", &err);
         if (p->nhw < 1) p->nhw = 1;
         p->hw = PyMem_Calloc((size_t)p->nhw, sizeof(hctx_t));
@@ -2520,13 +2969,17 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         for (int64_t i = 0; i < s.heap.n; i++)
             if (s.heap.ev[i].kind == EV_DONE || s.heap.ev[i].kind == EV_ARRIVE
                     || s.heap.ev[i].kind == EV_RETRY || s.heap.ev[i].kind == EV_ERRDONE) pending++;
-        pending += s.waiting.len;
+        pending += s.waiting.len + s.requeue.len;
         for (int i = 0; i < s.npaths; i++) {
             pending += s.paths[i].queue.len;
             for (int h = 0; h < s.paths[i].nhw; h++)
                 pending += s.paths[i].hw[h].dispatch.len + s.paths[i].hw[h].sleepers.len;
+            if (s.paths[i].sd)
+                pending += s.paths[i].sd->budget_wait.len;      /* ScsiQueues.drain */
             s.paths[i].in_flight = 0;
         }
+        for (int i = 0; i < s.nscsi_hosts; i++)
+            pending += s.scsi_hosts[i].sleepers.len;
         for (int i = 0; i < s.ncpus; i++) {
             ring_t *r = &s.cpus[i].queue;
             for (int64_t k = 0; k < r->len; k++)
@@ -2570,6 +3023,17 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
             "slow_factor", p->slow_factor, "errors", (long long)p->errors, "offline", p->offline, "lat", pl);
         if (!t) goto fail;
         PyList_SET_ITEM(rpaths, i, t);
+        if (p->sd) {        /* the ScsiDevice's state (fast.py _write_back) */
+            scsi_dev_t *sd = p->sd;
+            PyObject *sc = Py_BuildValue("{s:i,s:i,s:i,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "state", sd->state,
+                "active", sd->active, "run_pending", sd->run_pending, "device_busy", (long long)sd->device_busy,
+                "tags_held", (long long)sd->tags_held, "restarts", (long long)sd->restarts,
+                "device_blocked", (long long)sd->device_blocked, "nr_cmds", (long long)sd->nr_cmds,
+                "iodone_cnt", (long long)sd->iodone_cnt, "rejected", (long long)sd->rejected);
+            int bad = !sc || PyDict_SetItemString(t, "scsi", sc) < 0;
+            Py_XDECREF(sc);
+            if (bad) goto fail;
+        }
     }
     for (int i = 0; i < s.nvalid; i++)
         PyList_SET_ITEM(rorder, i, PyLong_FromLong(s.valid[i]));
@@ -2612,12 +3076,19 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
             if (bad) goto fail;
         }
     }
-    PyObject *res = Py_BuildValue("{s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:L,s:N,s:N,s:L,s:L,s:L,s:N}",
+    PyObject *rdone = PyList_New(s.ndone), *rscsi = PyList_New(s.nscsi_hosts);
+    if (!rdone || !rscsi) { Py_XDECREF(rdone); Py_XDECREF(rscsi); goto fail; }
+    for (int64_t k = 0; k < s.ndone; k++)
+        PyList_SET_ITEM(rdone, k, PyLong_FromLongLong(s.done_at[k]));
+    for (int i = 0; i < s.nscsi_hosts; i++)
+        PyList_SET_ITEM(rscsi, i, PyLong_FromLongLong(s.scsi_hosts[i].tags_used));
+    PyObject *res = Py_BuildValue("{s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:L,s:N,s:N,s:L,s:L,s:L,s:N,s:L,s:N,s:N}",
         "paths", rpaths, "jobs", rjobs, "order", rorder, "submitted", (long long)s.submitted,
         "completed", (long long)s.completed, "events", (long long)s.events, "pending", (long long)pending,
         "stalled", stalled, "first_choice", s.first_choice, "timeline", s.timeline,
         "resource_stalls", (long long)s.resource_stalls, "cpu_busy_ns", rcpus, "windows", rwin,
         "now", (long long)s.now, "errored", (long long)s.errored, "map_misses", (long long)s.map_misses,
+        "done_at", rdone, "requeued_errors", (long long)s.requeued_errors, "scsi_tags_used", rscsi,
         "hosts", rhosts);
     rcpus = rhosts = NULL;
     sim_free(&s);

@@ -5,16 +5,20 @@
 
 enum { SEL_RR = 0, SEL_QL = 1, SEL_ST = 2, SEL_HST = 3, SEL_PY = 4, SEL_IOA = 5 };
 enum { DIST_CONST = 0, DIST_EXP = 1, DIST_LOGNORMAL = 2, DIST_EMPIRICAL = 3 };
-enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_RETRY = 3, EV_KICK = 4, EV_FAULT = 5, EV_MESSAGE = 6, EV_ERRDONE = 7, EV_ACTIVATED = 8, EV_NOPATH_TIMEOUT = 9, EV_CALL = 10, EV_WORK = 11, EV_WAKE = 12, EV_CPU = 13, EV_STEAL = 14 };
-enum { FAULT_FAIL = 0, FAULT_REINSTATE = 1, FAULT_SLOW = 2 };
+enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_RETRY = 3, EV_KICK = 4, EV_FAULT = 5, EV_MESSAGE = 6, EV_ERRDONE = 7, EV_ACTIVATED = 8, EV_NOPATH_TIMEOUT = 9, EV_CALL = 10, EV_WORK = 11, EV_WAKE = 12, EV_CPU = 13, EV_STEAL = 14, EV_SCSI_RUN = 15, EV_SCSI_REJECT = 16, EV_REQUEUE = 17 };
+enum { FAULT_FAIL = 0, FAULT_REINSTATE = 1, FAULT_SLOW = 2, FAULT_OFFLINE = 3, FAULT_DELETE = 4, FAULT_ONLINE = 5, FAULT_ERROR = 6 };
+enum { SDEV_RUNNING = 0, SDEV_OFFLINE = 1, SDEV_TRANSPORT_OFFLINE = 2, SDEV_BLOCKED = 3, SDEV_DELETED = 4 };
 enum { MAP_REMAPPED = 0, MAP_SUBMITTED = 1, MAP_REQUEUE = 2, MAP_DELAY_REQUEUE = 3, MAP_KILL = 4 };
 enum { END_DONE = 0, END_REQUEUE = 1, END_DELAY_REQUEUE = 2, END_INCOMPLETE = 3 };
-enum { ERR_IOERR = 1, ERR_TRANSPORT = 2 };
+enum { ERR_IOERR = 1, ERR_TRANSPORT = 2, ERR_RESOURCE = 3 };
 enum { TARGET_SIMPLE = 1, TARGET_KILL = 2, TARGET_REQUEUE = 4, TARGET_END_REQUEUE = 8, TARGET_END_FAIL = 16 };
 #define REQUEUE_DELAY_NS 100000000LL
 #define RESUBMIT_AFTER_ERROR_NS 10000LL
 #define BLK_MQ_RESOURCE_DELAY_NS 3000000LL
 #define HST_WEIGHTS 64
+#define BLK_MQ_TAG_MIN 4
+#define SCSI_DEFAULT_DEVICE_BLOCKED 3
+#define SCSI_RESULT_RETRY -1
 
 /* SelPathState (sim/boundary.py) */
 typedef struct {
@@ -70,6 +74,19 @@ typedef struct {
 #define CORE_FAULT_REFS(r) &(r)->path, &(r)->action, &(r)->factor, &(r)->reinstate_after_ns, &(r)->message
 #define CORE_FAULT_VALUES(r) (r).path, (r).action, (r).factor, (r).reinstate_after_ns, (r).message
 
+/* ScsiCmd (sim/boundary.py) */
+typedef struct {
+    int result;
+    long long nr_cmds;
+    long long iodone_cnt;
+    long long device_blocked;
+    int python;
+} scsi_cmd_t;
+#define SCSI_CMD_FIELDS "iLLLi"
+#define SCSI_CMD_FORMAT "(iLLLi)"
+#define SCSI_CMD_REFS(r) &(r)->result, &(r)->nr_cmds, &(r)->iodone_cnt, &(r)->device_blocked, &(r)->python
+#define SCSI_CMD_VALUES(r) (r).result, (r).nr_cmds, (r).iodone_cnt, (r).device_blocked, (r).python
+
 /* LatState (sim/boundary.py) */
 typedef struct {
     long long n;
@@ -98,10 +115,12 @@ typedef struct {
     long long trim_next_write;
     int writing_done;
     int done;
+    long long rate_sleep;
+    long long rate_wake;
 } gen_state_t;
-#define GEN_STATE_FIELDS "LL(LLL)(ddd)(ddd)iLLLLii"
-#define GEN_STATE_FORMAT "(LL(LLL)(ddd)(ddd)iLLLLii)"
-#define GEN_STATE_REFS(r) &(r)->bytes_left, &(r)->ios_left, &(r)->issued_bytes[0], &(r)->issued_bytes[1], &(r)->issued_bytes[2], &(r)->next_ns[0], &(r)->next_ns[1], &(r)->next_ns[2], &(r)->last_poisson[0], &(r)->last_poisson[1], &(r)->last_poisson[2], &(r)->pending_d, &(r)->pending_n, &(r)->batch, &(r)->think_until, &(r)->trim_next_write, &(r)->writing_done, &(r)->done
-#define GEN_STATE_VALUES(r) (r).bytes_left, (r).ios_left, (r).issued_bytes[0], (r).issued_bytes[1], (r).issued_bytes[2], (r).next_ns[0], (r).next_ns[1], (r).next_ns[2], (r).last_poisson[0], (r).last_poisson[1], (r).last_poisson[2], (r).pending_d, (r).pending_n, (r).batch, (r).think_until, (r).trim_next_write, (r).writing_done, (r).done
+#define GEN_STATE_FIELDS "LL(LLL)(ddd)(ddd)iLLLLiiLL"
+#define GEN_STATE_FORMAT "(LL(LLL)(ddd)(ddd)iLLLLiiLL)"
+#define GEN_STATE_REFS(r) &(r)->bytes_left, &(r)->ios_left, &(r)->issued_bytes[0], &(r)->issued_bytes[1], &(r)->issued_bytes[2], &(r)->next_ns[0], &(r)->next_ns[1], &(r)->next_ns[2], &(r)->last_poisson[0], &(r)->last_poisson[1], &(r)->last_poisson[2], &(r)->pending_d, &(r)->pending_n, &(r)->batch, &(r)->think_until, &(r)->trim_next_write, &(r)->writing_done, &(r)->done, &(r)->rate_sleep, &(r)->rate_wake
+#define GEN_STATE_VALUES(r) (r).bytes_left, (r).ios_left, (r).issued_bytes[0], (r).issued_bytes[1], (r).issued_bytes[2], (r).next_ns[0], (r).next_ns[1], (r).next_ns[2], (r).last_poisson[0], (r).last_poisson[1], (r).last_poisson[2], (r).pending_d, (r).pending_n, (r).batch, (r).think_until, (r).trim_next_write, (r).writing_done, (r).done, (r).rate_sleep, (r).rate_wake
 
 #endif

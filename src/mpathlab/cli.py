@@ -901,14 +901,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "(sh capture.sh SECONDS > host.dump)")
     cap.set_defaults(func=cmd_capture)
 
-    va = sub.add_parser("validate", add_help=False,
-                        help="the simulator against the kernel lab's results (python -m mpathlab.validate)")
-    va.add_argument("args", nargs=argparse.REMAINDER, help="the arguments of python -m mpathlab.validate (--help)")
-    va.set_defaults(func=cmd_validate)
-    vn = sub.add_parser("validate-nvme", add_help=False,
-                        help="the NVMe model against the NVMe kernel lab (python -m mpathlab.validate_nvme)")
-    vn.add_argument("args", nargs=argparse.REMAINDER, help="the arguments of python -m mpathlab.validate_nvme")
-    vn.set_defaults(func=cmd_validate_nvme)
+    for name, (module, what) in VALIDATIONS.items():
+        va = sub.add_parser(name, add_help=False, help="%s (python -m mpathlab.%s)" % (what, module))
+        va.add_argument("args", nargs=argparse.REMAINDER, help="the arguments of python -m mpathlab.%s (--help)" % module)
+        va.set_defaults(func=cmd_validate, command=name)
 
     s = sub.add_parser("selectors", help="list the registered path selectors")
     s.set_defaults(func=cmd_selectors)
@@ -1031,14 +1027,17 @@ def cmd_capture(args) -> int:
     return 0
 
 
+# the validation commands: each is its module's own command line (python -m mpathlab.MODULE), options included
+VALIDATIONS = {
+    "validate": ("validate", "the simulator against the kernel lab's results"),
+    "validate-nvme": ("validate_nvme", "the NVMe model against the NVMe kernel lab"),
+    "validate-faults": ("validate_faults", "the fault model against the kernel lab's fault cells"),
+}
+
+
 def cmd_validate(args) -> int:
-    from . import validate
-    return validate.main(args.args)
-
-
-def cmd_validate_nvme(args) -> int:
-    from . import validate_nvme
-    return validate_nvme.main(args.args)
+    import importlib
+    return importlib.import_module("." + VALIDATIONS[args.command][0], __package__).main(args.args)
 
 
 MESSAGE_WORD_MAX = 200
@@ -1054,10 +1053,8 @@ def shorten_message(msg: str) -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["validate"]:    # its own parser (python -m mpathlab.validate), options included
-        return cmd_validate(argparse.Namespace(args=argv[1:]))
-    if argv[:1] == ["validate-nvme"]:
-        return cmd_validate_nvme(argparse.Namespace(args=argv[1:]))
+    if argv[:1] and argv[0] in VALIDATIONS:
+        return cmd_validate(argparse.Namespace(command=argv[0], args=argv[1:]))
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

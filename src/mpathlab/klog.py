@@ -21,11 +21,19 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Dict, Optional, Set
+from typing import Dict, List, Optional, Set
 
 ROOT = "mpathlab"
 _SELECTOR_PREFIX = "mpathlab.selectors."
 _LOAD = "mpathlab.target.load"      # the target constructor's warnings
+WIDTH = 100   # mpathlab's own terminal lines fit 100 columns (the kernel's lines are quoted as printed)
+
+
+def wrap(text: str, indent: str = "    ") -> List[str]:
+    """Lines of at most WIDTH columns, broken at spaces; continuation lines indented."""
+    import textwrap
+    return textwrap.wrap(text, WIDTH, subsequent_indent=indent, break_long_words=True,
+                         break_on_hyphens=False) or [""]
 
 
 def kernel_prefix(logger_name: str) -> str:

@@ -219,7 +219,7 @@ def _fault_error(f: dict, w: str) -> Tuple[str, int]:
     return str(error), nth
 
 
-SCSI_FAULTS = ("offline", "delete", "online", "error")
+SCSI_FAULTS = ("offline", "delete", "poweroff", "online", "error")
 _PATH_KEYS = {"devt", "kind", "service", "parallelism", "delay", "per_kib", "faults", "fail_latency",
               "hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests", "queue_depth", "scsi_host"}
 _HOST_KEYS = {"cpus", "submit_cost", "complete_cost", "wake_cost", "steal", "steal_period", "work_latency",

@@ -31,7 +31,7 @@ from .workload.fio import parse_fio
 
 DEFAULT_RESULTS = os.path.join("validation", "kernel-lab", "results.json")
 
-# Calibration (README "Validation against a real kernel"): the guest's CPU
+# Calibration (docs/validation.md "The guest model"): the guest's CPU
 # time per 4k write, split as fio's slat (submission) and the rest; the
 # lab's 1-path depth-64 runs at 4 ms saturate one CPU at ~13k IOPS (~75 us per I/O).
 SUBMIT_COST_NS = 45_000
@@ -479,23 +479,65 @@ def markdown(rows: List[dict]) -> str:
                                                    r["cpu"])
         out.append(line)
     if rows:
-        out.append("")
-        worst = max(rows, key=lambda r: abs(r["diff"]))
-        counts = {}
-        for r in rows:
-            k = counts.setdefault(r["kernel_series"], [0, 0])
-            k[0] += r["within"] != "no"
-            k[1] += 1
-        out.append("predicted: %s within tolerance; largest difference %.3f (%s %s)" % (
-            ", ".join("%s %d of %d" % (k, v[0], v[1]) for k, v in sorted(counts.items())),
-            abs(worst["diff"]), worst["kernel_series"], worst["cell"]))
-        for g in sorted({g for r in rows for g in r["guests"]}):
-            out.append("guest model %s" % g)
+        out += [""] + _summary(rows)
+    return "\n".join(out)
+
+
+def _worst(r: dict) -> Tuple[str, str, str, str]:
+    """The row's worst path: its label, the kernel's share (sd), the prediction and the difference."""
+    w = r["worst_path"]
+    sd = "" if r["kernel_sd"] is None else " (%.3f)" % r["kernel_sd"]
+    mark = {"yes": "", "noise": " ~", "no": " X"}[r["within"]]
+    return w, "%.3f%s" % (r["kernel"][w], sd), "%.3f" % r["sim"].get(w, 0.0), "%+.3f%s" % (r["diff"], mark)
+
+
+def _summary(rows: List[dict]) -> List[str]:
+    if not rows:
+        return []
+    worst = max(rows, key=lambda r: abs(r["diff"]))
+    counts: Dict[str, List[int]] = {}
+    for r in rows:
+        k = counts.setdefault(r["kernel_series"], [0, 0])
+        k[0] += r["within"] != "no"
+        k[1] += 1
+    return ["predicted: %s within tolerance; largest difference %.3f (%s %s)" % (
+        ", ".join("%s %d of %d" % (k, v[0], v[1]) for k, v in sorted(counts.items())),
+        abs(worst["diff"]), worst["kernel_series"], worst["cell"])] + [
+        "guest model %s" % g for g in sorted({g for r in rows for g in r["guests"]})]
+
+
+def terminal(rows: List[dict]) -> str:
+    """The table for a terminal, within 100 columns: one heading line per kernel and topology (its
+    paths), a row per selector, queue mode and depth; the diagnostics on a line of their own below."""
+    from .report.text import columns, wrap
+    head = ["selector, mode, depth", "n", "path", "kernel (sd)", "predicted", "diff", "kernel IOPS", "pred. IOPS"]
+    lines: List[object] = []
+    seen = None
+    for r in rows:
+        if (r["kernel_series"], r["topology"]) != seen:
+            seen = (r["kernel_series"], r["topology"])
+            lines.append("%s %s: %s" % (r["kernel_series"], r["topology"], _fmt_paths(r["paths"])))
+        lines.append(["  " + r["cell"][len(r["topology"]) + 1:], str(r["n"])] + list(_worst(r))
+                     + ["%.0f" % (r["kernel_iops"] or 0), "%.0f" % r["sim_iops"]])
+        diag = []
+        if "seed_range" in r:
+            diag.append("range over seeds %.3f-%.3f" % r["seed_range"])
+        if "measured_sim" in r:
+            mw = r["measured_worst"]
+            diag.append("from measured %s %.3f, diff %+.3f%s (%s)" % (
+                mw, r["measured_sim"].get(mw, 0.0), r["measured_diff"],
+                {"yes": "", "noise": " ~", "no": " X"}[r["measured_within"]], r["cpu"]))
+        if diag:
+            lines += wrap("      diagnostic: " + "; ".join(diag), " " * 8)
+    out = columns(head, lines)
+    if rows:
+        out.append("~: within two standard errors of the kernel's mean; X: outside the tolerance (%.2f)" % TOLERANCE)
+        out += [""] + [l for s in _summary(rows) for l in wrap(s)]
     return "\n".join(out)
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m mpathlab.validate",
+    ap = argparse.ArgumentParser(prog="mpathlab validate",
                                  description="Simulate every kernel-lab cell and print kernel vs simulator shares "
                                              "(the path with the largest difference per cell).")
     ap.add_argument("results", nargs="?", default=DEFAULT_RESULTS,
@@ -509,6 +551,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=1,
                     help="add a diagnostic column: the range of the prediction over simulator seeds 1..N "
                          "(the asserted prediction is seed 1; default 1: no column)")
+    ap.add_argument("--markdown", action="store_true",
+                    help="print the table as Markdown, one line per cell, as docs/validation.md shows it "
+                         "(wider than a terminal)")
     a = ap.parse_args(argv)
     try:
         with open(a.results) as f:
@@ -520,7 +565,8 @@ def main(argv=None) -> int:
         print("mpathlab.validate: error: %s: not a list of cells" % a.results, file=sys.stderr)
         return 3
     chosen = [c for c in cells if a.filter in cell_key(c) and (not a.kernel or str(c.get("kernel") or "6.1") == a.kernel)]
-    print(markdown(compare(chosen, a.runtime, a.measured, guests=None, all_cells=cells, seeds=max(1, a.seeds))))
+    rows = compare(chosen, a.runtime, a.measured, guests=None, all_cells=cells, seeds=max(1, a.seeds))
+    print(markdown(rows) if a.markdown else terminal(rows))
     return 0
 
 

@@ -27,8 +27,10 @@ MS = 1_000_000
 HERE = os.path.join("validation", "kernel-lab")
 SHARE_TOL = 0.03
 TIME_TOL_FRAC, TIME_TOL_MS = 0.10, 5.0
+ERR_TOL_FRAC = 0.05      # nonzero fio error counts (see _errors_ok)
+REFUSED_TOL = 2          # requests a path refused: at least this much leeway
 # step action -> the device fault it is on its target path
-DEVICE_STEPS = {"offline": "offline", "running": "online", "delete": "delete", "poweroff": "delete"}
+DEVICE_STEPS = {"offline": "offline", "running": "online", "delete": "delete", "poweroff": "poweroff"}
 # step action -> the dm message (with the target path's devt when it names one)
 MESSAGE_STEPS = {"fail": "fail_path", "reinstate": "reinstate_path", "fail_if_no_path": "fail_if_no_path",
                  "queue_if_no_path": "queue_if_no_path"}
@@ -62,16 +64,31 @@ def cell_paths(c: dict) -> List[PathModel]:
     return out
 
 
-def step_times_ns(c: dict) -> List[int]:
-    """When each step ran, from fio's start: the schedule's first step (ms after the first completed
-    write, about one completion time after fio starts) plus the guest's measured offsets, averaged
-    over the repeats."""
+def step_spans_ns(c: dict) -> List[Tuple[int, int]]:
+    """When each step's command started and returned, from fio's start: the schedule's first step (ms
+    after the first completed write, about one completion time after fio starts) plus the guest's
+    measured offsets, averaged over the repeats."""
     steps = c["steps"]
-    offs = [r.get("step_times_ms") for r in c.get("repeats") or [] if r.get("step_times_ms")]
-    mean = [sum(o[i] for o in offs) / len(offs) for i in range(len(steps))] if offs else \
-        [st["at_ms"] - steps[0]["at_ms"] for st in steps]
+    reps = [r for r in c.get("repeats") or [] if r.get("step_times_ms")]
+    zero = [0.0] * len(steps)
+    starts = [r["step_times_ms"] for r in reps]
+    ends = [[t + d for t, d in zip(r["step_times_ms"], r.get("step_durations_ms") or zero)] for r in reps]
+
+    def mean(offs):
+        return [sum(o[i] for o in offs) / len(offs) for i in range(len(steps))]
+    if not reps:
+        starts = ends = [[st["at_ms"] - steps[0]["at_ms"] for st in steps]]
     first = steps[0]["at_ms"] * MS + int(c["paths"][0]["completion_ns"])
-    return [first + int(m * MS) for m in mean]
+    return [(first + int(a * MS), first + int(b * MS)) for a, b in zip(mean(starts), mean(ends))]
+
+
+def step_times_ns(c: dict) -> List[int]:
+    """When each step took effect.  A sysfs write (the shell's echo, a builtin) acts as it starts: the
+    device is offline, or its disk marked dead, before the write returns (a deletion returns after the
+    teardown, 30-90 ms later).  A dm message (``dmsetup``, a program) acts at its ioctl, at the end: it
+    spends ~100 ms starting under emulation."""
+    return [start if st["action"] in DEVICE_STEPS else end
+            for st, (start, end) in zip(c["steps"], step_spans_ns(c))]
 
 
 def cell_run(c: dict, seed: int = 1):
@@ -105,13 +122,14 @@ def cell_run(c: dict, seed: int = 1):
         text += opt.lstrip("-") + "\n"
 
     class Watched(Simulation):
-        """Keeps (time, path) of every I/O that completed (the device is known in end_io only)."""
+        """Keeps (time, path, submitted) of every I/O that completed (the device is known in end_io only)."""
         ending_on = None
 
         def _complete(self, io, error):
             if not error:
                 dev = self.ending_on
-                done.append((self.now, labels[self._dev_index[dev]] if dev is not None else None))
+                done.append((self.now, labels[self._dev_index[dev]] if dev is not None else None,
+                             io.submit_ns))
             super()._complete(io, error)
 
         def _path_done(self, io, error):
@@ -119,7 +137,7 @@ def cell_run(c: dict, seed: int = 1):
             super()._path_done(io, error)
             self.ending_on = None
 
-    done: List[Tuple[int, Optional[str]]] = []
+    done: List[Tuple[int, Optional[str], int]] = []
     sim = _run(Watched, table, paths, text, messages, seed)
     return sim, done, times
 
@@ -132,19 +150,27 @@ def _run(cls, table, paths, text, messages, seed):
 
 
 def metrics(c: dict, seed: int = 1) -> dict:
-    """The model's fio errors, stall, recovery, longest gap and shares after the last step."""
+    """The model's counterparts of the kernel's metrics (validation/kernel-lab/grid.py fault_summary),
+    from the same instants: fio's errors; the stall (the first step's start to the next completed I/O)
+    and the stall of new I/O (to the first completion of an I/O submitted at or after it); the recovery
+    (the last step's return to the next completion); the longest gap; the requests a path ended without
+    completing them (retried by dm-mpath, or failed); the shares of the completions after the last step."""
     sim, done, times = cell_run(c, seed)
     res = sim.result
-    first, last = times[0], times[-1]
-    after = [t for t, _ in done if t >= first]
-    rec = [t for t, _ in done if t >= last]
+    spans = step_spans_ns(c)
+    first, last = spans[0][0], spans[-1][1]
+    after = [t for t, _, _ in done if t >= first]
+    new = [t for t, _, sub in done if sub >= first]
+    rec = [t for t, _, _ in done if t >= last]
     gaps = [first] + after
-    tail = [p for t, p in done if t >= last]
+    tail = [p for t, p, _ in done if t >= last]
     labels = [p["label"] for p in c["paths"]]
     return {"fio_errors": res.errored, "fio_total_ios": res.submitted,
             "stall_ms": (after[0] - first) / MS if after else None,
+            "stall_new_io_ms": (new[0] - first) / MS if new else None,
             "recovery_ms": (rec[0] - last) / MS if rec else None,
             "max_gap_ms": max(b - a for a, b in zip(gaps, gaps[1:])) / MS if after else None,
+            "refused": sum(d.errors for d in sim.devices),
             "shares_after": {lb: (tail.count(lb) / len(tail) if tail else None) for lb in labels}}
 
 
@@ -154,10 +180,27 @@ def _time_ok(model: Optional[float], kernel: Optional[float]) -> Optional[bool]:
     return abs(model - kernel) <= max(TIME_TOL_FRAC * kernel, TIME_TOL_MS)
 
 
+def _errors_ok(model: int, c: dict) -> bool:
+    """None in every repeat: none in the model either.  Otherwise the count is fio's rate times a window
+    whose ends the guest's step commands set, to a few tens of ms: within ERR_TOL_FRAC of the mean."""
+    reps = [r.get("fio_errors") for r in c.get("repeats") or [] if r.get("fio_errors") is not None]
+    mean = c.get("mean_fio_errors")
+    if mean is None:
+        return model == 0 if not reps else False
+    if not any(reps):
+        return model == 0
+    return abs(model - mean) <= ERR_TOL_FRAC * mean
+
+
+SELECTOR_ABBR = {"round-robin": "rr", "queue-length": "ql", "service-time": "st", "historical-service-time": "hst"}
+
+
 def compare(cells: List[dict], seed: int = 1) -> List[dict]:
+    """Every fault cell against the model: per check True/False (None where neither side has a value)."""
     rows = []
     for c in cells:
-        row = {"cell": "%s %s %s %s d%d" % (c["kernel"], c["fault"], c["selector"], c["queue_mode"], c["iodepth"]),
+        row = {"cell": "%s %s %s %s" % (c["kernel"], c["fault"], SELECTOR_ABBR.get(c["selector"], c["selector"]),
+                                         c["queue_mode"]),
                "n": c.get("n", len(c.get("repeats") or []))}
         try:
             m = metrics(c, seed)
@@ -165,14 +208,26 @@ def compare(cells: List[dict], seed: int = 1) -> List[dict]:
             row["not_modelled"] = str(e)
             rows.append(row)
             continue
-        k = {key: c.get("mean_" + key) for key in ("fio_errors", "stall_ms", "recovery_ms", "max_gap_ms")}
+        k = {key: c.get("mean_" + key) for key in ("fio_errors", "stall_ms", "stall_new_io_ms", "recovery_ms",
+                                                   "max_gap_ms")}
         k["shares_after"] = c.get("mean_shares_after") or {}
-        checks = {"errors": m["fio_errors"] == (round(k["fio_errors"]) if k["fio_errors"] is not None else None),
-                  "stall": _time_ok(m["stall_ms"], k["stall_ms"]),
+        refused = [v for v in (c.get("mean_refused") or {}).values() if v is not None]
+        k["refused"] = sum(refused) if refused else None
+        # the stall of new I/O where the kernel's completion log gave it (runs before it was kept: any I/O)
+        stall_key = "stall_new_io_ms" if k["stall_new_io_ms"] is not None else "stall_ms"
+        checks = {"errors": _errors_ok(m["fio_errors"], c),
+                  "stall": _time_ok(m[stall_key], k[stall_key]),
                   "recovery": _time_ok(m["recovery_ms"], k["recovery_ms"])}
+        reps = [sum(v for v in (r.get("refused") or {}).values() if v is not None) for r in c.get("repeats") or []
+                if r.get("refused")]
+        # requests refused (retried or failed): within the range of the kernel's repeats, give or take
+        # REFUSED_TOL.  The kernel refuses one request per failing path or a batch (up to the path's queue
+        # depth) sent before the first refusal's completion ran fail_path; the model refuses one.
+        checks["refused"] = (None if not reps else
+                             min(reps) - REFUSED_TOL <= m["refused"] <= max(reps) + REFUSED_TOL)
         sh = [abs((m["shares_after"].get(lb) or 0.0) - v) for lb, v in k["shares_after"].items() if v is not None]
         checks["shares"] = (max(sh) <= SHARE_TOL) if sh else None
-        row.update({"kernel": k, "model": m, "checks": checks,
+        row.update({"kernel": k, "model": m, "checks": checks, "stall_kind": stall_key,
                     "within": all(v is not False for v in checks.values())})
         rows.append(row)
     return rows
@@ -182,28 +237,68 @@ def _fmt(v, f="%.1f") -> str:
     return "-" if v is None else f % v
 
 
+def _pair(k, m, f="%.1f") -> str:
+    return "%s/%s" % (_fmt(k, f), _fmt(m, f))
+
+
+SHORT = {"errors": "err", "stall": "stall", "recovery": "rec", "refused": "refused", "shares": "shares"}
+HEAD = ["cell", "n", "fio errors", "stall ms", "recovery ms", "refused", "p0 share after", "within"]
+
+
+def _cells(r: dict) -> List[str]:
+    """A row's figures as printed, kernel/model in each, in the order of HEAD."""
+    if "not_modelled" in r:
+        return [r["cell"], str(r["n"]), "not modelled: %s" % r["not_modelled"]] + [""] * 5
+    k, m = r["kernel"], r["model"]
+    sk = r["stall_kind"]
+    lb = next(iter(k["shares_after"]), None)
+    bad = [SHORT[n] for n, ok in r["checks"].items() if ok is False]
+    return [r["cell"], str(r["n"]), _pair(k["fio_errors"], m["fio_errors"], "%.0f"),
+            _pair(k[sk], m[sk]) + ("" if sk == "stall_new_io_ms" else "*"),
+            _pair(k["recovery_ms"], m["recovery_ms"]), _pair(k["refused"], m["refused"], "%.0f"),
+            _pair(k["shares_after"].get(lb), m["shares_after"].get(lb), "%.2f") if lb else "-",
+            "yes" if r["within"] else "no: " + ", ".join(bad)]
+
+
+def _summary(rows: List[dict]) -> List[str]:
+    n_ok = sum(1 for r in rows if r.get("within"))
+    return ["%d of %d cells within (fio errors equal, or within %d%% when nonzero; stall of new I/O and" % (
+        n_ok, len(rows), round(ERR_TOL_FRAC * 100)),
+            "recovery within %d%% or %g ms; refused requests within the repeats' range +-%d; shares within %g)."
+            % (round(TIME_TOL_FRAC * 100), TIME_TOL_MS, REFUSED_TOL, SHARE_TOL),
+            "* stall of any I/O: the kernel's run kept no completion log to time new I/O by."]
+
+
 def markdown(rows: List[dict]) -> str:
-    out = ["| cell | n | fio errors kernel / model | stall ms | recovery ms | longest gap ms | shares after "
-           "(kernel / model) | within |", "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        if "not_modelled" in r:
-            out.append("| %s | %s | not modelled: %s | | | | | |" % (r["cell"], r["n"], r["not_modelled"]))
-            continue
-        k, m = r["kernel"], r["model"]
-        shares = " ".join("%s %s/%s" % (lb, _fmt(v, "%.2f"), _fmt(m["shares_after"].get(lb), "%.2f"))
-                          for lb, v in k["shares_after"].items())
-        bad = [n for n, ok in r["checks"].items() if ok is False]
-        out.append("| %s | %s | %s / %d | %s / %s | %s / %s | %s / %s | %s | %s |" % (
-            r["cell"], r["n"], _fmt(k["fio_errors"], "%.0f"), m["fio_errors"], _fmt(k["stall_ms"]),
-            _fmt(m["stall_ms"]), _fmt(k["recovery_ms"]), _fmt(m["recovery_ms"]), _fmt(k["max_gap_ms"]),
-            _fmt(m["max_gap_ms"]), shares, "yes" if r["within"] else "no: " + ", ".join(bad)))
+    """One row per cell, kernel/model in each column, at most 100 characters wide."""
+    out = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+    out += ["| " + " | ".join(_cells(r)) + " |" for r in rows]
+    out += [""] + _summary(rows)
     return "\n".join(out)
 
 
+def terminal(rows: List[dict]) -> str:
+    """The table within 100 columns: a heading line per kernel and fault, then its cells."""
+    from .report.text import columns
+    out: List[object] = []
+    seen = None
+    for r in rows:
+        kernel, fault, rest = (r["cell"].split(None, 2) + ["", ""])[:3]
+        if (kernel, fault) != seen:
+            seen = (kernel, fault)
+            out.append("%s %s" % (kernel, fault))
+        c = _cells(r)
+        out.append(["  " + rest, c[1], c[7]] + c[2:7])     # the verdict first
+    head = ["selector, mode, depth", HEAD[1], HEAD[7]] + HEAD[2:7]
+    return "\n".join(columns(head, out) + [""] + _summary(rows))
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m mpathlab.validate_faults", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="mpathlab validate-faults", description=__doc__.split("\n")[0])
     ap.add_argument("results", nargs="?", default=os.path.join(HERE, "results-faults.json"))
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true", help="the rows as JSON")
+    ap.add_argument("--markdown", action="store_true",
+                    help="the table as Markdown, one line per cell, as docs/faults.md shows it")
     args = ap.parse_args(argv)
     from .inputs import InputFileError, read_text
     try:
@@ -216,7 +311,7 @@ def main(argv=None) -> int:
         json.dump(rows, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        print(markdown(rows))
+        print(markdown(rows) if args.markdown else terminal(rows))
     return 0
 
 

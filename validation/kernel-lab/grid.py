@@ -83,6 +83,10 @@ BATCHES = {
     # allocations on a full path) and path request allocations per device
     'tracedepth': ([{'trace': 1, 'tag': '-tr'}] + _cells('D1-4', ['st', 'hst'], ['mq', 'bio'], [16])
                    + _cells('D2-8', ['ql', 'hst'], ['mq', 'bio'], [32]) + [{}]),
+    # HST's inputs as the kernel sees them: every path request's issue and completion time (trace buffer) in
+    # cells where the prediction starves a slow or deep path the kernel keeps in play
+    'tracehst': ([{'trace': 2, 'tag': '-ev'}] + _cells('H6', ['hst'], ['bio'], [8]) + _cells('H4', ['hst'], ['mq'], [32])
+                 + _cells('D8-32', ['hst'], ['bio'], [48]) + [{}]),
     # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
     # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
     'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
@@ -134,7 +138,7 @@ BATCHES['smokescsi'] = (_cells('S2', ['rr'], ['mq'], [32]) + _fault_cells(['offl
 
 def runs_txt(batch, rep, runtime):
     """A batch is a list of (topo, selector, mode, depth) cells and {'sched': name, 'fio': options, 'tag': t,
-    'trace': 0|1, 'feat': table features, 'fault': '<name> <steps>', 'runtime': s} variant switches (kept until
+    'trace': 0|1|2, 'feat': table features, 'fault': '<name> <steps>', 'runtime': s} variant switches (kept until
     the next switch; a new TOPO keeps them too; a variant's runtime replaces the batch's)."""
     plain = {'sched': None, 'fio': '', 'tag': '', 'trace': 0, 'feat': '', 'fault': '', 'runtime': None}
     lines, cur, var = [], None, plain
@@ -325,12 +329,13 @@ def _completion_log(rd):
     """fio's per-I/O completion log (write_lat_log, log_avg_msec=0, CLOCK_MONOTONIC ms): sorted
     [(completion ms, completion latency ms)]; None when the run kept none."""
     import glob
-    logs = sorted(glob.glob(os.path.join(rd, 'io_clat.*.log')))
+    import gzip
+    logs = sorted(glob.glob(os.path.join(rd, 'io_clat.*.log'))) or sorted(glob.glob(os.path.join(rd, 'io_clat.*.log.gz')))
     if not logs:
         return None
     out = []
     for lp in logs:
-        for l in open(lp):
+        for l in (gzip.open(lp, 'rt') if lp.endswith('.gz') else open(lp)):
             f = l.split(',')
             if len(f) >= 2 and f[0].strip().isdigit():
                 out.append((int(f[0]), int(f[1]) / 1e6))
@@ -551,7 +556,7 @@ def summarise_run(rd):
         'run': os.path.basename(rd), 'kernel': kernel_series(release), 'kernel_release': release,
         'topology': m['topo'], 'selector': m['selector'], 'queue_mode': m['queue_mode'],
         'iodepth': int(m['iodepth']), 'runtime_s': int(m['runtime']), 'selector_args': m['selector_args'],
-        'path_scheduler': m['path_scheduler'], 'fio_extra': m['fio_extra'], 'traced': m.get('trace') == '1',
+        'path_scheduler': m['path_scheduler'], 'fio_extra': m['fio_extra'], 'traced': m.get('trace') in ('1', '2'),
         'paths': paths, 'dm': m.get('dm'), 'table': open(os.path.join(rd, 'table')).read().strip(),
         'shares': shares, 'writes_total': tot, 'devices': dev, 'fio': fio, 'queue': queue,
         'guest_cpu': {'ticks': cpu, 'busy_frac_of_2cpus': round(busy / allt, 3) if allt else None,
@@ -566,6 +571,13 @@ def summarise_run(rd):
     })
 
 
+def _gzip_files(rd, names):
+    import gzip
+    for f in names:
+        with open(os.path.join(rd, f), 'rb') as src, gzip.open(os.path.join(rd, f + '.gz'), 'wb') as dst:
+            shutil.copyfileobj(src, dst)
+
+
 def finish_batch(out):
     """Summarise every run of one boot and shrink the raw files (fio.json -> summary, no big logs)."""
     rr = os.path.join(out, 'runs')
@@ -578,6 +590,9 @@ def finish_batch(out):
         s['host_load'] = json.load(open(os.path.join(out, 'host_load.json')))
         s['kernel_append'] = s['host_load'].get('kernel_append', '')
         json.dump(s, open(os.path.join(rd, 'summary.json'), 'w'), indent=1)
+        # a fault run keeps its completion log compressed (about 10 kB): its metrics can be recomputed
+        if s.get('fault'):
+            _gzip_files(rd, [f for f in os.listdir(rd) if re.match(r'io_clat\.\d+\.log$', f)])
         for big in ['fio.json'] + [f for f in os.listdir(rd) if re.match(r'io_(c|s|)lat\.\d+\.log$', f)]:
             if os.path.exists(os.path.join(rd, big)):
                 os.remove(os.path.join(rd, big))
@@ -734,10 +749,14 @@ def collect_faults(runs):
             'paths': [{k: v for k, v in p.items() if k != 'block'} for p in s['paths']],
             'queue_mode': s['queue_mode'], 'iodepth': s['iodepth'], 'selector': s['selector'],
             'fio_options': s.get('fio_extra', ''), 'runtime_s': s['runtime_s'], 'repeats': []})
+        labels = [p['label'] for p in s['paths']]
+        # requests a path took and ended without completing them (refused by an offline or dying device,
+        # accounted in the path's stat but never written): dm-mpath retried them on another path or failed them
+        refused = {l: (s.get('devices') or {}).get(l, {}).get('failed_issue_attempts') for l in labels}
         c['repeats'].append(dict({k: f.get(k) for k in FAULT_METRICS + (
             'iops', 'completions', 'shares_after', 'path_errors', 'end_paths', 'end_queue_io', 'step_times_ms',
             'step_durations_ms', 'snapshot_times_ms', 'first_step_after_io_ms', 'status_after_steps')},
-            run='%s/%s' % (s['batch'], s['run']), kernel_release=s.get('kernel_release'),
+            refused=refused, run='%s/%s' % (s['batch'], s['run']), kernel_release=s.get('kernel_release'),
             host_load=s.get('host_load')))
     out = []
     for key in sorted(cells, key=lambda k: ([int(x) for x in k[0].split('.') if x.isdigit()],) + k[1:]):
@@ -750,6 +769,7 @@ def collect_faults(runs):
         c['mean_completions'] = {ph: {l: _mean_sd([(r['completions'] or {}).get(ph, {}).get(l) for r in reps])[0]
                                       for l in labels} for ph in ('before', 'during', 'after')}
         c['mean_shares_after'] = {l: _mean_sd([(r['shares_after'] or {}).get(l) for r in reps])[0] for l in labels}
+        c['mean_refused'] = {l: _mean_sd([r['refused'].get(l) for r in reps])[0] for l in labels}
         out.append(c)
     return out
 

@@ -9,6 +9,10 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
+from ..kernel import split_args
+from ..target.errors import TargetError
+from ..target.table import ArgSet
+
 # Documentation/block/stat.rst: 11 fields up to 4.18, 15 with discards (4.18), 17 with flushes (5.5)
 STAT_FIELDS = (11, 15, 17)
 # the per-direction (I/Os, ticks in ms, sectors) field indices of /sys/block/*/stat (flushes move no sectors)
@@ -149,37 +153,30 @@ class MultipathTable:
 def parse_multipath_params(params: str) -> MultipathTable:
     """``<#features> <features>* <#hw> <hw>* <#groups> <initial group> (<selector> <#sel args> <args>*
     <#paths> <#path args> (<dev> <args>*)*)*``; every variable part is counted, so this needs no
-    knowledge of the selectors."""
-    t = params.split()
-    pos = [0]
-
-    def take(what: str) -> str:
-        if pos[0] >= len(t):
-            raise ValueError("the table ends early: expected %s" % what)
-        pos[0] += 1
-        return t[pos[0] - 1]
-
-    def count(what: str) -> int:
-        v = take(what)
-        if not _UINT.fullmatch(v) or int(v) > 1 << 20:
-            raise ValueError("expected a count for %s, got %r" % (what, v[:40]))
-        return int(v)
-
-    features = [take("feature") for _ in range(count("feature count"))]
-    hw = [take("hardware handler argument") for _ in range(count("hardware handler count"))]
-    ngroups = count("group count")
-    initial = count("initial group")
-    groups = []
-    for _ in range(ngroups):
-        sel = take("selector name")
-        sargs = [take("selector argument") for _ in range(count("selector argument count"))]
-        npaths = count("path count")
-        nargs = count("path argument count")
-        paths = []
-        for _ in range(npaths):
-            dev = take("path device")
-            paths.append((dev, [take("path argument") for _ in range(nargs)]))
-        groups.append({"selector": sel, "selector_args": sargs, "paths": paths})
-    if pos[0] != len(t):
-        raise ValueError("%d token(s) after the last group" % (len(t) - pos[0]))
+    knowledge of the selectors. Tokens and counts are read as the target's constructor reads them
+    (target/table.py: dm_split_args, multipath_ctr's bounds and error strings)."""
+    a = ArgSet(split_args(params))
+    try:
+        features = a.take(a.count("features"))
+        hw = a.take(a.count("hw_handler"))
+        ngroups = a.count("groups")
+        initial = a.count("initial_group")
+        groups = []
+        for _ in range(ngroups):
+            sel = a.shift()
+            if sel is None:
+                raise TargetError("not enough priority group arguments")
+            sargs = a.take(a.count("selector_args"))
+            npaths, nargs = a.count("paths"), a.count("path_args")
+            paths = []
+            for _ in range(npaths):
+                if a.argc < 1 + nargs:
+                    raise TargetError("not enough path parameters")
+                dev, *args = a.take(1 + nargs)
+                paths.append((dev, args))
+            groups.append({"selector": sel, "selector_args": sargs, "paths": paths})
+    except TargetError as e:
+        raise ValueError(str(e)) from None
+    if a.argc:
+        raise ValueError("%d token(s) after the last group" % a.argc)
     return MultipathTable(features, hw, initial, groups)

@@ -61,6 +61,7 @@ class Controller:
         self.link_up = True       # whether a connect attempt would succeed (the port answers)
         self.nr_reconnects = 0    # ctrl->nr_reconnects: failed attempts since the loss
         self.anatt_gen = 0        # the ANATT timer armed last (mod_timer re-arms, del_timer cancels)
+        self.recovering = False   # lost, its error recovery work not yet through the cancel
         self.inject: collections.deque = collections.deque()   # statuses the next completions return
 
     @property
@@ -193,8 +194,11 @@ class NvmeHead:
         self._spdk_retries: Dict[object, int] = {}     # SPDK bio->retry_count
         self._spdk_waiting: list = []           # SPDK: (number, bio) retried after 1 s (-ENXIO)
         self._spdk_seq = 0
-        # set by the simulation (mpathlab.nvme.run.attach): cancel the requests started on a controller
+        self.failed_over: Dict[str, int] = {}     # requests failed over, per controller they left
+        # set by the simulation (mpathlab.nvme.run.attach): cancel the requests started on a controller,
+        # and keep them from completing until then (a lost connection delivers nothing)
         self.cancel_in_flight: Optional[Callable[[Controller], None]] = None
+        self.hold_in_flight: Optional[Callable[[Controller], None]] = None
         self._ns_of_job = {}
         self.pgpaths = self.controllers
         self.priority_groups = [_PG(self)]
@@ -345,6 +349,7 @@ class NvmeHead:
             io.error = error
             return END_DONE
         if nvme_path_error(error):
+            self.failed_over[ctrl.name] = self.failed_over.get(ctrl.name, 0) + 1
             self.clear_current_path(ns)
             if error == ANA_ERROR:
                 ns.ana_pending = True
@@ -504,15 +509,45 @@ class NvmeHead:
         """Link lost: error recovery tears down the queues and cancels every request the controller has
         started (nvme_cancel_tagset: HOST_ABORTED_CMD, a path error, so each fails over); the
         controller is connecting; fast_io_fail_tmo starts, and reconnect attempts follow
-        (nvme_tcp_reconnect_or_remove)."""
-        ctrl.state = CTRL_CONNECTING
+        (nvme_tcp_reconnect_or_remove).
+
+        With a recovery time (``HeadTimers.recovery_ns``) the steps take time as in the kernel:
+        nvme_tcp_error_recovery sets RESETTING at once (the path is no longer chosen and queue_rq
+        refuses it, so new I/O goes elsewhere), while the started requests wait until the queued
+        error recovery work (6.1 and 6.12 tcp.c nvme_tcp_error_recovery_work: stop keep-alive, flush
+        the AEN work, quiesce the admin and I/O queues, stop each queue's socket and wait for its
+        send memory to drain, then nvme_cancel_tagset) cancels them; only then does the controller
+        go to CONNECTING."""
         ctrl.loss_gen += 1
         ctrl.nr_reconnects = 0
+        if self.timers.recovery_ns > 0 and self._schedule is not None:
+            ctrl.state = CTRL_RESETTING
+            ctrl.recovering = True
+            if self.hold_in_flight is not None:
+                self.hold_in_flight(ctrl)
+            self._schedule(self.timers.recovery_ns, "recovery_done %s %d" % (ctrl.name, ctrl.loss_gen))
+            return
+        self._recovered(ctrl)
+
+    def _recovered(self, ctrl: Controller) -> None:
+        """The error recovery work's cancel, then CONNECTING and the reconnect rules."""
+        ctrl.state = CTRL_CONNECTING
+        ctrl.recovering = False
         if self.cancel_in_flight is not None:
             self.cancel_in_flight(ctrl)
         if self._schedule is not None and self.fast_io_fail_tmo_ns >= 0:
             self._schedule(self.fast_io_fail_tmo_ns, "fast_io_fail_expired %s %d" % (ctrl.name, ctrl.loss_gen))
         self._reconnect_or_remove(ctrl)
+
+    def transport_lost(self, ctrl: Controller) -> None:
+        """The connection closed under a live controller (the target deleted it: nvme_tcp_state_change
+        sees the socket leave ESTABLISHED and starts error recovery, before any request fails)."""
+        if ctrl.state == CTRL_LIVE:
+            ctrl.link_up = False
+            self._lose(ctrl)
+            for h in self.nsheads:
+                self.policy.paths_changed(h)
+            self.kick()
 
     def max_reconnects(self) -> int:
         """opts->max_reconnects = DIV_ROUND_UP(ctrl_loss_tmo, reconnect_delay); -1 reconnects forever
@@ -602,7 +637,8 @@ class NvmeHead:
                 self._lose(ctrl)
         elif state == CTRL_LIVE:
             ctrl.link_up = True
-            if ctrl.state != CTRL_LIVE and (self._schedule is None or ctrl.state == CTRL_RESETTING):
+            if ctrl.state != CTRL_LIVE and (self._schedule is None or (ctrl.state == CTRL_RESETTING
+                                                                      and not ctrl.recovering)):
                 self._connected(ctrl)     # without a simulation there are no attempt timers
         elif state == CTRL_DEAD:
             self._delete(ctrl)
@@ -640,7 +676,7 @@ class NvmeHead:
         starts answering; a device ``reinstate`` fault sends the latter with the path's name),
         ``error CTRL STATUS COUNT DNR`` (the controller's next COUNT completions return STATUS),
         ``spdk_preferred CTRL``; and the head's own timers (``ana_log``, ``anatt_timeout``,
-        ``reconnect``, ``fast_io_fail_expired``, ``remove_head``, ``spdk_retry``).
+        ``reconnect``, ``recovery_done``, ``fast_io_fail_expired``, ``remove_head``, ``spdk_retry``).
         """
         if not argv:
             raise MessageError(EINVAL, "nvme: empty message")
@@ -684,6 +720,11 @@ class NvmeHead:
             c = self._ctrl(argv[1])
             if str(c.anatt_gen) == argv[2]:
                 self._reset(c)
+        elif cmd == "recovery_done" and len(argv) == 3:
+            c = self._ctrl(argv[1])
+            if c.recovering and str(c.loss_gen) == argv[2]:
+                self._recovered(c)
+                self.kick()
         elif cmd in ("reconnect", "ctrl_loss_expired", "fast_io_fail_expired") and len(argv) == 3:
             c = self._ctrl(argv[1])
             if c.state == CTRL_CONNECTING and str(c.loss_gen) == argv[2]:
@@ -728,13 +769,14 @@ class HeadTimers:
 
     def __init__(self, reconnect_delay_ns: int = 10 * NSEC_PER_SEC, anatt_ns: int = 10 * NSEC_PER_SEC,
                  ana_log_delay_ns: int = 0, max_retries: int = 5, delayed_removal_ns: int = 0,
-                 spdk_retry_count: int = 3):
+                 spdk_retry_count: int = 3, recovery_ns: int = 0):
         self.reconnect_delay_ns = reconnect_delay_ns   # NVMF_DEF_RECONNECT_DELAY, 10 s
         self.anatt_ns = anatt_ns                       # Identify ANATT; nvmet reports 10 s
         self.ana_log_delay_ns = ana_log_delay_ns       # from an ANA notice or error to the log read
         self.max_retries = max_retries                 # nvme_core.max_retries, 5
         self.delayed_removal_ns = delayed_removal_ns   # the head's delayed_removal_secs, 0 = off
         self.spdk_retry_count = spdk_retry_count       # SPDK bdev_retry_count, 3; -1 = forever
+        self.recovery_ns = recovery_ns                 # from a lost connection to the cancel; 0: at once
 
 
 def check_iopolicy(name: str, profile) -> None:

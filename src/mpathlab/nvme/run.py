@@ -55,26 +55,31 @@ def run_nvme(topo, jobs, *, policy: Optional[str] = None, seed: Optional[int] = 
     annotate(sim, result, cfg.paths, cfg.events)
     result.check_accounting()
     ana_best(result, cfg)
+    result.failed_over = dict(sim.mp.failed_over)    # type: ignore[attr-defined]
     return result
 
 
-def lab_figures(result: SimResult, since_ns: Optional[int] = None) -> dict:
+def lab_figures(result: SimResult, since_ns: Optional[int] = None, until_ns: Optional[int] = None) -> dict:
     """What a kernel-lab cell measures, from a model run: completed I/Os per controller and their shares,
     the I/Os that failed (what fio counts as errors), and the stall: the longest span after
-    ``since_ns`` (default: the first message or event of the run; None when there is none) in which no
-    I/O was dispatched, to window resolution (run with window_ns set)."""
+    ``since_ns`` (default: the first message or event of the run; None when there is none) and before
+    ``until_ns`` (default: the end of the run) in which no I/O was dispatched, to window resolution
+    (run with window_ns set)."""
     ctrls = {p.get("dev", p["name"]): p["completed"] for p in result.paths}
     total = sum(ctrls.values())
     if since_ns is None and result.messages:
         since_ns = min(t for t, _, _ in result.messages)
     stall = None
     if since_ns is not None and result.window_ns:
-        busy = sorted(t for t, counts in result.windows if t + result.window_ns > since_ns and sum(counts.values()))
-        edges = [since_ns] + busy + [result.runtime_ns]
+        end = result.runtime_ns if until_ns is None else min(until_ns, result.runtime_ns)
+        busy = sorted(t for t, counts in result.windows
+                      if t + result.window_ns > since_ns and t < end and sum(counts.values()))
+        edges = [since_ns] + busy + [end]
         stall = max(max(0, b - a - result.window_ns) for a, b in zip(edges, edges[1:])) if busy else \
-            result.runtime_ns - since_ns
+            end - since_ns
     return {"controllers": ctrls, "shares": {c: (n / total if total else 0.0) for c, n in ctrls.items()},
-            "errors": result.errored, "stall_ns": stall, "submitted": result.submitted}
+            "errors": result.errored, "stall_ns": stall, "submitted": result.submitted,
+            "failed_over": dict(getattr(result, "failed_over", {}))}
 
 
 def ana_best(result: SimResult, cfg) -> None:
@@ -106,34 +111,55 @@ def ana_best(result: SimResult, cfg) -> None:
 
 
 def attach(sim: Simulation) -> None:
-    """Give the NVMe head of ``sim`` the transport's cancellation of a lost controller's requests."""
-    sim.mp.cancel_in_flight = lambda ctrl: sim.call_at(sim.now, _cancel_tagset, (sim, sim.dev_of_pgpath[ctrl]))
+    """Give the NVMe head of ``sim`` the transport's cancellation of a lost controller's requests.  With
+    a recovery time, a failed port's controller learns of the loss when it happens (the connection
+    closes), and its started requests are held until the cancel."""
+    held: dict = {}
+    head = sim.mp
+    head.cancel_in_flight = lambda ctrl: sim.call_at(sim.now, _cancel_tagset, (sim, sim.dev_of_pgpath[ctrl], held))
+    head.hold_in_flight = lambda ctrl: held.setdefault(sim.dev_of_pgpath[ctrl], []).extend(
+        _pull_started(sim, sim.dev_of_pgpath[ctrl]))
+    if head.timers.recovery_ns > 0:
+        ctrl_of = {dev: ctrl for ctrl, dev in sim.dev_of_pgpath.items()}
+        fail_device = sim.fail_device
+
+        def fail_and_tell(dev):
+            if dev in ctrl_of:
+                head.transport_lost(ctrl_of[dev])     # holds what the device had started
+            fail_device(dev)
+        sim.fail_device = fail_and_tell
 
 
-def _cancel_tagset(arg) -> None:
-    """Error recovery has torn down the controller's I/O queues (nvme_cancel_tagset): every request it
-    had started and not yet completed completes now with HOST_ABORTED_CMD, and the head fails it over.
+def _pull_started(sim, dev) -> list:
+    """Every request ``dev`` had started and not yet completed, taken out of the event queue.
 
     Started requests are those travelling to the device (EV_ARRIVE), waiting in its queue, or being
     served (EV_DONE).  The device itself does not learn of it: a request it is serving keeps its server
     until the service ends (the target finishes the command; the host no longer listens).  Requests
     still waiting for a tag were never started; they fail at queue_rq once they get one
-    (NvmeHead.driver_start).  Completions already on a host CPU were received and stand.
-    """
-    sim, dev = arg
-    aborted = []
+    (NvmeHead.driver_start).  Completions already on a host CPU were received and stand."""
+    pulled = []
 
     def cancel(kind, obj):
         if kind == EV_ARRIVE and obj.dev is dev:
-            aborted.append(obj)
+            pulled.append(obj)
             return ()
         if kind == EV_DONE and obj.dev is dev:
-            aborted.append(obj)
+            pulled.append(obj)
             return (EV_CALL, (_server_free, (sim, dev)))
         return None
     sim.edit_events(cancel)
-    aborted.extend(dev.queue)
+    pulled.extend(dev.queue)
     dev.queue.clear()
+    return pulled
+
+
+def _cancel_tagset(arg) -> None:
+    """Error recovery has torn down the controller's I/O queues (nvme_cancel_tagset): every request it
+    had started and not yet completed (held since the loss, or still under way) completes now with
+    HOST_ABORTED_CMD, and the head fails it over."""
+    sim, dev, held = arg
+    aborted = held.pop(dev, []) + _pull_started(sim, dev)
     for io in sorted(aborted, key=lambda io: io.submit_ns):
         sim.path_done(io, HOST_ABORTED)
 

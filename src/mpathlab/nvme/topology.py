@@ -26,6 +26,7 @@
     fast_io_fail_tmo = -1        # queued I/O stops waiting for a lost controller after this (-1: off)
     anatt = "10s"                # the controller's ANATT (nvmet: 10 s); a group in change 2 x ANATT resets it
     ana_log_delay = "0us"        # from an ANA change notice or ANA error to the log re-read
+    recovery = "0us"             # from a lost connection to error recovery cancelling its requests
     max_retries = 5              # nvme_core.max_retries: same-path retries of a non-path error
     delayed_removal = "0s"       # the head's delayed_removal_secs (kernel "current" only)
     spdk_retry_count = 3         # SPDK bdev_retry_count (-1: forever)
@@ -62,7 +63,7 @@ from .policy import ANA_STATES, PolicyError
 
 _KEYS = {"iopolicy", "namespaces", "cross_node_cost", "marginal_aware",
          "adaptive_weight_timeout", "adaptive_ewma_shift", "spdk_rr_min_io", "ctrl_loss_tmo", "fast_io_fail_tmo", "controllers", "ana_groups",
-         "events", "kernel", "reconnect_delay", "anatt", "ana_log_delay", "max_retries", "delayed_removal",
+         "events", "kernel", "reconnect_delay", "anatt", "ana_log_delay", "recovery", "max_retries", "delayed_removal",
          "spdk_retry_count", "spdk_preferred"}
 _CTRL_KEYS = {"path", "numa_node", "marginal"}
 
@@ -319,7 +320,7 @@ def _parse(doc: dict, paths, src: str, host: HostModel, path_docs: dict) -> Nvme
 
 
 def _timers(doc: dict, ctrl_loss_tmo_ns: int, cnames) -> HeadTimers:
-    """reconnect_delay, anatt, ana_log_delay, max_retries, delayed_removal, spdk_retry_count."""
+    """reconnect_delay, anatt, ana_log_delay, recovery, max_retries, delayed_removal, spdk_retry_count."""
     delay = parse_duration_ns(doc.get("reconnect_delay", "10s"), "reconnect_delay")
     if delay <= 0:
         raise NvmeTopologyError("reconnect_delay must be above 0 (the kernel refuses 0)", key=("nvme", "reconnect_delay"))
@@ -333,7 +334,8 @@ def _timers(doc: dict, ctrl_loss_tmo_ns: int, cnames) -> HeadTimers:
                       ana_log_delay_ns=parse_duration_ns(doc.get("ana_log_delay", 0), "ana_log_delay"),
                       max_retries=_int(doc.get("max_retries", 5), "max_retries", 0, 255),
                       delayed_removal_ns=parse_duration_ns(doc.get("delayed_removal", 0), "delayed_removal"),
-                      spdk_retry_count=spdk)
+                      spdk_retry_count=spdk,
+                      recovery_ns=parse_duration_ns(doc.get("recovery", 0), "recovery"))
 
 
 def _ana_states(d, cnames, where) -> Dict[str, str]:

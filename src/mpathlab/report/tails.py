@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .text import columns
+
 TAIL_PERCENTILES = (50.0, 99.0, 99.9, 99.99)
 TAIL_COLUMNS = {50.0: "lat_p50_ns", 99.0: "lat_p99_ns", 99.9: "lat_p999_ns", 99.99: "lat_p9999_ns"}
 CONFIDENCE = 0.95
@@ -244,21 +246,12 @@ def tail_text(rows: List[dict], baselines: Sequence[str] = (), width: Optional[i
     if n < 2:
         lines.append("(one seed per point: no intervals; give --seeds 1,2,...,10)")
     head = ["point", "selector"] + [_pname(p) for p in TAIL_PERCENTILES]
-    table = [head]
+    table = []
     for s in summary:
         table.append([" ".join("%s=%s" % kv for kv in s["point"].items()), s["selector"]]
                      + [format_cell(s["tails"][p]) for p in TAIL_PERCENTILES])
-    widths = [max(len(r[i]) for r in table) for i in range(len(head))]
-    # as many percentile columns as fit 100 columns per table; the rest in the next table
-    chunks: List[List[int]] = [[]]
-    for i in range(2, len(head)):
-        if chunks[-1] and width and sum(widths[j] + 2 for j in [0, 1] + chunks[-1] + [i]) - 2 > width:
-            chunks.append([])
-        chunks[-1].append(i)
-    for chunk in chunks:
-        cols = [0, 1] + chunk
-        for r in table:
-            lines.append("  ".join(r[i].ljust(widths[i]) for i in cols).rstrip())
+    # as many percentile columns as fit ``width`` per table; the rest in the next table
+    lines += columns(head, table, keep=2, width=width)
     if n >= 2:
         comps = comparisons(summary)
         same = identical_pairs(comps)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence
 
+from ..klog import WIDTH, wrap  # noqa: F401  (the report's terminal text fits WIDTH too)
 from ..units import format_ns
 from .page import us
 
@@ -32,14 +33,25 @@ def share_table(columns: Dict[str, Dict[str, float]], rows: Sequence[str],
     return "\n".join(out)
 
 
-WIDTH = 100   # the terminal view fits 100 columns
-
-
-def wrap(text: str, indent: str = "    ") -> List[str]:
-    """Lines of at most WIDTH columns, broken at spaces; continuation lines indented."""
-    import textwrap
-    return textwrap.wrap(text, WIDTH, subsequent_indent=indent, break_long_words=True,
-                         break_on_hyphens=False) or [""]
+def columns(head: Sequence[str], rows: Sequence, keep: int = 1, width: Optional[int] = WIDTH,
+            gap: str = "  ") -> List[str]:
+    """A plain-text table, each column as wide as its widest cell.  Columns that do not fit ``width``
+    go into a following table that repeats the first ``keep`` columns (None: one table however wide).
+    A row that is a string is a heading line, printed as it is in each table."""
+    grid = [list(head)] + [list(r) for r in rows if not isinstance(r, str)]
+    widths = [max(len(r[i]) for r in grid) for i in range(len(head))]
+    parts: List[List[int]] = [[]]
+    for i in range(keep, len(head)):
+        cols = list(range(keep)) + parts[-1] + [i]
+        if parts[-1] and width and sum(widths[j] + len(gap) for j in cols) - len(gap) > width:
+            parts.append([])
+        parts[-1].append(i)
+    out: List[str] = []
+    for part in parts:
+        cols = list(range(keep)) + part
+        for r in [head] + list(rows):
+            out.append(r if isinstance(r, str) else gap.join(r[i].ljust(widths[i]) for i in cols).rstrip())
+    return out
 
 
 def _pg_init_note(result) -> List[str]:

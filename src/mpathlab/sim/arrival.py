@@ -191,6 +191,10 @@ class IoGen:
         self.issued_bytes = [0, 0, 0]
         self.next_ns = [0.0, 0.0, 0.0]      # rate schedule, ns since the job started
         self.last_poisson = [0.0, 0.0, 0.0]
+        # fio's rate_ddir when ahead of the rate: the sleep it took the measure of (ns) while it reaps
+        # the I/O in flight, then when that sleep ends
+        self.rate_sleep: Optional[int] = None
+        self.rate_wake: Optional[int] = None
         self.pending: Optional[Tuple[int, int]] = None
         self.batch = 0
         self.think_until: Optional[int] = None
@@ -381,8 +385,21 @@ class IoGen:
         d, n = self.pending
         if self.bps[d]:
             due = job.start_ns + int(self.next_ns[d])
-            if due > now:
-                return due if stop is None or due < stop else stop
+            # fio's rate_ddir: ahead of the rate, fio measures the sleep it needs, but an inline
+            # submitter (io_submit_mode=inline, the default; offload is not modelled) first reaps every
+            # I/O in flight (io_u_quiesce) and only then sleeps that long, so one slow I/O holds the
+            # job's next submissions
+            if self.rate_sleep is None and self.rate_wake is None and due > now:
+                self.rate_sleep = due - now
+            if self.rate_sleep is not None:
+                if job.inflight:
+                    return None                 # asked again at each completion
+                self.rate_wake = now + self.rate_sleep
+                self.rate_sleep = None
+            if self.rate_wake is not None:
+                if now < self.rate_wake:
+                    return self.rate_wake if stop is None or self.rate_wake < stop else stop
+                self.rate_wake = None           # the sleep is over: the I/O goes out
         if self.flow is not None and self.flow.held(self):
             if s.flow_sleep_ns:
                 return now + s.flow_sleep_ns

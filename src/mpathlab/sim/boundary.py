@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 from ..target.multipath import REQUEUE_DELAY_MS
+from .scsi import (BLK_MQ_TAG_MIN, SCSI_DEFAULT_DEVICE_BLOCKED, SDEV_BLOCK, SDEV_DEL, SDEV_OFFLINE, SDEV_RUNNING,
+                   SDEV_TRANSPORT_OFFLINE)
 
 # ---------------------------------------------------------------- constants
 # The core's selectors, as struct path_selector_type entries of its ops table (_fastcore.c
@@ -32,16 +34,26 @@ DIST_CONST, DIST_EXP, DIST_LOGNORMAL, DIST_EMPIRICAL = range(4)
 (EV_DONE, EV_ARRIVE, EV_SUBMIT, EV_RETRY, EV_KICK, EV_FAULT, EV_MESSAGE, EV_ERRDONE, EV_ACTIVATED,
  EV_NOPATH_TIMEOUT, EV_CALL) = range(11)
 EV_WORK, EV_WAKE, EV_CPU, EV_STEAL = range(11, 15)     # the core's EV_CALLs: blockqueue and host
+# ... and sim/scsi.py's: a run of a SCSI path's queue (ScsiQueues._run), a command scsi_queue_rq refused
+# by the device state (IoPath._scsi_rejected)
+EV_SCSI_RUN, EV_SCSI_REJECT = range(15, 17)
+# request-based dm's requeue work (blk-mq.c blk_mq_requeue_work on the dm queue): obj = the kick's
+# generation, since each kick re-arms the one delayed work (engine: a stale event does nothing)
+EV_REQUEUE = 17
 
 # sim/devices.py Fault.action
-FAULT_ACTIONS = {"fail": 0, "reinstate": 1, "slow": 2}
+FAULT_ACTIONS = {"fail": 0, "reinstate": 1, "slow": 2, "offline": 3, "delete": 4, "online": 5, "error": 6}
+
+# sim/scsi.py: a SCSI device's sdev_state, and the midlayer's constants the core's SCSI paths use
+SDEV_STATES = {SDEV_RUNNING: 0, SDEV_OFFLINE: 1, SDEV_TRANSPORT_OFFLINE: 2, SDEV_BLOCK: 3, SDEV_DEL: 4}
+SCSI_RESULT_RETRY = -1   # ScsiCmd.result: the midlayer retries the command (else a JOB_ERRORS index, 0 good)
 
 # The Python target's answers (target/multipath.py MAP_*/END_* strings), as the core codes them
 MAP_CODES = {"remapped": 0, "submitted": 1, "requeue": 2, "delay_requeue": 3, "kill": 4}
 END_CODES = {"done": 0, "requeue": 1, "delay_requeue": 2, "incomplete": 3}
 
 # Job errors by index (_Target.errors starts with these; the target may add more)
-JOB_ERRORS = (None, "ioerr", "transport")
+JOB_ERRORS = (None, "ioerr", "transport", "resource")
 
 # TargetFlags.bits: the target's state, as far as the core may act without calling it
 TARGET_SIMPLE = 1        # map is the current group's select_path + start_io
@@ -78,6 +90,11 @@ RECORDS: Dict[str, Tuple[str, List[tuple]]] = {
     # a fault of a path (obj of EV_FAULT indexes the list of these)
     "CoreFault": ("core_fault", [
         ("path", "i"), ("action", "i"), ("factor", "d"), ("reinstate_after_ns", "L"), ("message", "i")]),
+    # a SCSI command's end for sim/scsi.py ScsiDevice.command_result, called back for an error class or a
+    # pending retry: the device's counters in, its disposition (SCSI_RESULT_RETRY, or a JOB_ERRORS index)
+    # and counters out; python: the next command needs the callback too
+    "ScsiCmd": ("scsi_cmd", [
+        ("result", "i"), ("nr_cmds", "L"), ("iodone_cnt", "L"), ("device_blocked", "L"), ("python", "i")]),
     # sim/stats.py LatencyStats: n, min, max, mean, Welford's m2, the histogram {bucket: count}
     "LatState": ("lat_state", [
         ("n", "L"), ("min", "L"), ("max", "L"), ("mean", "d"), ("m2", "d"), ("hist", "O")]),
@@ -85,7 +102,8 @@ RECORDS: Dict[str, Tuple[str, List[tuple]]] = {
     "GenState": ("gen_state", [
         ("bytes_left", "L"), ("ios_left", "L"), ("issued_bytes", "L", 3), ("next_ns", "d", 3),
         ("last_poisson", "d", 3), ("pending_d", "i"), ("pending_n", "L"), ("batch", "L"),
-        ("think_until", "L"), ("trim_next_write", "L"), ("writing_done", "i"), ("done", "i")]),
+        ("think_until", "L"), ("trim_next_write", "L"), ("writing_done", "i"), ("done", "i"),
+        ("rate_sleep", "L"), ("rate_wake", "L")]),
 }
 
 
@@ -100,6 +118,7 @@ TargetFlags = _record("TargetFlags")
 CoreEvent = _record("CoreEvent")
 CoreFault = _record("CoreFault")
 LatState = _record("LatState")
+ScsiCmd = _record("ScsiCmd")
 GenState = _record("GenState")
 
 
@@ -135,6 +154,7 @@ def header() -> str:
     for prefix in ("SEL_", "DIST_", "EV_"):
         lines.append(_enum({k: v for k, v in g.items() if k.startswith(prefix) and isinstance(v, int)}))
     lines.append(_enum({"FAULT_" + k.upper(): v for k, v in FAULT_ACTIONS.items()}))
+    lines.append(_enum({"SDEV_" + k.upper().replace("-", "_"): v for k, v in SDEV_STATES.items()}))
     lines.append(_enum({"MAP_" + k.upper(): v for k, v in MAP_CODES.items()}))
     lines.append(_enum({"END_" + k.upper(): v for k, v in END_CODES.items()}))
     lines.append(_enum({"ERR_" + str(e).upper(): i for i, e in enumerate(JOB_ERRORS) if e}))
@@ -142,6 +162,8 @@ def header() -> str:
     for name in ("REQUEUE_DELAY_NS", "RESUBMIT_AFTER_ERROR_NS", "BLK_MQ_RESOURCE_DELAY_NS"):
         lines.append("#define %s %dLL" % (name, g[name]))
     lines.append("#define HST_WEIGHTS %d" % HST_WEIGHTS)
+    for name in ("BLK_MQ_TAG_MIN", "SCSI_DEFAULT_DEVICE_BLOCKED", "SCSI_RESULT_RETRY"):
+        lines.append("#define %s %d" % (name, g[name]))
     for record, (cname, fields) in RECORDS.items():
         up = cname.upper()
         lines += ["", "/* %s (sim/boundary.py) */" % record, "typedef struct {"]

@@ -117,8 +117,9 @@ class Fault:
     __slots__ = ("at_ns", "action", "factor", "reinstate_after_ns", "error", "every_nth")
 
     # offline / delete / online: the SCSI device state (sysfs state, delete, rescan; sim/scsi.py);
+    # poweroff: the disk deleted with its queue dying at once (a null_blk device powered off);
     # error: an error class on every every_nth command (scsi_debug's every_nth)
-    ACTIONS = ("fail", "reinstate", "slow", "offline", "delete", "online", "error")
+    ACTIONS = ("fail", "reinstate", "slow", "offline", "delete", "poweroff", "online", "error")
 
     def __init__(self, at_ns: int, action: str, factor: float = 1.0, reinstate_after_ns: int = 0,
                  error: str = "", every_nth: int = 1):

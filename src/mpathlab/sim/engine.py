@@ -25,7 +25,7 @@ from .host import Host, HostModel
 from .iopath import REQUEUE_DELAY_NS, SimIO  # noqa: F401  (the engine's names, as before the split)
 from .jobrules import RESUBMIT_AFTER_ERROR_NS, JobRules, JobState  # noqa: F401
 from .loop import (EV_ACTIVATED, EV_ARRIVE, EV_CALL, EV_DONE, EV_ERRDONE, EV_FAULT, EV_KICK,  # noqa: F401
-                   EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_RETRY, EV_SUBMIT)
+                   EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_REQUEUE, EV_RETRY, EV_SUBMIT)
 from .result import SimResult, collect
 
 DEFAULT_UPTIME_NS = 3600 * 10 ** 9
@@ -43,7 +43,7 @@ class Simulation(JobRules):
                  timeline_points: int = 200, window_ns: int = 0, engine: str = "auto",
                  queue_if_no_path_timeout_secs: int = 0, nr_cpus: Optional[int] = None,
                  kernel=None, host_facts=None, host: Optional[HostModel] = None,
-                 target: Optional[Callable[[dict], object]] = None):
+                 target: Optional[Callable[[dict], object]] = None, record_completions: bool = False):
         # target: a factory for another stack's target object with the same
         # map/end_io/message/status surface (the NVMe head, mpathlab.nvme);
         # table_line is then not used.
@@ -90,6 +90,8 @@ class Simulation(JobRules):
         self._state_changes = 0      # pending events that can bring a path back
         self._timer_gen = 0          # a re-armed timer supersedes the pending one
         self._timer_pending = False
+        self._requeue_list: list = []   # request-based dm's requeue list, and its delayed work's generation
+        self._requeue_gen = 0
         tl = split_table_line(table_line) if target is None else None
         env = {"clock": self._ktime, "cpu": lambda: self._cur_cpu, "topology": self.topology}
         # One seeded stream for randomised selectors (mpathlab.policies), kept
@@ -135,6 +137,8 @@ class Simulation(JobRules):
         device_bytes = tl.length * 512 if tl is not None else getattr(self.mp, "capacity_bytes", None)
         self._init_jobs(specs, nr_cpus, master, device_bytes)
         self.result = SimResult()
+        if record_completions:      # the completion times a fault study measures its stalls by
+            self.result.done_at = []
         self.daemons: list = []      # user-space daemons hooked in with add_daemon()
         for pm, d in zip(self.paths, self.devices):
             for f in pm.faults:
@@ -260,6 +264,15 @@ class Simulation(JobRules):
                         res.stalled = True
                         break
                 self._dispatch(obj)
+            elif kind == EV_REQUEUE:
+                if obj != self._requeue_gen:
+                    continue                    # re-armed since: a later event of this kind runs the list
+                if not mp.nr_valid_paths and not self._state_changes and not self._kick_pending \
+                        and mp.queue_if_no_path_flag:
+                    push(heap, (t, 0, kind, obj))   # as EV_RETRY: nothing can bring a path back
+                    res.stalled = True
+                    break
+                self._run_requeue_list()
             elif kind == EV_ERRDONE:
                 self._path_done(obj, "transport")
             elif kind == EV_KICK:

@@ -16,7 +16,9 @@ io-affinity in C; any other selector (mpathlab.policies, a third party's, a
 kernelc-built one) as Python code the compiled loop calls through its
 select_path, start_io and end_io, with the Simulation's clock and CPU kept
 current, so only the selector's own code runs at Python speed; path tags and
-host CPUs; dispatch windows; faults (fail, reinstate, slow); dm messages;
+host CPUs; dispatch windows; SCSI paths (sim/scsi.py: queue_depth budgets, a host's can_queue with
+blk-mq's fair share, device states, midlayer retries); faults (fail, reinstate, slow, and a SCSI
+device's offline, delete, online and error); dm messages;
 several priority groups (each with its own selector, C or Python) with
 switching and hardware-handler pg_init;
 queue_if_no_path with its timeout; bio-based queueing; jobs with an IoGen
@@ -32,7 +34,9 @@ events -- a message, a fault's reinstate_path, an I/O that failed on a dead
 path, a map while no path is valid or a group switch or pg_init is pending,
 the kick of queued bios, the no-path timeout -- stays in the Python target
 (:class:`_Target` calls it), so it exists in one place and a change to the
-target needs no C mirror.  Each such call copies the C selectors' state to
+target needs no C mirror.  Likewise a SCSI command's end while an error class
+is set or a retry is counted goes to sim/scsi.py's ScsiDevice.command_result
+(:class:`_ScsiBridge`).  Each such call copies the C selectors' state to
 the Python selector and back (O(paths), rare), and the events the target
 schedules (kicks, timers, activations, messages) land in the core's heap in
 the order the Python engine would push them.  Moving map/end_io into C for
@@ -55,11 +59,12 @@ from ..target import (END_DELAY_REQUEUE, END_DONE, END_INCOMPLETE, END_REQUEUE, 
 from ..target.multipath import DH_OK, Multipath
 from ..workload.fio import JobSpec
 from . import boundary as b
-from .boundary import (EV_ACTIVATED, EV_FAULT, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT, CoreEvent, CoreFault,
-                       LatState, SelPathState, TargetFlags)
+from .boundary import (EV_ACTIVATED, EV_FAULT, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_REQUEUE, CoreEvent,
+                       CoreFault, LatState, ScsiCmd, SelPathState, TargetFlags)
 from .arrival import IoGen
 from .devices import Empirical, Exponential, Fault, LogNormal, PathDevice, PathModel, ServiceTime
 from .host import HostModel
+from .scsi import ScsiHostModel
 from . import fast_gen
 
 try:
@@ -110,7 +115,8 @@ def _fault_events(sim):
 _MAP = {r: b.MAP_CODES[r] for r in (MAP_REMAPPED, MAP_SUBMITTED, MAP_REQUEUE, MAP_DELAY_REQUEUE, MAP_KILL)}
 _END = {r: b.END_CODES[r] for r in (END_DONE, END_REQUEUE, END_DELAY_REQUEUE, END_INCOMPLETE)}
 # the events the target schedules that the core runs (one numbering with the Python engine)
-_TARGET_EVENTS = (EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_ACTIVATED)
+# (EV_REQUEUE: the target kicked the requeue list; the core re-arms its own requeue work)
+_TARGET_EVENTS = (EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_ACTIVATED, EV_REQUEUE)
 
 
 class _CoreIO(MpathIO):
@@ -123,7 +129,7 @@ class _Target:
     reinstate_path message, dm messages, end_io with an error, map while no path is valid or
     queueing is pending, the kick of queued bios, the queue_if_no_path timeout.  Each call gets
     the C selectors' state first and returns it with the target's flags and the events it
-    scheduled (through Simulation._push), so both sides stay one state."""
+    scheduled (handed over by Simulation.redirect_events), so both sides stay one state."""
 
     def __init__(self, sim, pgpaths, infos, mp=None, errors=None):
         """mp: the target (another host's, sim/hosts.py; default the run's); errors: the list of job
@@ -138,7 +144,8 @@ class _Target:
         self.messages = []               # texts of the core's EV_MESSAGE events
         self.errors = list(b.JOB_ERRORS) if errors is None else errors   # job errors by code (0: none; ERR_*)
         self._events = []
-        sim._push = self._capture        # the target's kicks, timers and messages go to the core
+        self.tried = -1                  # the path the target's alloc_clone was last asked for
+        sim.redirect_events(self._capture)  # the target's kicks, timers and messages go to the core
 
     def _capture(self, t, kind, obj):
         if kind == EV_MESSAGE:
@@ -215,22 +222,30 @@ class _Target:
         self._enter(state)
         io = self.queued.pop(cid, None) or self._io(cid, nr_bytes, dm_start_jiffies, mapped, start_ns)
         self.sim._cur_cpu = cpu
+        self.tried = -1
         if free is not None:    # the core holds the tags: it says which path has a clone tag free
-            self.mp.alloc_clone = lambda pgpath, io: free[self.index[pgpath]]
+            self.mp.alloc_clone = lambda pgpath, io: self._alloc_clone(free, pgpath)
         r = self.mp.map(io)
         if r == MAP_SUBMITTED:
             self.queued[cid] = io
-        return self._leave((_MAP[r], self.index[io.pgpath] if io.pgpath is not None else -1, io.start_time_ns))
+        # the path: where it was mapped, or the one whose clone allocation failed (SCSI marks its queue active)
+        return self._leave((_MAP[r], self.index[io.pgpath] if io.pgpath is not None else self.tried,
+                            io.start_time_ns))
 
-    def end_io(self, state, cid, nr_bytes, path, start_ns, dm_start_jiffies, mapped):
+    def _alloc_clone(self, free, pgpath):
+        self.tried = self.index[pgpath]
+        return free[self.tried]
+
+    def end_io(self, state, cid, nr_bytes, path, start_ns, dm_start_jiffies, mapped, error):
+        """error: the block status, by its index in errors (the core's ERR_*)."""
         self._enter(state)
         io = self._io(cid, nr_bytes, dm_start_jiffies, mapped, start_ns, path)
-        r = self.mp.end_io(io, "transport")
+        r = self.mp.end_io(io, self.errors[error])
         if r == END_INCOMPLETE:
             self.queued[cid] = io
-        return self._leave((_END[r], self._error_code(io.error)))
+        return self._leave((_END[r], self.error_code(io.error)))
 
-    def _error_code(self, error):
+    def error_code(self, error):
         if error is None:
             return 0
         if error not in self.errors:
@@ -260,6 +275,36 @@ class _Target:
         self._enter(state)
         self.sim._nopath_timeout(gen)
         return self._leave(None)
+
+
+class _ScsiBridge:
+    """sim/scsi.py's rare decisions for the core's SCSI paths, made by the run's own ScsiDevice objects:
+    an error class set by an 'error' fault, and each command's end while one is set or a retry is
+    counted (ScsiDevice.command_result; the core keeps the device's counters and passes them across)."""
+
+    def __init__(self, sim, target, faults):
+        self.sim, self.target = sim, target
+        self.devs = [d.scsi for d in sim.devices]
+        self.faults = faults            # (device, Fault) by the core's fault index
+
+    @staticmethod
+    def _python(sd) -> int:
+        return int(bool((sd.error is not None and sd.every_nth) or sd.retries))
+
+    def error_fault(self, index):
+        dev, f = self.faults[index]
+        self.sim.scsi_fault(dev, f)
+        return self._python(dev.scsi)
+
+    def command_result(self, path, key, cmd):
+        """key: the I/O's number in the run (the core's I/O ids are reused)."""
+        sd = self.devs[path]
+        c = ScsiCmd._make(cmd)
+        sd.nr_cmds, sd.iodone_cnt, sd.device_blocked = c.nr_cmds, c.iodone_cnt, c.device_blocked
+        r = sd.command_result(key)
+        code = 0 if r is None else b.SCSI_RESULT_RETRY if r == "retry" else self.target.error_code(r)
+        return ScsiCmd(result=code, nr_cmds=sd.nr_cmds, iodone_cnt=sd.iodone_cnt, device_blocked=sd.device_blocked,
+                       python=self._python(sd))
 
 
 def _sel_state(info, ps) -> SelPathState:
@@ -311,7 +356,7 @@ _CORE_DISTS = (ServiceTime, Exponential, LogNormal, Empirical)
 # PathModel fields the core models (any value); another field must keep its default
 _CORE_PATH_FIELDS = frozenset({"name", "devt", "service", "parallelism", "delay_ns", "ns_per_kib", "faults",
                                "fail_latency_ns", "hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests",
-                               "per_kib_given"})   # per_kib_given: the topology said per_kib (used before the run)
+                               "per_kib_given", "queue_depth", "scsi_host"})   # per_kib_given: the topology said per_kib (used before the run)
 # HostModel fields the core models (cpu_nodes and node_distance only place CPUs for the selectors)
 _CORE_HOST_FIELDS = frozenset({"cpus", "submit_ns", "complete_ns", "wake_ns", "steal", "steal_period_ns",
                                "work_latency_ns", "cpu_nodes", "node_distance"})
@@ -351,6 +396,9 @@ def _device_refusal(sim) -> str:
             return "the path setting %s is not in the compiled core" % field
         if type(m.service) not in _CORE_DISTS:
             return "custom service-time distribution"
+        if m.scsi_host is not None and (type(m.scsi_host) is not ScsiHostModel or set(vars(m.scsi_host))
+                                        - {"name", "can_queue"}):
+            return "the SCSI host %s is not in the compiled core" % type(m.scsi_host).__name__
         for f in m.faults:
             if type(f) is not Fault or f.action not in b.FAULT_ACTIONS:
                 return "the fault %r is not in the compiled core" % getattr(f, "action", f)
@@ -466,8 +514,6 @@ def eligible(sim) -> str:
     kinds = {e[2] for e in sim._heap}
     if kinds - {EV_FAULT, EV_MESSAGE}:
         return "simulation already started"
-    if any(d.model.is_scsi for d in sim.devices):
-        return "SCSI path devices (queue_depth, a host's can_queue) run in the Python engine"
     why = _device_refusal(sim)
     if why:
         return why
@@ -493,7 +539,9 @@ def note_fallback(sim, stream=None) -> str:
     why = eligible(sim)
     if why and why != "MPATHLAB_ENGINE=python" and why not in _noted:
         _noted.add(why)
-        print("mpathlab: note: this run uses the Python engine (slower): %s" % why, file=stream or sys.stderr)
+        from ..klog import wrap
+        print("\n".join(wrap("mpathlab: note: this run uses the Python engine (slower): %s" % why)),
+              file=stream or sys.stderr)
     return why
 
 
@@ -511,6 +559,7 @@ def try_run_fast(sim) -> bool:
     index = {d: i for i, d in enumerate(devices)}
     info_of_dev = {}
     paths_cfg: list = [None] * len(devices)
+    scsi_hosts = sim.blk.scsi.hosts if sim.blk is not None and sim.blk.scsi is not None else []
     for pgpath in mp.pgpaths:
         d = sim.dev_of_pgpath[pgpath]
         # a Python selector keeps its own state: the core only needs the pgpath
@@ -530,6 +579,8 @@ def try_run_fast(sim) -> bool:
             "nr_hw_queues": d.model.nr_hw_queues if sim.blk is not None else 1,
             "hctx_tags": d.model.hctx_tags if sim.blk is not None else 0,
             "hctx_sched_tags": d.model.hctx_sched_tags if sim.blk is not None else 0,
+            "scsi_host": scsi_hosts.index(d.scsi.host) if d.scsi is not None else -1,
+            "queue_depth": d.model.queue_depth,
         }
     order = (list(range(len(devices))) if py_sel or ioa
              else [index[sim.dev_of_pgpath[pi.path]] for pi in ps.valid_paths])
@@ -568,6 +619,8 @@ def try_run_fast(sim) -> bool:
         "steal_ns": sim.host.model.steal_ns if sim.host is not None else 0,
         "steal_period": sim.host.model.steal_period_ns if sim.host is not None else 1,
         "work_latency": sim.host.model.work_latency_ns if sim.host is not None else 0,
+        "record_done": int(sim.result.done_at is not None),
+        "scsi_can_queue": [h.model.can_queue for h in scsi_hosts],
     }
     if ioa:
         pgpath_index = {info_of_dev[i][0]: i for i in range(len(devices))}
@@ -581,10 +634,11 @@ def try_run_fast(sim) -> bool:
     if _needs_target(sim):
         pgpaths = [info_of_dev[i][0] for i in range(len(devices))]
         target = _Target(sim, pgpaths, [info_of_dev[i][1] for i in range(len(devices))])
-    faults, initial = [], []
+    faults, initial, fault_objs = [], [], []
     for t, _, kind, obj in sorted(sim._heap, key=lambda e: e[1]):
         if kind == EV_FAULT:
             d, f = obj
+            fault_objs.append(obj)
             msg = target.message_index("reinstate_path %s" % d.model.devname) if target is not None else 0
             faults.append(CoreFault(path=index[d], action=b.FAULT_ACTIONS[f.action], factor=float(f.factor),
                                     reinstate_after_ns=f.reinstate_after_ns, message=msg))
@@ -593,7 +647,8 @@ def try_run_fast(sim) -> bool:
             initial.append(CoreEvent(t=t, kind=EV_MESSAGE,
                                      obj=target.message_index(obj)))  # type: ignore[union-attr]
     cfg.update({"faults": faults, "initial": initial, "target": target,
-                "target_flags": target.flags() if target is not None else None})
+                "target_flags": target.flags() if target is not None else None,
+                "scsi": _ScsiBridge(sim, target, fault_objs) if scsi_hosts else None})
     hosts = getattr(sim, "targets", [mp])[1:]
     host_targets = [None if target is None else _host_target(sim, h, ioa, target.errors) for h in hosts]
     if hosts:
@@ -605,7 +660,7 @@ def try_run_fast(sim) -> bool:
         out = _fastcore.simulate(cfg)
     finally:
         if target is not None:
-            del sim._push           # the Simulation's own _push again
+            sim.redirect_events(None)
             mp.alloc_clone = alloc_clone
     out["target"] = target
     if ioa:
@@ -614,6 +669,18 @@ def try_run_fast(sim) -> bool:
     if hosts:
         _write_back_hosts(sim, out["hosts"], host_targets, ioa)
     return True
+
+
+_SDEV_NAMES = {v: k for k, v in b.SDEV_STATES.items()}
+
+
+def _set_scsi(sd, st: dict) -> None:
+    """The core's state of a SCSI path into its ScsiDevice (the error class, ioerr_cnt and the retry
+    counts were kept there)."""
+    sd.state = _SDEV_NAMES[st["state"]]
+    sd.run_pending = bool(st["run_pending"])
+    for f in ("device_busy", "tags_held", "restarts", "device_blocked", "nr_cmds", "iodone_cnt", "rejected"):
+        setattr(sd, f, st[f])
 
 
 def _host_infos(sim, mp, ioa):
@@ -689,6 +756,8 @@ def _write_back(sim, out, info_of_dev) -> None:
         d.in_flight, d.peak_in_flight = p["in_flight"], p["peak_in_flight"]
         _set_lat(d.lat, p["lat"])
         d.slow_factor, d.errors, d.offline = p["slow_factor"], p["errors"], bool(p["offline"])
+        if d.scsi is not None:
+            _set_scsi(d.scsi, p["scsi"])
         _, info = info_of_dev[i]
         if info is not None:
             _set_info(info, SelPathState._make(p.get(f, 0) for f in SelPathState._fields))
@@ -721,6 +790,14 @@ def _write_back(sim, out, info_of_dev) -> None:
     res.submitted, res.completed, res.events = out["submitted"], out["completed"], out["events"]
     res.pending, res.stalled = out["pending"] + len(mp.queued_bios), bool(out["stalled"])
     res.errored = out["errored"]
+    res.requeued_errors = out["requeued_errors"]
+    if res.done_at is not None:
+        res.done_at[:] = out["done_at"]
+    if sim.blk is not None and sim.blk.scsi is not None:
+        for h, used in zip(sim.blk.scsi.hosts, out["scsi_tags_used"]):
+            h.tags_used = used
+            h.active = {d.scsi for d in sim.devices if d.scsi is not None and d.scsi.host is h
+                        and out["paths"][sim.devices.index(d)]["scsi"]["active"]}
     res.timeline = [(t, dict(zip(names, counts))) for t, counts in out["timeline"]]
     if sim.blk is not None:
         sim.blk.resource_stalls = out["resource_stalls"]

@@ -61,7 +61,8 @@ def state(g: IoGen) -> GenState:
     return GenState(bytes_left=opt(g.bytes_left), ios_left=opt(g.ios_left), issued_bytes=tuple(g.issued_bytes),
                     next_ns=tuple(g.next_ns), last_poisson=tuple(g.last_poisson), pending_d=pd, pending_n=pn,
                     batch=g.batch, think_until=opt(g.think_until), trim_next_write=opt(g.trim_next_write),
-                    writing_done=int(g.writing_done), done=int(g.done))
+                    writing_done=int(g.writing_done), done=int(g.done), rate_sleep=opt(g.rate_sleep),
+                    rate_wake=opt(g.rate_wake))
 
 
 def set_state(g: IoGen, out) -> None:
@@ -75,6 +76,7 @@ def set_state(g: IoGen, out) -> None:
     g.pending = None if st.pending_d < 0 else (st.pending_d, st.pending_n)
     g.batch, g.think_until, g.trim_next_write = st.batch, opt(st.think_until), opt(st.trim_next_write)
     g.writing_done, g.done = bool(st.writing_done), bool(st.done)
+    g.rate_sleep, g.rate_wake = opt(st.rate_sleep), opt(st.rate_wake)
     g.rng.setstate((3, words, None))
 
 

@@ -27,7 +27,7 @@ _PER_PATH_ARGS: Dict[str, Optional[Tuple[int, str]]] = {
     "round-robin": (1, "1"), "queue-length": (1, "1"), "service-time": (2, "1 1"),
     "historical-service-time": (1, "0"), "io-affinity": None}
 QUEUE_DEPTH = 32        # the LUN's queue_depth (sdev->queue_depth)
-PLAIN_ACTIONS = {"offline": "fail", "delete": "fail"}
+PLAIN_ACTIONS = {"offline": "fail", "delete": "fail", "poweroff": "fail"}
 JOB = "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=%d\nruntime=%dms\ntime_based\n"
 
 
@@ -47,26 +47,6 @@ def _paths(n: int, faults: Dict[int, List[Fault]], service_us: float = 100.0, pa
                       scsi_host=ScsiHostModel("host%d" % i)) for i in range(n)]
 
 
-class _Watched(Simulation):
-    """A run that keeps the times of the I/Os that completed, and counts the I/O a path failed that
-    dm-mpath took back (requeued or held) instead of ending it with the error."""
-
-    done_at: List[int]
-    retried: int
-
-    def _complete(self, io, error):
-        if not error:
-            self.done_at.append(self.now)
-        super()._complete(io, error)
-
-    def _path_done(self, io, error):
-        dev = io.dev
-        errors, errored = dev.errors, self.result.errored
-        super()._path_done(io, error)
-        if dev.errors > errors and self.result.errored == errored:
-            self.retried += 1
-
-
 class FaultStudy:
     def __init__(self, name: str, title: str, build, expect: str, *, fault_ns: int, recovered_ns: Optional[int],
                  end_ns: int, kernel: Sequence[str] = (), path: str = "sdb"):
@@ -81,8 +61,9 @@ class FaultStudy:
         self.path = path                    # the path the fault is on (its share is followed)
 
     def build_plain(self, selector: str):
-        """The study on plain devices (no budget, no host; offline and delete become a device that fails),
-        which the compiled core runs too: the engines are compared on it (tests/test_fastcore.py)."""
+        """The study on plain devices (no budget, no host; offline and delete become a device that fails):
+        the engines are compared on it too (tests/test_fastcore.py; the SCSI study itself in
+        tests/test_fastcore_scsi.py)."""
         table, paths, job, kw = self.build(selector)
         plain = []
         for pm in paths:
@@ -93,19 +74,18 @@ class FaultStudy:
             plain.append(q)
         return table, plain, job, kw
 
-    def run(self, selector: str, seed: int = 1, kernel=None, progress=None):
-        """progress: called with the run's fraction done, as Simulation calls it."""
+    def run(self, selector: str, seed: int = 1, kernel=None, progress=None, engine: str = "auto"):
+        """progress: called with the run's fraction done, as Simulation calls it.  The run keeps the times
+        of the I/Os that completed, and counts the I/O a path failed that dm-mpath took back (requeued
+        or held) instead of ending it with the error."""
         table, paths, job, kw = self.build(selector)
-        # the SCSI devices run in the Python engine (the compiled core refuses them)
-        sim = _Watched(table, paths, parse_fio(job).jobs, seed=seed, kernel=kernel, engine="python",
-                       progress=progress, **kw)
-        sim.done_at = []
-        sim.retried = 0
-        res = sim.run()
+        res = Simulation(table, paths, parse_fio(job).jobs, seed=seed, kernel=kernel, engine=engine,
+                         progress=progress, record_completions=True, **kw).run()
         res.check_accounting()
-        stall, gap, rec = self.gaps(sim.done_at)
-        res.fault = {"stall_ns": stall, "max_gap_ns": gap, "recovery_ns": rec, "retried": sim.retried,
-                     "last_done_ns": sim.done_at[-1] if sim.done_at else 0}
+        done_at = res.done_at or []
+        stall, gap, rec = self.gaps(done_at)
+        res.fault = {"stall_ns": stall, "max_gap_ns": gap, "recovery_ns": rec, "retried": res.requeued_errors,
+                     "last_done_ns": done_at[-1] if done_at else 0}
         return res
 
     def gaps(self, done_at: List[int]) -> Tuple[Optional[int], Optional[int], Optional[int]]:
@@ -145,7 +125,8 @@ def _slow(sel, depth: int):
 
 
 _END_IO = "dm-mpath.c: multipath_end_io -> blk_path_error -> fail_path; dm-rq.c: dm_requeue_original_request"
-_HOLD = ("dm-mpath.c: multipath_clone_and_map -> must_push_back_rq -> DM_MAPIO_DELAY_REQUEUE (100 ms); "
+_HOLD = ("dm-mpath.c: multipath_clone_and_map -> must_push_back_rq -> DM_MAPIO_DELAY_REQUEUE (100 ms), "
+         "kicked at once by reinstate_path -> process_queued_io_list -> dm_mq_kick_requeue_list; "
          "bio-based: __multipath_map_bio -> multipath_queue_bio, process_queued_bios on reinstate_path")
 STUDIES: Dict[str, FaultStudy] = {s.name: s for s in [
     FaultStudy("path-fail-reinstate", "4 paths at iodepth 64; sdb's transport drops at 20 ms, "
@@ -164,15 +145,24 @@ STUDIES: Dict[str, FaultStudy] = {s.name: s for s in [
                        "dm-rq.c: dm_dispatch_clone_request -> dm_complete_request", _END_IO)),
     FaultStudy("path-delete", "4 paths at iodepth 64; sdb deleted at 20 ms, back and reinstated at 60 ms",
                lambda s: _fail_reinstate(s, "delete"),
+               "the LUN is cancelled before its disk goes: the next clone sent to it is refused with "
+               "BLK_STS_OFFLINE, sdb fails and the I/O moves on; no job sees an error", fault_ns=20 * MS,
+               recovered_ns=60 * MS, end_ns=100 * MS,
+               kernel=("scsi_sysfs.c: sdev_store_delete -> __scsi_remove_device -> "
+                       "scsi_device_set_state(SDEV_CANCEL), then sd_remove -> del_gendisk",
+                       "scsi_lib.c: scsi_queue_rq -> scsi_device_state_check (BLK_STS_OFFLINE)", _END_IO)),
+    FaultStudy("path-poweroff", "4 paths at iodepth 64; sdb's disk goes at 20 ms with its queue dying at once "
+               "(a null_blk device powered off), back and reinstated at 60 ms",
+               lambda s: _fail_reinstate(s, "poweroff"),
                "the clone allocation on the dying queue fails: sdb is failed through pg_init_done and that "
                "request waits 100 ms; no job sees an error", fault_ns=20 * MS, recovered_ns=60 * MS,
                end_ns=100 * MS,
-               kernel=("scsi_sysfs.c: sdev_store_delete -> scsi_remove_device (the queue is dying)",
+               kernel=("null_blk main.c: power 0 -> null_del_dev -> del_gendisk (the queue is dying)",
                        "dm-mpath.c: multipath_clone_and_map -> activate_or_offline_path -> "
                        "pg_init_done(SCSI_DH_DEV_OFFLINED) -> fail_path; DM_MAPIO_DELAY_REQUEUE")),
     FaultStudy("all-fail-queue", "2 paths, queue_if_no_path; both set offline at 20 ms, reinstated at 50 ms",
                lambda s: _all_lost(s, "1 queue_if_no_path"),
-               "I/O queues (requeued every 100 ms), completes after reinstatement", fault_ns=20 * MS,
+               "I/O queues (requeued every 100 ms), resumes at the reinstatement (the requeue list is kicked)", fault_ns=20 * MS,
                recovered_ns=50 * MS, end_ns=100 * MS, kernel=(_END_IO, _HOLD), path="sda"),
     FaultStudy("all-fail-queue-bio", "as all-fail-queue, bio-based: bios wait inside the target",
                lambda s: _all_lost(s, "3 queue_if_no_path queue_mode bio"),

@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional
 
 from ..target import (END_DELAY_REQUEUE, END_DONE, END_REQUEUE, MAP_DELAY_REQUEUE, MAP_KILL, MAP_REMAPPED,
                       MAP_REQUEUE, MessageError, MpathIO, Multipath)
+from ..target.multipath import QUEUE_MODE_RQ
 from .boundary import REQUEUE_DELAY_NS
 from .devices import PathDevice
 from .loop import (EV_ACTIVATED, EV_ARRIVE, EV_DONE, EV_ERRDONE, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT,
-                   EV_RETRY, EventLoop)
+                   EV_REQUEUE, EV_RETRY, EventLoop)
 
 if TYPE_CHECKING:
     from ..timing import TimeBase
@@ -47,6 +48,8 @@ class IoPath(EventLoop):
     _timer_gen: int
     _timer_pending: bool
     _kick_pending: bool
+    _requeue_list: list
+    _requeue_gen: int
     _extra_delay: Optional[Callable]
     _driver_start: Optional[Callable]
 
@@ -76,9 +79,33 @@ class IoPath(EventLoop):
         return self.mp
 
     def _on_kick(self, mp) -> None:
+        """dm-mpath's process_queued_io_list: request-based, it kicks the dm queue's requeue list now
+        (dm_mq_kick_requeue_list), in the caller's context, so a DM_MAPIO_DELAY_REQUEUE returned after it
+        (pg_init_done inside clone_and_map) still re-arms the work to 100 ms; bio-based, the target's
+        queued bios are re-mapped (EV_KICK)."""
+        if mp.queue_mode == QUEUE_MODE_RQ:
+            self._kick_requeue(0)
         if not self._kick_pending:
             self._kick_pending = True
             self._push(self.now, EV_KICK, None)
+
+    def _requeue(self, io: SimIO, delay_ns: int) -> None:
+        """dm-rq.c dm_requeue_original_request: the request goes on the dm queue's requeue list and the
+        list's one delayed work is kicked with the delay (0, or 100 ms for DM_MAPIO_DELAY_REQUEUE)."""
+        self._requeue_list.append(io)
+        self._kick_requeue(delay_ns)
+
+    def _kick_requeue(self, delay_ns: int) -> None:
+        """blk_mq_delay_kick_requeue_list: a mod_delayed_work, so the latest kick decides when every
+        listed request runs (an immediate requeue or a kick runs those waiting their 100 ms too)."""
+        self._requeue_gen += 1
+        self._push(self.now + delay_ns, EV_REQUEUE, self._requeue_gen)
+
+    def _run_requeue_list(self) -> None:
+        """blk_mq_requeue_work: every listed request goes back into the dm queue, which runs."""
+        items, self._requeue_list = self._requeue_list, []
+        for io in items:
+            self._dispatch(io)
 
     def _set_timer(self, mp, delay_ns) -> None:
         """mod_timer / del_timer for the queue_if_no_path timeout."""
@@ -128,8 +155,8 @@ class IoPath(EventLoop):
                 dev.peak_in_flight = dev.in_flight
             if blk is None or blk.start(io, dev):   # bio-based: False while it waits for a tag
                 self._start(io, dev)
-        elif r == MAP_DELAY_REQUEUE:
-            self._push(self.now + REQUEUE_DELAY_NS, EV_RETRY, io)
+        elif r == MAP_DELAY_REQUEUE:      # request-based only
+            self._requeue(io, REQUEUE_DELAY_NS)
         elif r == MAP_REQUEUE:
             if self.blk is not None and self.blk.rq:
                 return False    # no tag for the clone
@@ -191,6 +218,8 @@ class IoPath(EventLoop):
             self.blk.complete(io, dev)
         if error:
             dev.errors += 1
+            if r != END_DONE:       # dm-mpath took the I/O back (another path, or later)
+                self.result.requeued_errors += 1
         if r == END_DONE:
             if io.error:
                 self._complete(io, io.error)
@@ -199,9 +228,12 @@ class IoPath(EventLoop):
                 dev.lat.add(self.now - io.submit_ns)
                 self._complete(io, None)
         elif r == END_REQUEUE:
-            self._push(self.now, EV_RETRY, io)
-        elif r == END_DELAY_REQUEUE:
-            self._push(self.now + REQUEUE_DELAY_NS, EV_RETRY, io)
+            if self.mp.queue_mode == QUEUE_MODE_RQ:
+                self._requeue(io, 0)
+            else:       # bio-based (a noflush suspend): back to dm core
+                self._push(self.now, EV_RETRY, io)
+        elif r == END_DELAY_REQUEUE:      # request-based only
+            self._requeue(io, REQUEUE_DELAY_NS)
 
     def path_done(self, io: SimIO, error: Optional[str]) -> None:
         """A path ends I/O IO (ERROR None, or a blk_status name): dm's end_io and what follows."""
@@ -220,13 +252,13 @@ class IoPath(EventLoop):
         elif fault.action == "slow":
             dev.slow_factor = fault.factor
         else:
-            self._scsi_fault(dev, fault)
+            self.scsi_fault(dev, fault)
 
-    def _scsi_fault(self, dev: PathDevice, fault) -> None:
+    def scsi_fault(self, dev: PathDevice, fault) -> None:
         """A fault of a SCSI path's device (sim/scsi.py): its state, or an error class on every
         every_nth command.  null_blk-like devices take offline/delete as a device that fails."""
         if dev.scsi is None:
-            if fault.action in ("offline", "delete"):
+            if fault.action in ("offline", "delete", "poweroff"):
                 self.fail_device(dev)
             elif fault.action == "online":
                 dev.offline = False
@@ -235,7 +267,9 @@ class IoPath(EventLoop):
             dev.scsi.error = fault.error or None
             dev.scsi.every_nth = fault.every_nth
             return
-        state = {"offline": "offline", "delete": "deleted", "online": "running"}[fault.action]
+        # a sysfs delete cancels the device first (scsi_sysfs.c __scsi_remove_device); a powered-off
+        # disk's queue dies at once
+        state = {"offline": "offline", "delete": "cancel", "poweroff": "deleted", "online": "running"}[fault.action]
         self.blk.scsi.set_state(dev, state)     # type: ignore[union-attr]
 
     def _schedule_message(self, delay_ns: int, text: str) -> None:
@@ -279,6 +313,8 @@ class IoPath(EventLoop):
             if kind in (EV_DONE, EV_ARRIVE, EV_RETRY, EV_ERRDONE):
                 n += 1
         heap.clear()
+        n += len(self._requeue_list)
+        self._requeue_list.clear()
         if self.blk is not None:
             n += self.blk.drain()
         if self.host is not None:

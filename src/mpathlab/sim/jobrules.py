@@ -139,6 +139,8 @@ class JobRules(IoPath):
         job.completed += 1
         if not job.burner:
             res.completed += 1
+        if res.done_at is not None:
+            res.done_at.append(now)
         lat = now - io.submit_ns
         if job.log is not None:
             job.log.add(now - job.start_ns, lat, io.ddir, io.nr_bytes)

@@ -12,7 +12,7 @@ from typing import Callable, Iterator, List, Optional
 # one numbering with the compiled core (declared in .boundary). EV_CALL: obj = (fn, arg), a part
 # plugged into the loop (blockqueue, host, a daemon's timer) asked to be called
 from .boundary import (EV_ACTIVATED, EV_ARRIVE, EV_CALL, EV_DONE, EV_ERRDONE, EV_FAULT,  # noqa: F401
-                       EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_RETRY, EV_SUBMIT)
+                       EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_REQUEUE, EV_RETRY, EV_SUBMIT)
 
 
 class EventLoop:
@@ -32,6 +32,14 @@ class EventLoop:
 
     def _push(self, t: int, kind: int, obj) -> None:
         heapq.heappush(self._heap, (t, next(self._seq), kind, obj))
+
+    def redirect_events(self, sink: Optional[Callable[[int, int, object], None]]) -> None:
+        """Hand the events the simulation schedules from now on to SINK(t, kind, obj) instead of its heap
+        (None: back to the heap).  The compiled core's bridge (.fast) takes the target's events this way."""
+        if sink is None:
+            self.__dict__.pop("_push", None)
+        else:
+            setattr(self, "_push", sink)    # an instance attribute shadows the method
 
     def call_at(self, t: int, fn, arg) -> None:
         self._push(t, EV_CALL, (fn, arg))

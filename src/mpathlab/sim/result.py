@@ -36,6 +36,10 @@ class SimResult:
         self.engine = "python"
         # a fault study's measurements (sim/faults.py: stall, longest gap, recovery, retried I/O)
         self.fault: Dict[str, Optional[int]] = {}
+        # Simulation(record_completions=True): when each I/O completed; and always the path errors
+        # dm-mpath took back (requeued or held) instead of ending the I/O with them
+        self.done_at: Optional[List[int]] = None
+        self.requeued_errors = 0
 
     def share_in_window(self, path: str, t0: int, t1: int) -> float:
         """Share of dispatches to ``path`` between t0 and t1 (needs window_ns)."""

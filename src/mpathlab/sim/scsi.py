@@ -11,7 +11,8 @@ blk-mq take, in this order (block/blk-mq.c __blk_mq_try_issue_directly, drivers/
 2. a *budget token* of the device (scsi_mq_get_budget -> scsi_dev_queue_ready: sbitmap_get on
    ``sdev->budget_map``, sized ``sdev->queue_depth``, the sysfs queue_depth).
 3. scsi_queue_rq: the device state (scsi_device_state_check: OFFLINE / TRANSPORT_OFFLINE / DEL ->
-   BLK_STS_IOERR, BLOCK -> BLK_STS_RESOURCE), then the LLD.
+   BLK_STS_IOERR, BLOCK -> BLK_STS_RESOURCE, CANCEL (a device being removed) -> BLK_STS_OFFLINE),
+   then the LLD.
 
 What a refusal does depends on who issued the request:
 
@@ -22,9 +23,12 @@ request-based dm (dm-rq.c map_request, dm-mpath.c multipath_clone_and_map)
     (multipath_release_clone: the selector's end_io after its start_io) and dm's queue gets
     BLK_STS_RESOURCE (sim/blockqueue.py re-runs it).  An error from scsi_queue_rq (3) completes the
     clone with that status (dm_dispatch_clone_request -> dm_complete_request), and multipath_end_io
-    fails the path.  A queue being torn down (the disk deleted) refuses the allocation and
-    blk_queue_dying sends the request to activate_or_offline_path: pg_init_done(SCSI_DH_DEV_OFFLINED)
-    fails the path and the request waits DM_MAPIO_DELAY_REQUEUE (100 ms).
+    fails the path.  A LUN deleted through sysfs goes to SDEV_CANCEL first (scsi_sysfs.c
+    __scsi_remove_device), so the first clone sent to it fails the path that way, before sd_remove's
+    del_gendisk marks its queue dying.  A queue that dies with nothing refused before (a null_blk
+    device powered off) refuses the allocation itself, and blk_queue_dying sends the request to
+    activate_or_offline_path: pg_init_done(SCSI_DH_DEV_OFFLINED) fails the path and the request waits
+    DM_MAPIO_DELAY_REQUEUE (100 ms).
 bio-based dm (and any submitter of bios)
     blk_mq_submit_bio allocates the request without NOWAIT: no driver tag, the task sleeps on the
     host's tag set (sim/blockqueue.py).  No budget: blk_mq_try_issue_directly inserts the request,
@@ -40,6 +44,11 @@ stops the retries of DID_BUS_BUSY only; DID_ERROR, DID_TRANSPORT_DISRUPTED and r
 retried on the same device while ``++retries <= allowed`` (sd: SD_MAX_RETRIES, 5), below dm, which
 sees only the final status.  blk_path_error (include/linux/blk_types.h, mpathlab.target) then decides
 whether dm-mpath fails the path and retries the I/O elsewhere or fio gets the error.
+
+The compiled core (_fastcore.c, section "SCSI paths") mirrors ScsiHost, ScsiDevice.get_budget /
+state_check and ScsiQueues function for function; command_result with an error class set (or a retry
+counted) is called from there, so it exists only here.  A change to the others needs its C mirror
+(tests/test_fastcore_scsi.py compares the engines run for run).
 """
 from __future__ import annotations
 
@@ -52,8 +61,8 @@ BLK_MQ_TAG_MIN = 4                     # hctx_may_queue: "Allow at least some ta
 SCSI_DEFAULT_DEVICE_BLOCKED = 3        # include/scsi/scsi_device.h: sdev->max_device_blocked
 
 # sdev_state (include/scsi/scsi_device.h) as far as I/O sees it
-SDEV_RUNNING, SDEV_OFFLINE, SDEV_TRANSPORT_OFFLINE, SDEV_BLOCK, SDEV_DEL = (
-    "running", "offline", "transport-offline", "blocked", "deleted")
+SDEV_RUNNING, SDEV_OFFLINE, SDEV_TRANSPORT_OFFLINE, SDEV_BLOCK, SDEV_DEL, SDEV_CANCEL = (
+    "running", "offline", "transport-offline", "blocked", "deleted", "cancel")
 
 
 class ScsiError(NamedTuple):
@@ -189,6 +198,9 @@ class ScsiDevice:
         if self.state in (SDEV_OFFLINE, SDEV_TRANSPORT_OFFLINE, SDEV_DEL):
             self.rejected += 1
             return "ioerr"
+        if self.state == SDEV_CANCEL:       # any other state that is not fully online
+            self.rejected += 1
+            return "offline"
         if self.state == SDEV_BLOCK:
             return "resource"
         return None

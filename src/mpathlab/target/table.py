@@ -28,6 +28,20 @@ from .multipath import QUEUE_MODE_BIO, QUEUE_MODE_RQ, Device, Multipath, PGPath,
 DeviceResolver = Callable[[str], Optional[Tuple[int, int]]]
 
 
+# multipath_ctr's counted arguments (its struct dm_arg tables): bounds, whether the count's tokens must
+# follow (dm_read_arg_group) and the error string; one definition for the constructor and the capture
+# (capture/parsers.py), which reads a table's shape with the same counts
+COUNTS = {
+    "features": (0, 8, "invalid number of feature args", True),
+    "hw_handler": (0, 1024, "invalid number of hardware handler args", True),
+    "groups": (0, 1024, "invalid number of priority groups", False),
+    "initial_group": (0, 1024, "invalid initial priority group number", False),
+    "selector_args": (0, 1024, "invalid number of path selector args", True),
+    "paths": (1, 1024, "invalid number of paths", False),
+    "path_args": (0, 1024, "invalid number of selector args", False),
+}
+
+
 class ArgSet:
     """struct dm_arg_set: the remaining tokens."""
 
@@ -52,6 +66,17 @@ class ArgSet:
     def consume(self, n: int) -> None:
         assert n <= self.argc, "dm_consume_args past the end"
         self.pos += n
+
+    def take(self, n: int) -> List[str]:
+        """The next n tokens, consumed (n <= argc)."""
+        toks = self.peek(n)
+        self.consume(n)
+        return toks
+
+    def count(self, what: str) -> int:
+        """One of multipath_ctr's counted arguments (COUNTS)."""
+        lo, hi, error, grouped = COUNTS[what]
+        return self.read(lo, hi, error, grouped)
 
     def read(self, lo: int, hi: int, error: str, grouped: bool = False) -> int:
         """dm_read_arg / dm_read_arg_group."""
@@ -88,7 +113,7 @@ def mapping_resolver(names: Dict[str, Tuple[int, int]]) -> DeviceResolver:
 
 
 def _parse_features(m: Multipath, a: ArgSet) -> None:
-    argc = a.read(0, 8, "invalid number of feature args", grouped=True)
+    argc = a.count("features")
     while argc:
         name = a.shift() or ""      # the grouped read made sure the tokens are there
         argc -= 1
@@ -121,7 +146,7 @@ def _parse_features(m: Multipath, a: ArgSet) -> None:
 
 
 def _parse_hw_handler(m: Multipath, a: ArgSet) -> None:
-    hw_argc = a.read(0, 1024, "invalid number of hardware handler args", grouped=True)
+    hw_argc = a.count("hw_handler")
     if not hw_argc:
         return
     if m.queue_mode == QUEUE_MODE_BIO:
@@ -132,10 +157,8 @@ def _parse_hw_handler(m: Multipath, a: ArgSet) -> None:
         return
     m.hw_handler_name = a.shift()
     if hw_argc > 1:
-        params = a.peek(hw_argc - 1)
         # Kept only for scsi_dh_set_params(); never re-emitted in status.
-        m.hw_handler_params = "%d\0%s" % (hw_argc - 1, "\0".join(params))
-        a.consume(hw_argc - 1)
+        m.hw_handler_params = "%d\0%s" % (hw_argc - 1, "\0".join(a.take(hw_argc - 1)))
 
 
 def _parse_priority_group(m: Multipath, a: ArgSet, resolve: DeviceResolver, env: dict,
@@ -147,7 +170,7 @@ def _parse_priority_group(m: Multipath, a: ArgSet, resolve: DeviceResolver, env:
     if cls is None or not m.profile.has_selector(cls.name):
         detail = "got %r" % name if cls is None else "%s is not in kernel %s" % (name, m.profile.name)
         raise TargetError("unknown path selector type", detail=detail)
-    ps_argc = a.read(0, 1024, "invalid number of path selector args", grouped=True)
+    ps_argc = a.count("selector_args")
     try:
         ps = cls(a.peek(ps_argc), **env)
     except SelectorError as e:
@@ -155,8 +178,8 @@ def _parse_priority_group(m: Multipath, a: ArgSet, resolve: DeviceResolver, env:
     a.consume(ps_argc)
     pg = PriorityGroup(ps)
 
-    nr_pgpaths = a.read(1, 1024, "invalid number of paths")
-    nr_selector_args = a.read(0, 1024, "invalid number of selector args")
+    nr_pgpaths = a.count("paths")
+    nr_selector_args = a.count("path_args")
     nr_params = 1 + nr_selector_args
     for _ in range(nr_pgpaths):
         if a.argc < nr_params:
@@ -238,8 +261,8 @@ def _construct(m: Multipath, a: ArgSet, resolve: DeviceResolver, env: dict) -> N
     m.queue_io = True
     _parse_hw_handler(m, a)
 
-    m.nr_priority_groups = a.read(0, 1024, "invalid number of priority groups")
-    next_pg_num = a.read(0, 1024, "invalid initial priority group number")
+    m.nr_priority_groups = a.count("groups")
+    next_pg_num = a.count("initial_group")
     if bool(m.nr_priority_groups) != bool(next_pg_num):
         raise TargetError("invalid initial priority group")
 

@@ -488,13 +488,14 @@ def describe(o: Opt) -> str:
 
 
 def listing() -> str:
-    """The --help-style listing, grouped by class."""
-    out = []
+    """The --help-style listing, grouped by class, within 100 columns."""
+    from ..klog import wrap
+    out: List[str] = []
     for cls in (MODELLED, NO_EFFECT, REFUSED):
         out.append("%s:" % cls)
         for o in OPTIONS:
             if o.cls == cls:
-                out.append("  " + describe(o))
+                out += wrap("  " + describe(o), " " * 6)
     return "\n".join(out)
 
 

@@ -13,6 +13,8 @@ when the job asks for its next I/O, takes the next piece (read_iolog_get):
   one keeps its gap from it; file actions (add, open, close) and syncs are timed the same way;
 - version 2's ``wait`` sleeps until that many milliseconds after fio started (the code, not the
   HOWTO's "microseconds, relative to the previous wait"); ``replay_no_stall`` drops it;
+- an iolog's ``trim`` lines are dropped (fio 3.33's read_iolog2 says "bad ddir: 2"), but their time
+  still counts as the last record's;
 - ``replay_scale`` divides offsets, ``replay_align`` aligns them down (an iolog) and, in a blktrace,
   also rounds the byte count up;
 - from a blktrace fio takes only queue events (``Q``): a discard is a trim, a flush a sync, any other
@@ -37,7 +39,8 @@ from .trace_iolog import FILE_ACTIONS, iolog_version, read_iolog
 
 # piece kinds: an I/O to submit; a point in time without I/O (file action, sync); v2's absolute wait
 IO, MARK, WAIT = 0, 1, 2
-DDIR_OF_ACTION = {"read": READ, "write": WRITE, "trim": TRIM}
+# the I/O an iolog line replays: fio 3.33 takes reads and writes; it takes trims from a blktrace only
+IOLOG_DDIRS = {"read": READ, "write": WRITE}
 SKIP_NAMES = {"read": READ, "write": WRITE, "trim": TRIM, "sync": 3}
 SYNC = 3                  # fio's DDIR_SYNC, for replay_skip
 MAX_PROBED_DEPTH = 1024   # blktrace.c: stacked devices miss completions, so the probe is capped
@@ -94,8 +97,9 @@ def iolog_pieces(version: int, entries, opts: ReplayOptions) -> Iterator[tuple]:
                 yield (WAIT, e.offset, -1, 0, 0)
         elif action in ("sync", "datasync"):
             yield (MARK, delay, SYNC, 0, 0)
-        else:
-            yield (IO, delay, DDIR_OF_ACTION[action], e.length, _place(e.offset, opts))
+        elif action in IOLOG_DDIRS:
+            yield (IO, delay, IOLOG_DDIRS[action], e.length, _place(e.offset, opts))
+        # a trim line: fio 3.33's read_iolog2 drops it ("bad ddir: 2") after taking its time as the last
 
 
 def blktrace_pieces(events: Iterator[BlkEvent], opts: ReplayOptions) -> Iterator[tuple]:
@@ -273,7 +277,7 @@ def estimate_ios(src: TraceSource, sample: int = 2000) -> int:
     n = ios = 0
     for e in read_iolog(src.paths[0])[1]:
         n += 1
-        ios += e.action in DDIR_OF_ACTION
+        ios += e.action in IOLOG_DDIRS
         if n >= sample:
             with open(src.paths[0], "rb") as f:
                 head = sum(len(f.readline()) for _ in range(e.line))

@@ -30,7 +30,8 @@ RESULTS = os.path.join(HERE, "results-nvme.json")
 
 ANA = {"o": "optimized", "n": "non-optimized", "i": "inaccessible"}
 
-# name: (transport, delays_us per port, ANA state per port, iopolicy, fio iodepth, runtime s, event, event at s)
+# name: (transport, delays_us per port, ANA state per port, iopolicy, fio iodepth, runtime s, event, event at s
+#        [, options: trace, ffail0 (guest/main.sh)])
 CELLS: Dict[str, tuple] = {
     # one port: the guest's CPU time per I/O of each transport (the model's guest is fitted on these)
     "C1": ("tcp", (0,), "o", "round-robin", 16, 4, "none", 0),
@@ -58,6 +59,20 @@ CELLS: Dict[str, tuple] = {
     "L2-rr": ("loop", (0, 0), "oo", "round-robin", 16, 4, "none", 0),
     "L2-qd": ("loop", (0, 0), "oo", "queue-depth", 16, 4, "none", 0),
     "ev-rmport-rr-loop": ("loop", (0, 0), "oo", "round-robin", 16, 4, "rmport:1", 2),
+    # transitions timed from the kernel's completion tracepoint, nothing else running around the event
+    "tr-rmport-rr": ("tcp", (0, 0), "oo", "round-robin", 16, 4, "rmport:1", 2, "trace"),
+    "tr-rmport-numa": ("tcp", (0, 0), "oo", "numa", 16, 4, "rmport:1", 2, "trace"),
+    "tr-ana-inacc-rr": ("tcp", (0, 0), "oo", "round-robin", 16, 4, "ana:1:inaccessible", 2, "trace"),
+    "tr-ana-inacc-numa": ("tcp", (0, 0), "oo", "numa", 16, 4, "ana:1:inaccessible", 2, "trace"),
+    "tr-ana-nonopt-numa": ("tcp", (0, 0), "oo", "numa", 16, 4, "ana:1:non-optimized", 2, "trace"),
+    "tr-rmport-rr-loop": ("loop", (0, 0), "oo", "round-robin", 16, 4, "rmport:1", 2, "trace"),
+    # queue-depth with each command's time on its controller traced (the A2-qd and L2-qd question)
+    "tq-A2-qd": ("tcp", (4000, 12000), "oo", "queue-depth", 16, 4, "none", 0, "reqtrace"),
+    "tq-L2-qd": ("loop", (0, 0), "oo", "queue-depth", 16, 4, "none", 0, "reqtrace"),
+    # one port removed, fast_io_fail_tmo 0: the guest's error recovery of one controller, alone
+    "C1-rmport": ("tcp", (0,), "o", "round-robin", 16, 4, "rmport:1", 2, "trace,ffail0"),
+    # one port going non-optimized (it keeps serving): when the host reads the ANA log after the notice
+    "C1-ana-nonopt": ("tcp", (0,), "o", "numa", 16, 4, "ana:1:non-optimized", 2, "trace"),
 }
 
 BATCHES = {
@@ -66,6 +81,8 @@ BATCHES = {
     "steady": ["E2-numa", "E2-rr", "E2-qd", "A2-numa", "A2-rr", "A2-qd", "E3-rr", "N2-rr", "N3-rr", "N2nn-rr"],
     "events": ["ev-ana-inacc-rr", "ev-ana-nonopt-numa", "ev-rmport-rr", "ev-rmport-numa"],
     "loop": ["L2-rr", "L2-qd", "ev-rmport-rr-loop"],
+    "transitions": ["C1-rmport", "C1-ana-nonopt", "tr-rmport-rr", "tr-rmport-numa", "tr-ana-inacc-rr", "tr-ana-inacc-numa",
+                    "tr-ana-nonopt-numa", "tr-rmport-rr-loop", "tq-A2-qd", "tq-L2-qd"],
 }
 
 
@@ -91,9 +108,10 @@ def plan_lines(names: List[str], reps: int) -> List[str]:
     lines = []
     for r in range(1, reps + 1):
         for n in names:
-            t, delays, ana, pol, depth, rt, ev, at = CELLS[n]
-            lines.append("%s--r%d %s %s %s %s %d %d %s %d" % (
-                n, r, t, ",".join(map(str, delays)), ",".join(ANA[a] for a in ana), pol, depth, rt, ev, at))
+            t, delays, ana, pol, depth, rt, ev, at = CELLS[n][:8]
+            opts = CELLS[n][8] if len(CELLS[n]) > 8 else "-"
+            lines.append("%s--r%d %s %s %s %s %d %d %s %d %s" % (
+                n, r, t, ",".join(map(str, delays)), ",".join(ANA[a] for a in ana), pol, depth, rt, ev, at, opts))
     return lines
 
 
@@ -151,6 +169,8 @@ def summarise_cell(d: str) -> dict:
     s["shares"], s["ios"] = _shares(pre, post)
     s["state_after"] = {p: [v["state"], v["ana"]] for p, v in post["ports"].items()}
     try:
+        if not os.path.exists(os.path.join(d, "fio.json")) and os.path.exists(os.path.join(d, "summary.json")):
+            raise FileNotFoundError      # summarised before, fio.json dropped: its figures stay (below)
         with open(os.path.join(d, "fio.json")) as f:
             txt = f.read()
         fj = json.loads(txt[txt.index("{"):])
@@ -160,6 +180,8 @@ def summarise_cell(d: str) -> dict:
         s["fio_iops"] = round(job["read"]["iops"], 1)
         s["clat_mean_us"] = round(job["read"]["clat_ns"]["mean"] / 1e3, 1)
         s["clat_max_ms"] = round(job["read"]["clat_ns"]["max"] / 1e6, 2)
+    except FileNotFoundError:
+        pass
     except (OSError, ValueError, KeyError) as e:
         s["fio_problem"] = str(e)
     infl = os.path.join(d, "inflight.txt")
@@ -178,10 +200,11 @@ def summarise_cell(d: str) -> dict:
         s["shares_before"], s["ios_before"] = _shares(pre, mid)
         s["shares_after"], s["ios_after"] = _shares(mid2, after)
         s["event_snapshot_s"] = round(mid2["uptime"] - mid["uptime"], 2)
-        with open(os.path.join(d, "event.txt")) as f:
-            w = f.read().split()
-        ev_ms = int(w[0]) * 1000 + int(w[1]) / 1000.0
-        s["event"] = w[2]
+        ev_ms, s["event"] = _event_time(d)
+        trace = os.path.join(d, "trace.txt")
+        if os.path.exists(trace):
+            s["transition"] = transition(trace, os.path.join(d, "map.txt"), s["event"],
+                                         os.path.join(d, "dmesg.event"))
         lat = os.path.join(d, "lat_clat.1.log")
         if os.path.exists(lat):
             log = _lat_log(lat)
@@ -194,14 +217,131 @@ def summarise_cell(d: str) -> dict:
             s["ios_logged"] = len(log)
             # fio's first I/O started at its completion less its latency: the event's time in fio's run
             s["event_at_fio_s"] = round((ev_ms - min(t - l for t, l in log)) / 1000.0, 3)
+    rq = os.path.join(d, "reqtime.txt")
+    if os.path.exists(rq):
+        s["on_ctrl_us"] = request_times(rq, os.path.join(d, "map.txt"))
     old = os.path.join(d, "summary.json")
-    if os.path.exists(old) and not os.path.exists(os.path.join(d, "lat_clat.1.log")):
-        with open(old) as f:          # summarised before: fio's per-I/O log is gone, its figures stay
+    if os.path.exists(old):
+        with open(old) as f:          # summarised before: the raw logs are gone, their figures stay
             prev = json.load(f)
-        for k in ("stall_first_ms", "stall_max_gap_ms", "lat_max_after_ms", "ios_logged", "event_at_fio_s"):
+        for k in RAW_FIGURES:
             if k in prev and k not in s:
                 s[k] = prev[k]
     return s
+
+
+# what summarise_cell reads from the raw files it drops (fio.json, fio's per-I/O log, the trace)
+RAW_FIGURES = ("stall_first_ms", "stall_max_gap_ms", "lat_max_after_ms", "ios_logged", "event_at_fio_s",
+               "fio_errors", "fio_error", "fio_iops", "clat_mean_us", "clat_max_ms", "transition", "on_ctrl_us")
+
+
+def request_times(path, map_path):
+    """Per port: how long its I/O commands stayed on the controller (nvme_setup_cmd to nvme_complete_rq,
+    microseconds): count, mean and the 10/50/90/99th percentiles."""
+    port_of = {}
+    with open(map_path) as f:
+        for ln in f:
+            w = ln.split()
+            if len(w) >= 2:
+                port_of[w[1] + ":"] = w[0]
+    per: Dict[str, List[int]] = {}
+    with open(path) as f:
+        for ln in f:
+            w = ln.split()
+            if len(w) == 2:
+                per.setdefault(port_of.get(w[0], "?"), []).append(int(w[1]))
+    out = {}
+    for p, v in sorted(per.items()):
+        v.sort()
+        q = {"p%d" % k: v[min(len(v) - 1, len(v) * k // 100)] for k in (10, 50, 90, 99)}
+        out[p] = dict(q, n=len(v), mean=round(sum(v) / len(v), 1))
+    return out
+
+
+def _event_time(d):
+    """The event's wall-clock time (ms) and its name.  A traced cell stamps the wall clock half a second
+    before the event (sync.txt) and both moments in the trace (markers KLAB-SYNC and KLAB-EVENT)."""
+    with open(os.path.join(d, "event.txt")) as f:
+        w = f.read().split()
+    if len(w) >= 3:
+        return int(w[0]) * 1000 + int(w[1]) / 1000.0, w[2]
+    with open(os.path.join(d, "sync.txt")) as f:
+        sec, usec = f.read().split()[:2]
+    marks = {}
+    with open(os.path.join(d, "trace.txt")) as f:
+        for ln in f:
+            x = ln.split()
+            if len(x) == 3 and x[1] == "mark":
+                marks["sync" if x[2] == "KLAB-SYNC" else "event"] = float(x[0])
+    return int(sec) * 1000 + int(usec) / 1000.0 + (marks["event"] - marks["sync"]) * 1000, w[0]
+
+
+def _dmesg_times(path, t_event):
+    """Seconds after the event of the kernel's messages on the lost controller's recovery."""
+    out = {}
+    if not os.path.exists(path):
+        return out
+    keys = {"starting error recovery": "recovery_start_ms", "Reconnecting in": "recovery_done_ms",
+            "Removing ctrl": "remove_ms", "KLAB-EVENT": "event"}
+    with open(path) as f:
+        for ln in f:
+            if not ln.startswith("["):
+                continue
+            t = float(ln[1:ln.index("]")])
+            for k, name in keys.items():
+                if k in ln and name not in out:
+                    out[name] = t
+    t0 = out.pop("event", None)
+    return {k: round((v - t0) * 1000, 2) for k, v in out.items()} if t0 is not None else {}
+
+
+def transition(trace_path, map_path, event, dmesg_path=None):
+    """The event seen in the kernel's nvme_complete_rq trace (I/O queues only), in ms after the event:
+    ``failed``: completions on the event's port with an error status (each fails over: the ANA status,
+    or HOST_ABORTED_CMD from the error recovery's cancel), the first and last of them; ``resume_ms``: the
+    first good completion on another port after the last one failed over; ``max_gap_ms``: the longest
+    time without a good completion in the second after the event, and ``base_gap_ms``: the same over the
+    0.45 s before it (fio alone); ``last_good_lost_ms``: the last good completion on the event's port;
+    ``admin_lost_ms``: its first admin completions after the event; ``dmesg``: the recovery's messages."""
+    port_of = {}
+    with open(map_path) as f:
+        for ln in f:
+            w = ln.split()
+            if len(w) >= 2:
+                port_of[w[1] + ":"] = w[0]
+    lost = event.split(":")[1]
+    t_ev = None
+    rows, admin = [], []
+    with open(trace_path) as f:
+        for ln in f:
+            w = ln.split()
+            if len(w) == 3 and w[1] == "mark" and w[2] != "KLAB-SYNC":
+                t_ev = float(w[0])
+            elif len(w) == 4 and w[2] == "qid=0,":
+                admin.append((float(w[0]), port_of.get(w[1], "?")))
+            elif len(w) == 4:
+                rows.append((float(w[0]), port_of.get(w[1], "?"), int(w[3].split("=")[1], 16)))
+    rows = [((t - t_ev) * 1000, p, st) for t, p, st in rows]
+    failed = [(round(t, 3), st) for t, p, st in rows if t >= 0 and p == lost and st != 0]
+    good = [t for t, p, st in rows if st == 0]
+
+    def max_gap(lo, hi):
+        ts = [lo] + [t for t in good if lo <= t <= hi]
+        return round(max(b - a for a, b in zip(ts, ts[1:] + [hi])), 3)
+
+    out = {"failed": len(failed), "statuses": sorted({"%#x" % st for _, st in failed}),
+           "max_gap_ms": max_gap(0, 1000), "base_gap_ms": max_gap(-450, 0),
+           "last_good_lost_ms": round(max([t for t, p, st in rows if t >= 0 and p == lost and st == 0],
+                                          default=0), 3)}
+    # the admin commands the event brings on the port (the ANA notice's AER, the ANA log read)
+    out["admin_lost_ms"] = [round((t - t_ev) * 1000, 3) for t, p in admin if t >= t_ev and p == lost][:4]
+    if failed:
+        out["first_failed_ms"], out["last_failed_ms"] = failed[0][0], failed[-1][0]
+        nxt = [t for t, p, st in rows if t > failed[-1][0] and p != lost and st == 0]
+        out["resume_ms"] = round(nxt[0], 3) if nxt else None
+    if dmesg_path:
+        out["dmesg"] = _dmesg_times(dmesg_path, t_ev)
+    return out
 
 
 def summarise(boot: str, keep_raw: bool = False) -> List[dict]:
@@ -217,7 +357,7 @@ def summarise(boot: str, keep_raw: bool = False) -> List[dict]:
             json.dump(s, f, indent=1, sort_keys=True)
         if not keep_raw:
             for raw in os.listdir(d):
-                if raw.startswith("lat_") or raw == "fio.stdout":
+                if raw.startswith("lat_") or raw in ("fio.stdout", "fio.json", "trace.txt", "reqtime.txt"):
                     os.remove(os.path.join(d, raw))
         out.append(s)
     for big in ("dmesg.txt",):
@@ -300,7 +440,7 @@ def collect(runs_dir: str = RUNS, results: str = RESULTS) -> List[dict]:
 
 
 def _cell_doc(series, name):
-    t, delays, ana, pol, depth, rt, ev, at = CELLS[name]
+    t, delays, ana, pol, depth, rt, ev, at = CELLS[name][:8]
     return {"kernel": series, "cell": name, "transport": t, "delays_us": list(delays),
             "ana": [ANA[a] for a in ana], "iopolicy": pol, "iodepth": depth, "runtime_s": rt, "event": ev,
             "event_at_s": at, "repeats": []}

@@ -15,7 +15,10 @@
 # /exp/runs.txt     : one directive per line
 #   TOPO <T>                         tear down the current null_blk paths, build topology T
 #   SCHED <name>                     set the I/O scheduler of every path device (none, mq-deadline); TOPO resets it
-#   TRACE 1|0                        count block tracepoints per device (hist triggers) in the following runs
+#   TRACE 1|2|0                      1: count block tracepoints per device (hist triggers) in the following runs;
+#                                    2: record every path request's issue and completion and (bio-based) every
+#                                    clone's remap onto its path (trace_events.gz: "<seconds> i|c|m <major,minor>
+#                                    <sector>", seconds of CLOCK_MONOTONIC)
 #   FIO <options...>                 extra fio options for the following runs (FIO alone clears them)
 #   FEAT <feature words...>          multipath table features of the following runs, e.g. queue_if_no_path
 #   FAULT <name> <step>,<step>,...   fault schedule of the following runs (FAULT alone clears it); a step is
@@ -46,6 +49,23 @@ EVS="block_rq_issue block_rq_requeue block_rq_insert block_rq_complete block_get
 trace_on() { for e in $EVS; do echo 'hist:keys=dev' > "$TR/events/block/$e/trigger"; done; }
 trace_read() { for e in $EVS; do grep hitcount "$TR/events/block/$e/hist" | sed "s/^/$e /"; done; }
 trace_off() { for e in $EVS; do echo '!hist:keys=dev' > "$TR/events/block/$e/trigger"; done; }
+# TRACE 2: the issue and completion of every request (the trace buffer, 16 MB per CPU), compacted after the run
+EVR="block_rq_issue block_rq_complete block_bio_remap"
+# (trace clock "mono": ktime_get_ns's clock, the one HST's stale_after and last completion are kept in)
+events_on() { echo mono > "$TR/trace_clock"; echo 16384 > "$TR/buffer_size_kb"; echo > "$TR/trace"; for e in $EVR; do echo 1 > "$TR/events/block/$e/enable"; done; }
+events_read() {
+  for e in $EVR; do echo 0 > "$TR/events/block/$e/enable"; done
+  # "<task> [cpu] flags <seconds>: block_rq_issue: <maj,min> <rwbs> <bytes> () <sector> + <n> [comm]"; complete
+  # has no byte count (the sector is the field after "()"); bio-based dm's remap of a clone onto its path (right
+  # after the selector chose it): "block_bio_remap: <maj,min> <rwbs> <sector> + <n> <- (<dm maj,min>) <sector>"
+  awk '/block_(rq_issue|rq_complete|bio_remap):/ { for (i = 1; i <= NF; i++) if ($i ~ /^block_/) break
+         t = $(i - 1); sub(/:$/, "", t)
+         if ($i ~ /remap/) { print t, "m", $(i + 1), $(i + 3); next }
+         for (j = i + 1; j <= NF; j++) if ($j == "()") break
+         print t, ($i ~ /issue/) ? "i" : "c", $(i + 1), $(j + 1) }' "$TR/trace" | gzip > "$1/trace_events.gz"
+  cat "$TR"/per_cpu/cpu*/stats | grep overrun > "$1/trace_overrun"
+  echo > "$TR/trace"
+}
 uname -a > /out/uname.txt
 KREL=$(uname -r)
 
@@ -278,6 +298,7 @@ while read -r kind name sel qmode depth rt rest; do
   snap > "$o/stat_before"; grep '^cpu' /proc/stat > "$o/cpu_before"; dbg > "$o/dbg_before"; scsicnt > "$o/scsi_before"
   t0=$(cut -d' ' -f1 /proc/uptime)
   [ "$TRACE" = 1 ] && trace_on
+  [ "$TRACE" = 2 ] && events_on
   sampler "$o" "$rt" &
   SP=$!
   FL=""; FP=""; WP=""
@@ -301,6 +322,7 @@ while read -r kind name sel qmode depth rt rest; do
   [ -z "$FP" ] || wait "$FP"
   [ -z "$WP" ] || { kill "$WP" 2>/dev/null; echo 4 > /proc/sys/kernel/printk; }
   [ "$TRACE" = 1 ] && { trace_read > "$o/trace_hist"; trace_off; }
+  [ "$TRACE" = 2 ] && events_read "$o"
   snap > "$o/stat_after"; grep '^cpu' /proc/stat > "$o/cpu_after"; dbg > "$o/dbg_after"; scsicnt > "$o/scsi_after"
   wait $SP
   dmsetup status mp > "$o/status_end"

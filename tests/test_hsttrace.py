@@ -1,0 +1,79 @@
+"""validation/kernel-lab/hsttrace.py rebuilds historical-service-time's state from a block trace.
+
+A simulated run writes the trace the lab's TRACE 2 would (bio-based: the clone's remap when the selector
+has chosen, the completion with the remap time as the I/O's start; request-based: the issue and the
+completion), and the selector's own choices are classified as they happen; replaying that trace must
+choose the same path every time ("other" never) and put every choice in the same class.
+"""
+import gzip
+import importlib.util
+import os
+
+import pytest
+
+from mpathlab.selectors.historical_service_time import HistoricalServiceTime
+from mpathlab.sim.devices import PathModel, ServiceTime
+from mpathlab.sim.engine import simulate
+from mpathlab.sim.host import HostModel
+from mpathlab.workload.fio import parse_fio
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.util.spec_from_file_location(
+    "hsttrace", os.path.join(HERE, "..", "validation", "kernel-lab", "hsttrace.py"))
+hsttrace = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(hsttrace)
+
+
+@pytest.mark.parametrize("mode", ["bio", "mq"])
+def test_replayed_trace_rebuilds_the_selectors_choices(tmp_path, monkeypatch, mode):
+    labels = ["p0", "p1"]
+    live = hsttrace.Tally(labels)
+    lines = []
+    names = {}
+    pending = []
+    orig_select = HistoricalServiceTime.select_path
+    orig_start = HistoricalServiceTime.start_io
+    orig_end = HistoricalServiceTime.end_io
+
+    def select_path(self, nr_bytes=0):
+        now = self.select_clock()
+        infos = list(self._valid)
+        path = orig_select(self, nr_bytes)
+        if not names:
+            names.update(zip(self._info, labels))
+        # counted when start_io follows: a request-based choice whose clone got no tag never reaches the trace
+        pending[:] = [(names[path], hsttrace.classify(self, infos, self._info[path], now), self._info[path])]
+        return path
+
+    def start_io(self, path, nr_bytes):
+        now = self.clock()
+        live.add(*pending.pop())
+        lines.append("%.9f %s 252,%d %d" % (now / 1e9, "m" if mode == "bio" else "i", labels.index(names[path]), now))
+        return orig_start(self, path, nr_bytes)
+
+    def end_io(self, path, nr_bytes, start_time_ns):
+        lines.append("%.9f c 252,%d %d" % (self.clock() / 1e9, labels.index(names[path]), start_time_ns))
+        return orig_end(self, path, nr_bytes, start_time_ns)
+
+    monkeypatch.setattr(HistoricalServiceTime, "select_path", select_path)
+    monkeypatch.setattr(HistoricalServiceTime, "start_io", start_io)
+    monkeypatch.setattr(HistoricalServiceTime, "end_io", end_io)
+    feat = "2 queue_mode bio" if mode == "bio" else "0"
+    table = "0 4096 multipath %s 0 1 1 historical-service-time 0 2 1 8:0 1 8:16 1" % feat
+    paths = [PathModel("p0", (8, 0), ServiceTime(4_000_000)),
+             PathModel("p1", (8, 16), ServiceTime(10_000_000), parallelism=4, hw_queue_depth=4, nr_hw_queues=2)]
+    jobs = parse_fio("[k]\nioengine=libaio\nrw=randwrite\nbs=4k\niodepth=8\nruntime=2000ms\ntime_based\n").jobs
+    simulate(table, paths, jobs, host=HostModel(2, 150_000, 130_000), seed=1, engine="python")
+    monkeypatch.undo()
+
+    rd = tmp_path / "run"
+    rd.mkdir()
+    (rd / "meta").write_text("topo=X name=X_hst queue_mode=%s iodepth=8\nX p0 252:0\nX p1 252:1\n" % mode)
+    with gzip.open(rd / "trace_events.gz", "wt") as f:
+        f.write("\n".join(lines) + "\n")
+    _, replayed = hsttrace.replay_kernel(str(rd))
+    assert sum(sum(c.values()) for c in live.count.values()) > 1000
+    assert all(not replayed.count[lb]["other"] for lb in labels)
+    assert replayed.count == live.count
+    # the slow path is chosen in more than one way: the classes are not all one
+    assert len([k for k in hsttrace.CLASSES if live.count["p1"][k]]) >= 2

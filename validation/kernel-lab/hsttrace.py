@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Why historical-service-time chose each path: from a kernel run's block trace, or from the model.
+
+    hsttrace.py RUNDIR...            runs recorded with TRACE 2 (grid.py batch tracehst)
+    hsttrace.py --model RUNDIR...    the same cells predicted (seed 1, the cell's session guest)
+
+The trace gives what dm-historical-service-time is given (dm-ps-historical-service-time.c): request-based,
+``start_io`` at the clone's issue and ``end_io`` at its completion with the issue time as start
+(``io_start_time_ns``, stamped by blk_mq_start_request); bio-based, ``start_io`` when the clone is remapped
+onto its path (``block_bio_remap``, right after ``__multipath_map_bio``) and ``end_io`` at the completion
+with that time as start.  Replaying those calls through the selector's own model (mpathlab's
+HistoricalServiceTime: the same EMA, stale marks and compare) rebuilds the selector's state at every
+choice; each choice is then put in one class:
+
+- estimate: the path with the lowest (1 + in flight) x average, none of them stale;
+- probe: an idle path whose stale mark has passed (or every path idle: the stalest);
+- equal-usage: the path with the best estimate had gone stale, so the one with fewer in flight won;
+- other: the rebuilt state would have chosen another path (the trace's clock or a missed event).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import gzip
+import json
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "src"))
+
+from mpathlab.selectors.historical_service_time import HistoricalServiceTime  # noqa: E402
+
+CLASSES = ("estimate", "probe", "equal-usage", "other")
+
+
+def classify(sel, infos, chosen, now):
+    """The class of choosing ``chosen`` among ``infos`` (the selector's path records, in list order)."""
+    best = infos[0]
+    for pi in infos[1:]:
+        if sel.compare(pi, best, now) < 0:
+            best = pi
+    if best is not chosen:
+        return "other"
+    if all(not pi.outstanding for pi in infos) or (not chosen.outstanding and chosen.stale_after < now):
+        return "probe"
+    est = min(infos, key=lambda pi: (1 + pi.outstanding) * pi.hst)
+    if est is not chosen and est.stale_after < now:
+        return "equal-usage"
+    return "estimate"
+
+
+class Tally:
+    """Choices per path and class, and each path's state when it was chosen."""
+
+    def __init__(self, labels):
+        self.labels = labels
+        self.count = {lb: collections.Counter() for lb in labels}
+        self.out = {lb: [] for lb in labels}
+        self.avg_us = {lb: [] for lb in labels}
+
+    def add(self, label, klass, pi):
+        self.count[label][klass] += 1
+        self.out[label].append(pi.outstanding)
+        self.avg_us[label].append((pi.hst >> 10) / 1000)
+
+    def report(self, title):
+        total = sum(sum(c.values()) for c in self.count.values()) or 1
+        print(title)
+        for lb in self.labels:
+            c = self.count[lb]
+            n = sum(c.values())
+            if not n:
+                print("  %-4s share 0.000" % lb)
+                continue
+            print("  %-4s share %.3f  %s  in flight when chosen %.1f  average %.0f us (median)" % (
+                lb, n / total, "  ".join("%s %.2f" % (k, c[k] / n) for k in CLASSES),
+                statistics.mean(self.out[lb]), statistics.median(self.avg_us[lb])))
+
+
+def read_meta(rd):
+    meta, paths = {}, []
+    for line in open(os.path.join(rd, "meta")):
+        w = line.split()
+        if w and "=" in w[0]:
+            for kv in w:
+                k, _, v = kv.partition("=")
+                meta[k] = v
+        elif len(w) >= 3 and ":" in w[2]:
+            paths.append((w[1], w[2].replace(":", ",")))
+    return meta, paths
+
+
+def replay_kernel(rd):
+    meta, paths = read_meta(rd)
+    labels = [lb for lb, _ in paths]
+    dev_label = {dev: lb for lb, dev in paths}
+    bio = meta.get("queue_mode") == "bio"
+    clock = [0]
+    sel = HistoricalServiceTime(clock=lambda: clock[0])
+    for lb in labels:
+        sel.add_path(lb)
+    tally = Tally(labels)
+    started = collections.defaultdict(collections.deque)   # (label, sector) -> start times
+    with gzip.open(os.path.join(rd, "trace_events.gz"), "rt") as f:
+        for line in f:
+            t, ev, dev, sector = line.split()
+            lb = dev_label.get(dev)
+            if lb is None:
+                continue
+            now = int(round(float(t) * 1e9))
+            clock[0] = now
+            if ev == ("m" if bio else "i"):
+                infos = list(sel._valid)
+                chosen = sel._info[lb]
+                tally.add(lb, classify(sel, infos, chosen, now), chosen)
+                sel._valid.remove(chosen)       # hst_select_path moves the path it chose to the end
+                sel._valid.append(chosen)
+                sel.start_io(lb, 4096)
+                started[(lb, sector)].append(now)
+            elif ev == "c" and started[(lb, sector)]:
+                sel.end_io(lb, 4096, started[(lb, sector)].popleft())
+    return meta, tally
+
+
+def replay_model(rd):
+    """The cell of RUNDIR predicted as validate does (seed 1, the guest of the run's session)."""
+    from mpathlab import validate as V
+    meta, paths = read_meta(rd)
+    labels = [lb for lb, _ in paths]
+    cells = json.load(open(os.path.join(HERE, "results.json")))
+    kernel = "6.12" if meta.get("kernel", "").startswith("6.12") else "6.1"
+    topo = meta["topo"]
+    want = "%s historical-service-time %s d%s" % (topo, meta["queue_mode"], meta["iodepth"])
+    cell = next(c for c in cells if V.cell_key(c) == want and str(c.get("kernel") or "6.1") == kernel)
+    stamp = os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(rd)))).rsplit("-", 1)[-1]
+    boot = {"host_load": {"utc_start": stamp}}
+    guest = V.fit_guest(cells, kernel, V.session_of(boot, V.calibration_boots(cells, kernel)))
+    tally = Tally(labels)
+    order = {}
+    orig = HistoricalServiceTime.select_path
+
+    def select_path(self, nr_bytes=0):
+        now = self.select_clock()
+        infos = list(self._valid)
+        path = orig(self, nr_bytes)
+        chosen = self._info[path]
+        if not order:
+            order.update(zip(self._info, labels))     # add_path ran in table order
+        tally.add(order[path], classify(self, infos, chosen, now), chosen)
+        return path
+
+    HistoricalServiceTime.select_path = select_path
+    try:
+        V.simulate(V.table_line(cell), V.path_models(cell, guest),
+                   V.parse_fio("[k]\nioengine=libaio\nrw=randwrite\nbs=4k\niodepth=%d\nruntime=8000ms\n"
+                               "time_based\n" % int(cell["iodepth"])).jobs,
+                   host=guest.host(), seed=1, engine="python")
+    finally:
+        HistoricalServiceTime.select_path = orig
+    return meta, tally, guest
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("rundir", nargs="+")
+    ap.add_argument("--model", action="store_true", help="the model's choices for the same cells")
+    a = ap.parse_args(argv)
+    for rd in a.rundir:
+        if a.model:
+            meta, tally, guest = replay_model(rd)
+            tally.report("model %s (%s)" % (meta["name"], guest.describe()))
+        else:
+            meta, tally = replay_kernel(rd)
+            tally.report("kernel %s %s" % (meta.get("kernel", ""), meta["name"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
