@@ -123,3 +123,15 @@ def test_multihost_runs_the_core_cannot_take_say_why(capsys):
     table, _ = make("round-robin")
     sim = MultiHostSimulation(table, paths, parse_fio(JOB % (2, 50)).jobs, hosts=2, window_ns=10 ** 6)
     assert fast.eligible(sim) == "failing faults, dm messages or hardware handlers with several hosts need the Python engine"
+
+
+@pytest.mark.parametrize("selector", ["queue-length", "historical-service-time"])
+def test_scsi_ports_with_several_hosts_in_the_core(selector):
+    """SCSI path devices (a device queue_depth, sim/scsi.py) as the shared ports: the same run in both engines."""
+    from mpathlab.sim.devices import Exponential, PathModel
+    names = ["p0", "p1", "p2", "p3"]
+    paths = [PathModel(n, (8, 16 * i), Exponential(100_000 * (1 + i % 2)), parallelism=4, queue_depth=6)
+             for i, n in enumerate(names)]
+    table = "0 2097152 multipath 0 0 1 1 %s 0 4 1 %s" % (selector, " ".join("%s 1" % n for n in names))
+    sim, a = run_both(table, paths, JOB % (8, 300), hosts=3)
+    assert a.completed == 900 and all(sum(row) == 300 for row in sim.host_port)
