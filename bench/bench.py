@@ -15,11 +15,16 @@ Measures
   6. every shipped scenario, every fault study (sim/faults.py), a 10-path run, a Python
      plug-in selector (examples/my_selector.py) and a bssplit + rate_iops job (IoGen), each in both engines: simulated I/Os per
      second, and the core's rate as a ratio to the Python engine and to the bare heapq floor
-     (the heapq loop's rate for that run's events per I/O).
+     (the heapq loop's rate for that run's events per I/O), with multi-host runs (mpathlab hosts:
+     hosts-8x4 with HST and with a Python policy, 64 hosts x 16 ports);
+  7. `mpathlab hosts` at scale in a fresh process: 1,000 hosts x 64 ports for 10 and 2 simulated
+     seconds (and, without --quick, 250 x 64 and 1,000 x 16): wall and CPU time, peak RSS.
+    python bench/bench.py --quick --only "mpathlab hosts"    # just the multi-host rows and 7.
 Targets: >= 20x SimPy, within 2x of the bare heapq loop, HST < 2 us per I/O
 at 8 paths, memory flat in the number of I/Os.  Issue 16: every shipped scenario and fault
 study >= 2 M I/Os per second in the core, a Python plug-in selector >= 3x the Python engine,
-the 4-path HST scenario (1.) >= 6 M/s.
+the 4-path HST scenario (1.) >= 6 M/s; a multi-host run >= 2 M/s, the 1,000 x 64 run's memory flat in the
+number of I/Os.
 """
 from __future__ import annotations
 
