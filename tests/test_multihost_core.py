@@ -135,3 +135,37 @@ def test_scsi_ports_with_several_hosts_in_the_core(selector):
     table = "0 2097152 multipath 0 0 1 1 %s 0 4 1 %s" % (selector, " ".join("%s 1" % n for n in names))
     sim, a = run_both(table, paths, JOB % (8, 300), hosts=3)
     assert a.completed == 900 and all(sum(row) == 300 for row in sim.host_port)
+
+
+from hypothesis import event, given, settings, strategies as st  # noqa: E402
+
+_SELECTORS = ["round-robin", "queue-length", "service-time", "historical-service-time", "p2c", "sed"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(sels=st.lists(st.sampled_from(_SELECTORS), min_size=1, max_size=2), mode=st.sampled_from(["rq", "bio"]),
+       hosts=st.integers(1, 5), depth=st.integers(1, 12), ios=st.integers(5, 120), slow=st.booleans(),
+       cpus=st.booleans(), seed=st.integers(1, 50))
+def test_any_multihost_run_the_core_takes_is_the_python_run(sels, mode, hosts, depth, ios, slow, cpus, seed):
+    """Random multi-host runs (one or two groups, either mode, slow faults, CPU costs): whenever the core takes
+    the run, its results are the Python engine's."""
+    feats = {"rq": "0", "bio": "2 queue_mode bio"}[mode]
+    names = [["p0", "p1"], ["p2", "p3"]][:len(sels)] if len(sels) == 2 else [["p0", "p1", "p2", "p3"]]
+    groups = []
+    for sel, grp in zip(sels, names):
+        if sel == "service-time":
+            groups.append("%s 0 %d 2 %s" % (sel, len(grp), " ".join("%s 1 %d" % (n, i + 1) for i, n in enumerate(grp))))
+        else:
+            groups.append("%s 0 %d 1 %s" % (sel, len(grp), " ".join("%s 1" % n for n in grp)))
+    table = "0 2097152 multipath %s 0 %d 1 %s" % (feats, len(groups), " ".join(groups))
+    _, paths = make("queue-length", k=2)
+    if slow:
+        paths[0].faults = [Fault(200_000, "slow", factor=5.0), Fault(900_000, "slow", factor=1.0)]
+    kw = {"host": HostModel(2, 15_000, 20_000)} if cpus else {}
+    sim = MultiHostSimulation(table, paths, parse_fio(JOB % (depth, ios)).jobs, hosts=hosts, seed=seed,
+                              window_ns=10 ** 6, **kw)
+    why = fast.eligible(sim)
+    event("falls back: %s" % why if why else "in the core")
+    if why:     # (bio groups that stamp start times differently, for one)
+        return
+    run_both(table, paths, JOB % (depth, ios), hosts=hosts, seed=seed, **kw)

@@ -649,9 +649,10 @@ def try_run_fast(sim) -> bool:
     cfg.update({"faults": faults, "initial": initial, "target": target,
                 "target_flags": target.flags() if target is not None else None,
                 "scsi": _ScsiBridge(sim, target, fault_objs) if scsi_hosts else None})
-    hosts = getattr(sim, "targets", [mp])[1:]
+    multihost = hasattr(sim, "targets")     # sim/hosts.py, one host or more
+    hosts = sim.targets[1:] if multihost else []
     host_targets = [None if target is None else _host_target(sim, h, ioa, target.errors) for h in hosts]
-    if hosts:
+    if multihost:
         cfg["hosts"] = [_host_cfg(sim, h, t, ioa) for h, t in zip(hosts, host_targets)]
     sim._heap.clear()
     sim._state_changes = 0
@@ -666,7 +667,7 @@ def try_run_fast(sim) -> bool:
     if ioa:
         ps.map_misses = out["map_misses"]
     _write_back(sim, out, info_of_dev)
-    if hosts:
+    if multihost:
         _write_back_hosts(sim, out["hosts"], host_targets, ioa)
     return True
 
