@@ -145,12 +145,12 @@ _SELECTORS = ["round-robin", "queue-length", "service-time", "historical-service
 @settings(max_examples=30, deadline=None)
 @given(sels=st.lists(st.sampled_from(_SELECTORS), min_size=1, max_size=2), mode=st.sampled_from(["rq", "bio"]),
        hosts=st.integers(1, 5), depth=st.integers(1, 12), ios=st.integers(5, 120), slow=st.booleans(),
-       cpus=st.booleans(), seed=st.integers(1, 50))
-def test_any_multihost_run_the_core_takes_is_the_python_run(sels, mode, hosts, depth, ios, slow, cpus, seed):
-    """Random multi-host runs (one or two groups, either mode, slow faults, CPU costs): whenever the core takes
-    the run, its results are the Python engine's."""
+       cpus=st.booleans(), tags=st.booleans(), seed=st.integers(1, 50))
+def test_any_multihost_run_the_core_takes_is_the_python_run(sels, mode, hosts, depth, ios, slow, cpus, tags, seed):
+    """Random multi-host runs (one or two groups, either mode, slow faults, CPU costs, path tags): whenever the
+    core takes the run, its results are the Python engine's."""
     feats = {"rq": "0", "bio": "2 queue_mode bio"}[mode]
-    names = [["p0", "p1"], ["p2", "p3"]][:len(sels)] if len(sels) == 2 else [["p0", "p1", "p2", "p3"]]
+    names = [["p0", "p1"], ["p2", "p3"]] if len(sels) == 2 else [["p0", "p1", "p2", "p3"]]
     groups = []
     for sel, grp in zip(sels, names):
         if sel == "service-time":
@@ -159,6 +159,8 @@ def test_any_multihost_run_the_core_takes_is_the_python_run(sels, mode, hosts, d
             groups.append("%s 0 %d 1 %s" % (sel, len(grp), " ".join("%s 1" % n for n in grp)))
     table = "0 2097152 multipath %s 0 %d 1 %s" % (feats, len(groups), " ".join(groups))
     _, paths = make("queue-length", k=2)
+    if tags:
+        _tagged(paths, [2, 0, 3, 1], ["none", "none", "mq-deadline", "none"])
     if slow:
         paths[0].faults = [Fault(200_000, "slow", factor=5.0), Fault(900_000, "slow", factor=1.0)]
     kw = {"host": HostModel(2, 15_000, 20_000)} if cpus else {}
