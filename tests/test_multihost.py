@@ -53,6 +53,25 @@ def test_hosts_share_a_port_queue(engine):
     assert sim.host_port == [[10], [10]]
 
 
+@pytest.mark.parametrize("engine", ["python", "compiled"])
+def test_hosts_share_a_ports_clone_tags(engine):
+    """The engine with tags on a shared port (`mpathlab hosts` refuses hw_queue_depth with several hosts: a
+    real host has its own path device and tags): no host's clones pass them by.  Request-based, one port
+    with 2 servers but one driver tag: every host's clone needs that tag (multipath_clone_and_map allocates
+    it on the path's queue), so the two hosts' I/Os take turns: 20 I/Os of 100 us take 2 ms, and each host
+    dispatched its 10."""
+    if engine == "compiled" and not fast.available():
+        pytest.skip("compiled core not built")
+    port = PathModel("pA", (8, 0), ServiceTime(100_000), parallelism=2, hw_queue_depth=1)
+    jobs = parse_fio("[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=1\nnumber_ios=10\n").jobs
+    sim = MultiHostSimulation("0 100 multipath 0 0 1 1 queue-length 0 1 1 pA 1", [port], jobs, hosts=2,
+                              engine=engine, window_ns=10 ** 6)
+    res = sim.run()
+    assert res.engine == engine and res.completed == 20 and res.runtime_ns == 2_000_000
+    assert res.paths[0]["peak_in_flight"] == 1
+    assert sim.host_port == [[10], [10]]
+
+
 def test_multihost_input_errors(tmp_path):
     base = open(TOPO).read()
     cases = {

@@ -377,10 +377,12 @@ typedef struct {
    of that host maps or completes (the fields of sim_t of the same names; see "multi-host") */
 typedef struct mhost {
     selpath_t *sel;
-    int *valid;
+    int *valid, *path_active;
     int nvalid, first_choice;
     int64_t map_misses;
     PyObject *py_select, *py_start, *py_end, *py_pgpaths, *py_index;
+    PyObject *target;
+    int target_simple, nr_valid_paths, queue_if_no_path, kick_pending, cur_pg;
 } mhost_t;
 
 typedef struct {
@@ -473,7 +475,7 @@ typedef struct {
     int nmh, cur_mh;
     mhost_t *mh;
     selpath_t *sel_all;
-    int *valid_all;
+    int *valid_all, *path_active_all;
     int64_t *host_port;
     struct nvme_core *nvme;     /* an NVMe run: the head's state (section "NVMe head"), else NULL */
 } sim_t;
@@ -1008,6 +1010,9 @@ static void mh_save(sim_t *s)
     m->map_misses = s->map_misses;
     m->py_select = s->py_select; m->py_start = s->py_start; m->py_end = s->py_end;
     m->py_pgpaths = s->py_pgpaths; m->py_index = s->py_index;
+    m->path_active = s->path_active; m->target = s->target; m->target_simple = s->target_simple;
+    m->nr_valid_paths = s->nr_valid_paths; m->queue_if_no_path = s->queue_if_no_path;
+    m->kick_pending = s->kick_pending; m->cur_pg = s->cur_pg;
 }
 
 static void mh_enter(sim_t *s, int h)
@@ -1020,32 +1025,30 @@ static void mh_enter(sim_t *s, int h)
     s->map_misses = m->map_misses;
     s->py_select = m->py_select; s->py_start = m->py_start; s->py_end = m->py_end;
     s->py_pgpaths = m->py_pgpaths; s->py_index = m->py_index;
+    s->path_active = m->path_active; s->target = m->target; s->target_simple = m->target_simple;
+    s->nr_valid_paths = m->nr_valid_paths; s->queue_if_no_path = m->queue_if_no_path;
+    s->kick_pending = m->kick_pending; s->cur_pg = m->cur_pg;
     s->cur_mh = h;
 }
 
-/* A host's table for the core (fast.py _host_cfg): its selectors' path states, valid order and Python
-   hooks; the groups, relative throughputs and selector kinds are host 0's (one table for all) */
+/* A host's table for the core (fast.py _host_cfg): its selectors' path states, valid order, Python hooks
+   and, with several priority groups, its Python target (fast.py _Target) and that target's flags; the
+   groups, relative throughputs and selector kinds are host 0's (one table for all).  Filled through
+   sim_t after switching to the host, as host 0's is. */
 static int mh_load(sim_t *s, int h, PyObject *hd)
 {
     mhost_t *m = &s->mh[h];
     PyObject *states = PyDict_GetItemString(hd, "sel"), *order = PyDict_GetItemString(hd, "order");
+    PyObject *target = PyDict_GetItemString(hd, "target");
     if (!states || !PyList_Check(states) || PyList_GET_SIZE(states) != s->npaths || !order
-            || !PyList_Check(order) || PyList_GET_SIZE(order) > s->npaths) {
-        PyErr_SetString(PyExc_ValueError, "a host needs every path's selector state and a valid order");
+            || !PyList_Check(order) || PyList_GET_SIZE(order) > s->npaths || !target) {
+        PyErr_SetString(PyExc_ValueError, "a host needs every path's selector state, a valid order and a target");
         return -1;
     }
     m->sel = s->sel_all + (size_t)h * s->npaths;
     m->valid = s->valid_all + (size_t)h * s->npaths;
-    for (int i = 0; i < s->npaths; i++) {
-        m->sel[i] = s->sel_all[i];      /* host 0's relative throughput, group and selector */
-        if (sel_path_in(&m->sel[i], PyList_GET_ITEM(states, i)) < 0)
-            return -1;
-    }
-    m->nvalid = (int)PyList_GET_SIZE(order);
-    for (int i = 0; i < m->nvalid; i++)
-        m->valid[i] = (int)PyLong_AsLong(PyList_GET_ITEM(order, i));
+    m->path_active = s->path_active_all + (size_t)h * s->npaths;
     m->first_choice = -1;
-    m->map_misses = 0;
     m->py_select = PyDict_GetItemString(hd, "py_select");
     m->py_start = PyDict_GetItemString(hd, "py_start");
     m->py_end = PyDict_GetItemString(hd, "py_end");
@@ -1054,6 +1057,24 @@ static int mh_load(sim_t *s, int h, PyObject *hd)
     if (s->py_select && !(m->py_select && m->py_start && m->py_end && m->py_pgpaths && m->py_index)) {
         PyErr_SetString(PyExc_ValueError, "a host with a Python selector needs its hooks");
         return -1;
+    }
+    mh_enter(s, h);
+    for (int i = 0; i < s->npaths; i++) {
+        s->sel[i] = s->sel_all[i];      /* host 0's relative throughput, group and selector */
+        if (sel_path_in(&s->sel[i], PyList_GET_ITEM(states, i)) < 0)
+            return -1;
+    }
+    s->nvalid = (int)PyList_GET_SIZE(order);
+    for (int i = 0; i < s->nvalid; i++)
+        s->valid[i] = (int)PyLong_AsLong(PyList_GET_ITEM(order, i));
+    s->target = target == Py_None ? NULL : target;
+    if (!s->target) {
+        s->nr_valid_paths = s->target_simple = 1;
+    } else {
+        target_flags_t fl;
+        if (!PyArg_ParseTuple(PyDict_GetItemString(hd, "target_flags"), TARGET_FLAGS_FIELDS, TARGET_FLAGS_REFS(&fl))
+                || set_target_flags(s, &fl) < 0)
+            return -1;
     }
     return PyErr_Occurred() ? -1 : 0;
 }
@@ -1068,13 +1089,16 @@ static int mh_setup(sim_t *s, PyObject *hosts)
     if (sel) s->sel_all = s->sel = sel;
     int *valid = PyMem_Realloc(s->valid_all, (size_t)s->nmh * s->npaths * sizeof(int));
     if (valid) s->valid_all = s->valid = valid;
-    if (!s->mh || !s->host_port || !sel || !valid) {
+    int *active = PyMem_Realloc(s->path_active_all, (size_t)s->nmh * s->npaths * sizeof(int));
+    if (active) s->path_active_all = s->path_active = active;
+    if (!s->mh || !s->host_port || !sel || !valid || !active) {
         PyErr_NoMemory();
         return -1;
     }
     for (int h = 1; h < s->nmh; h++)
         if (mh_load(s, h, PyList_GET_ITEM(hosts, h - 1)) < 0)
             return -1;
+    mh_enter(s, 0);
     return 0;
 }
 
@@ -1482,6 +1506,8 @@ static int issue_mapped(sim_t *s, int64_t id)
     int pi = s->ios[id].path;
     path_t *p = &s->paths[pi];
     p->dispatched++;
+    if (s->host_port)
+        mh_count_dispatch(s, id);
     if (s->window_ns && window_count(s, pi) < 0) return -1;
     p->in_flight++;
     if (p->in_flight > p->peak_in_flight) p->peak_in_flight = p->in_flight;
@@ -1561,10 +1587,7 @@ static int dispatch(sim_t *s, int64_t id)
         return nvme_map_io(s, id) < 0 ? -1 : 0;
     if (s->blk && !s->bio)
         return blk_insert(s, id);
-    if (map_io(s, id) < 0) return -1;
-    if (s->host_port)
-        mh_count_dispatch(s, id);
-    return 0;
+    return map_io(s, id) < 0 ? -1 : 0;
 }
 
 /* IoPath._kick_requeue: blk_mq_delay_kick_requeue_list, a mod_delayed_work (the latest kick wins) */
@@ -2355,12 +2378,12 @@ static int path_error(sim_t *s, int64_t id, int error)
     path_t *p = &s->paths[io->path];
     int code, err;
     p->in_flight--;
+    mh_enter(s, s->jobs[io->job].mh);
     if ((s->target_simple & (TARGET_END_REQUEUE | TARGET_END_FAIL)) && !s->path_active[io->path]
             && (error == ERR_TRANSPORT || error == ERR_IOERR)) {
         /* request-based, a path error on a path the target has failed already: end_io changes nothing
            but the selector's end_io (bit 3: END_REQUEUE; bit 4: no path, no queueing: END_DONE with the
            error) */
-        mh_enter(s, s->jobs[io->job].mh);
         if (sel_end(s, &s->sel[io->path], io->nr_bytes, (uint64_t)io->start_time_ns) < 0) return -1;
         code = (s->target_simple & TARGET_END_REQUEUE) ? END_REQUEUE : END_DONE;
         err = (s->target_simple & TARGET_END_REQUEUE) ? 0 : error;
@@ -3075,6 +3098,7 @@ static int daemon_event(sim_t *s, int64_t obj)
 /* EV_KICK: the target hands back its queued bios, mapped again */
 static int kick(sim_t *s)
 {
+    mh_enter(s, 0);     /* (several hosts: only host 0's target queues; sim/hosts.py refuses the others') */
     PyObject *ids = target_call(s, "kick", PyTuple_New(0));
     if (!ids) return -1;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ids); i++) {
@@ -3086,6 +3110,7 @@ static int kick(sim_t *s)
 
 static int target_event(sim_t *s, const char *name, int64_t obj)
 {
+    mh_enter(s, 0);     /* the events the run loop gives the target (Simulation.mp: host 0's) */
     PyObject *r = target_call(s, name, Py_BuildValue("(L)", (long long)obj));
     if (!r) return -1;
     Py_DECREF(r);
@@ -3159,6 +3184,7 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
         } else if (e.kind == EV_STEAL) {
             if (cpu_steal(s, (int)e.obj) < 0) return -1;
         } else if (e.kind == EV_RETRY) {
+            mh_enter(s, 0);     /* the Python run loop asks Simulation.mp: host 0's target */
             if (!s->nr_valid_paths && !s->state_changes && !s->kick_pending && s->queue_if_no_path) {
                 /* No path and nothing left that could bring one back: the kernel would
                    queue (or retry) forever.  Stop here. */
@@ -3235,7 +3261,7 @@ static double get_f(PyObject *d, const char *k, int *err)
 static PyObject *hist_dict(lat_stats *l)
 {
     PyObject *d = PyDict_New();
-    if (!d) return NULL;
+    if (!d || !l->hist) return d;       /* (no histogram: a direction the job never issues) */
     for (int i = 0; i < NBUCKETS; i++) {
         if (!l->hist[i]) continue;
         PyObject *k = PyLong_FromLong(i), *v = PyLong_FromLongLong(l->hist[i]);
@@ -3296,7 +3322,7 @@ static void sim_free(sim_t *s)
     PyMem_Free(s->mh);
     PyMem_Free(s->host_port);
     PyMem_Free(s->pg_sel);
-    PyMem_Free(s->path_active);
+    PyMem_Free(s->path_active_all);
     PyMem_Free(s->jobs);
     PyMem_Free(s->ios);
     PyMem_Free(s->free_ios);
@@ -3427,7 +3453,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.paths = PyMem_Calloc((size_t)s.npaths, sizeof(path_t));
     s.sel = s.sel_all = PyMem_Calloc((size_t)s.npaths, sizeof(selpath_t));
     s.valid = s.valid_all = PyMem_Calloc((size_t)s.npaths, sizeof(int));
-    s.path_active = PyMem_Calloc((size_t)s.npaths, sizeof(int));
+    s.path_active = s.path_active_all = PyMem_Calloc((size_t)s.npaths, sizeof(int));
     s.jobs = PyMem_Calloc((size_t)(s.njobs ? s.njobs : 1), sizeof(job_t));
     s.timeline = PyList_New(0);
     if (s.ncpus < 1) s.ncpus = 1;
@@ -3558,9 +3584,12 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
             }
         }
         mt_seed_u64(&j->rng, get_u64(jd, "seed", &err));
-        j->rlat.hist = PyMem_Calloc(NBUCKETS, sizeof(int64_t));
-        j->wlat.hist = PyMem_Calloc(NBUCKETS, sizeof(int64_t));
-        if (!j->rlat.hist || !j->wlat.hist) { sim_free(&s); return PyErr_NoMemory(); }
+        /* a histogram only for a direction the job can issue (submit_more: read_fraction 1 reads only, 0
+           writes only; a generator may do anything): 1,000 hosts' read jobs would zero 32 MB for nothing */
+        int reads = j->gen || j->read_fraction > 0.0, writes = j->gen || j->read_fraction < 1.0;
+        j->rlat.hist = reads ? PyMem_Calloc(NBUCKETS, sizeof(int64_t)) : NULL;
+        j->wlat.hist = writes ? PyMem_Calloc(NBUCKETS, sizeof(int64_t)) : NULL;
+        if ((reads && !j->rlat.hist) || (writes && !j->wlat.hist)) { sim_free(&s); return PyErr_NoMemory(); }
         if (err) { sim_free(&s); return NULL; }
     }
 

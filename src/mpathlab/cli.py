@@ -506,8 +506,8 @@ def cmd_hosts(args) -> int:
 
 def _check_multihost(topology: str, job: str) -> None:
     """Hardware handlers, driver tags (hw_queue_depth) and stonewall groups are modelled for one host only:
-    with several hosts the run would raise 'not modelled' or, for tags, give the tag hook to host 0's
-    target alone (the other hosts' I/O would pass untagged).  Named with their file and line."""
+    with several hosts the run would raise 'not modelled' or, for tags, share one port device's tags among
+    all hosts (a real host has its own path device and tags).  Named with their file and line."""
     from .inputs import read_text, toml_key_line
     from .kernel import split_args
     from .multihost import load_multihost

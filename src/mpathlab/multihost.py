@@ -18,8 +18,8 @@ another host's latency.
 The engine side is :mod:`mpathlab.sim.hosts`; this module reads ``[hosts]``, runs and
 formats.  Faults
 other than "slow", dm messages and stonewall groups are refused in multi-host
-runs; the rest runs in the compiled core (sim/fast.py; a table with several
-priority groups falls back to the Python engine and says so once on stderr).
+runs; the rest runs in the compiled core where sim/fast.py allows (else on the
+Python engine, which the run says once on stderr).
 Host 0 keeps the single-host selector stream, so a one-host run is the same
 run as ``mpathlab run`` (tested).
 """

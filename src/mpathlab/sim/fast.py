@@ -24,11 +24,10 @@ switching and hardware-handler pg_init;
 queue_if_no_path with its timeout; bio-based queueing; jobs with an IoGen
 (sim/arrival.py: mixed sizes, trims, open-loop arrivals; :mod:`.fast_gen`
 hands it over and names what of it stays in Python); several hosts (sim/hosts.py), each
-with its own target and selector state over the shared devices, when no host's target has a
-rare event to call back for (one priority group, slow faults only: :func:`_hosts_refusal`); a
-user-space daemon that declares ``in_compiled_core`` (multipathd: its timers call back into it,
-:meth:`_Target.daemon`); another stack's target whose bridge is registered (:func:`register_target`:
-the NVMe head, nvme/core.py).
+with its own selector state over the shared devices and its own _Target for a group switch
+(slow faults only: :func:`_hosts_refusal`); a user-space daemon that declares ``in_compiled_core``
+(multipathd: its timers call back into it, :meth:`_Target.daemon`); another stack's target whose bridge
+is registered (:func:`register_target`: the NVMe head, nvme/core.py).
 
 The split, and why: every per-I/O step (submit, map through the selector,
 tags, device, completion through end_io, fio's statistics) is in C, because
@@ -135,10 +134,11 @@ class CoreTarget:
     code, and the Simulation state each call reads (now, the CPU) and changes (kicks, pending state
     changes)."""
 
-    def __init__(self, sim):
+    def __init__(self, sim, errors=None):
+        """errors: the run's one list of job errors, shared by every host's target (None: a new one)."""
         self.sim = sim
         self.messages = []               # texts of the core's EV_MESSAGE events
-        self.errors = list(b.JOB_ERRORS)    # job errors by code (0: none; the core's ERR_*)
+        self.errors = list(b.JOB_ERRORS) if errors is None else errors   # job errors by code (0: none; ERR_*)
         self._events = []
         sim.redirect_events(self._capture)  # the target's kicks, timers and messages go to the core
 
@@ -198,10 +198,12 @@ class _Target(CoreTarget):
     Each call gets the C selectors' state first and returns it with the target's flags and the events
     it scheduled (handed over by Simulation.redirect_events), so both sides stay one state."""
 
-    def __init__(self, sim, pgpaths, infos):
-        CoreTarget.__init__(self, sim)
-        self.mp = sim.mp
-        self.c_pg = sim.mp.priority_groups[0]   # the group whose valid list the core holds
+    def __init__(self, sim, pgpaths, infos, mp=None, errors=None):
+        """mp: the target (another host's, sim/hosts.py; default the run's); errors: the list of job
+        errors, one for all hosts (a job's error code indexes it)."""
+        CoreTarget.__init__(self, sim, errors)
+        self.mp = mp or sim.mp
+        self.c_pg = self.mp.priority_groups[0]   # the group whose valid list the core holds
         self.pgpaths, self.infos = pgpaths, infos
         # the groups whose selector runs in C (their state is copied across on every call)
         self.c_groups = {p.pg for p, i in zip(pgpaths, infos) if i is not None}
@@ -280,6 +282,7 @@ class _Target(CoreTarget):
                 [self.infos.index(i) for i in self.c_pg.ps.valid_paths] if self.c_pg in self.c_groups else [])
 
     def _enter(self, state):
+        self.sim._push = self._capture      # (several hosts: the calling host's target)
         if state is not None:
             paths, order = state
             for info, st in zip(self.infos, paths):
@@ -446,10 +449,14 @@ def _set_info(info, st: SelPathState) -> None:
 def _needs_target(sim) -> bool:
     """The run has rare events for the Python target: dm messages, faults that fail or reinstate,
     group switches and hardware-handler activation."""
-    mp = sim.mp
-    return len(mp.priority_groups) > 1 or bool(mp.hw_handler_name) or bool(sim.daemons) or any(
-        kind == EV_MESSAGE or (kind == EV_FAULT and obj[1].action != "slow")
-        for _, _, kind, obj in sim._heap)
+    return len(sim.mp.priority_groups) > 1 or bool(sim.daemons) or _events_for_one_target(sim)
+
+
+def _events_for_one_target(sim) -> bool:
+    """The run has events the engine gives the run's own target (Simulation.mp) only: dm messages, faults
+    that fail or reinstate (reinstate_path), hardware-handler activation."""
+    return bool(sim.mp.hw_handler_name) or any(
+        kind == EV_MESSAGE or (kind == EV_FAULT and obj[1].action != "slow") for _, _, kind, obj in sim._heap)
 
 
 def _daemon_call(sim, kind, obj) -> bool:
@@ -568,23 +575,24 @@ def _pgpath_of_device(sim, mp) -> list:
     return out
 
 
+def _kinds(mp) -> list:
+    return [(core_kind(pg.ps), type(pg.ps)) for pg in mp.priority_groups]
+
+
 def _hosts_refusal(sim) -> str:
-    """Several hosts (sim/hosts.py) run in the core when no host's target has a rare event to call back
-    for: one priority group, no hardware handler, only slow faults and no messages (the core keeps one
-    target's flags); every host's table is the same table, so its selectors' kinds and arguments are
-    host 0's."""
+    """Several hosts (sim/hosts.py) run in the core with each host's own target for its rare events (a
+    group switch), but not with events the engine gives only the run's own target (sim/hosts.py refuses
+    those too); every host's table is the same table, so its selectors' kinds and arguments are host 0's."""
     mp0 = sim.mp
-    if len(mp0.priority_groups) > 1:
-        return "several priority groups with several hosts need the Python engine"
-    if _needs_target(sim):
+    if _events_for_one_target(sim):
         return "failing faults, dm messages or hardware handlers with several hosts need the Python engine"
-    kind0 = core_kind(mp0.priority_groups[0].ps)
+    kinds0 = _kinds(mp0)
     ioa0 = None
     for mp in sim.targets:
-        if type(mp) is not Multipath or len(mp.priority_groups) != 1 or mp.hw_handler_name:
+        if type(mp) is not Multipath or len(mp.priority_groups) != len(mp0.priority_groups) or mp.hw_handler_name:
             return "several hosts with different tables need the Python engine"
         ps = mp.priority_groups[0].ps
-        if core_kind(ps) != kind0 or type(ps) is not type(mp0.priority_groups[0].ps):
+        if _kinds(mp) != kinds0:
             return "several hosts with different selectors need the Python engine"
         if mp.nr_valid_paths != len(mp.pgpaths) or len(mp.pgpaths) != len(sim.devices):
             return "every device must be one active path of each host's table"
@@ -741,9 +749,11 @@ def try_run_fast(sim) -> bool:
     cfg.update(initial_events(sim, target))
     cfg.update({"target": target, "target_flags": target.flags() if target is not None else None,
                 "scsi": _ScsiBridge(sim, target, fault_objs) if cfg["scsi_can_queue"] else None})
-    hosts = getattr(sim, "targets", [mp])[1:]
-    if hosts:
-        cfg["hosts"] = [_host_cfg(sim, h, ioa) for h in hosts]
+    multihost = hasattr(sim, "targets")     # sim/hosts.py, one host or more
+    hosts = sim.targets[1:] if multihost else []
+    host_targets = [None if target is None else _host_target(sim, h, ioa, target.errors) for h in hosts]
+    if multihost:
+        cfg["hosts"] = [_host_cfg(sim, h, t, ioa) for h, t in zip(hosts, host_targets)]
     alloc_clone = mp.alloc_clone
     try:
         out = _fastcore.simulate(cfg)
@@ -757,8 +767,8 @@ def try_run_fast(sim) -> bool:
     if target is not None:      # (a daemon's reload gives the target new paths and selectors)
         info_of_dev = dict(enumerate(zip(target.pgpaths, target.infos)))
     write_back(sim, out, info_of_dev)
-    if hosts:
-        _write_back_hosts(sim, out["hosts"], ioa)
+    if multihost:
+        _write_back_hosts(sim, out["hosts"], host_targets, ioa)
     return True
 
 
@@ -866,39 +876,48 @@ def _set_scsi(sd, st: dict) -> None:
 
 def _host_infos(sim, mp, ioa):
     """A host's (pgpath, selector path info or None) on each device, as try_run_fast's info_of_dev."""
-    ps = mp.priority_groups[0].ps
-    return [(p, None if ioa or _py_selector(ps) else ps.path_info(p)) for p in _pgpath_of_device(sim, mp)]
+    return [(p, None if ioa or _py_selector(p.pg.ps) else p.pg.ps.path_info(p)) for p in _pgpath_of_device(sim, mp)]
 
 
-def _host_cfg(sim, mp, ioa) -> dict:
-    """Another host's target for the core (_fastcore.c mh_load): its selector's state on each device, its
-    valid order and, for a Python selector, its hooks."""
+def _host_target(sim, mp, ioa, errors) -> "_Target":
+    """Another host's _Target (its own Multipath MP), with the run's one list of job errors."""
+    infos = _host_infos(sim, mp, ioa)
+    return _Target(sim, [p for p, _ in infos], [i for _, i in infos], mp=mp, errors=errors)
+
+
+def _host_cfg(sim, mp, target, ioa) -> dict:
+    """Another host's target for the core (_fastcore.c mh_load): its selectors' state on each device, its
+    first group's valid order, for Python selectors their hooks, and the _Target that calls it for its rare
+    events (None: map is its selector's, as with one group)."""
     ps = mp.priority_groups[0].ps
     infos = _host_infos(sim, mp, ioa)
     index = {info: i for i, (_, info) in enumerate(infos)}
-    py = _py_selector(ps)
-    cfg = {"sel": [_sel_state(i, ps) for _, i in infos],
-           "order": list(range(len(infos))) if py or ioa else [index[pi] for pi in ps.valid_paths]}
-    if py:
-        cfg.update(_py_hooks([ps], [p for p, _ in infos]))
+    cfg = {"sel": [_sel_state(i, p.pg.ps) for p, i in infos],
+           "order": list(range(len(infos))) if _py_selector(ps) or ioa else [index[pi] for pi in ps.valid_paths],
+           "target": target, "target_flags": target.flags() if target is not None else None}
+    if not ioa and any(_py_selector(pg.ps) for pg in mp.priority_groups):
+        cfg.update(_py_hooks([pg.ps if _py_selector(pg.ps) else None for pg in mp.priority_groups],
+                             [p for p, _ in infos]))
     return cfg
 
 
-def _write_back_hosts(sim, hosts, ioa) -> None:
+def _write_back_hosts(sim, hosts, targets, ioa) -> None:
     """Each host's final target state (host 0's is the run's own, _write_back) and the per-host dispatch
     counts (MultiHostSimulation.host_port)."""
     sim.host_port = [list(h["host_port"]) for h in hosts]
-    for mp, h in zip(sim.targets[1:], hosts[1:]):
-        ps = mp.priority_groups[0].ps
+    for mp, h, target in zip(sim.targets[1:], hosts[1:], targets):
         infos = _host_infos(sim, mp, ioa)
         for (_, info), st in zip(infos, h["sel"]):
             if info is not None:
                 _set_info(info, SelPathState._make(st))
+        # the C selector's valid list: of the group it last selected in (with a target, the target's state
+        # is already the run's)
+        ps = target.c_pg.ps if target is not None else mp.priority_groups[0].ps
         if not (_py_selector(ps) or ioa):
             ps.valid_paths[:] = [infos[i][1] for i in h["order"]]
         if ioa:
             ps.map_misses = h["map_misses"]
-        if h["first_choice"] >= 0:
+        if h["first_choice"] >= 0 and target is None:
             _choose(mp, infos[h["first_choice"]][0])
 
 

@@ -60,10 +60,11 @@ class MultiHostSimulation(Simulation):
             raise RuntimeError("a multi-host run reached queued I/O on host %d" % self.targets.index(mp))
         super()._on_kick(mp)
 
-    def _dispatch(self, io) -> None:
-        super()._dispatch(io)
-        if io.dev is not None:
+    def _map(self, io) -> bool:
+        issued = super()._map(io)
+        if issued and io.dev is not None:     # issued to a path (request-based: also from the dm queue)
             self.host_port[io.job.host][self._dev_index[io.dev]] += 1
+        return issued
 
 
 class MultiHostResult:
