@@ -150,3 +150,20 @@ def test_the_kernel_lab_scsi_cells_are_the_same_run_in_the_core():
         text = "[j]\nioengine=libaio\nrw=randwrite\nbs=4k\niodepth=%d\nruntime=200ms\ntime_based\n" % int(c["iodepth"])
         a = compare(table_line(c), path_models(c), text, host=cell_host(c)[0])
         assert a.completed > 0
+
+
+def test_the_core_hands_the_scsi_devices_state_back():
+    # after a run the ScsiDevice and ScsiHost objects hold the core's counters, as the Python engine's do
+    text, job_text = HAND_RUNS["shared-host-rq"]
+    t = topology_from_dict(tomllib.loads(text), "t.toml")
+    sims = [Simulation(t.table, t.paths, parse_fio(job_text).jobs, engine=e, **t.sim_kwargs())
+            for e in ("python", "compiled")]
+    for s in sims:
+        s.run()
+    (py_h,), (c_h,) = (s.blk.scsi.hosts for s in sims)
+    assert (py_h.tags_used, len(py_h.active)) == (c_h.tags_used, len(c_h.active)) == (0, 2)
+    for a, b in zip(*(s.devices for s in sims)):
+        fields = ("state", "device_busy", "tags_held", "restarts", "device_blocked", "nr_cmds", "iodone_cnt",
+                  "ioerr_cnt", "rejected", "run_pending")
+        assert [getattr(a.scsi, f) for f in fields] == [getattr(b.scsi, f) for f in fields]
+        assert a.scsi.nr_cmds == a.completed > 0

@@ -665,10 +665,10 @@ def _write_back(sim, out, info_of_dev) -> None:
     if res.done_at is not None:
         res.done_at[:] = out["done_at"]
     if sim.blk is not None and sim.blk.scsi is not None:
+        active = {d.scsi for d, p in zip(sim.devices, out["paths"]) if d.scsi is not None and p["scsi"]["active"]}
         for h, used in zip(sim.blk.scsi.hosts, out["scsi_tags_used"]):
             h.tags_used = used
-            h.active = {d.scsi for d in sim.devices if d.scsi is not None and d.scsi.host is h
-                        and out["paths"][sim.devices.index(d)]["scsi"]["active"]}
+            h.active = {sd for sd in active if sd.host is h}
     res.timeline = [(t, dict(zip(names, counts))) for t, counts in out["timeline"]]
     if sim.blk is not None:
         sim.blk.resource_stalls = out["resource_stalls"]
