@@ -332,7 +332,8 @@ _CORE_DISTS = (ServiceTime, Exponential, LogNormal, Empirical)
 # PathModel fields the core models (any value); another field must keep its default
 _CORE_PATH_FIELDS = frozenset({"name", "devt", "service", "parallelism", "delay_ns", "ns_per_kib", "faults",
                                "fail_latency_ns", "hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests",
-                               "per_kib_given", "queue_depth", "scsi_host"})   # per_kib_given: the topology said per_kib (used before the run)
+                               # per_kib_given: the topology said per_kib (used before the run)
+                               "per_kib_given", "queue_depth", "scsi_host"})
 # HostModel fields the core models (cpu_nodes and node_distance only place CPUs for the selectors)
 _CORE_HOST_FIELDS = frozenset({"cpus", "submit_ns", "complete_ns", "wake_ns", "steal", "steal_period_ns",
                                "work_latency_ns", "cpu_nodes", "node_distance"})
