@@ -167,3 +167,16 @@ def test_the_core_hands_the_scsi_devices_state_back():
                   "ioerr_cnt", "rejected", "run_pending")
         assert [getattr(a.scsi, f) for f in fields] == [getattr(b.scsi, f) for f in fields]
         assert a.scsi.nr_cmds == a.completed > 0
+
+
+@pytest.mark.parametrize("mode", ["0", "2 queue_mode bio"])
+def test_device_state_faults_on_plain_devices_are_the_same_run_in_the_core(mode):
+    # offline and delete on a null_blk-like device: it fails; online: it works again (no SCSI device)
+    from mpathlab.sim.devices import Exponential, Fault, PathModel
+    faults = [[Fault(2_000_000, "offline"), Fault(6_000_000, "online"), Fault(7_000_000, "reinstate")],
+              [Fault(3_000_000, "delete"), Fault(8_000_000, "reinstate")], [Fault(4_000_000, "error", error="medium")]]
+    paths = [PathModel("sd%s" % c, (8, 16 * i), Exponential(200_000), parallelism=2, faults=faults[i])
+             for i, c in enumerate("abc")]
+    tb = "0 1048576 multipath %s 0 1 1 round-robin 0 3 1 sda 1 sdb 1 sdc 1" % mode
+    a = compare(tb, paths, job(8, extra="continue_on_error=io\n"), window_ns=1_000_000)
+    assert not any(p.is_scsi for p in paths) and sum(p["errors"] for p in a.paths) > 0

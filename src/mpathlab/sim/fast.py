@@ -62,7 +62,7 @@ from .boundary import (EV_ACTIVATED, EV_FAULT, EV_KICK, EV_MESSAGE, EV_NOPATH_TI
 from .arrival import IoGen
 from .devices import Empirical, Exponential, Fault, LogNormal, PathDevice, PathModel, ServiceTime
 from .host import HostModel
-from .scsi import ScsiHostModel
+from .scsi import FAULT_STATES, SDEV_DEL, SDEV_RUNNING, ScsiDevice, ScsiHost, ScsiHostModel
 from . import fast_gen
 
 try:
@@ -570,8 +570,9 @@ def try_run_fast(sim) -> bool:
             d, f = obj
             fault_objs.append(obj)
             msg = target.message_index("reinstate_path %s" % d.model.devname) if target is not None else 0
+            state = SCSI_STATES.index(FAULT_STATES[f.action]) if f.action in FAULT_STATES else -1
             faults.append(CoreFault(path=index[d], action=b.FAULT_ACTIONS[f.action], factor=float(f.factor),
-                                    reinstate_after_ns=f.reinstate_after_ns, message=msg))
+                                    reinstate_after_ns=f.reinstate_after_ns, message=msg, state=state))
             initial.append(CoreEvent(t=t, kind=EV_FAULT, obj=len(faults) - 1))
         else:
             initial.append(CoreEvent(t=t, kind=EV_MESSAGE,
@@ -579,6 +580,7 @@ def try_run_fast(sim) -> bool:
     cfg.update({"faults": faults, "initial": initial, "target": target,
                 "target_flags": target.flags() if target is not None else None,
                 "scsi": _ScsiBridge(sim, target, fault_objs) if scsi_hosts else None})
+    cfg.update(_scsi_states(target))
     sim._heap.clear()
     sim._state_changes = 0
     alloc_clone = mp.alloc_clone
@@ -595,13 +597,29 @@ def try_run_fast(sim) -> bool:
     return True
 
 
-_SDEV_NAMES = {v: k for k, v in b.SDEV_STATES.items()}
+# The device states a run can reach, as the core numbers them (running first)
+SCSI_STATES = [SDEV_RUNNING] + sorted(set(FAULT_STATES.values()) - {SDEV_RUNNING})
+
+
+def _scsi_states(target) -> dict:
+    """What scsi_queue_rq does in each state, asked of ScsiDevice.state_check itself: the status it
+    gives (the target's error index, 0: the LLD takes the command) and whether it counts a refusal;
+    and which state has the queue dying (ScsiQueues.alloc_clone)."""
+    status, counts = [], []
+    for state in SCSI_STATES:
+        probe = ScsiDevice(ScsiHost(ScsiHostModel("probe")), 0)
+        probe.state = state
+        st = probe.state_check()
+        status.append(0 if st is None or target is None else target.error_code(st))
+        counts.append(probe.rejected)
+    return {"scsi_state_status": status, "scsi_state_counts": counts,
+            "scsi_dying_state": SCSI_STATES.index(SDEV_DEL) if SDEV_DEL in SCSI_STATES else -1}
 
 
 def _set_scsi(sd, st: dict) -> None:
     """The core's state of a SCSI path into its ScsiDevice (the error class, ioerr_cnt and the retry
     counts were kept there)."""
-    sd.state = _SDEV_NAMES[st["state"]]
+    sd.state = SCSI_STATES[st["state"]]
     sd.run_pending = bool(st["run_pending"])
     for f in ("device_busy", "tags_held", "restarts", "device_blocked", "nr_cmds", "iodone_cnt", "rejected"):
         setattr(sd, f, st[f])

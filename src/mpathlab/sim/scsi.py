@@ -41,9 +41,10 @@ retried on the same device while ``++retries <= allowed`` (sd: SD_MAX_RETRIES, 5
 sees only the final status.  blk_path_error (include/linux/blk_types.h, mpathlab.target) then decides
 whether dm-mpath fails the path and retries the I/O elsewhere or fio gets the error.
 
-The compiled core (_fastcore.c, section "SCSI paths") mirrors ScsiHost, ScsiDevice.get_budget /
-state_check and ScsiQueues function for function; command_result with an error class set (or a retry
-counted) is called from there, so it exists only here.  A change to the others needs its C mirror
+The compiled core (_fastcore.c, section "SCSI paths") mirrors ScsiHost, ScsiDevice.get_budget and
+ScsiQueues function for function; what state_check does in each state and the states FAULT_STATES
+sets are handed to it as tables, and command_result with an error class set (or a retry counted) is
+called from there, so these exist only here.  A change to the others needs its C mirror
 (tests/test_fastcore_scsi.py compares the engines run for run).
 """
 from __future__ import annotations
@@ -59,6 +60,9 @@ SCSI_DEFAULT_DEVICE_BLOCKED = 3        # include/scsi/scsi_device.h: sdev->max_d
 # sdev_state (include/scsi/scsi_device.h) as far as I/O sees it
 SDEV_RUNNING, SDEV_OFFLINE, SDEV_TRANSPORT_OFFLINE, SDEV_BLOCK, SDEV_DEL = (
     "running", "offline", "transport-offline", "blocked", "deleted")
+# the state each device-state fault sets (sysfs state, delete, rescan); on a null_blk-like device
+# any but running is a device that fails
+FAULT_STATES = {"offline": SDEV_OFFLINE, "delete": SDEV_DEL, "online": SDEV_RUNNING}
 
 
 class ScsiError(NamedTuple):
