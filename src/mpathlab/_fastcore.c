@@ -394,6 +394,8 @@ typedef struct {
        bits 3 and 4: path_error on an already failed path (see there) */
     PyObject *target;
     int target_simple, nr_valid_paths, queue_if_no_path, kick_pending;
+    ring_t held_bios;       /* TARGET_QUEUE_BIO: bios mapped while the target holds every bio, not yet
+                               handed to it (flush_held_bios, before any call into the target) */
     int64_t state_changes, errored;
     int nvalid;             /* valid paths of the selector (the head of valid[]) */
     int *path_active;       /* PGPath.is_active of each path, as the target last said */
@@ -719,11 +721,30 @@ static int set_target_flags(sim_t *s, const target_flags_t *fl)
     return 0;
 }
 
+/* _Target.queue_bios: the held bios into the target's queue, in their order */
+static int flush_held_bios(sim_t *s)
+{
+    if (!s->held_bios.len) return 0;
+    PyObject *l = PyList_New(s->held_bios.len);
+    if (!l) return -1;
+    for (Py_ssize_t k = 0; s->held_bios.len; k++) {
+        io_t *io = &s->ios[ring_pop(&s->held_bios)];
+        PyObject *t = Py_BuildValue("(LLLiL)", (long long)(io - s->ios), (long long)io->nr_bytes,
+                                    (long long)io->dm_start_jiffies, io->mapped, (long long)io->start_time_ns);
+        if (!t) { Py_DECREF(l); return -1; }
+        PyList_SET_ITEM(l, k, t);
+    }
+    PyObject *r = PyObject_CallMethod(s->target, "queue_bios", "N", l);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
 static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
 {
     if (!args) return NULL;
     PyObject *st = NULL, *fn = NULL, *full = NULL, *ret = NULL, *res = NULL;
-    if (py_set_clock(s) < 0 || !(st = sel_state_out(s))) goto out;
+    if (flush_held_bios(s) < 0 || py_set_clock(s) < 0 || !(st = sel_state_out(s))) goto out;
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     if (!(full = PyTuple_New(n + 1))) goto out;
     PyTuple_SET_ITEM(full, 0, st);
@@ -1189,6 +1210,12 @@ static int map_io(sim_t *s, int64_t id)
         if (s->target_simple & TARGET_REQUEUE) {     /* no path, request-based, queueing: DM_MAPIO_DELAY_REQUEUE */
             io->mapped = 1;
             return push_ev(s, s->now + REQUEUE_DELAY_NS, EV_RETRY, id) < 0 ? -1 : 1;
+        }
+        if (s->target_simple & TARGET_QUEUE_BIO) {  /* no path, bio-based, queue_if_no_path: held */
+            if (!io->mapped)
+                io->start_time_ns = 0;
+            io->mapped = 1;
+            return ring_push(&s->held_bios, id) < 0 ? -1 : 1;
         }
         if (!(s->target_simple & TARGET_KILL))
             return map_in_target(s, id);
@@ -2387,6 +2414,7 @@ static void sim_free(sim_t *s)
     PyMem_Free(s->free_ios);
     PyMem_Free(s->heap.ev);
     PyMem_Free(s->waiting.v);
+    PyMem_Free(s->held_bios.v);
     if (s->cpus) {
         for (int i = 0; i < s->ncpus; i++)
             PyMem_Free(s->cpus[i].queue.v);
@@ -2723,6 +2751,8 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     }
     if (rc == 0)
         rc = run_loop(&s, hard_stop, &stalled);
+    if (rc == 0 && s.target)
+        rc = flush_held_bios(&s);      /* the target's queue holds them at the end (counted pending) */
     if (rc < 0) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         sim_free(&s);

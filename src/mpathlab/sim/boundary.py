@@ -60,6 +60,7 @@ TARGET_KILL = 2          # no path and no queueing: map fails every I/O and chan
 TARGET_REQUEUE = 4       # request-based, no path, queueing: every map is DM_MAPIO_DELAY_REQUEUE
 TARGET_END_REQUEUE = 8   # request-based end_io with an error on a failed path: requeue
 TARGET_END_FAIL = 16     # ... or fail the I/O with the error
+TARGET_QUEUE_BIO = 32    # bio-based, no path, queue_if_no_path: map holds the bio in the target (only)
 
 # times both engines use (sim/iopath.py, sim/jobrules.py, sim/blockqueue.py take them from here)
 REQUEUE_DELAY_NS = REQUEUE_DELAY_MS * 1_000_000       # DM_MAPIO_DELAY_REQUEUE

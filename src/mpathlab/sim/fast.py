@@ -188,8 +188,10 @@ class _Target:
         idle = not (mp.nr_valid_paths or mp.queue_io or mp.current_pg is not None or mp.current_pgpath is not None)
         queueing = mp.queue_if_no_path_flag or mp.noflush_suspending()
         kill = idle and not queueing
-        # likewise request-based with queueing: every map is DM_MAPIO_DELAY_REQUEUE
+        # likewise request-based with queueing: every map is DM_MAPIO_DELAY_REQUEUE; bio-based with
+        # queue_if_no_path every map holds the bio (the core keeps them until the target's next call)
         requeue = idle and queueing and mp.queue_mode != "bio"
+        queue_bio = idle and mp.queue_if_no_path_flag and mp.queue_mode == "bio"
         # request-based end_io with an error on a path already failed: only the selector's end_io runs,
         # and the I/O is requeued (a path or queueing is left) or fails with the error (bits 3 and 4)
         rq = mp.queue_mode != "bio"
@@ -197,7 +199,7 @@ class _Target:
         end_fail = rq and not end_requeue
         bits = ((b.TARGET_SIMPLE if simple else 0) | (b.TARGET_KILL if kill else 0)
                 | (b.TARGET_REQUEUE if requeue else 0) | (b.TARGET_END_REQUEUE if end_requeue else 0)
-                | (b.TARGET_END_FAIL if end_fail else 0))
+                | (b.TARGET_END_FAIL if end_fail else 0) | (b.TARGET_QUEUE_BIO if queue_bio else 0))
         # state_changes: what the target's call changed (_enter zeroes the count)
         return TargetFlags(nr_valid_paths=mp.nr_valid_paths, bits=bits,
                            queue_if_no_path=int(mp.queue_if_no_path_flag), kick_pending=int(self.sim._kick_pending),
@@ -215,6 +217,15 @@ class _Target:
         io.cid, io.mapped_once, io.start_time_ns = cid, bool(mapped), start_ns
         io.pgpath = self.pgpaths[path] if path >= 0 else None
         return io
+
+    def queue_bios(self, bios):
+        """The bios the core mapped while the target held every bio (TARGET_QUEUE_BIO), in their order:
+        (cid, nr_bytes, dm_start_jiffies, mapped, start_ns) each; handed over before any other call."""
+        for cid, nr_bytes, dm_start_jiffies, mapped, start_ns in bios:
+            io = self.queued.pop(cid, None) or self._io(cid, nr_bytes, dm_start_jiffies, mapped, start_ns)
+            io.mapped_once, io.start_time_ns, io.pgpath = True, start_ns, None
+            self.mp.queue_bio(io)
+            self.queued[cid] = io
 
     def map(self, state, cid, nr_bytes, dm_start_jiffies, mapped, start_ns, cpu, free):
         self._enter(state)
