@@ -150,3 +150,33 @@ def test_the_kernel_lab_scsi_cells_are_the_same_run_in_the_core():
         text = "[j]\nioengine=libaio\nrw=randwrite\nbs=4k\niodepth=%d\nruntime=200ms\ntime_based\n" % int(c["iodepth"])
         a = compare(table_line(c), path_models(c), text, host=cell_host(c)[0])
         assert a.completed > 0
+
+
+def test_the_core_hands_the_scsi_devices_state_back():
+    # after a run the ScsiDevice and ScsiHost objects hold the core's counters, as the Python engine's do
+    text, job_text = HAND_RUNS["shared-host-rq"]
+    t = topology_from_dict(tomllib.loads(text), "t.toml")
+    sims = [Simulation(t.table, t.paths, parse_fio(job_text).jobs, engine=e, **t.sim_kwargs())
+            for e in ("python", "compiled")]
+    for s in sims:
+        s.run()
+    (py_h,), (c_h,) = (s.blk.scsi.hosts for s in sims)
+    assert (py_h.tags_used, len(py_h.active)) == (c_h.tags_used, len(c_h.active)) == (0, 2)
+    for a, b in zip(*(s.devices for s in sims)):
+        fields = ("state", "device_busy", "tags_held", "restarts", "device_blocked", "nr_cmds", "iodone_cnt",
+                  "ioerr_cnt", "rejected", "run_pending")
+        assert [getattr(a.scsi, f) for f in fields] == [getattr(b.scsi, f) for f in fields]
+        assert a.scsi.nr_cmds == a.completed > 0
+
+
+@pytest.mark.parametrize("mode", ["0", "2 queue_mode bio"])
+def test_device_state_faults_on_plain_devices_are_the_same_run_in_the_core(mode):
+    # offline and delete on a null_blk-like device: it fails; online: it works again (no SCSI device)
+    from mpathlab.sim.devices import Exponential, Fault, PathModel
+    faults = [[Fault(2_000_000, "offline"), Fault(6_000_000, "online"), Fault(7_000_000, "reinstate")],
+              [Fault(3_000_000, "delete"), Fault(8_000_000, "reinstate")], [Fault(4_000_000, "error", error="medium")]]
+    paths = [PathModel("sd%s" % c, (8, 16 * i), Exponential(200_000), parallelism=2, faults=faults[i])
+             for i, c in enumerate("abc")]
+    tb = "0 1048576 multipath %s 0 1 1 round-robin 0 3 1 sda 1 sdb 1 sdc 1" % mode
+    a = compare(tb, paths, job(8, extra="continue_on_error=io\n"), window_ns=1_000_000)
+    assert not any(p.is_scsi for p in paths) and sum(p["errors"] for p in a.paths) > 0

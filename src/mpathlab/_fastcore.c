@@ -198,7 +198,7 @@ typedef struct {
    in the Python ScsiDevice, which the core calls while one is set (python) */
 typedef struct {
     int host;               /* index into sim_t.scsi_hosts */
-    int state;              /* SDEV_* */
+    int state;              /* index into fast.py SCSI_STATES (0: running) */
     int active;             /* in its host's ScsiHost.active */
     int run_pending, python;
     int64_t queue_depth, device_busy, tags_held, restarts, device_blocked, nr_cmds, iodone_cnt, rejected;
@@ -427,7 +427,7 @@ typedef struct {
     /* faults (Simulation._fault): fail, reinstate (its message goes to the target) and slow; obj of
        EV_FAULT indexes these */
     int nfaults;
-    int *fault_path, *fault_action, *fault_msg;
+    int *fault_path, *fault_action, *fault_msg, *fault_state;
     double *fault_factor;
     int64_t *fault_after;
     /* the Python target (fast.py _Target) for the rare events: faults that fail or reinstate a
@@ -437,6 +437,8 @@ typedef struct {
        bits 3 and 4: path_error on an already failed path (see there) */
     PyObject *target;
     int target_simple, nr_valid_paths, queue_if_no_path, kick_pending;
+    ring_t held_bios;       /* TARGET_QUEUE_BIO: bios mapped while the target holds every bio, not yet
+                               handed to it (flush_held_bios, before any call into the target) */
     int64_t state_changes, errored;
     int nvalid;             /* valid paths of the selector (the head of valid[]) */
     int *path_active;       /* PGPath.is_active of each path, as the target last said */
@@ -457,6 +459,9 @@ typedef struct {
     scsi_dev_t *scsi_devs;
     scsi_host_t *scsi_hosts;
     int nscsi_hosts, scsi_dying;
+    /* per state: the status scsi_queue_rq gives (0: the LLD takes it; ERR_* / _Target.errors index)
+       and whether it counts a refusal, as ScsiDevice.state_check says; the state whose queue is dying */
+    int nscsi_states, *scsi_state_status, *scsi_state_counts, scsi_dying_state;
     PyObject *scsi;
     /* a fault study's record (Simulation(record_completions=True)): completion times of the I/O that
        completed, and the path errors dm-mpath took back instead of ending the I/O with them */
@@ -791,12 +796,30 @@ static int set_target_flags(sim_t *s, const target_flags_t *fl)
 }
 
 static int requeue_kick(sim_t *s, int64_t delay_ns);
+/* _Target.queue_bios: the held bios into the target's queue, in their order */
+static int flush_held_bios(sim_t *s)
+{
+    if (!s->held_bios.len) return 0;
+    PyObject *l = PyList_New(s->held_bios.len);
+    if (!l) return -1;
+    for (Py_ssize_t k = 0; s->held_bios.len; k++) {
+        io_t *io = &s->ios[ring_pop(&s->held_bios)];
+        PyObject *t = Py_BuildValue("(LLLiL)", (long long)(io - s->ios), (long long)io->nr_bytes,
+                                    (long long)io->dm_start_jiffies, io->mapped, (long long)io->start_time_ns);
+        if (!t) { Py_DECREF(l); return -1; }
+        PyList_SET_ITEM(l, k, t);
+    }
+    PyObject *r = PyObject_CallMethod(s->target, "queue_bios", "N", l);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+}
 
 static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
 {
     if (!args) return NULL;
     PyObject *st = NULL, *fn = NULL, *full = NULL, *ret = NULL, *res = NULL;
-    if (py_set_clock(s) < 0 || !(st = sel_state_out(s))) goto out;
+    if (flush_held_bios(s) < 0 || py_set_clock(s) < 0 || !(st = sel_state_out(s))) goto out;
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     if (!(full = PyTuple_New(n + 1))) goto out;
     PyTuple_SET_ITEM(full, 0, st);
@@ -1170,10 +1193,12 @@ static int blk_start(sim_t *s, int64_t id, path_t *p);
 
 /* ------------------------------------------------- SCSI paths (sim/scsi.py) */
 /* Function for function as sim/scsi.py: scsi_may_queue = ScsiHost.may_queue, scsi_get_tag = get_tag,
-   scsi_put_tag = put_tag, scsi_get_budget = ScsiDevice.get_budget, scsi_state_check = state_check,
-   scsi_command_result = command_result (the good case here; an error class or a pending retry
-   through the Python ScsiDevice), and ScsiQueues' alloc_clone / issue_directly (in map_io,
-   map_in_target, issue_directly), start, _issue, complete, retry, _schedule_run, _run, set_state. */
+   scsi_put_tag = put_tag, scsi_get_budget = ScsiDevice.get_budget, scsi_state_check = state_check
+   (a table fast.py asked of state_check for each state, and the states faults set are sim/scsi.py's
+   FAULT_STATES), scsi_command_result = command_result (the good case here; an error class or a
+   pending retry through the Python ScsiDevice), and ScsiQueues' alloc_clone / issue_directly (in
+   map_io, map_in_target, issue_directly), start, _issue, complete, retry, _schedule_run, _run,
+   set_state. */
 static int start_io_on_path(sim_t *s, int64_t id);
 
 static int scsi_may_queue(scsi_host_t *h, scsi_dev_t *sd, int users)
@@ -1239,13 +1264,10 @@ static int scsi_get_budget(scsi_dev_t *sd)
 }
 
 /* the status the command gets before the LLD sees it (0: the LLD takes it) */
-static int scsi_state_check(scsi_dev_t *sd)
+static int scsi_state_check(sim_t *s, scsi_dev_t *sd)
 {
-    if (sd->state == SDEV_OFFLINE || sd->state == SDEV_TRANSPORT_OFFLINE || sd->state == SDEV_DELETED) {
-        sd->rejected++;
-        return ERR_IOERR;
-    }
-    return sd->state == SDEV_BLOCKED ? ERR_RESOURCE : 0;
+    sd->rejected += s->scsi_state_counts[sd->state];
+    return s->scsi_state_status[sd->state];
 }
 
 /* 0 good, SCSI_RESULT_RETRY, or the status dm's end_io gets (ERR_* / _Target.errors index); -2 error */
@@ -1278,7 +1300,7 @@ static void scsi_update_dying(sim_t *s)
     if (!s->scsi_devs || s->bio) return;
     s->scsi_dying = 0;
     for (int i = 0; i < s->npaths; i++)
-        if (s->paths[i].sd && s->paths[i].sd->state == SDEV_DELETED && s->path_active[i])
+        if (s->paths[i].sd && s->paths[i].sd->state == s->scsi_dying_state && s->path_active[i])
             s->scsi_dying++;
 }
 
@@ -1362,7 +1384,7 @@ static int scsi_set_state(sim_t *s, int pi, int state)
     scsi_dev_t *sd = s->paths[pi].sd;
     sd->state = state;
     scsi_update_dying(s);
-    if (state == SDEV_RUNNING && sd->budget_wait.len)
+    if (state == 0 && sd->budget_wait.len)
         return scsi_schedule_run(s, pi, 0);
     return 0;
 }
@@ -1371,8 +1393,8 @@ static int scsi_set_state(sim_t *s, int pi, int state)
 static int start_io_on_path(sim_t *s, int64_t id)
 {
     path_t *p = &s->paths[s->ios[id].path];
-    if (p->sd && p->sd->state != SDEV_RUNNING) {
-        int err = scsi_state_check(p->sd);      /* scsi_queue_rq refuses it: completed at once */
+    if (p->sd && p->sd->state) {
+        int err = scsi_state_check(s, p->sd);      /* scsi_queue_rq refuses it: completed at once */
         if (err) {
             s->ios[id].scsi_err = err;
             return push_ev(s, s->now, EV_SCSI_REJECT, id);
@@ -1422,6 +1444,12 @@ static int map_io(sim_t *s, int64_t id)
         if (s->target_simple & TARGET_REQUEUE) {     /* no path, request-based, queueing: DM_MAPIO_DELAY_REQUEUE */
             io->mapped = 1;
             return requeue_rq(s, id, REQUEUE_DELAY_NS) < 0 ? -1 : 1;
+        }
+        if (s->target_simple & TARGET_QUEUE_BIO) {  /* no path, bio-based, queue_if_no_path: held */
+            if (!io->mapped)
+                io->start_time_ns = 0;
+            io->mapped = 1;
+            return ring_push(&s->held_bios, id) < 0 ? -1 : 1;
         }
         if (!(s->target_simple & TARGET_KILL))
             return map_in_target(s, id);
@@ -1534,7 +1562,7 @@ static int map_in_target(sim_t *s, int64_t id)
             PyObject *f;
             if (!p->sd)
                 f = PyBool_FromLong(clone_tag_free(&p->hw[job->cpu % p->nhw]));
-            else if (p->sd->state == SDEV_DELETED) {    /* ScsiQueues.alloc_clone: the queue is dying */
+            else if (p->sd->state == s->scsi_dying_state) {     /* ScsiQueues.alloc_clone: the queue is dying */
                 f = Py_None;
                 Py_INCREF(f);
             } else
@@ -2977,7 +3005,7 @@ static int fault(sim_t *s, int fi)
         return fail_device(s, p);
     case FAULT_REINSTATE:   /* multipathd's path checker notices and reinstates the path */
         p->offline = 0;
-        if (p->sd && scsi_set_state(s, pi, SDEV_RUNNING) < 0) return -1;
+        if (p->sd && scsi_set_state(s, pi, 0) < 0) return -1;
         s->state_changes++;
         return push_ev(s, s->now + s->fault_after[fi], EV_MESSAGE, s->fault_msg[fi]);
     case FAULT_SLOW:
@@ -2991,16 +3019,15 @@ static int fault(sim_t *s, int fi)
         Py_DECREF(r);
         return p->sd->python < 0 ? -1 : 0;
     }
-    default:                /* offline, delete, online: the device state (a plain device fails or works) */
+    default:                /* FAULT_STATE: the device's state (a plain device fails, or works again) */
         if (!p->sd) {
-            if (action == FAULT_ONLINE) {
+            if (!s->fault_state[fi]) {
                 p->offline = 0;
                 return 0;
             }
             return fail_device(s, p);
         }
-        return scsi_set_state(s, pi, action == FAULT_OFFLINE ? SDEV_OFFLINE
-                                     : action == FAULT_DELETE ? SDEV_DELETED : SDEV_RUNNING);
+        return scsi_set_state(s, pi, s->fault_state[fi]);
     }
 }
 
@@ -3329,6 +3356,7 @@ static void sim_free(sim_t *s)
     PyMem_Free(s->heap.ev);
     PyMem_Free(s->waiting.v);
     PyMem_Free(s->requeue.v);
+    PyMem_Free(s->held_bios.v);
     if (s->cpus) {
         for (int i = 0; i < s->ncpus; i++)
             PyMem_Free(s->cpus[i].queue.v);
@@ -3339,6 +3367,9 @@ static void sim_free(sim_t *s)
     PyMem_Free(s->fault_path);
     PyMem_Free(s->fault_action);
     PyMem_Free(s->fault_msg);
+    PyMem_Free(s->fault_state);
+    PyMem_Free(s->scsi_state_status);
+    PyMem_Free(s->scsi_state_counts);
     PyMem_Free(s->fault_after);
     PyMem_Free(s->fault_factor);
     PyMem_Free(s->windows);
@@ -3482,6 +3513,24 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         s.any_c_sel |= s.pg_sel[i] != SEL_PY;
     }
     if (s.target && set_target_flags(&s, &flags0) < 0) { sim_free(&s); return NULL; }
+    /* the device states (fast.py SCSI_STATES): what scsi_queue_rq does in each, the dying one */
+    PyObject *st = PyDict_GetItemString(cfg, "scsi_state_status"), *sc = PyDict_GetItemString(cfg, "scsi_state_counts");
+    s.scsi_dying_state = (int)get_i64(cfg, "scsi_dying_state", &err);
+    if (err || !st || !sc || !PyList_Check(st) || !PyList_Check(sc) || PyList_GET_SIZE(st) < 1
+            || PyList_GET_SIZE(st) != PyList_GET_SIZE(sc)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "the core needs each device state's status");
+        sim_free(&s);
+        return NULL;
+    }
+    s.nscsi_states = (int)PyList_GET_SIZE(st);
+    s.scsi_state_status = PyMem_Calloc((size_t)s.nscsi_states, sizeof(int));
+    s.scsi_state_counts = PyMem_Calloc((size_t)s.nscsi_states, sizeof(int));
+    if (!s.scsi_state_status || !s.scsi_state_counts) { sim_free(&s); return PyErr_NoMemory(); }
+    for (int i = 0; i < s.nscsi_states; i++) {
+        s.scsi_state_status[i] = (int)PyLong_AsLong(PyList_GET_ITEM(st, i));
+        s.scsi_state_counts[i] = (int)PyLong_AsLong(PyList_GET_ITEM(sc, i));
+    }
+    if (PyErr_Occurred()) { sim_free(&s); return NULL; }
     /* SCSI paths: each host's can_queue; a path's host index (-1: not SCSI) and queue_depth below */
     PyObject *cq = PyDict_GetItemString(cfg, "scsi_can_queue");
     if (cq && PyList_Check(cq) && PyList_GET_SIZE(cq)) {
@@ -3619,8 +3668,9 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         s.fault_action = PyMem_Calloc((size_t)s.nfaults, sizeof(int));
         s.fault_msg = PyMem_Calloc((size_t)s.nfaults, sizeof(int));
         s.fault_factor = PyMem_Calloc((size_t)s.nfaults, sizeof(double));
+        s.fault_state = PyMem_Calloc((size_t)s.nfaults, sizeof(int));
         s.fault_after = PyMem_Calloc((size_t)s.nfaults, sizeof(int64_t));
-        if (!s.fault_path || !s.fault_action || !s.fault_msg || !s.fault_factor || !s.fault_after) {
+        if (!s.fault_path || !s.fault_action || !s.fault_msg || !s.fault_factor || !s.fault_after || !s.fault_state) {
             sim_free(&s);
             return PyErr_NoMemory();
         }
@@ -3637,6 +3687,12 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
             s.fault_factor[i] = f.factor;
             s.fault_after[i] = f.reinstate_after_ns;
             s.fault_msg[i] = f.message;
+            if (f.action == FAULT_STATE && (f.state < 0 || f.state >= s.nscsi_states)) {
+                PyErr_SetString(PyExc_ValueError, "a fault to a state the core was not told of");
+                sim_free(&s);
+                return NULL;
+            }
+            s.fault_state[i] = f.state;
         }
     }
     /* Simulation.__init__ schedules the faults and messages first: (t, kind, obj) in that order */
@@ -3660,6 +3716,8 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     }
     if (rc == 0)
         rc = run_loop(&s, hard_stop, &stalled);
+    if (rc == 0 && s.target)
+        rc = flush_held_bios(&s);      /* the target's queue holds them at the end (counted pending) */
     if (rc < 0) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         sim_free(&s);

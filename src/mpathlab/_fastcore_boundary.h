@@ -6,12 +6,11 @@
 enum { SEL_RR = 0, SEL_QL = 1, SEL_ST = 2, SEL_HST = 3, SEL_PY = 4, SEL_IOA = 5 };
 enum { DIST_CONST = 0, DIST_EXP = 1, DIST_LOGNORMAL = 2, DIST_EMPIRICAL = 3 };
 enum { EV_DONE = 0, EV_ARRIVE = 1, EV_SUBMIT = 2, EV_RETRY = 3, EV_KICK = 4, EV_FAULT = 5, EV_MESSAGE = 6, EV_ERRDONE = 7, EV_ACTIVATED = 8, EV_NOPATH_TIMEOUT = 9, EV_CALL = 10, EV_WORK = 11, EV_WAKE = 12, EV_CPU = 13, EV_STEAL = 14, EV_SCSI_RUN = 15, EV_SCSI_REJECT = 16, EV_REQUEUE = 17, EV_NVME_CANCEL = 18, EV_NVME_FREE = 19, EV_DAEMON = 20, EV_DEV_FAIL = 21, EV_DEV_RESTORE = 22 };
-enum { FAULT_FAIL = 0, FAULT_REINSTATE = 1, FAULT_SLOW = 2, FAULT_OFFLINE = 3, FAULT_DELETE = 4, FAULT_ONLINE = 5, FAULT_ERROR = 6 };
-enum { SDEV_RUNNING = 0, SDEV_OFFLINE = 1, SDEV_TRANSPORT_OFFLINE = 2, SDEV_BLOCKED = 3, SDEV_DELETED = 4 };
+enum { FAULT_FAIL = 0, FAULT_REINSTATE = 1, FAULT_SLOW = 2, FAULT_ERROR = 3, FAULT_STATE = 4 };
 enum { MAP_REMAPPED = 0, MAP_SUBMITTED = 1, MAP_REQUEUE = 2, MAP_DELAY_REQUEUE = 3, MAP_KILL = 4 };
 enum { END_DONE = 0, END_REQUEUE = 1, END_DELAY_REQUEUE = 2, END_INCOMPLETE = 3 };
 enum { ERR_IOERR = 1, ERR_TRANSPORT = 2, ERR_RESOURCE = 3, ERR_HOST_ABORTED = 4 };
-enum { TARGET_SIMPLE = 1, TARGET_KILL = 2, TARGET_REQUEUE = 4, TARGET_END_REQUEUE = 8, TARGET_END_FAIL = 16 };
+enum { TARGET_SIMPLE = 1, TARGET_KILL = 2, TARGET_REQUEUE = 4, TARGET_END_REQUEUE = 8, TARGET_END_FAIL = 16, TARGET_QUEUE_BIO = 32 };
 enum { NVME_POLICY_NUMA = 0, NVME_POLICY_ROUND_ROBIN = 1, NVME_POLICY_QUEUE_DEPTH = 2 };
 enum { NVME_ANA_OPTIMIZED = 0, NVME_ANA_NON_OPTIMIZED = 1, NVME_ANA_OTHER = 2 };
 #define NVME_LOCAL_DISTANCE 10
@@ -71,11 +70,12 @@ typedef struct {
     double factor;
     long long reinstate_after_ns;
     int message;
+    int state;
 } core_fault_t;
-#define CORE_FAULT_FIELDS "iidLi"
-#define CORE_FAULT_FORMAT "(iidLi)"
-#define CORE_FAULT_REFS(r) &(r)->path, &(r)->action, &(r)->factor, &(r)->reinstate_after_ns, &(r)->message
-#define CORE_FAULT_VALUES(r) (r).path, (r).action, (r).factor, (r).reinstate_after_ns, (r).message
+#define CORE_FAULT_FIELDS "iidLii"
+#define CORE_FAULT_FORMAT "(iidLii)"
+#define CORE_FAULT_REFS(r) &(r)->path, &(r)->action, &(r)->factor, &(r)->reinstate_after_ns, &(r)->message, &(r)->state
+#define CORE_FAULT_VALUES(r) (r).path, (r).action, (r).factor, (r).reinstate_after_ns, (r).message, (r).state
 
 /* ScsiCmd (sim/boundary.py) */
 typedef struct {

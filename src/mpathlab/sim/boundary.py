@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 from ..target.multipath import REQUEUE_DELAY_MS
-from .scsi import (BLK_MQ_TAG_MIN, SCSI_DEFAULT_DEVICE_BLOCKED, SDEV_BLOCK, SDEV_DEL, SDEV_OFFLINE, SDEV_RUNNING,
-                   SDEV_TRANSPORT_OFFLINE)
+from .scsi import BLK_MQ_TAG_MIN, FAULT_STATES, SCSI_DEFAULT_DEVICE_BLOCKED
 
 # ---------------------------------------------------------------- constants
 # The core's selectors, as struct path_selector_type entries of its ops table (_fastcore.c
@@ -48,10 +47,13 @@ EV_NVME_CANCEL, EV_NVME_FREE = range(18, 20)
 EV_DAEMON, EV_DEV_FAIL, EV_DEV_RESTORE = range(20, 23)
 
 # sim/devices.py Fault.action
-FAULT_ACTIONS = {"fail": 0, "reinstate": 1, "slow": 2, "offline": 3, "delete": 4, "online": 5, "error": 6}
+# sim/devices.py Fault.action, as the core's kinds of fault; every device-state action of sim/scsi.py's
+# FAULT_STATES is FAULT_STATE (CoreFault.state: the state it sets, by its index in the run's state list,
+# whose refusals are sim/scsi.py's ScsiDevice.state_check's, so a state added there needs no C)
+FAULT_KINDS = {"fail": 0, "reinstate": 1, "slow": 2, "error": 3, "state": 4}
+FAULT_ACTIONS = dict({a: FAULT_KINDS["state"] for a in FAULT_STATES},
+                     **{k: v for k, v in FAULT_KINDS.items() if k != "state"})
 
-# sim/scsi.py: a SCSI device's sdev_state, and the midlayer's constants the core's SCSI paths use
-SDEV_STATES = {SDEV_RUNNING: 0, SDEV_OFFLINE: 1, SDEV_TRANSPORT_OFFLINE: 2, SDEV_BLOCK: 3, SDEV_DEL: 4}
 SCSI_RESULT_RETRY = -1   # ScsiCmd.result: the midlayer retries the command (else a JOB_ERRORS index, 0 good)
 
 # The Python target's answers (target/multipath.py MAP_*/END_* strings), as the core codes them
@@ -68,6 +70,7 @@ TARGET_KILL = 2          # no path and no queueing: map fails every I/O and chan
 TARGET_REQUEUE = 4       # request-based, no path, queueing: every map is DM_MAPIO_DELAY_REQUEUE
 TARGET_END_REQUEUE = 8   # request-based end_io with an error on a failed path: requeue
 TARGET_END_FAIL = 16     # ... or fail the I/O with the error
+TARGET_QUEUE_BIO = 32    # bio-based, no path, queue_if_no_path: map holds the bio in the target (only)
 
 # The NVMe head (nvme/head.py) in the core: the I/O policies whose per-I/O path choice is in C
 # (nvme/numa.py, round_robin.py, queue_depth.py); any other policy runs the run in the Python engine
@@ -102,7 +105,8 @@ RECORDS: Dict[str, Tuple[str, List[tuple]]] = {
     "CoreEvent": ("core_event", [("t", "L"), ("kind", "i"), ("obj", "L")]),
     # a fault of a path (obj of EV_FAULT indexes the list of these)
     "CoreFault": ("core_fault", [
-        ("path", "i"), ("action", "i"), ("factor", "d"), ("reinstate_after_ns", "L"), ("message", "i")]),
+        ("path", "i"), ("action", "i"), ("factor", "d"), ("reinstate_after_ns", "L"), ("message", "i"),
+        ("state", "i")]),
     # a SCSI command's end for sim/scsi.py ScsiDevice.command_result, called back for an error class or a
     # pending retry: the device's counters in, its disposition (SCSI_RESULT_RETRY, or a JOB_ERRORS index)
     # and counters out; python: the next command needs the callback too
@@ -206,8 +210,7 @@ def header() -> str:
              "#ifndef MPATHLAB_FASTCORE_BOUNDARY_H", "#define MPATHLAB_FASTCORE_BOUNDARY_H", ""]
     for prefix in ("SEL_", "DIST_", "EV_"):
         lines.append(_enum({k: v for k, v in g.items() if k.startswith(prefix) and isinstance(v, int)}))
-    lines.append(_enum({"FAULT_" + k.upper(): v for k, v in FAULT_ACTIONS.items()}))
-    lines.append(_enum({"SDEV_" + k.upper().replace("-", "_"): v for k, v in SDEV_STATES.items()}))
+    lines.append(_enum({"FAULT_" + k.upper(): v for k, v in FAULT_KINDS.items()}))
     lines.append(_enum({"MAP_" + k.upper(): v for k, v in MAP_CODES.items()}))
     lines.append(_enum({"END_" + k.upper(): v for k, v in END_CODES.items()}))
     lines.append(_enum({"ERR_" + str(e).upper().replace("-", "_"): i for i, e in enumerate(JOB_ERRORS) if e}))

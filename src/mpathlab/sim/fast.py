@@ -67,7 +67,7 @@ from .boundary import (EV_ACTIVATED, EV_CALL, EV_DAEMON, EV_DEV_FAIL, EV_DEV_RES
 from .arrival import IoGen
 from .devices import Empirical, Exponential, Fault, LogNormal, PathDevice, PathModel, ServiceTime
 from .host import HostModel
-from .scsi import ScsiHostModel
+from .scsi import FAULT_STATES, SDEV_DEL, SDEV_RUNNING, ScsiDevice, ScsiHost, ScsiHostModel
 from . import fast_gen
 
 try:
@@ -307,8 +307,10 @@ class _Target(CoreTarget):
                     or mp.current_pgpath is not None)
         queueing = mp.queue_if_no_path_flag or mp.noflush_suspending()
         kill = idle and not queueing
-        # likewise request-based with queueing: every map is DM_MAPIO_DELAY_REQUEUE
+        # likewise request-based with queueing: every map is DM_MAPIO_DELAY_REQUEUE; bio-based with
+        # queue_if_no_path every map holds the bio (the core keeps them until the target's next call)
         requeue = idle and queueing and mp.queue_mode != "bio"
+        queue_bio = idle and mp.queue_if_no_path_flag and mp.queue_mode == "bio"
         # request-based end_io with an error on a path already failed: only the selector's end_io runs,
         # and the I/O is requeued (a path or queueing is left) or fails with the error (bits 3 and 4)
         rq = mp.queue_mode != "bio"
@@ -316,7 +318,7 @@ class _Target(CoreTarget):
         end_fail = rq and not end_requeue
         bits = ((b.TARGET_SIMPLE if simple else 0) | (b.TARGET_KILL if kill else 0)
                 | (b.TARGET_REQUEUE if requeue else 0) | (b.TARGET_END_REQUEUE if end_requeue else 0)
-                | (b.TARGET_END_FAIL if end_fail else 0))
+                | (b.TARGET_END_FAIL if end_fail else 0) | (b.TARGET_QUEUE_BIO if queue_bio else 0))
         # state_changes: what the target's call changed (_enter zeroes the count)
         kick_pending, state_changes = self.sim_flags()
         return TargetFlags(nr_valid_paths=mp.nr_valid_paths, bits=bits,
@@ -334,6 +336,15 @@ class _Target(CoreTarget):
         io.cid, io.mapped_once, io.start_time_ns = cid, bool(mapped), start_ns
         io.pgpath = self.pgpaths[path] if path >= 0 else None
         return io
+
+    def queue_bios(self, bios):
+        """The bios the core mapped while the target held every bio (TARGET_QUEUE_BIO), in their order:
+        (cid, nr_bytes, dm_start_jiffies, mapped, start_ns) each; handed over before any other call."""
+        for cid, nr_bytes, dm_start_jiffies, mapped, start_ns in bios:
+            io = self.queued.pop(cid, None) or self._io(cid, nr_bytes, dm_start_jiffies, mapped, start_ns)
+            io.mapped_once, io.start_time_ns, io.pgpath = True, start_ns, None
+            self.mp.queue_bio(io)
+            self.queued[cid] = io
 
     def map(self, state, cid, nr_bytes, dm_start_jiffies, mapped, start_ns, cpu, free):
         self._enter(state)
@@ -484,7 +495,8 @@ _CORE_DISTS = (ServiceTime, Exponential, LogNormal, Empirical)
 # PathModel fields the core models (any value); another field must keep its default
 _CORE_PATH_FIELDS = frozenset({"name", "devt", "service", "parallelism", "delay_ns", "ns_per_kib", "faults",
                                "fail_latency_ns", "hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests",
-                               "per_kib_given", "queue_depth", "scsi_host"})   # per_kib_given: the topology said per_kib (used before the run)
+                               # per_kib_given: the topology said per_kib (used before the run)
+                               "per_kib_given", "queue_depth", "scsi_host"})
 # HostModel fields the core models (cpu_nodes and node_distance only place CPUs for the selectors)
 _CORE_HOST_FIELDS = frozenset({"cpus", "submit_ns", "complete_ns", "wake_ns", "steal", "steal_period_ns",
                                "work_latency_ns", "cpu_nodes", "node_distance"})
@@ -848,8 +860,9 @@ def initial_events(sim, target: Optional[CoreTarget]) -> dict:
         if kind == EV_FAULT:
             d, f = obj
             msg = target.message_index("reinstate_path %s" % d.model.devname) if target is not None else 0
+            state = SCSI_STATES.index(FAULT_STATES[f.action]) if f.action in FAULT_STATES else -1
             faults.append(CoreFault(path=index[d], action=b.FAULT_ACTIONS[f.action], factor=float(f.factor),
-                                    reinstate_after_ns=f.reinstate_after_ns, message=msg))
+                                    reinstate_after_ns=f.reinstate_after_ns, message=msg, state=state))
             initial.append(CoreEvent(t=t, kind=EV_FAULT, obj=len(faults) - 1))
         elif kind == EV_MESSAGE:
             initial.append(CoreEvent(t=t, kind=EV_MESSAGE,
@@ -859,16 +872,33 @@ def initial_events(sim, target: Optional[CoreTarget]) -> dict:
             initial.append(CoreEvent(t=t, kind=kind, obj=obj))
     sim._heap.clear()
     sim._state_changes = 0
-    return {"faults": faults, "initial": initial}
+    # with the device states the faults set, as scsi_queue_rq answers in each
+    return dict(_scsi_states(target), faults=faults, initial=initial)
 
 
-_SDEV_NAMES = {v: k for k, v in b.SDEV_STATES.items()}
+# The device states a run can reach, as the core numbers them (running first)
+SCSI_STATES = [SDEV_RUNNING] + sorted(set(FAULT_STATES.values()) - {SDEV_RUNNING})
+
+
+def _scsi_states(target) -> dict:
+    """What scsi_queue_rq does in each state, asked of ScsiDevice.state_check itself: the status it
+    gives (the target's error index, 0: the LLD takes the command) and whether it counts a refusal;
+    and which state has the queue dying (ScsiQueues.alloc_clone)."""
+    status, counts = [], []
+    for state in SCSI_STATES:
+        probe = ScsiDevice(ScsiHost(ScsiHostModel("probe")), 0)
+        probe.state = state
+        st = probe.state_check()
+        status.append(0 if st is None or target is None else target.error_code(st))
+        counts.append(probe.rejected)
+    return {"scsi_state_status": status, "scsi_state_counts": counts,
+            "scsi_dying_state": SCSI_STATES.index(SDEV_DEL) if SDEV_DEL in SCSI_STATES else -1}
 
 
 def _set_scsi(sd, st: dict) -> None:
     """The core's state of a SCSI path into its ScsiDevice (the error class, ioerr_cnt and the retry
     counts were kept there)."""
-    sd.state = _SDEV_NAMES[st["state"]]
+    sd.state = SCSI_STATES[st["state"]]
     sd.run_pending = bool(st["run_pending"])
     for f in ("device_busy", "tags_held", "restarts", "device_blocked", "nr_cmds", "iodone_cnt", "rejected"):
         setattr(sd, f, st[f])
@@ -987,10 +1017,10 @@ def write_back(sim, out, info_of_dev) -> None:
     if res.done_at is not None:
         res.done_at[:] = out["done_at"]
     if sim.blk is not None and sim.blk.scsi is not None:
+        active = {d.scsi for d, p in zip(sim.devices, out["paths"]) if d.scsi is not None and p["scsi"]["active"]}
         for h, used in zip(sim.blk.scsi.hosts, out["scsi_tags_used"]):
             h.tags_used = used
-            h.active = {d.scsi for d in sim.devices if d.scsi is not None and d.scsi.host is h
-                        and out["paths"][sim.devices.index(d)]["scsi"]["active"]}
+            h.active = {sd for sd in active if sd.host is h}
     res.timeline = [(t, dict(zip(names, counts))) for t, counts in out["timeline"]]
     if sim.blk is not None:
         sim.blk.resource_stalls = out["resource_stalls"]

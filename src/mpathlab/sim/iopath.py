@@ -10,6 +10,7 @@ from ..target import (END_DELAY_REQUEUE, END_DONE, END_REQUEUE, MAP_DELAY_REQUEU
 from ..target.multipath import QUEUE_MODE_RQ
 from .boundary import REQUEUE_DELAY_NS
 from .devices import PathDevice
+from .scsi import FAULT_STATES, SDEV_RUNNING
 from .loop import (EV_ACTIVATED, EV_ARRIVE, EV_DONE, EV_ERRDONE, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT,
                    EV_REQUEUE, EV_RETRY, EventLoop)
 
@@ -257,19 +258,18 @@ class IoPath(EventLoop):
     def scsi_fault(self, dev: PathDevice, fault) -> None:
         """A fault of a SCSI path's device (sim/scsi.py): its state, or an error class on every
         every_nth command.  null_blk-like devices take offline/delete as a device that fails."""
-        if dev.scsi is None:
-            if fault.action in ("offline", "delete", "poweroff"):
-                self.fail_device(dev)
-            elif fault.action == "online":
-                dev.offline = False
-            return
         if fault.action == "error":
-            dev.scsi.error = fault.error or None
-            dev.scsi.every_nth = fault.every_nth
+            if dev.scsi is not None:
+                dev.scsi.error = fault.error or None
+                dev.scsi.every_nth = fault.every_nth
             return
-        # a sysfs delete cancels the device first (scsi_sysfs.c __scsi_remove_device); a powered-off
-        # disk's queue dies at once
-        state = {"offline": "offline", "delete": "cancel", "poweroff": "deleted", "online": "running"}[fault.action]
+        state = FAULT_STATES[fault.action]
+        if dev.scsi is None:
+            if state == SDEV_RUNNING:
+                dev.offline = False
+            else:
+                self.fail_device(dev)
+            return
         self.blk.scsi.set_state(dev, state)     # type: ignore[union-attr]
 
     def _schedule_message(self, delay_ns: int, text: str) -> None:

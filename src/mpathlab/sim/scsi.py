@@ -45,9 +45,10 @@ retried on the same device while ``++retries <= allowed`` (sd: SD_MAX_RETRIES, 5
 sees only the final status.  blk_path_error (include/linux/blk_types.h, mpathlab.target) then decides
 whether dm-mpath fails the path and retries the I/O elsewhere or fio gets the error.
 
-The compiled core (_fastcore.c, section "SCSI paths") mirrors ScsiHost, ScsiDevice.get_budget /
-state_check and ScsiQueues function for function; command_result with an error class set (or a retry
-counted) is called from there, so it exists only here.  A change to the others needs its C mirror
+The compiled core (_fastcore.c, section "SCSI paths") mirrors ScsiHost, ScsiDevice.get_budget and
+ScsiQueues function for function; what state_check does in each state and the states FAULT_STATES
+sets are handed to it as tables, and command_result with an error class set (or a retry counted) is
+called from there, so these exist only here.  A change to the others needs its C mirror
 (tests/test_fastcore_scsi.py compares the engines run for run).
 """
 from __future__ import annotations
@@ -63,6 +64,10 @@ SCSI_DEFAULT_DEVICE_BLOCKED = 3        # include/scsi/scsi_device.h: sdev->max_d
 # sdev_state (include/scsi/scsi_device.h) as far as I/O sees it
 SDEV_RUNNING, SDEV_OFFLINE, SDEV_TRANSPORT_OFFLINE, SDEV_BLOCK, SDEV_DEL, SDEV_CANCEL = (
     "running", "offline", "transport-offline", "blocked", "deleted", "cancel")
+# the state each device-state fault sets: sysfs state, a sysfs delete (which cancels the device first:
+# scsi_sysfs.c __scsi_remove_device), a powered-off disk whose queue dies at once, a rescan; on a
+# null_blk-like device any but running is a device that fails
+FAULT_STATES = {"offline": SDEV_OFFLINE, "delete": SDEV_CANCEL, "poweroff": SDEV_DEL, "online": SDEV_RUNNING}
 
 
 class ScsiError(NamedTuple):

@@ -358,6 +358,11 @@ class Multipath:
             ps.start_io(p, io.nr_bytes)
         return MAP_REMAPPED
 
+    def queue_bio(self, io: MpathIO) -> None:
+        """Hold a bio in the target until a kick, as map does with no path and queue_if_no_path
+        (multipath_queue_bio); the compiled core hands over the bios it mapped in that state."""
+        self._queue_bio(io)
+
     def _queue_bio(self, io: MpathIO) -> None:
         self.queued_bios.append(io)
         # The kernel kicks the worker at once when QUEUE_IO is clear.  With
