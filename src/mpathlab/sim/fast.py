@@ -48,6 +48,7 @@ second target implementation; the measured cost of the calls back
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -880,18 +881,24 @@ def initial_events(sim, target: Optional[CoreTarget]) -> dict:
 SCSI_STATES = [SDEV_RUNNING] + sorted(set(FAULT_STATES.values()) - {SDEV_RUNNING})
 
 
-def _scsi_states(target) -> dict:
-    """What scsi_queue_rq does in each state, asked of ScsiDevice.state_check itself: the status it
-    gives (the target's error index, 0: the LLD takes the command) and whether it counts a refusal;
-    and which state has the queue dying (ScsiQueues.alloc_clone)."""
-    status, counts = [], []
+@functools.lru_cache(maxsize=None)
+def _state_checks() -> tuple:
+    """What scsi_queue_rq does in each state, asked of ScsiDevice.state_check itself: (the status it
+    gives, None: the LLD takes the command; the refusals it counts) per state of SCSI_STATES."""
+    out = []
     for state in SCSI_STATES:
         probe = ScsiDevice(ScsiHost(ScsiHostModel("probe")), 0)
         probe.state = state
-        st = probe.state_check()
-        status.append(0 if st is None or target is None else target.error_code(st))
-        counts.append(probe.rejected)
-    return {"scsi_state_status": status, "scsi_state_counts": counts,
+        out.append((probe.state_check(), probe.rejected))
+    return tuple(out)
+
+
+def _scsi_states(target) -> dict:
+    """The state table of the core: each state's status as the target's error index (0: none), the
+    refusals it counts, and which state has the queue dying (ScsiQueues.alloc_clone)."""
+    checks = _state_checks()
+    return {"scsi_state_status": [0 if st is None or target is None else target.error_code(st) for st, _ in checks],
+            "scsi_state_counts": [n for _, n in checks],
             "scsi_dying_state": SCSI_STATES.index(SDEV_DEL) if SDEV_DEL in SCSI_STATES else -1}
 
 
