@@ -4,6 +4,8 @@ operations and table reloads reach the core in the order the Python engine appli
 import os
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mpathlab.mtools.conf import parse_conf
 from mpathlab.mtools.daemon import Multipathd
@@ -113,3 +115,22 @@ def test_daemons_the_core_does_not_mirror_fall_back():
     sim = Simulation(mp.table_line(), [pp.path.model for pp in mp.paths], job(1), **t.sim)
     sim.add_daemon(Multipathd(mp, 5, 20, topology=t))
     assert "io-affinity" in fast.eligible(sim)
+
+
+_ALUA = ["active/optimized", "active/non-optimized", "standby", "unavailable"]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(failback=st.sampled_from(["immediate", "3", "followover", "manual"]),
+       npr=st.sampled_from(["2", "queue", "fail"]), depth=st.integers(1, 12),
+       paths=st.lists(st.tuples(st.sampled_from(_ALUA), st.lists(st.tuples(st.integers(1, 14), st.booleans()), max_size=3),
+                                st.lists(st.tuples(st.integers(1, 14), st.sampled_from(_ALUA)), max_size=2)),
+                      min_size=2, max_size=3))
+def test_random_maps_and_faults_alike(failback, npr, depth, paths):
+    doc = {}
+    for i, (alua, faults, changes) in enumerate(paths):
+        doc["sd%s" % "abc"[i]] = path("8:%d" % (16 * i), alua=alua, tpg=1 + i % 2,
+                                      faults=[{"at": "%d.5s" % t, "action": "fail" if down else "reinstate"}
+                                              for t, down in sorted(faults)],
+                                      alua_changes=[{"at": "%d.5s" % t, "state": s} for t, s in sorted(changes)])
+    compare(CONF_TL % (failback, npr), lambda: topo(doc), job(16, depth))

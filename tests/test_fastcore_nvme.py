@@ -2,6 +2,8 @@
 path choice in C, every rare event (ANA changes and log reads, controller loss, cancellation and
 reconnects, deletion, error statuses and retries, iopolicy writes, marginal flags) in the one Python head."""
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mpathlab.nvme.run import lab_figures, run_nvme
 from mpathlab.scenarios.nvme import NVME_STUDIES
@@ -163,3 +165,43 @@ def test_the_rfc_scenario_alike(policy):
     sc = NVME_SCENARIOS["nvme-latency-rfc"]
     topo, jobs = load_topology(sc.topology), load_fio(sc.job)
     assert_same(run_nvme(topo, jobs, policy=policy, engine="python"), run_nvme(topo, jobs, policy=policy))
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("kernel", ["6.1", "6.12"])
+def test_an_error_recovery_time_alike(policy, kernel):
+    # with [nvme] recovery, a lost controller holds its started requests until its error recovery cancels
+    # them (nvme/run.py attach): by a device that fails (the controller learns of the loss first) and by
+    # fail_path; constant service, so many held requests share a submission time
+    if policy == "queue-depth" and kernel == "6.1":
+        pytest.skip("queue-depth is not in 6.1")
+    paths = {"c0": {"service": {"dist": "constant", "mean": "50us"},
+                    "faults": [{"at": "6ms", "action": "fail"},
+                               {"at": "20ms", "action": "reinstate", "reinstate_after": "1ms"}]},
+             "c1": {"service": {"dist": "constant", "mean": "50us"}}}
+    nvme = {"recovery": "3ms", "reconnect_delay": "4ms", "kernel": kernel}
+    topo = _topo(paths=paths, nvme=nvme, events=[(10 * 10 ** 6, "fail_path c2"), (25 * 10 ** 6, "reinstate_path c2")])
+    a = compare(topo, JOB % "35ms", policy)
+    assert a.paths[0]["errors"] > 0 and a.failed_over["c0"] > 0 and a.failed_over["c2"] > 0
+
+
+# random subsystems and event sequences: the core and the Python engine run them alike
+_MESSAGES = st.sampled_from(["ana 1 c{c} inaccessible", "ana 1 c{c} optimized", "ana 1 c{c} non-optimized",
+                             "ana 1 c{c} change", "marginal c{c} 1", "marginal c{c} 0", "fail_path c{c}",
+                             "reinstate_path c{c}", "error c{c} internal 5 0", "error c{c} host-path 5 0",
+                             "error c{c} medium 2 1", "iopolicy numa", "iopolicy round-robin",
+                             "iopolicy queue-depth"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nctrl=st.integers(1, 4), namespaces=st.integers(1, 3), policy=st.sampled_from(POLICIES),
+       const=st.booleans(), depth=st.integers(1, 24), recovery=st.sampled_from(["0us", "2ms"]),
+       events=st.lists(st.tuples(st.integers(1, 30), _MESSAGES, st.integers(0, 3)), max_size=8))
+def test_random_subsystems_alike(nctrl, namespaces, policy, const, depth, recovery, events):
+    paths = ({"c%d" % i: {"service": {"dist": "constant", "mean": "40us"}} for i in range(nctrl)}
+             if const else None)
+    msgs = [(ms * 10 ** 6, text.format(c=c % nctrl)) for ms, text, c in events]
+    nvme = {"kernel": "6.12", "reconnect_delay": "3ms", "ana_log_delay": "500us", "anatt": "4ms",
+            "ctrl_loss_tmo": "9ms", "recovery": recovery}
+    job = "[j]\nrw=randrw\nbs=4k\nioengine=libaio\niodepth=%d\nnumjobs=2\nruntime=35ms\ntime_based\n" % depth
+    compare(_topo(nctrl=nctrl, namespaces=namespaces, paths=paths, nvme=nvme, events=msgs), job, policy)

@@ -486,6 +486,8 @@ typedef struct {
 } sim_t;
 
 static int fail_device(sim_t *s, path_t *p);
+static int nvme_hold(sim_t *s, int c);
+static int nvme_transport_lost(sim_t *s, int c);
 
 /* the NVMe head (its section below): the hooks the dm engine calls in an NVMe run */
 static int nvme_map_io(sim_t *s, int64_t id);
@@ -849,6 +851,13 @@ static PyObject *target_call(sim_t *s, const char *name, PyObject *args)
             if (e.kind == EV_DEV_RESTORE)
                 s->paths[e.obj].offline = 0;
             else if (fail_device(s, &s->paths[e.obj]) < 0)
+                goto out;
+        } else if (e.kind == EV_NVME_HOLD) {        /* an NVMe head holds a lost controller's requests, now */
+            if (!s->nvme || e.obj < 0 || e.obj >= s->npaths) {
+                PyErr_SetString(PyExc_ValueError, "an NVMe hold of an unknown controller");
+                goto out;
+            }
+            if (nvme_hold(s, (int)e.obj) < 0)
                 goto out;
         /* EV_REQUEUE: the target kicked the requeue list (process_queued_io_list): the core's kick */
         } else if ((e.kind == EV_REQUEUE ? requeue_kick(s, e.t - s->now) : push_ev(s, e.t, e.kind, e.obj)) < 0) {
@@ -2479,6 +2488,8 @@ typedef struct nvme_core {
     int *target_live;       /* [head * nctrl + ctrl]: the array's ANA state of the head's group is live */
     int *job_head;          /* NvmeHead.nshead_for: each job's head, -1 before its first I/O */
     int nassigned;
+    int recovery;           /* HeadTimers.recovery_ns > 0: a failed device's controller learns of the loss */
+    ring_t *held;           /* per controller: started requests held since the loss (run.py attach: held) */
     nvme_io_t *io;          /* per I/O id */
     int64_t capio;
 } nvme_core_t;
@@ -2734,24 +2745,18 @@ static int nvme_abort_cmp(const void *a, const void *b)
     return x->order < y->order ? -1 : (x->order > y->order);
 }
 
-/* EV_NVME_CANCEL, nvme/run.py _cancel_tagset: every request the controller started and has not
-   completed ends now with HOST_ABORTED_CMD, in submission order (the heap's array order, then the
-   device queue, for equal times); a request the device is serving keeps its server until the
-   service ends (EV_NVME_FREE) */
-static int nvme_cancel(sim_t *s, int c)
+/* nvme/run.py _pull_started: every request controller C started and has not completed, out of the event
+   queue (the heap's array order, then the device queue) onto OUT; a request the device is serving keeps
+   its server until the service ends (EV_NVME_FREE) */
+static int nvme_pull(sim_t *s, int c, ring_t *out)
 {
     heap_t *h = &s->heap;
     path_t *p = &s->paths[c];
-    nvme_abort_t *ab = PyMem_Malloc((size_t)(h->n + p->queue.len + 1) * sizeof(nvme_abort_t));
-    if (!ab) { PyErr_NoMemory(); return -1; }
-    int64_t na = 0, n = 0;
+    int64_t n = 0;
     for (int64_t i = 0; i < h->n; i++) {
         event_t e = h->ev[i];
         if ((e.kind == EV_ARRIVE || e.kind == EV_DONE) && s->ios[e.obj].path == c) {
-            ab[na].submit_ns = s->ios[e.obj].submit_ns;
-            ab[na].order = na;
-            ab[na].id = e.obj;
-            na++;
+            if (ring_push(out, e.obj) < 0) return -1;
             if (e.kind == EV_ARRIVE)
                 continue;
             e.kind = EV_NVME_FREE;
@@ -2761,12 +2766,31 @@ static int nvme_cancel(sim_t *s, int c)
     }
     h->n = n;
     heap_heapify(h);
-    while (p->queue.len) {
-        int64_t id = ring_pop(&p->queue);
-        ab[na].submit_ns = s->ios[id].submit_ns;
-        ab[na].order = na;
-        ab[na].id = id;
-        na++;
+    while (p->queue.len)
+        if (ring_push(out, ring_pop(&p->queue)) < 0) return -1;
+    return 0;
+}
+
+/* EV_NVME_HOLD (run.py attach's hold_in_flight): the lost controller's started requests wait for the cancel */
+static int nvme_hold(sim_t *s, int c)
+{
+    return nvme_pull(s, c, &s->nvme->held[c]);
+}
+
+/* EV_NVME_CANCEL, nvme/run.py _cancel_tagset: the requests held since the loss and those still under way
+   end now with HOST_ABORTED_CMD, in submission order (for equal times, in the order they were pulled) */
+static int nvme_cancel(sim_t *s, int c)
+{
+    ring_t *all = &s->nvme->held[c];
+    if (nvme_pull(s, c, all) < 0) return -1;
+    int64_t na = all->len;
+    nvme_abort_t *ab = PyMem_Malloc((size_t)(na + 1) * sizeof(nvme_abort_t));
+    if (!ab) { PyErr_NoMemory(); return -1; }
+    for (int64_t i = 0; i < na; i++) {
+        int64_t id = ring_pop(all);
+        ab[i].submit_ns = s->ios[id].submit_ns;
+        ab[i].order = i;
+        ab[i].id = id;
     }
     qsort(ab, (size_t)na, sizeof(nvme_abort_t), nvme_abort_cmp);
     int rc = 0;
@@ -2774,6 +2798,16 @@ static int nvme_cancel(sim_t *s, int c)
         rc = nvme_path_done(s, ab[i].id, ERR_HOST_ABORTED);
     PyMem_Free(ab);
     return rc;
+}
+
+/* Simulation.fail_device with a recovery time (run.py attach's fail_and_tell): the controller learns of
+   the loss first (NvmeHead.transport_lost), holding what it had started */
+static int nvme_transport_lost(sim_t *s, int c)
+{
+    PyObject *r = target_call(s, "transport_lost", Py_BuildValue("(i)", c));
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
 }
 
 /* EV_NVME_FREE, nvme/run.py _server_free: the device ends the service of a cancelled request */
@@ -2928,9 +2962,12 @@ static int nvme_load(sim_t *s, PyObject *d)
     nv->target_live = PyMem_Calloc((size_t)hc, sizeof(int));
     nv->current = PyMem_Calloc((size_t)(nv->nheads * nv->nnodes), sizeof(int));
     nv->job_head = PyMem_Calloc((size_t)s->njobs + 1, sizeof(int));
+    nv->held = PyMem_Calloc((size_t)nv->nctrl, sizeof(ring_t));
+    nv->recovery = (int)get_i64(d, "recovery", &err);
     if (!nv->node_of_cpu || !nv->numa_node || !nv->distance || !nv->io_ok || !nv->live || !nv->marginal
             || !nv->nr_active || !nv->injecting || !nv->npaths || !nv->path_ctrl || !nv->path_ana
-            || !nv->path_disabled || !nv->pos || !nv->target_live || !nv->current || !nv->job_head) {
+            || !nv->path_disabled || !nv->pos || !nv->target_live || !nv->current || !nv->job_head || !nv->held
+            || err) {
         PyErr_NoMemory();
         return -1;
     }
@@ -2977,6 +3014,9 @@ static void nvme_free(sim_t *s)
     PyMem_Free(nv->target_live);
     PyMem_Free(nv->current);
     PyMem_Free(nv->job_head);
+    for (int c = 0; nv->held && c < nv->nctrl; c++)
+        PyMem_Free(nv->held[c].v);
+    PyMem_Free(nv->held);
     PyMem_Free(nv->io);
     PyMem_Free(nv);
     s->nvme = NULL;
@@ -2993,6 +3033,14 @@ static int fail_device(sim_t *s, path_t *p)
     return 0;
 }
 
+/* A fault fails a plain device (Simulation.fail_device); with an NVMe recovery time the controller
+   learns of the loss first (run.py attach's fail_and_tell: NvmeHead.transport_lost) */
+static int fault_fail(sim_t *s, int pi)
+{
+    if (s->nvme && s->nvme->recovery && nvme_transport_lost(s, pi) < 0) return -1;
+    return fail_device(s, &s->paths[pi]);
+}
+
 /* Simulation._fault and _scsi_fault */
 static int fault(sim_t *s, int fi)
 {
@@ -3002,7 +3050,7 @@ static int fault(sim_t *s, int fi)
     s->state_changes--;
     switch (action) {
     case FAULT_FAIL:
-        return fail_device(s, p);
+        return fault_fail(s, pi);
     case FAULT_REINSTATE:   /* multipathd's path checker notices and reinstates the path */
         p->offline = 0;
         if (p->sd && scsi_set_state(s, pi, 0) < 0) return -1;
@@ -3025,7 +3073,7 @@ static int fault(sim_t *s, int fi)
                 p->offline = 0;
                 return 0;
             }
-            return fail_device(s, p);
+            return fault_fail(s, pi);
         }
         return scsi_set_state(s, pi, s->fault_state[fi]);
     }

@@ -14,9 +14,12 @@ reconnects and deletion, iopolicy writes, marginal flags).  Each call gets the s
 is the core's EV_NVME_CANCEL; the core keeps its heap in the Python engine's array order, so the
 cancelled requests come in the same order.
 
+With an error recovery time, a failed device's controller learns of the loss first (the core calls
+:meth:`_CoreHead.transport_lost`, as run.py's attach wraps fail_device) and the head's hold of its started
+requests is the core's EV_NVME_HOLD, applied at once.
+
 What stays in the Python engine (:func:`refusal` names it): the adaptive and SPDK policies, and an
-iopolicy write to one of them; path tags (the block layer's submitted_by_worker); an error recovery
-time (run.py's hold of a lost controller's requests until the cancel).
+iopolicy write to one of them; path tags (the block layer's submitted_by_worker).
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ import sys
 
 from ..sim import boundary as b
 from ..sim import fast
-from ..sim.boundary import (EV_CALL, EV_NVME_CANCEL, NvmeCtrl, NvmeHeadState, NvmeHot, NvmeMapResult, NvmePath,
+from ..sim.boundary import (EV_CALL, EV_NVME_CANCEL, EV_NVME_HOLD, CoreEvent, NvmeCtrl, NvmeHeadState, NvmeHot, NvmeMapResult, NvmePath,
                             NvmeState, TargetFlags)
 from ..target import END_DONE, MAP_REMAPPED, MAP_SUBMITTED, MpathIO
 from . import run as nvme_run
@@ -60,6 +63,14 @@ class _CoreHead(fast.CoreTarget):
         self.policies = [self.head.policy]       # the run's policy objects: the core numbers them
         self.held = {}                           # cid -> _CoreNvmeIO the head holds
         self.c_pg = self.head.priority_groups[0]     # (fast.write_back: no dm selector state to write)
+        # run.py attach's hold of a lost controller's started requests: the core's, while it runs
+        self.hold_in_flight = self.head.hold_in_flight
+        self.head.hold_in_flight = lambda ctrl: self._events.append(
+            CoreEvent(t=sim.now, kind=EV_NVME_HOLD, obj=self.index[ctrl]))
+
+    def close(self) -> None:
+        fast.CoreTarget.close(self)
+        self.head.hold_in_flight = self.hold_in_flight
 
     def core_event(self, kind, obj):
         if kind == EV_CALL and obj[0] is nvme_run._cancel_tagset:
@@ -147,6 +158,12 @@ class _CoreHead(fast.CoreTarget):
         self.send_message(index)
         return self._leave(None)
 
+    def transport_lost(self, hot, ctrl):
+        """A fault fails the controller's device with a recovery time (run.py attach: fail_and_tell)."""
+        self.enter(hot)
+        self.head.transport_lost(self.ctrls[ctrl])
+        return self._leave(None)
+
 
 def refusal(sim) -> str:
     """'' when the core can run this NVMe simulation, else why not (fast.eligible asks)."""
@@ -159,8 +176,6 @@ def refusal(sim) -> str:
             return "an iopolicy write to %s (that policy runs in the Python engine)" % argv[1]
     if sim.blk is not None:
         return "path tags of an NVMe run (hw_queue_depth, nr_requests, SCSI paths) need the Python engine"
-    if head.timers.recovery_ns > 0:
-        return "an NVMe error recovery time ([nvme] recovery) needs the Python engine"
     host = head.host
     if any(not 0 <= host.node_of_cpu(j.cpu) < host.nr_nodes for j in sim.jobs) or any(
             c.numa_node >= host.nr_nodes for c in head.controllers):
@@ -196,6 +211,7 @@ def run(sim) -> bool:
     cfg.update({"target": bridge, "target_flags": bridge.flags(), "nvme": {
         "nheads": len(head.nsheads), "nnodes": host.nr_nodes, "marginal_aware": int(head.marginal_aware),
         "cross_node_cost": head.cross_node_cost_ns, "nassigned": len(head._ns_of_job),
+        "recovery": int(head.timers.recovery_ns > 0),
         "node_of_cpu": [host.node_of_cpu(c) for c in range(ncpu)],
         "numa_node": [c.numa_node for c in ctrls],
         "distance": [host.distance(n, c.numa_node) if c.numa_node >= 0 else b.NVME_LOCAL_DISTANCE

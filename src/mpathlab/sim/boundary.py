@@ -45,6 +45,9 @@ EV_NVME_CANCEL, EV_NVME_FREE = range(18, 20)
 # does to a device at once during such a call (IoPath.fail_device / restore_device), applied by the core
 # in the order of the events the call scheduled, never queued
 EV_DAEMON, EV_DEV_FAIL, EV_DEV_RESTORE = range(20, 23)
+# an NVMe head's hold of a lost controller's started requests until its error recovery cancels them
+# (nvme/run.py attach: hold_in_flight), applied at once like the device operations above
+EV_NVME_HOLD = 23
 
 # sim/devices.py Fault.action
 # sim/devices.py Fault.action, as the core's kinds of fault; every device-state action of sim/scsi.py's
