@@ -332,6 +332,8 @@ def test_an_iolog_trim_is_dropped_but_its_time_is_the_last(tmp_path):
     (a, da, na), (b, db, nb) = _issues(r)
     assert (da, na, db, nb) == (0, 4096, 0, 4096) and b - a == 10_000_000
     assert r.jobs[0].trim_lat.n == 0
+    notes = parse_fio("[r]\nread_iolog=%s\n" % t).notes
+    assert any("t.iolog:5: an iolog's trim lines are not replayed" in n for n in notes), notes
 
 
 KERNEL = os.path.join(DATA, "kernel-6.1-dm-scsi")     # a real 6.1 blktrace (its README.md)
