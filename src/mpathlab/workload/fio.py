@@ -1107,7 +1107,12 @@ def _finish_replay(job: JobSpec, where: str, base_dir: str) -> None:
         job.replay_estimate = estimate_ios(first)
         if first.kind != "iolog" and not job.iodepth_given:
             # fio probes the deepest queue of the trace; a synchronous engine still caps it at 1
-            job.set_iodepth(probe_depth(events_of(first)))
+            depth = probe_depth(events_of(first))
+            if not depth:
+                # (fio: "found no ios in blktrace data"; e.g. a path of a request-based map: no queue events)
+                raise TraceError("%s: no read, write or trim to replay (fio refuses such a trace)"
+                                 % ", ".join(first.paths))
+            job.set_iodepth(depth)
     except TraceError as e:
         raise FioError("%s: %s" % (where, e)) from None
     for src in job.replay_sources:
