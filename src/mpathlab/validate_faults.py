@@ -28,7 +28,11 @@ HERE = os.path.join("validation", "kernel-lab")
 SHARE_TOL = 0.03
 TIME_TOL_FRAC, TIME_TOL_MS = 0.10, 5.0
 ERR_TOL_FRAC = 0.05      # nonzero fio error counts (see _errors_ok)
-REFUSED_TOL = 2          # requests a path refused: at least this much leeway
+# shares after the last step are compared where the kernel completed at least this many I/Os after it
+# (mean over the repeats): below it the binomial noise of a share (sqrt(0.25 / n), 0.035 at 200) is
+# larger than the tolerance.  A guest that ran its steps late leaves few (the counters' last snapshot
+# comes after fio ended)
+MIN_AFTER = 200
 # step action -> the device fault it is on its target path
 DEVICE_STEPS = {"offline": "offline", "running": "online", "delete": "delete", "poweroff": "poweroff"}
 # step action -> the dm message (with the target path's devt when it names one)
@@ -218,15 +222,15 @@ def compare(cells: List[dict], seed: int = 1) -> List[dict]:
         checks = {"errors": _errors_ok(m["fio_errors"], c),
                   "stall": _time_ok(m[stall_key], k[stall_key]),
                   "recovery": _time_ok(m["recovery_ms"], k["recovery_ms"])}
-        reps = [sum(v for v in (r.get("refused") or {}).values() if v is not None) for r in c.get("repeats") or []
-                if r.get("refused")]
-        # requests refused (retried or failed): within the range of the kernel's repeats, give or take
-        # REFUSED_TOL.  The kernel refuses one request per failing path or a batch (up to the path's queue
-        # depth) sent before the first refusal's completion ran fail_path; the model refuses one.
-        checks["refused"] = (None if not reps else
-                             min(reps) - REFUSED_TOL <= m["refused"] <= max(reps) + REFUSED_TOL)
+        # requests a path ended without writing them (retried or failed) are shown, not checked: the
+        # kernel's count (accounted in the path's stat, no sectors written) is one request or a batch up
+        # to the queue depth sent before the first refusal's completion ran fail_path on 6.1, and on 6.12
+        # it also counts requests of faults that refuse none (fail_path by message); the model refuses one
+        after = [v for v in ((c.get("mean_completions") or {}).get("after") or {}).values() if v is not None]
+        k["completions_after"] = sum(after) if after else None
         sh = [abs((m["shares_after"].get(lb) or 0.0) - v) for lb, v in k["shares_after"].items() if v is not None]
-        checks["shares"] = (max(sh) <= SHARE_TOL) if sh else None
+        enough = k["completions_after"] is None or k["completions_after"] >= MIN_AFTER
+        checks["shares"] = (max(sh) <= SHARE_TOL) if sh and enough else None
         row.update({"kernel": k, "model": m, "checks": checks, "stall_kind": stall_key,
                     "within": all(v is not False for v in checks.values())})
         rows.append(row)
@@ -241,7 +245,14 @@ def _pair(k, m, f="%.1f") -> str:
     return "%s/%s" % (_fmt(k, f), _fmt(m, f))
 
 
-SHORT = {"errors": "err", "stall": "stall", "recovery": "rec", "refused": "refused", "shares": "shares"}
+def _shares(r: dict, lb: Optional[str]) -> str:
+    if not lb:
+        return "-"
+    text = _pair(r["kernel"]["shares_after"].get(lb), r["model"]["shares_after"].get(lb), "%.2f")
+    return text if r["checks"]["shares"] is not None else "(%s)" % text
+
+
+SHORT = {"errors": "err", "stall": "stall", "recovery": "rec", "shares": "shares"}
 
 
 def markdown(rows: List[dict]) -> str:
@@ -260,13 +271,14 @@ def markdown(rows: List[dict]) -> str:
             r["cell"], r["n"], _pair(k["fio_errors"], m["fio_errors"], "%.0f"), _pair(k[sk], m[sk]),
             "" if sk == "stall_new_io_ms" else "*", _pair(k["recovery_ms"], m["recovery_ms"]),
             _pair(k["refused"], m["refused"], "%.0f"),
-            _pair(k["shares_after"].get(lb), m["shares_after"].get(lb), "%.2f") if lb else "-",
+            _shares(r, lb),
             "yes" if r["within"] else "no: " + ", ".join(bad)))
     n_ok = sum(1 for r in rows if r.get("within"))
-    out += ["", "%d of %d cells within (fio errors equal, or within %d%% when nonzero; stall of new I/O and" % (
+    out += ["", "%d of %d cells within: fio errors equal (within %d%% when nonzero), the stall of new I/O and" % (
         n_ok, len(rows), round(ERR_TOL_FRAC * 100)),
-            "recovery within %d%% or %g ms; refused requests within the repeats' range +-%d; shares within %g)."
-            % (round(TIME_TOL_FRAC * 100), TIME_TOL_MS, REFUSED_TOL, SHARE_TOL),
+            "the recovery within %d%% or %g ms, shares within %g where the kernel completed %d or more I/Os"
+            % (round(TIME_TOL_FRAC * 100), TIME_TOL_MS, SHARE_TOL, MIN_AFTER),
+            "after the last step (in brackets: fewer, not checked).",
             "* stall of any I/O: the kernel's run kept no completion log to time new I/O by."]
     return "\n".join(out)
 
