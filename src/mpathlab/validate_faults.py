@@ -68,40 +68,48 @@ def cell_paths(c: dict) -> List[PathModel]:
     return out
 
 
-def step_spans_ns(c: dict) -> List[Tuple[int, int]]:
-    """When each step's command started and returned, from fio's start: the schedule's first step (ms
-    after the first completed write, about one completion time after fio starts) plus the guest's
-    measured offsets, averaged over the repeats."""
+def _timed_repeats(c: dict) -> List[dict]:
+    return [r for r in c.get("repeats") or [] if r.get("step_times_ms")]
+
+
+def step_spans_ns(c: dict, rep: Optional[dict] = None) -> List[Tuple[int, int]]:
+    """When each step's command started and returned, from fio's start, in repeat REP (None: the mean
+    over the repeats): the first step's offset from the first completed write, as the guest measured it
+    (``first_step_after_io_ms``; the schedule's when not recorded), plus about one completion time
+    from fio's start to that write, then the guest's measured offsets of the steps."""
     steps = c["steps"]
-    reps = [r for r in c.get("repeats") or [] if r.get("step_times_ms")]
+    reps = [rep] if rep is not None else _timed_repeats(c)
     zero = [0.0] * len(steps)
     starts = [r["step_times_ms"] for r in reps]
     ends = [[t + d for t, d in zip(r["step_times_ms"], r.get("step_durations_ms") or zero)] for r in reps]
+    firsts = [r.get("first_step_after_io_ms") or steps[0]["at_ms"] for r in reps]
 
     def mean(offs):
         return [sum(o[i] for o in offs) / len(offs) for i in range(len(steps))]
     if not reps:
         starts = ends = [[st["at_ms"] - steps[0]["at_ms"] for st in steps]]
-    first = steps[0]["at_ms"] * MS + int(c["paths"][0]["completion_ns"])
+        firsts = [steps[0]["at_ms"]]
+    first = int(sum(firsts) / len(firsts) * MS) + int(c["paths"][0]["completion_ns"])
     return [(first + int(a * MS), first + int(b * MS)) for a, b in zip(mean(starts), mean(ends))]
 
 
-def step_times_ns(c: dict) -> List[int]:
+def step_times_ns(c: dict, rep: Optional[dict] = None) -> List[int]:
     """When each step took effect.  A sysfs write (the shell's echo, a builtin) acts as it starts: the
     device is offline, or its disk marked dead, before the write returns (a deletion returns after the
     teardown, 30-90 ms later).  A dm message (``dmsetup``, a program) acts at its ioctl, at the end: it
     spends ~100 ms starting under emulation."""
     return [start if st["action"] in DEVICE_STEPS else end
-            for st, (start, end) in zip(c["steps"], step_spans_ns(c))]
+            for st, (start, end) in zip(c["steps"], step_spans_ns(c, rep))]
 
 
-def cell_run(c: dict, seed: int = 1):
-    """Build and run the model of fault cell C; (result, completion times, step times)."""
+def cell_run(c: dict, seed: int = 1, rep: Optional[dict] = None):
+    """Build and run the model of fault cell C with the step times of repeat REP (None: their mean);
+    (simulation, completions, step times)."""
     paths = cell_paths(c)
     labels = [p["label"] for p in c["paths"]]
     faults: Dict[int, List[Fault]] = {}
     messages = []
-    times = step_times_ns(c)
+    times = step_times_ns(c, rep)
     for st, t in zip(c["steps"], times):
         act, target = st["action"], st.get("target")
         i = labels.index(target) if target in labels else None
@@ -154,14 +162,29 @@ def _run(cls, table, paths, text, messages, seed):
 
 
 def metrics(c: dict, seed: int = 1) -> dict:
+    """The model's counterparts of the kernel's metrics, one run per kernel repeat with that repeat's
+    step times (a guest under load ran the same schedule hundreds of ms apart), averaged as the kernel's
+    repeats are."""
+    runs = [repeat_metrics(c, seed, r) for r in _timed_repeats(c)] or [repeat_metrics(c, seed)]
+
+    def mean(vals):
+        vals = [v for v in vals if v is not None]
+        return sum(vals) / len(vals) if vals else None
+    out = {k: mean([m[k] for m in runs]) for k in runs[0] if k != "shares_after"}
+    out["fio_errors"] = round(out["fio_errors"])
+    out["shares_after"] = {lb: mean([m["shares_after"][lb] for m in runs]) for lb in runs[0]["shares_after"]}
+    return out
+
+
+def repeat_metrics(c: dict, seed: int = 1, rep: Optional[dict] = None) -> dict:
     """The model's counterparts of the kernel's metrics (validation/kernel-lab/grid.py fault_summary),
     from the same instants: fio's errors; the stall (the first step's start to the next completed I/O)
     and the stall of new I/O (to the first completion of an I/O submitted at or after it); the recovery
     (the last step's return to the next completion); the longest gap; the requests a path ended without
     completing them (retried by dm-mpath, or failed); the shares of the completions after the last step."""
-    sim, done, times = cell_run(c, seed)
+    sim, done, times = cell_run(c, seed, rep)
     res = sim.result
-    spans = step_spans_ns(c)
+    spans = step_spans_ns(c, rep)
     first, last = spans[0][0], spans[-1][1]
     after = [t for t, _, _ in done if t >= first]
     new = [t for t, _, sub in done if sub >= first]
