@@ -3,11 +3,13 @@
 A fault cell is a two-path topology, a dm table's features, fio at a fixed rate and a schedule of steps
 (a SCSI device set offline, running again or deleted, a null_blk device powered off, dm messages that
 fail or reinstate a path or turn queueing off and on).  The model gets the paths (completion time,
-queue_depth, host), the table, fio's options and the steps at the times the guest ran them
-(``step_times_ms``: each dmsetup message takes the guest about 100 ms), and nothing measured in the
-run.  Compared per cell, against the kernel's mean over its repeats: fio's error count (equal), the
-stall (the first step to the next completed I/O) and the recovery (the last step to the next completed
-I/O) within 10% or 5 ms, and the paths' shares of the completions after the last step within 0.03.
+queue_depth, host), the table, fio's options and the steps at the times the guest ran them in each
+repeat (a sysfs write acts as it starts, a dmsetup message when it returns, ~100 ms later), and nothing
+measured in the run; it runs once per repeat.  Compared per cell, against the kernel's mean over its
+repeats: fio's error count (equal; within 5% when nonzero), the stall of new I/O (the first step to the
+first completion of an I/O submitted after it) and the recovery (the last step to the next completion)
+within 10% or 5 ms, and the paths' shares of the completions after the last step within 0.03 where the
+kernel completed enough I/O after it.
 """
 from __future__ import annotations
 
