@@ -87,3 +87,13 @@ def test_every_stored_fault_cell_of_both_kernels():
     assert len(with_errors) >= 12 and all(r["checks"]["errors"] for r in with_errors)
     assert sum(1 for r in rows if r.get("within")) >= 8
     assert all(len(line) <= 100 for line in vf.markdown(rows).splitlines())
+
+
+@pytest.mark.parametrize("text, says", [('{"a": 1}', "not a list"), ('[{"kernel": "6.1"}]', "cell 1 has no fault"),
+                                        ('[1]', "cell 1 is not an object")])
+def test_results_of_the_wrong_shape_are_one_line_exit_3(tmp_path, capsys, text, says):
+    p = tmp_path / "r.json"
+    p.write_text(text)
+    assert vf.main([str(p)]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith(str(p)) and says in err and err.count("\n") == 1

@@ -308,6 +308,25 @@ def markdown(rows: List[dict]) -> str:
     return "\n".join(out)
 
 
+REQUIRED = ("kernel", "fault", "selector", "queue_mode", "iodepth", "runtime_s", "steps", "paths")
+
+
+def _malformed(cells) -> str:
+    """What makes CELLS not a list of fault cells as grid.py collect writes them ('' if nothing)."""
+    if not isinstance(cells, list):
+        return "not a list of fault cells (grid.py collect writes results-faults.json)"
+    for n, c in enumerate(cells, 1):
+        if not isinstance(c, dict):
+            return "cell %d is not an object" % n
+        missing = [k for k in REQUIRED if k not in c]
+        if missing:
+            return "cell %d has no %s" % (n, missing[0])
+        if not isinstance(c["steps"], list) or not c["steps"] or not isinstance(c["paths"], list) \
+                or not all(isinstance(x, dict) for x in c["steps"] + c["paths"]):
+            return "cell %d: steps and paths must be non-empty lists of objects" % n
+    return ""
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m mpathlab.validate_faults", description=__doc__.split("\n")[0])
     ap.add_argument("results", nargs="?", default=os.path.join(HERE, "results-faults.json"))
@@ -318,6 +337,10 @@ def main(argv=None) -> int:
         cells = json.loads(read_text(args.results, "fault results"))
     except (InputFileError, ValueError) as e:
         sys.stderr.write("%s: %s\n" % (args.results, e))
+        return 3
+    bad = _malformed(cells)
+    if bad:
+        sys.stderr.write("%s: %s\n" % (args.results, bad))
         return 3
     rows = compare(cells)
     if args.json:
