@@ -303,8 +303,9 @@ def markdown(rows: List[dict]) -> str:
         n_ok, len(rows), round(ERR_TOL_FRAC * 100)),
             "the recovery within %d%% or %g ms, shares within %g where the kernel completed %d or more I/Os"
             % (round(TIME_TOL_FRAC * 100), TIME_TOL_MS, SHARE_TOL, MIN_AFTER),
-            "after the last step (in brackets: fewer, not checked).",
-            "* stall of any I/O: the kernel's run kept no completion log to time new I/O by."]
+            "after the last step (in brackets: fewer, not checked)."]
+    if any(r.get("stall_kind") == "stall_ms" for r in rows):
+        out.append("* stall of any I/O: the kernel's run kept no completion log to time new I/O by.")
     return "\n".join(out)
 
 
