@@ -58,6 +58,14 @@ KNOWN_MISSES = {
     # SCSI paths (scsi_debug LUNs with queue_depth 2 and 8), request-based HST: the kernel gives the
     # 8-deep LUN 0.60 (2 repeats, 0.53 and 0.67), the model 0.96 (docs/scsi-paths.md)
     ("6.1", "S1 historical-service-time mq d16"),
+    ("6.12", "S1 historical-service-time mq d16"),
+    # SCSI paths, a host limit: two LUNs share a host of can_queue 4, the third has a host of its own
+    # (compared per group since the shared-host LUNs are no longer lumped with the lone one). HST gives
+    # the lone LUN about half (0.50-0.55) in the kernel; bio-based the model gives it 0.21-0.30, and
+    # request-based on 6.12 0.50 against 0.55; rr/ql/st agree (0.33 bio, 0.43-0.49 request-based)
+    ("6.1", "S2 historical-service-time bio d32"),
+    ("6.12", "S2 historical-service-time bio d32"),
+    ("6.12", "S2 historical-service-time mq d32"),
     # the second held-out set (H7-H12: defined and committed with the model frozen, then run once per
     # kernel, read after): historical-service-time on paths of different latencies or depths, the
     # model starving the slow path the kernel keeps in play (or the other way); st/ql all within

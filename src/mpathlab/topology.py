@@ -26,7 +26,7 @@
     scheduler = "none"        # "mq-deadline", "kyber", "bfq": scheduler tags as well
     nr_requests = 64          # scheduler tags per hw queue (default 2 x min(hw_queue_depth, 128))
 
-    # kind = "scsi" also takes the faults offline, delete, online and
+    # kind = "scsi" also takes the faults offline, delete, poweroff, online and
     # { at = "1s", action = "error", error = "medium", every_nth = 10 } (sim/scsi.py ERRORS)
     queue_depth = 4           # kind = "scsi": the device's budget (sdev->queue_depth; default unlimited)
     scsi_host = "hba0"        # kind = "scsi": the SCSI host whose can_queue tags it shares (sim/scsi.py)
@@ -400,10 +400,10 @@ def _scsi_hosts(doc, src: str) -> Dict[str, ScsiHostModel]:
 
 
 def _scsi_path(model: PathModel, p: dict, hosts: Dict[str, ScsiHostModel], src: str, where: str) -> None:
-    """queue_depth, scsi_host or a SCSI fault (offline, delete, online, error) make the device of a
-    kind = "scsi" path a SCSI device (sim/scsi.py): budgets, a host's shared tags, device states.
+    """queue_depth, scsi_host or a SCSI fault (offline, delete, poweroff, online, error) make the device
+    of a kind = "scsi" path a SCSI device (sim/scsi.py): budgets, a host's shared tags, device states.
     Without them the path stays the plain model, as before these keys existed.  Another kind takes
-    offline/delete/online as its device failing and coming back (null_blk powered off and on)."""
+    offline/delete/poweroff/online as its device failing and coming back (null_blk powered off, on)."""
     scsi_keys = [k for k in ("queue_depth", "scsi_host") if k in p]
     scsi_faults = [f.action for f in model.faults if f.action in SCSI_FAULTS]
     if p.get("kind") != "scsi" and "error" in scsi_faults:

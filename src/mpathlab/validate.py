@@ -323,7 +323,7 @@ def _groups(c: dict) -> Dict[str, List[str]]:
     the model alike."""
     groups: Dict[str, List[str]] = {}
     for p in c["paths"]:
-        groups.setdefault(_fmt_paths([p]).split("x", 1)[1], []).append(p["label"])
+        groups.setdefault(_fmt_paths([p], c["paths"]).split("x", 1)[1], []).append(p["label"])
     return {(lbs[0] if len(lbs) == 1 else "%s..%s" % (lbs[0], lbs[-1])): lbs for lbs in groups.values()}
 
 
@@ -439,15 +439,29 @@ def within(diff: float, sd: Optional[float], n: int) -> str:
     return "no"
 
 
-def _fmt_paths(paths) -> str:
+def _shared_host(p: dict, paths) -> Optional[int]:
+    """The can_queue of the SCSI host P shares with another path of the cell (None: a host of its own,
+    or not a SCSI path): such paths are not identical to their host-alone siblings."""
+    if p.get("kind") != "scsi" or p.get("host") is None:
+        return None
+    if sum(1 for q in paths if q.get("kind") == "scsi" and q.get("host") == p["host"]) < 2:
+        return None
+    return p.get("can_queue")
+
+
+def _fmt_paths(paths, among=None) -> str:
+    """"NxMSms/Tt" per kind of path; "/hC" marks paths sharing a SCSI host of can_queue C (AMONG: the
+    cell's paths, when PATHS is a part of them)."""
+    among = paths if among is None else among
     groups: Dict[tuple, int] = {}
     for p in paths:
-        k = (p["completion_ns"], p.get("hw_queue_depth"))
+        k = (p["completion_ns"], p.get("hw_queue_depth"), _shared_host(p, among))
         groups[k] = groups.get(k, 0) + 1
     parts = []
-    for (ns, qd), n in groups.items():
+    for (ns, qd, cq), n in groups.items():
         tag = "" if not qd or qd >= UNLIMITED else "/%dt" % qd
-        parts.append("%dx%gms%s" % (n, ns / 1e6, tag))
+        host = "" if cq is None else "/h%s" % cq
+        parts.append("%dx%gms%s%s" % (n, ns / 1e6, tag, host))
     return "+".join(parts)
 
 
