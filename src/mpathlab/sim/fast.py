@@ -291,7 +291,7 @@ _CORE_PATH_FIELDS = frozenset({"name", "devt", "service", "parallelism", "delay_
                                "per_kib_given"})   # per_kib_given: the topology said per_kib (used before the run)
 # HostModel fields the core models (cpu_nodes and node_distance only place CPUs for the selectors)
 _CORE_HOST_FIELDS = frozenset({"cpus", "submit_ns", "complete_ns", "wake_ns", "steal", "steal_period_ns",
-                               "work_latency_ns", "cpu_nodes", "node_distance"})
+                               "work_latency_ns", "cpu_nodes", "node_distance", "timer_away_ns", "timer_period_ns"})
 # JobSpec fields (fio options) whose every value the core runs, or the run plan and the report use
 # before and after it (sizes, loops, runtime, reporting); conditions on some values follow in _job_refusal
 _CORE_JOB_FIELDS = frozenset({
@@ -495,6 +495,9 @@ def try_run_fast(sim) -> bool:
         "steal_ns": sim.host.model.steal_ns if sim.host is not None else 0,
         "steal_period": sim.host.model.steal_period_ns if sim.host is not None else 1,
         "work_latency": sim.host.model.work_latency_ns if sim.host is not None else 0,
+        "timer_away": sim.host.model.timer_away_ns if sim.host is not None else 0,
+        "timer_period": sim.host.model.timer_period_ns if sim.host is not None else 1,
+        "timer_seed": sim.seed,
     }
     if ioa:
         pgpath_index = {info_of_dev[i][0]: i for i in range(len(devices))}
