@@ -36,15 +36,23 @@ KNOWN_MISSES = {
     # HST's 16 ms path 0.011 against 0.061
     ("6.12", "T4q round-robin mq d64"),
     ("6.12", "T4q historical-service-time mq d64"),
-    # the second held-out set (H7-H12: defined and committed with the model frozen, then run once per
-    # kernel, read after; one repeat each): historical-service-time, and queue-length on H11 (1 ms and
-    # 4 ms, unlimited tags: the 1 ms path 0.74 in the kernel, 0.67-0.70 predicted)
+    # the second held-out set (H7-H12: defined and committed with the model frozen, then run per
+    # kernel, read after): historical-service-time, and queue-length on H11 on 6.12 (1 ms and 4 ms,
+    # unlimited tags: the 1 ms path 0.74 in the kernel, 0.70 predicted). 6.1 has two repeats from two
+    # sessions far apart in host load (timers 344 us and 3.3 ms late): the kernel's own repeats differ
+    # by up to 0.27 there, and with two repeats the tolerance stays 0.03 (service-time H7 mq, H12 mq)
     ("6.1", "H7 historical-service-time mq d32"),
+    ("6.1", "H7 historical-service-time bio d32"),
+    ("6.1", "H7 service-time mq d32"),
+    ("6.1", "H8 historical-service-time bio d24"),
+    ("6.1", "H9 historical-service-time bio d16"),
+    ("6.1", "H9 historical-service-time mq d16"),
+    ("6.1", "H11 historical-service-time bio d16"),
+    ("6.1", "H11 historical-service-time mq d16"),
+    ("6.1", "H12 service-time mq d40"),
     ("6.1", "H10 historical-service-time bio d48"),
     ("6.1", "H10 historical-service-time mq d48"),
-    ("6.1", "H11 queue-length mq d16"),
     ("6.1", "H12 historical-service-time bio d40"),
-    ("6.1", "H12 historical-service-time mq d40"),
     ("6.12", "H7 historical-service-time bio d32"),
     ("6.12", "H7 historical-service-time mq d32"),
     ("6.12", "H8 historical-service-time mq d24"),
