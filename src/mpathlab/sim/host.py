@@ -22,12 +22,13 @@ interrupt ends the I/O in dm before any of it (null_blk's timer mode
 completes in a hardirq hrtimer callback, ``null_cmd_timer_expired`` ->
 ``end_cmd`` -> ``blk_mq_end_request``, drivers/block/null_blk/main.c; the
 bio's ``clone_endio`` calls the target's end_io there; a request-based
-clone's completion finishes the dm request in a softirq on the interrupt's exit or in an IPI to the
-submitting CPU, blk_mq_complete_request_remote), so the
-selector's end_io, the tag's release and a sleeping submitter's wake-up
-happen at the completion instant; the completion's CPU time then delays
-only fio's reap, queued on the job's CPU.  A failed I/O still waits for
-its CPU time before dm sees it (the fault studies' timing).
+clone's completion finishes the dm request in a softirq on the
+interrupt's exit or in an IPI to the submitting CPU,
+blk_mq_complete_request_remote), so the selector's end_io, the tag's
+release and a sleeping submitter's wake-up happen at the completion
+instant; the completion's CPU time then delays only fio's reap, queued
+on the job's CPU.  A failed I/O still waits for its CPU time before dm
+sees it (the fault studies' timing).
 
 ``timer_away`` and ``timer_period`` place the device completions in time
 the way a guest's timers fire: the emulated devices (null_blk in timer mode,
