@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Tuple
 
 import math
 
-from .sim.devices import Empirical, PathModel, ServiceTime
+from .sim.devices import PathModel, ServiceTime
 from .sim.engine import simulate
 from .sim.host import HostModel
 from .sim.scsi import ScsiHostModel
@@ -82,7 +82,11 @@ UNLIMITED = 256
 CALIB_TOPOLOGIES = ("c0", "c1", "c4", "c0x2", "c4x2")
 
 
-LATE_QUANTILES = 1000
+# The emulated timers run late because the host deschedules the vCPU that owns them: every timer due
+# while it is away fires when it is back, so completions come late together.  The period is the host
+# scheduler's, as for the steal above (STEAL_PERIOD_NS, a few ms); the time away in it follows from the
+# fitted mean lateness (Guest.timer_away_ns).
+TIMER_PERIOD_NS = STEAL_PERIOD_NS
 
 
 class Guest:
@@ -100,18 +104,21 @@ class Guest:
         self.fitted_on = fitted_on
 
     def service(self, completion_ns: int) -> ServiceTime:
-        """A null_blk path's service time: its completion time plus the timer's lateness, drawn
-        from an exponential distribution with the fitted mean (the emulated CPU that owns the
-        timer runs late by a memoryless amount); as LATE_QUANTILES quantiles, so both engines
-        draw from the same table."""
-        if not self.late_ns:
-            return ServiceTime(completion_ns)
-        n = LATE_QUANTILES
-        return Empirical([completion_ns - self.late_ns * math.log(1 - (i + 0.5) / n) for i in range(n)],
-                         "completion %d ns + exponential lateness (mean %d ns)" % (completion_ns, self.late_ns))
+        """A null_blk path's service time: its completion time; the timer's lateness is the host's
+        (``host``: the timers fire late together, while their vCPU is away)."""
+        return ServiceTime(completion_ns)
 
-    def host(self) -> HostModel:
-        return HostModel(GUEST_CPUS, self.submit_ns, self.complete_ns, WAKE_NS, work_latency_ns=WORK_LATENCY_NS)
+    @property
+    def timer_away_ns(self) -> int:
+        """How long the timers' vCPU is away in each TIMER_PERIOD_NS: a timer due at a uniformly
+        random instant is then late by away^2 / (2 x period) on average, the fitted lateness."""
+        return min(int(round(math.sqrt(2 * TIMER_PERIOD_NS * self.late_ns))), TIMER_PERIOD_NS - 1)
+
+    def host(self, late_timers: bool = True) -> HostModel:
+        """The guest's CPUs, and (``late_timers``) its timers firing late (without: for service times
+        measured in the guest, which hold the lateness already)."""
+        return HostModel(GUEST_CPUS, self.submit_ns, self.complete_ns, WAKE_NS, work_latency_ns=WORK_LATENCY_NS,
+                         timer_away_ns=self.timer_away_ns if late_timers else 0, timer_period_ns=TIMER_PERIOD_NS)
 
     def describe(self) -> str:
         return ("kernel %s%s: CPU per I/O %d us (submission %d us, completion %d us), timer late %d us; "
