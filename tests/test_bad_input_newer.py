@@ -170,3 +170,56 @@ def test_generated_nvme_topologies_run_or_are_refused_in_one_line(tmp_path, text
     check_contract(rc, err)
     if rc == 3:
         assert err.rstrip().splitlines()[-1].startswith("mpathlab: error: %s" % (tmp_path / "n.toml")), err
+
+
+# -- capture --from: a dump whose numbers no kernel gives ----------------------------------------------
+
+DUMPS = sorted(os.path.join(os.path.dirname(__file__), "data", "capture", f)
+               for f in os.listdir(os.path.join(os.path.dirname(__file__), "data", "capture"))
+               if f.startswith("guest") and f.endswith(".dump"))
+ODD_NUMBERS = ["-1", "0", "18446744073709551616", "99999999999999999999999999", "4294967296", "x", "", "1e400",
+               "\u0661", "10241", "8193"]
+
+
+@SETTINGS
+@given(data=st.data())
+def test_a_dump_with_numbers_no_kernel_gives_is_refused_or_captured_into_runnable_topologies(tmp_path, data):
+    import glob
+    import re
+    lines = open(data.draw(st.sampled_from(DUMPS))).read().split("\n")
+    numbered = [i for i, line in enumerate(lines) if line.startswith("|") and re.search(r"(^|\s|\|)\d+(\s|$)", line)]
+    for i in data.draw(st.lists(st.sampled_from(numbered), min_size=1, max_size=3, unique=True)):
+        toks = lines[i][1:].split(" ")
+        j = data.draw(st.sampled_from([k for k, t in enumerate(toks) if re.fullmatch(r"\d+", t)]))
+        toks[j] = data.draw(st.sampled_from(ODD_NUMBERS))
+        lines[i] = "|" + " ".join(toks)
+    dump = write(tmp_path, "h.dump", "\n".join(lines))
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    for f in out.iterdir():
+        f.unlink()
+    rc, _, err = run_cli(["capture", "--from", dump, "-o", str(out)])
+    check_contract(rc, err)
+    if rc == 3:
+        assert err.rstrip().splitlines()[-1].startswith("mpathlab: error: " + dump), err
+        assert not list(out.iterdir())              # nothing half written
+        return
+    job = write(tmp_path, "j.fio", JOB)
+    for topo in glob.glob(str(out / "*.toml")):     # what capture writes, run takes
+        rc, _, err = run_cli(["run", "--no-progress", topo, job])
+        assert rc == 0, err
+
+
+def test_a_captured_value_the_reader_refuses_names_the_dump_and_the_written_line(tmp_path, capsys):
+    # a LUN whose queue_depth and tags no kernel gives (the path model serves that many at once)
+    src = [d for d in DUMPS if "scsi-S1-ql" in d][0]
+    text = open(src).read()
+    for f, v in (("device/queue_depth", "8"), ("mq/0/nr_tags", "192")):
+        old = "@@ file /sys/block/sdb/%s\n|%s\n" % (f, v)
+        assert old in text
+        text = text.replace(old, old.replace("|%s" % v, "|99999"))
+    dump = write(tmp_path, "h.dump", text)
+    msg = one_error(capsys, ["capture", "--from", dump, "-o", str(tmp_path / "mp.toml")])
+    assert msg.startswith(dump + ": the topology captured for mp is not one mpathlab runs") and \
+        "mp.toml:" in msg and "parallelism must be a whole number >= 1 and <= 65536, got 99999" in msg, msg
+    assert not (tmp_path / "mp.toml").exists()

@@ -547,9 +547,21 @@ def validate_table(topo: Topology) -> None:
 
 
 def load_topology(path: str) -> Topology:
-    # Errors name the file and the line (of the option, for a problem in a value).
-    from .inputs import load_toml, locate_topology_error, toml_key_line, with_line
+    from .inputs import load_toml
     doc, text = load_toml(path, "topology")
+    return _topology_of(doc, text, path)
+
+
+def topology_from_text(text: str, path: str) -> Topology:
+    """The topology of TEXT, as load_topology reads a file of that text at PATH (capture checks what it
+    writes with it)."""
+    from .inputs import loads_toml
+    return _topology_of(loads_toml(text, path, "topology"), text, path)
+
+
+def _topology_of(doc: dict, text: str, path: str) -> Topology:
+    # Errors name the file and the line (of the option, for a problem in a value).
+    from .inputs import locate_topology_error, toml_key_line, with_line
     try:
         return topology_from_dict(doc, os.path.basename(path), os.path.dirname(os.path.abspath(path)))
     except TopologyError as e:
