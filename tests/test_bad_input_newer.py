@@ -223,3 +223,27 @@ def test_a_captured_value_the_reader_refuses_names_the_dump_and_the_written_line
     assert msg.startswith(dump + ": the topology captured for mp is not one mpathlab runs") and \
         "mp.toml:" in msg and "parallelism must be a whole number >= 1 and <= 65536, got 99999" in msg, msg
     assert not (tmp_path / "mp.toml").exists()
+
+
+# -- read_iolog: a trace that cannot be read names the job file's line of the option -----------------------
+
+@pytest.mark.parametrize("trace, problem", [
+    ("", "empty file"),
+    (b"\x89PNG\r\n\x1a\n" + bytes(range(256)), "not a trace mpathlab reads"),
+    (None, "no such file"),
+    ("DIR", "a directory, not a trace file"),
+    ("fio version 2 iolog\n/dev/sdb add\n/dev/sdb open\n/dev/sdb write -1 4096\n", "t.log:4: offset '-1'"),
+    ("fio version 3 iolog\n0 /dev/sdb add\n5 /dev/sdb open\n9 /dev/sdb read 0\n", "t.log:4: "),
+])
+@pytest.mark.parametrize("section", ["job", "global"])
+def test_a_trace_problem_names_the_read_iolog_line(tmp_path, capsys, trace, problem, section):
+    name = str(tmp_path / "t.log")
+    if trace == "DIR":
+        os.mkdir(name)
+    elif trace is not None:
+        write(tmp_path, "t.log", trace)
+    text = ("[global]\nioengine=libaio\nread_iolog=%s\n[j]\nbs=4k\n" % name if section == "global"
+            else "[global]\nioengine=libaio\n[j]\nbs=4k\nread_iolog=%s\n" % name)
+    job = write(tmp_path, "j.fio", text)
+    msg = one_error(capsys, ["run", "--no-progress", "--table", TABLE, job])
+    assert msg.startswith("j.fio line %d [j]: " % (3 if section == "global" else 5)) and problem in msg, msg
