@@ -3,6 +3,7 @@
 tests generate topologies that are mostly valid (so the runs get deep into the SCSI and NVMe models) with
 hostile values mixed in, and check that every one either runs or is refused that way."""
 import os
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -247,3 +248,41 @@ def test_a_trace_problem_names_the_read_iolog_line(tmp_path, capsys, trace, prob
     job = write(tmp_path, "j.fio", text)
     msg = one_error(capsys, ["run", "--no-progress", "--table", TABLE, job])
     assert msg.startswith("j.fio line %d [j]: " % (3 if section == "global" else 5)) and problem in msg, msg
+
+
+IOLOG_TOKEN = st.one_of(st.sampled_from(["0", "4096", "-1", "18446744073709551616", "4294967296", "x", "", "1e3",
+                                         "\u0661", "read", "write", "trim", "sync", "wait", "add", "open", "close",
+                                         "/dev/sdb", "/dev/sdc"]), st.integers(0, 2 ** 40).map(str))
+REPLAY_OPTION = st.sampled_from(["replay_no_stall=1", "replay_time_scale=1", "replay_time_scale=4294967295",
+                                 "replay_time_scale=0", "replay_scale=4096", "replay_align=4096", "replay_align=3",
+                                 "replay_skip=write", "replay_skip=bogus", "replay_redirect=/dev/sdc", "iodepth=8",
+                                 "loops=2", "number_ios=2", "bs=8k", "size=4k", "read_iolog_chunked=1"])
+
+
+@st.composite
+def iolog(draw):
+    v = draw(st.sampled_from([2, 3]))
+    stamp = (lambda: "%d " % draw(st.integers(0, 10 ** 6))) if v == 3 else (lambda: "")
+    lines = ["fio version %d iolog" % v, stamp() + "/dev/sdb add", stamp() + "/dev/sdb open"]
+    for _ in range(draw(st.integers(0, 8))):
+        toks = ["/dev/sdb", draw(st.sampled_from(["read", "write", "trim", "sync", "wait", "datasync"])),
+                str(draw(st.sampled_from([0, 4096, 1 << 40]))), str(draw(st.sampled_from([512, 4096, 1 << 20])))]
+        if draw(st.integers(0, 3)) == 0:
+            toks[draw(st.integers(0, 3))] = draw(IOLOG_TOKEN)
+        lines.append(stamp() + " ".join(toks[:draw(st.sampled_from([2, 4, 4, 4, 5]))]))
+    if draw(st.booleans()):
+        lines.append(stamp() + "/dev/sdb close")
+    text = "\n".join(lines) + "\n"
+    return text[:draw(st.integers(0, len(text)))] if draw(st.integers(0, 5)) == 0 else text
+
+
+@SETTINGS
+@given(trace=iolog(), options=st.lists(REPLAY_OPTION, max_size=3))
+def test_generated_iolog_replays_run_or_are_refused_naming_the_job_line(tmp_path, trace, options):
+    log = write(tmp_path, "t.log", trace)
+    job = write(tmp_path, "j.fio", "[j]\nioengine=libaio\nread_iolog=%s\n%s\n" % (log, "\n".join(options)))
+    rc, _, err = run_cli(["run", "--no-progress", "--table", TABLE, job])
+    check_contract(rc, err)
+    if rc == 3:     # the job file's line of read_iolog, or (found during the replay, which streams it) the trace
+        last = err.rstrip().splitlines()[-1]
+        assert re.match(r"mpathlab: error: j\.fio line \d+ \[j\]: ", last) or last.startswith("mpathlab: error: " + log), err
