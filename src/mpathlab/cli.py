@@ -903,7 +903,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, (module, what) in VALIDATIONS.items():
         va = sub.add_parser(name, add_help=False, help="%s (python -m mpathlab.%s)" % (what, module))
-        va.add_argument("args", nargs=argparse.REMAINDER, help="the arguments of python -m mpathlab.%s (--help)" % module)
+        va.add_argument("args", nargs=argparse.REMAINDER,
+                        help="the arguments of python -m mpathlab.%s (--help)" % module)
         va.set_defaults(func=cmd_validate, command=name)
 
     s = sub.add_parser("selectors", help="list the registered path selectors")

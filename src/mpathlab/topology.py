@@ -365,7 +365,8 @@ def _model_int(text: str, label: str, key: str, most: int) -> int:
     """A whole number of --model DEV,KEY=N: ASCII digits (not int()'s "1_0", "+5" or other scripts' digits)."""
     t = text.strip()
     if not re.fullmatch(r"[0-9]{1,20}", t) or not 1 <= int(t) <= most:
-        raise TopologyError("--model %s: %s must be a whole number from 1 to %d, not %r" % (label, key, most, text[:40]))
+        raise TopologyError("--model %s: %s must be a whole number from 1 to %d, not %r"
+                            % (label, key, most, text[:40]))
     return int(t)
 
 
