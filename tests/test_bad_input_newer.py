@@ -286,3 +286,15 @@ def test_generated_iolog_replays_run_or_are_refused_naming_the_job_line(tmp_path
     if rc == 3:     # the job file's line of read_iolog, or (found during the replay, which streams it) the trace
         last = err.rstrip().splitlines()[-1]
         assert re.match(r"mpathlab: error: j\.fio line \d+ \[j\]: ", last) or last.startswith("mpathlab: error: " + log), err
+
+
+@pytest.mark.parametrize("text", ["[global]\nbs=0\x000\n", "[global]\nbs=\x000\n", "[j]\nbs=\x1b[31m\n",
+                                  "[j]\niodepth=4\x07\n"])
+def test_a_job_file_value_with_a_control_character_is_echoed_escaped(text):
+    # found by test_input_properties on a fresh clone: parse_fio echoed the raw NUL before the problem
+    from mpathlab.workload.fio import FioError, parse_fio
+    with pytest.raises(FioError) as ei:
+        parse_fio(text, "g.fio", ".")
+    msg = str(ei.value)
+    assert msg.startswith("g.fio line 2") and "\\x" in msg
+    assert not any(c in msg for c in "\x00\x1b\x07")

@@ -98,7 +98,9 @@ def _short(text: str, limit: int = 40) -> str:
 
 
 def _cut(value: str, limit: int = 60) -> str:
-    """An option's value as echoed before its problem: a long one is cut so the problem stays in view."""
+    """An option's value as echoed before its problem: a long one is cut so the problem stays in view, and
+    a control character (a NUL, a terminal's ESC) is written as its escape, never sent to the terminal."""
+    value = re.sub(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", lambda m: "\\x%02x" % ord(m.group(0)), value)
     return value if len(value) <= limit else "%s...(%d characters)" % (value[:limit], len(value))
 
 
