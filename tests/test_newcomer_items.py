@@ -84,7 +84,7 @@ def test_every_command_is_listed_and_each_validation_is_one():
         assert re.search(r"^\s+%s\s" % name, out + " ", re.M), name
     faults = os.path.join(ROOT, "tests", "data", "kernel-lab-faults-6.1-stored.json")
     rc, out, err = _run(["validate-faults", faults])
-    assert rc == 0 and "6.1 delete" in out and "mq d16" in out, err
+    assert rc == 0 and "6.1 delete" in out.splitlines(), err
 
 
 def test_the_fio_option_listing_fits_100_columns_and_lists_every_option():
