@@ -1,11 +1,12 @@
-"""Compare the simulator with the kernel lab: ``python -m mpathlab.validate [results.json]``.
+"""Compare the simulator with the kernel lab: ``./mpathlab validate [results.json]``.
 
 Reads the cells the kernel lab measured (validation/kernel-lab/results.json,
 written by validation/kernel-lab/grid.py: Debian 6.1 or 6.12 in qemu TCG,
 dm-multipath over null_blk paths with timer completion, one fio job
-randwrite 4k libaio) and prints a markdown table of the kernel's mean share
-beside the simulator's *prediction*: the simulator is given the topology
-only (path completion times and tags, bio- or request-based, iodepth,
+randwrite 4k libaio) and prints a table (within 100 columns; Markdown with
+``--markdown``) of the kernel's mean share beside the simulator's
+*prediction*: the simulator is given the topology only (path completion
+times and tags, bio- or request-based, iodepth,
 selector) and a guest model fitted once per kernel on the single-path
 calibration cells (``fit_guest``; the calibration cells stay out of the
 table).  ``--measured`` adds a diagnostic column in which each repeat's

@@ -204,6 +204,8 @@ def find_source(name: str, base_dir: str) -> TraceSource:
             parts = percpu_files(base)
             if parts:
                 return TraceSource("blktrace", tuple(parts), name)
+        if any(os.path.isdir(c) for c in (name, os.path.join(base_dir, name))):
+            raise TraceError("read_iolog=%s: a directory, not a trace file" % name)
         raise TraceError("read_iolog=%s: no such file (nor per-CPU files %s.blktrace.N)" % (name, name))
     try:
         with open_trace(path) as f:
