@@ -180,3 +180,27 @@ def test_device_state_faults_on_plain_devices_are_the_same_run_in_the_core(mode)
     tb = "0 1048576 multipath %s 0 1 1 round-robin 0 3 1 sda 1 sdb 1 sdc 1" % mode
     a = compare(tb, paths, job(8, extra="continue_on_error=io\n"), window_ns=1_000_000)
     assert not any(p.is_scsi for p in paths) and sum(p["errors"] for p in a.paths) > 0
+
+
+def test_refused_ios_scheduled_when_the_run_stalls_count_as_pending_in_both_engines():
+    # One SCSI path whose every command fails DID_ERROR (the midlayer retries it on the device) goes offline
+    # at 3.9 ms; request-based, queue_if_no_path.  At 6.9 ms the run stops on the requeue list (no path can
+    # come back) in the same instant as a queue run hands 4 retried commands to scsi_queue_rq, which refuses
+    # them by the device state: their completions are still scheduled, so they are pending, as are the
+    # other 4 I/Os, in both engines (compare() checks each engine's accounting).
+    from mpathlab.sim.loop import EV_CALL
+    text = table(["sda"], features="1 queue_if_no_path") + path(
+        "sda", 0, qd=4, service="900us", par=4,
+        faults='{ at = "3900us", action = "offline" }, { at = "0", action = "error", error = "did_error" }')
+    t = topology_from_dict(tomllib.loads(text), "t.toml")
+    a = compare(t.table, t.paths, job(8, 8), **t.sim_kwargs())
+    assert a.stalled and a.submitted == a.pending == 8 and a.completed == a.errored == 0
+    refused = []
+
+    class Watch(Simulation):
+        def _drain_pending(self, heap):
+            refused.extend(t for t, _, kind, obj in heap if kind == EV_CALL and obj[0] == self._scsi_rejected)
+            return super()._drain_pending(heap)
+
+    Watch(t.table, t.paths, parse_fio(job(8, 8)).jobs, engine="python", **t.sim_kwargs()).run()
+    assert refused == [6_900_000] * 4     # the case this test is about: refusals scheduled at the stop

@@ -155,3 +155,27 @@ def test_hosts_section_loads_or_is_refused_cleanly(tmp_path_factory, hosts):
     except TopologyError:
         return
     assert isinstance(cfg.count, int) and 1 <= cfg.count <= 1024 and cfg.window_ns > 0
+
+
+def test_scsi_path_devices_with_several_hosts_are_refused_with_file_and_line(tmp_path, capsys):
+    """Each real host has its own scsi_device per port (its own queue_depth budget) behind its own Scsi_Host
+    (its own can_queue tags); one SCSI device per port would make all hosts share one budget, so several
+    hosts over SCSI path devices are refused (exit 3, one line naming the file, the line and why); one
+    host is an ordinary run."""
+    text = open(TOPO).read().replace("[paths.pB]\n", '[paths.pB]\nkind = "scsi"\nqueue_depth = 1\n')
+    p = tmp_path / "scsi.toml"
+    p.write_text(text)
+    line = text.splitlines().index("queue_depth = 1") + 1
+    with pytest.raises(TopologyError) as e:
+        load_multihost(str(p))
+    msg = str(e.value)
+    assert msg.startswith("%s:%d: " % (p, line)) and "[paths.pB]" in msg and "for one host only" in msg, msg
+    from mpathlab.cli import main
+    capsys.readouterr()
+    assert main(["hosts", str(p), JOB]) == 3
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "for one host only" in err and "Traceback" not in err
+    one = tmp_path / "one.toml"
+    one.write_text(text.replace("count = 8", "count = 1"))
+    topo, cfg = load_multihost(str(one))
+    assert cfg.count == 1 and topo.paths[1].is_scsi

@@ -126,15 +126,24 @@ def test_multihost_runs_the_core_cannot_take_say_why(capsys):
 
 
 @pytest.mark.parametrize("selector", ["queue-length", "historical-service-time"])
-def test_scsi_ports_with_several_hosts_in_the_core(selector):
-    """SCSI path devices (a device queue_depth, sim/scsi.py) as the shared ports: the same run in both engines."""
+def test_scsi_ports_take_one_host_and_refuse_several(selector):
+    """SCSI path devices (a device queue_depth, sim/scsi.py) as the ports: one host is the same run in both
+    engines; several hosts are refused by both, since each real host has its own scsi_device (budget) and
+    Scsi_Host (tags) per port, which the engines do not model (one device per port would be shared)."""
     from mpathlab.sim.devices import Exponential, PathModel
+    from mpathlab.sim.scsi import ScsiHostModel
     names = ["p0", "p1", "p2", "p3"]
-    paths = [PathModel(n, (8, 16 * i), Exponential(100_000 * (1 + i % 2)), parallelism=4, queue_depth=6)
-             for i, n in enumerate(names)]
+    hba = ScsiHostModel("hba0", can_queue=16)
+    paths = [PathModel(n, (8, 16 * i), Exponential(100_000 * (1 + i % 2)), parallelism=4, queue_depth=3,
+                       scsi_host=hba) for i, n in enumerate(names)]
+    assert all(p.is_scsi for p in paths)
     table = "0 2097152 multipath 0 0 1 1 %s 0 4 1 %s" % (selector, " ".join("%s 1" % n for n in names))
-    sim, a = run_both(table, paths, JOB % (8, 300), hosts=3)
-    assert a.completed == 900 and all(sum(row) == 300 for row in sim.host_port)
+    sim, a = run_both(table, paths, JOB % (8, 300), hosts=1)
+    assert a.completed == 300 and sum(sim.host_port[0]) == 300
+    for engine in ("python", "compiled"):
+        with pytest.raises(ValueError, match="SCSI path devices are modelled for one host only"):
+            MultiHostSimulation(table, paths, parse_fio(JOB % (8, 300)).jobs, hosts=2, engine=engine,
+                                window_ns=10 ** 6)
 
 
 from hypothesis import event, given, settings, strategies as st  # noqa: E402

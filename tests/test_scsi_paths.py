@@ -14,7 +14,7 @@ except ModuleNotFoundError:  # Python < 3.11
 
 from mpathlab.sim.engine import Simulation
 from mpathlab.sim.fast import eligible
-from mpathlab.sim.scsi import ERRORS, ScsiDevice, ScsiHost, ScsiHostModel
+from mpathlab.sim.scsi import ERRORS, SDEV_OFFLINE, ScsiDevice, ScsiHost, ScsiHostModel
 from mpathlab.target import blk_path_error
 from mpathlab.topology import topology_from_dict
 from mpathlab.workload.fio import parse_fio
@@ -346,3 +346,26 @@ def test_a_kernel_lab_scsi_cell_becomes_scsi_devices_on_shared_hosts():
     assert p0.scsi_host is p1.scsi_host and p2.scsi_host is not p0.scsi_host
     assert [p.queue_depth for p in (p0, p1, p2)] == [4, 4, 4] and p0.scsi_host.can_queue == 4
     assert not p0.hw_queue_depth and p0.parallelism == 4
+
+
+class CutAtTheStart(Simulation):
+    """A run cut short before its first event: what the jobs issued at time 0 is still under way."""
+
+    def run_plan(self):
+        expected, horizon, _, tl_step, tl_count = super().run_plan()
+        return expected, horizon, -1, tl_step, tl_count
+
+
+def test_a_refused_io_still_scheduled_when_the_run_is_cut_short_counts_as_pending():
+    # sda is offline from the start: fio's 2 I/Os at time 0 are mapped to it, and scsi_queue_rq refuses
+    # both by the device state (scsi_device_state_check: BLK_STS_IOERR); their completions are scheduled
+    # for that instant, but the run stops before any event, so both are still dm's I/O: pending.
+    t = topology_from_dict(tomllib.loads(table(["sda"], features="2 queue_mode bio") + path("sda", 0, qd=8)),
+                           "t.toml")
+    sim = CutAtTheStart(t.table, t.paths, parse_fio(job(2, 4)).jobs, engine="python", **t.sim_kwargs())
+    sim.devices[0].scsi.state = SDEV_OFFLINE
+    res = sim.run()
+    assert res.stalled and res.submitted == 2 and res.completed == res.errored == 0
+    assert sim.devices[0].scsi.rejected == 2
+    assert res.pending == 2
+    res.check_accounting()

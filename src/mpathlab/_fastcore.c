@@ -3813,7 +3813,8 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
            what the block layer and the CPUs hold (BlockLayer.drain, Host.drain) */
         for (int64_t i = 0; i < s.heap.n; i++)
             if (s.heap.ev[i].kind == EV_DONE || s.heap.ev[i].kind == EV_ARRIVE
-                    || s.heap.ev[i].kind == EV_RETRY || s.heap.ev[i].kind == EV_ERRDONE) pending++;
+                    || s.heap.ev[i].kind == EV_RETRY || s.heap.ev[i].kind == EV_ERRDONE
+                    || s.heap.ev[i].kind == EV_SCSI_REJECT) pending++;
         pending += s.waiting.len + s.requeue.len;
         for (int i = 0; i < s.npaths; i++) {
             pending += s.paths[i].queue.len;

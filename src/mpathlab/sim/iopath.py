@@ -11,7 +11,7 @@ from ..target.multipath import QUEUE_MODE_RQ
 from .boundary import REQUEUE_DELAY_NS
 from .devices import PathDevice
 from .scsi import FAULT_STATES, SDEV_RUNNING
-from .loop import (EV_ACTIVATED, EV_ARRIVE, EV_DONE, EV_ERRDONE, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT,
+from .loop import (EV_ACTIVATED, EV_ARRIVE, EV_CALL, EV_DONE, EV_ERRDONE, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT,
                    EV_REQUEUE, EV_RETRY, EventLoop)
 
 if TYPE_CHECKING:
@@ -321,7 +321,9 @@ class IoPath(EventLoop):
         """Count the I/O still under way when the run is cut short, and drop it."""
         n = 0
         for _, _, kind, obj in heap:
-            if kind in (EV_DONE, EV_ARRIVE, EV_RETRY, EV_ERRDONE):
+            # an I/O scsi_queue_rq refused by the device's state is still dm's until it completes
+            if kind in (EV_DONE, EV_ARRIVE, EV_RETRY, EV_ERRDONE) \
+                    or (kind == EV_CALL and obj[0] == self._scsi_rejected):
                 n += 1
         heap.clear()
         n += len(self._requeue_list)
