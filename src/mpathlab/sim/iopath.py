@@ -53,6 +53,7 @@ class IoPath(EventLoop):
     _requeue_gen: int
     _extra_delay: Optional[Callable]
     _driver_start: Optional[Callable]
+    seed: int
 
     def _complete(self, io: SimIO, error: Optional[str]) -> None:
         """The I/O is done for its job (fio's side: JobRules)."""
