@@ -82,7 +82,8 @@ BATCHES = {
     "events": ["ev-ana-inacc-rr", "ev-ana-nonopt-numa", "ev-rmport-rr", "ev-rmport-numa"],
     "loop": ["L2-rr", "L2-qd", "ev-rmport-rr-loop"],
     "transitions": ["C1-rmport", "C1-ana-nonopt", "tr-rmport-rr", "tr-rmport-numa", "tr-ana-inacc-rr", "tr-ana-inacc-numa",
-                    "tr-ana-nonopt-numa", "tr-rmport-rr-loop", "tq-A2-qd", "tq-L2-qd"],
+                    "tr-ana-nonopt-numa", "tq-A2-qd", "tq-L2-qd"],
+    "transitions-loop": ["tr-rmport-rr-loop"],
 }
 
 
