@@ -25,11 +25,15 @@ KNOWN_MISSES = {
     # numa through port 1 going non-optimized on 6.1: a non-optimized port still serves I/O, and the host
     # keeps sending to it until its ANA log work has run (150-200 I/Os, ~0.2 s, between the snapshots
     # around the event); the model switches at the event
-    ("6.1", "ev-ana-nonopt-numa"): "kernel 0.621 / 0.379, model 0.567 / 0.433",
+    ("6.1", "ev-ana-nonopt-numa"): "kernel 0.621 / 0.379, model 0.582 / 0.418 (with the traced ANA log read)",
     # numa through a removed port, traced (2 repeats, 0.714 and 0.624 on port 1): after the event both agree
     # (0 / 1); the overall share is 0.1 off, far more than the 14-34 ms port 1 kept completing after the
     # unlink; not explained yet (the untraced ev-rmport-numa is within 0.013)
     ("6.12", "tr-rmport-numa"): "kernel 0.669 / 0.331, model 0.568 / 0.432",
+    # the same in 6.1's traced numa cells: the kernel has 0.04 more on port 1 than the model (the round-robin
+    # traced cells agree within 0.01, so the event's time in fio's run is not the whole story)
+    ("6.1", "tr-rmport-numa"): "kernel 0.629 / 0.371, model 0.591 / 0.409",
+    ("6.1", "tr-ana-inacc-numa"): "kernel 0.612 / 0.388, model 0.571 / 0.429",
 }
 
 

@@ -227,7 +227,9 @@ def compare(cells: List[dict], seed: int = 1) -> List[dict]:
             trs = [r.get("transition") for r in c.get("repeats", [])]
             if trs and all(trs):
                 row["transition"] = transition_row(c, trs, m)
-            diffs += [abs(c["mean_share_after"][p] - m["shares_after"].get(p, 0.0)) for p in c["mean_share_after"]]
+            if c["mean_share_after"]:     # None: fio had ended before the after-event snapshot in every repeat
+                diffs += [abs(c["mean_share_after"][p] - m["shares_after"].get(p, 0.0))
+                          for p in c["mean_share_after"]]
         row["max_diff"] = max(diffs)
         row["ok"] = row["max_diff"] <= TOLERANCE and row["kernel_errors"] == row["model_errors"]
         rows.append(row)

@@ -429,9 +429,9 @@ def collect(runs_dir: str = RUNS, results: str = RESULTS) -> List[dict]:
         c["fio_errors"] = [r.get("fio_errors") for r in reps]
         if c["event"] != "none":
             # a repeat whose fio ended before the after-event snapshot has no after-event shares
-            after = [r for r in reps if r.get("ios_after")] or reps
+            after = [r for r in reps if r.get("ios_after")]
             c["mean_share_after"] = {p: round(sum(r["shares_after"].get(p, 0) for r in after) / len(after), 4)
-                                     for p in ports}
+                                     for p in ports} if after else None
             c["stall_max_gap_ms"] = [r.get("stall_max_gap_ms") for r in reps]
             at = [r["event_at_fio_s"] for r in reps if r.get("event_at_fio_s") is not None]
             c["mean_event_at_fio_s"] = round(sum(at) / len(at), 3) if at else None
