@@ -25,7 +25,15 @@ KNOWN_MISSES = {
     # numa through port 1 going non-optimized on 6.1: a non-optimized port still serves I/O, and the host
     # keeps sending to it until its ANA log work has run (150-200 I/Os, ~0.2 s, between the snapshots
     # around the event); the model switches at the event
-    ("6.1", "ev-ana-nonopt-numa"): "kernel 0.621 / 0.379, model 0.567 / 0.433",
+    ("6.1", "ev-ana-nonopt-numa"): "kernel 0.621 / 0.379, model 0.582 / 0.418 (with the traced ANA log read)",
+    # numa through a removed port, traced (2 repeats, 0.714 and 0.624 on port 1): after the event both agree
+    # (0 / 1); the overall share is 0.1 off, far more than the 14-34 ms port 1 kept completing after the
+    # unlink; not explained yet (the untraced ev-rmport-numa is within 0.013)
+    ("6.12", "tr-rmport-numa"): "kernel 0.669 / 0.331, model 0.568 / 0.432",
+    # the same in 6.1's traced numa cells: the kernel has 0.04 more on port 1 than the model (the round-robin
+    # traced cells agree within 0.01, so the event's time in fio's run is not the whole story)
+    ("6.1", "tr-rmport-numa"): "kernel 0.629 / 0.371, model 0.591 / 0.409",
+    ("6.1", "tr-ana-inacc-numa"): "kernel 0.612 / 0.388, model 0.571 / 0.429",
 }
 
 
@@ -81,16 +89,16 @@ def test_every_lab_cell_within_tolerance_or_a_known_miss():
 
 
 def test_recovery_and_ana_log_read_come_from_the_single_port_traced_cells():
-    # C1-rmport: the last request cancelled (HOST_ABORTED) per repeat, the median; C1-ana-nonopt: the second
-    # admin completion after the change (the AER carrying the notice, then the Get Log Page), the median
+    # C1-rmport: the last request cancelled (HOST_ABORTED) per repeat, the median; C1-ana-nonopt: the first
+    # admin completion after the change (the Get Log Page; the AER's completion is not traced), the median
     cells = [{"kernel": "6.1", "cell": "C1", "transport": "tcp", "repeats": [{"fio_iops": 1000.0}]},
              {"kernel": "6.1", "cell": "C1-rmport", "transport": "tcp",
               "repeats": [{"transition": {"last_failed_ms": 9.0}}, {"transition": {"last_failed_ms": 30.0}},
                           {"transition": {"last_failed_ms": 12.5}}]},
              {"kernel": "6.1", "cell": "C1-ana-nonopt", "transport": "tcp",
-              "repeats": [{"transition": {"admin_lost_ms": [1.0, 40.0]}},
-                          {"transition": {"admin_lost_ms": [2.0, 60.0, 61.0]}},
-                          {"transition": {"admin_lost_ms": [3.0]}}]}]
+              "repeats": [{"transition": {"admin_lost_ms": [40.0, 41.0]}},
+                          {"transition": {"admin_lost_ms": [60.0, 61.0]}},
+                          {"transition": {"admin_lost_ms": []}}]}]
     g = vn.fit_guests(cells)[("6.1", "tcp")]
     assert g.recovery_ns == 12_500_000
     assert g.ana_log_ns == 60_000_000        # the median of 40 and 60 (the third repeat saw no log read)

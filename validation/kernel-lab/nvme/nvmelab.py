@@ -82,7 +82,8 @@ BATCHES = {
     "events": ["ev-ana-inacc-rr", "ev-ana-nonopt-numa", "ev-rmport-rr", "ev-rmport-numa"],
     "loop": ["L2-rr", "L2-qd", "ev-rmport-rr-loop"],
     "transitions": ["C1-rmport", "C1-ana-nonopt", "tr-rmport-rr", "tr-rmport-numa", "tr-ana-inacc-rr", "tr-ana-inacc-numa",
-                    "tr-ana-nonopt-numa", "tr-rmport-rr-loop", "tq-A2-qd", "tq-L2-qd"],
+                    "tr-ana-nonopt-numa", "tq-A2-qd", "tq-L2-qd"],
+    "transitions-loop": ["tr-rmport-rr-loop"],
 }
 
 
@@ -427,8 +428,10 @@ def collect(runs_dir: str = RUNS, results: str = RESULTS) -> List[dict]:
         c["mean_share"] = {p: round(sum(r["shares"].get(p, 0) for r in reps) / len(reps), 4) for p in ports}
         c["fio_errors"] = [r.get("fio_errors") for r in reps]
         if c["event"] != "none":
-            c["mean_share_after"] = {p: round(sum(r["shares_after"].get(p, 0) for r in reps) / len(reps), 4)
-                                     for p in ports}
+            # a repeat whose fio ended before the after-event snapshot has no after-event shares
+            after = [r for r in reps if r.get("ios_after")]
+            c["mean_share_after"] = {p: round(sum(r["shares_after"].get(p, 0) for r in after) / len(after), 4)
+                                     for p in ports} if after else None
             c["stall_max_gap_ms"] = [r.get("stall_max_gap_ms") for r in reps]
             at = [r["event_at_fio_s"] for r in reps if r.get("event_at_fio_s") is not None]
             c["mean_event_at_fio_s"] = round(sum(at) / len(at), 3) if at else None
@@ -441,7 +444,10 @@ def collect(runs_dir: str = RUNS, results: str = RESULTS) -> List[dict]:
 
 def _cell_doc(series, name):
     t, delays, ana, pol, depth, rt, ev, at = CELLS[name][:8]
+    traced = len(CELLS[name]) > 8 and "trace" in CELLS[name][8].split(",")
     return {"kernel": series, "cell": name, "transport": t, "delays_us": list(delays),
+            # a traced cell's after-event snapshot comes 1.5 s after the event (guest/main.sh)
+            "after_from_event_s": 1.5 if traced else 0.0,
             "ana": [ANA[a] for a in ana], "iopolicy": pol, "iodepth": depth, "runtime_s": rt, "event": ev,
             "event_at_s": at, "repeats": []}
 
