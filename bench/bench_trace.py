@@ -9,7 +9,10 @@ completion events per I/O) and blkparse text of the same events, then measures, 
   1. reading each format through the replay's io pieces (workload/trace_replay.py): I/Os per CPU second
      and peak memory (max RSS) for the small and the large trace;
   2. replaying the iolog as a job (read_iolog, replay_no_stall=1, iodepth 32 over 4 service-time
-     paths) in the Python engine: simulated I/Os per CPU second and peak memory, small and large.
+     paths) in the Python engine: simulated I/Os per CPU second and peak memory, small and large;
+  3. an ordinary fio job (no trace) of the small count on the same paths and depth, in the Python engine
+     and in the compiled core: what the engine costs per I/O without a trace (a replay runs in the
+     Python engine: the core has no trace feed, see docs/traces.md).
 Rates are per CPU second of the measuring process (time.process_time), so a busy machine slows the
 run but not the figures much.
 Target: memory flat in the trace length (the large trace's peak RSS within 1.1x of the small one's):
@@ -88,10 +91,12 @@ def write_traces(directory: str, n: int) -> dict:
 
 
 def _fresh(code: str) -> dict:
-    """Run CODE in a fresh interpreter; it prints a JSON dict; add its max RSS (KiB)."""
-    prog = ("import sys, json, time, resource; sys.path.insert(0, %r)\n%s\n"
-            "out['rss_kib'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\nprint(json.dumps(out))"
-            % (SRC, code))
+    """Run CODE in a fresh interpreter; it prints a JSON dict; add its peak RSS (KiB). The peak is VmHWM
+    of /proc/self/status, the process's own: getrusage's ru_maxrss keeps across execve the peak of the
+    process forked from this one, so every child would report at least this process's size."""
+    prog = ("import sys, json, time, re; sys.path.insert(0, %r)\n%s\n"
+            "out['rss_kib'] = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
+            "print(json.dumps(out))" % (SRC, code))
     p = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, check=True)
     return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -116,6 +121,22 @@ out = {'ios': res.completed, 'per_s': res.completed / (time.process_time() - t),
        'shares': res.shares}""" % (path, topo))
 
 
+def job_run(n: int, topo: str, engine: str) -> dict:
+    """The same topology and depth with an ordinary fio job of N I/Os (no trace), on ENGINE: what the
+    engine costs per I/O without a trace, and what the compiled core would allow a trace feed."""
+    return _fresh("""
+import os
+os.environ['MPATHLAB_ENGINE'] = %r
+from mpathlab.runner import run_simulation
+from mpathlab.topology import load_topology
+from mpathlab.workload.fio import parse_fio
+jobs = parse_fio('[r]\\nrw=randrw\\nrwmixread=75\\nbs=4k\\nnumber_ios=%d\\nsize=4g\\nioengine=libaio\\niodepth=32\\n')
+t = time.process_time()
+res = run_simulation(load_topology(%r), jobs)
+out = {'ios': res.completed, 'per_s': res.completed / (time.process_time() - t), 'engine': res.engine}""" % (
+        engine, n, topo))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
@@ -123,40 +144,50 @@ def main():
     ap.add_argument("--sizes", metavar="SMALL,LARGE", help="the two trace lengths (default 1000000,10000000)")
     ap.add_argument("--formats", default="iolog,blktrace,txt", help="formats to read (default: %(default)s; "
                     "empty: none)")
-    ap.add_argument("--no-replay", action="store_true", help="only read the traces")
+    ap.add_argument("--no-replay", action="store_true", help="do not replay the iolog")
+    ap.add_argument("--no-baseline", action="store_true", help="do not run the ordinary job (no trace)")
     a = ap.parse_args()
     small, large = (100_000, 1_000_000) if a.quick else (1_000_000, 10_000_000)
     if a.sizes:
         small, large = (int(x) for x in a.sizes.split(","))
     out: dict = {"small": small, "large": large}
+    formats = [k for k in a.formats.split(",") if k]
     with tempfile.TemporaryDirectory(prefix="mpathlab-bench-trace-") as d:
         topo = os.path.join(d, "t.toml")
         with open(topo, "w") as f:
             f.write(TOPO)
-        t = time.perf_counter()
-        traces = {n: write_traces(d, n) for n in (small, large)}
-        print("generated %d and %d I/Os in three formats (%.0f s; %s MB on disk)"
-              % (small, large, time.perf_counter() - t,
-                 sum(os.path.getsize(p) for ps in traces.values() for p in ps.values()) >> 20))
-        print("\n== reading a trace into io pieces (fresh process each)")
-        print("%-10s %14s %14s %12s %12s %8s" % ("format", "I/O/s small", "I/O/s large", "RSS small", "RSS large",
-                                                 "ratio"))
-        for kind in [k for k in a.formats.split(",") if k]:
+        if formats or not a.no_replay:
+            t = time.perf_counter()
+            traces = {n: write_traces(d, n) for n in (small, large)}
+            print("generated %d and %d I/Os in three formats (%.0f s; %s MB on disk)"
+                  % (small, large, time.perf_counter() - t,
+                     sum(os.path.getsize(p) for ps in traces.values() for p in ps.values()) >> 20))
+        if formats:
+            print("\n== reading a trace into io pieces (fresh process each)")
+            print("%-10s %14s %14s %12s %12s %8s" % ("format", "I/O/s small", "I/O/s large", "RSS small",
+                                                     "RSS large", "ratio"))
+        for kind in formats:
             s, l_ = read_run(traces[small][kind]), read_run(traces[large][kind])
             assert s["pieces"] == small and l_["pieces"] == large, (kind, s, l_)
             out["read_" + kind] = {"small": s, "large": l_}
             print("%-10s %14.0f %14.0f %9d KiB %9d KiB %7.2fx" % (kind, s["per_s"], l_["per_s"], s["rss_kib"],
                                                                  l_["rss_kib"], l_["rss_kib"] / s["rss_kib"]))
-        if a.no_replay:
-            return print(json.dumps(out, indent=2)) if a.json else None
-        print("\n== replaying the iolog as a job (replay_no_stall, iodepth 32, 4 paths, service-time)")
-        s, l_ = replay_run(traces[small]["iolog"], topo), replay_run(traces[large]["iolog"], topo)
-        assert s["ios"] == small and l_["ios"] == large, (s["ios"], l_["ios"])
-        out["replay"] = {"small": s, "large": l_}
-        print("%s engine: %d I/Os at %.0f I/O/s, %d KiB; %d I/Os at %.0f I/O/s, %d KiB (x%.2f RSS for 10x the I/Os)"
-              % (l_["engine"], small, s["per_s"], s["rss_kib"], large, l_["per_s"], l_["rss_kib"],
-                 l_["rss_kib"] / s["rss_kib"]))
-        print("shares (large): %s" % ", ".join("%s %.3f" % kv for kv in sorted(l_["shares"].items())))
+        if not a.no_replay:
+            print("\n== replaying the iolog as a job (replay_no_stall, iodepth 32, 4 paths, service-time)")
+            s, l_ = replay_run(traces[small]["iolog"], topo), replay_run(traces[large]["iolog"], topo)
+            assert s["ios"] == small and l_["ios"] == large, (s["ios"], l_["ios"])
+            out["replay"] = {"small": s, "large": l_}
+            print("%s engine: %d I/Os at %.0f I/O/s, %d KiB; %d I/Os at %.0f I/O/s, %d KiB (x%.2f RSS for 10x "
+                  "the I/Os)" % (l_["engine"], small, s["per_s"], s["rss_kib"], large, l_["per_s"], l_["rss_kib"],
+                                 l_["rss_kib"] / s["rss_kib"]))
+            print("shares (large): %s" % ", ".join("%s %.3f" % kv for kv in sorted(l_["shares"].items())))
+        if not a.no_baseline:
+            print("\n== the same paths and depth, an ordinary job of %d I/Os (randrw 75/25, 4k), no trace" % small)
+            for engine in ("python", ""):
+                r = job_run(small, topo, engine)
+                assert r["ios"] == small, r
+                out["job_" + (engine or "default")] = r
+                print("%s engine: %.0f I/O/s, %d KiB" % (r["engine"], r["per_s"], r["rss_kib"]))
     if a.json:
         print(json.dumps(out, indent=2))
 

@@ -162,6 +162,22 @@ def test_same_results_with_steal(mode, selector):
 
 
 @pytest.mark.parametrize("mode", ["rq", "bio"])
+@pytest.mark.parametrize("selector", ["round-robin", "queue-length", "historical-service-time"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_same_results_with_timers_firing_late_together(mode, selector, seed):
+    """HostModel.timer_fires (completions due while the timers' vCPU is away fire when it is back),
+    with tags, schedulers, CPU costs and steal: the same run from both engines, seed by seed."""
+    from mpathlab.sim.host import HostModel
+    table, paths = make(selector, mode, k=4, dist="const")
+    _tagged(paths, [2, 0, 3, 0], ["none", "none", "mq-deadline", "none"])
+    compare(table, paths, "[a]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=16\nnumber_ios=2000\n",
+            host=HostModel(2, 20_000, 30_000, timer_away_ns=180_000, timer_period_ns=400_000), seed=seed)
+    compare(table, paths, "[a]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=8\nruntime=20ms\ntime_based\n",
+            host=HostModel(1, 20_000, 30_000, steal=0.2, steal_period_ns=700_000, timer_away_ns=250_000,
+                           timer_period_ns=600_000), seed=seed)
+
+
+@pytest.mark.parametrize("mode", ["rq", "bio"])
 def test_same_results_cut_short_with_io_held_in_queues(mode):
     from mpathlab.sim.host import HostModel
     table, paths = make("service-time", mode, k=1)

@@ -98,7 +98,7 @@ def _doc(**mp):
     (lambda d: d["multipath"].update(hz=123), "hz must be one of"),
     (lambda d: d["multipath"].update(hst_select_clock="tsc"), "hst_select_clock must be"),
     (lambda d: d["paths"]["sda"].update(faults=[{"at": "1s"}]), "needs at and action"),
-    (lambda d: d["paths"]["sda"].update(faults=[{"at": "1s", "action": "explode"}]), "fault action must be"),
+    (lambda d: d["paths"]["sda"].update(faults=[{"at": "1s", "action": "explode"}]), "faults[0].action must be one of"),
     (lambda d: d.update(extra={}), "unknown section(s) extra"),
 ])
 def test_topology_errors(mutate, msg):

@@ -17,70 +17,58 @@ RESULTS = os.path.join(ROOT, validate.DEFAULT_RESULTS)
 # mean), each explained in docs/validation.md "Known misses".  A cell leaves this list when it
 # is predicted; a new miss fails the test.
 KNOWN_MISSES = {
-    # unlimited tags, depth 64, CPU-bound: the kernel's slow path keeps 0.06-0.075 because other
-    # tenants took the vCPU for milliseconds (measured steal); the prediction has no steal
-    ("6.1", "T4u historical-service-time bio d64"),
-    ("6.1", "T4u historical-service-time mq d64"),
-    # same completion time, different tags, bio-based HST: the one submitter sleeping on a full
-    # path makes HST bistable (docs/validation.md "The same-latency / different-depth class");
-    # the model falls into the other state or a different mix in these cells
-    ("6.1", "D1-8 historical-service-time bio d64"),
-    ("6.1", "D4-16 historical-service-time bio d64"),
-    ("6.1", "D8-32 historical-service-time bio d48"),
-    ("6.12", "D4-16 historical-service-time bio d64"),
-    ("6.12", "D8-32 historical-service-time bio d48"),
-    # the class with 3 and 4 paths (cells that arrived after the model was final): bio-based HST
-    # on D1-2-4-8 learns the 8-tag path in the kernel (0.715 on 6.1; 6.12's repeats 0.63 / 0.44),
-    # the model spreads it; request-based HST on D1-4-16 gives the 16-tag path 0.71-0.74, the model 0.77-0.81
-    ("6.1", "D1-2-4-8 historical-service-time bio d64"),
-    # request-based HST on D1-2-4-8 with its fourth 6.1 repeat: the 8-tag path 0.561 in the
-    # kernel (sd 0.027, two standard errors 0.027), 0.530 predicted (0.032 off)
-    ("6.1", "D1-2-4-8 historical-service-time mq d64"),
-    ("6.12", "D1-2-4-8 historical-service-time bio d64"),
-    ("6.1", "D1-4-16 historical-service-time mq d32"),
-    ("6.12", "D1-4-16 historical-service-time mq d32"),
-    # wide kernel repeat spread (two standard errors count from 3 repeats)
-    ("6.12", "D1-4-16 historical-service-time bio d32"),
-    # held-out topologies (run before the freeze, read after it): HST on paths of different depths,
-    # and different completion times with tags (H4, H6), predicted too one-sided
-    ("6.1", "H2 historical-service-time bio d48"),
+    # historical-service-time where the paths differ in depth or completion time, first set (3+
+    # kernel repeats): the model still gives the fast or deep path a little less (H3 bio, H4 bio,
+    # D1-4-16 bio on 6.1; H1, H2, H4, D4-16 bio on 6.12) or the slow path too much (H3 mq 6.12)
+    ("6.1", "D1-4-16 historical-service-time bio d32"),
+    ("6.1", "H3 historical-service-time bio d16"),
     ("6.1", "H4 historical-service-time bio d32"),
+    ("6.12", "D4-16 historical-service-time bio d64"),
+    ("6.12", "H1 historical-service-time bio d24"),
+    ("6.12", "H2 historical-service-time bio d48"),
+    ("6.12", "H3 historical-service-time mq d16"),
     ("6.12", "H4 historical-service-time bio d32"),
-    ("6.1", "H4 historical-service-time mq d32"),
     ("6.12", "H4 historical-service-time mq d32"),
-    ("6.1", "H6 historical-service-time bio d8"),
-    ("6.12", "H6 historical-service-time bio d8"),
-    # 6.12's T4q grid ran in the slow session; round-robin's slow path gets 0.126 against 0.090
-    ("6.12", "T4q round-robin mq d64"),
-    # request-based, the shallow path gets more than its tag share in the kernel (0.231 for 0.2 of
-    # the tags); 6.12 agrees with the model (0.211)
-    ("6.1", "D4-16 historical-service-time mq d64"),
     # SCSI paths (scsi_debug LUNs with queue_depth 2 and 8), request-based HST: the kernel gives the
-    # 8-deep LUN 0.60 (2 repeats, 0.53 and 0.67), the model 0.96 (docs/scsi-paths.md)
+    # 8-deep LUN 0.60 (2 repeats, 0.53 and 0.67), the model 0.47 (docs/scsi-paths.md)
     ("6.1", "S1 historical-service-time mq d16"),
-    # the second held-out set (H7-H12: defined and committed with the model frozen, then run once per
-    # kernel, read after): historical-service-time on paths of different latencies or depths, the
-    # model starving the slow path the kernel keeps in play (or the other way); st/ql all within
-    ("6.12", "H7 historical-service-time bio d32"),
-    ("6.12", "H8 historical-service-time mq d24"),
-    ("6.12", "H10 historical-service-time mq d48"),
-    ("6.12", "H11 historical-service-time bio d16"),
-    ("6.12", "H11 historical-service-time mq d16"),
-    ("6.12", "H12 historical-service-time bio d40"),
-    # the same set on 6.1 (one repeat, 12-05 07:20 UTC, its calibration in the same boot): one of the
-    # session's two c0 depth-64 runs ran at a quarter of the other's rate under host contention, so its
-    # guest costs 476 us per I/O and the prediction caps near 2100 IOPS where the kernel ran 2000-5000
-    ("6.1", "H7 historical-service-time bio d32"),
+    ("6.12", "S1 historical-service-time mq d16"),
+    # SCSI paths, a host limit: two LUNs share a host of can_queue 4, the third has a host of its own
+    # (compared per group since the shared-host LUNs are no longer lumped with the lone one). HST gives
+    # the lone LUN about half (0.50-0.55) in the kernel; on 6.12 the model gives it less bio-based and
+    # request-based (6.1's bio cell is predicted since completions end at the interrupt); rr/ql/st agree
+    ("6.12", "S2 historical-service-time bio d32"),
+    ("6.12", "S2 historical-service-time mq d32"),
+    # 6.12's T4q grid ran in the slow session; round-robin's slow path gets 0.126 against 0.091, and
+    # HST's 16 ms path 0.011 against 0.061
+    ("6.12", "T4q round-robin mq d64"),
+    ("6.12", "T4q historical-service-time mq d64"),
+    # the second held-out set (H7-H12: defined and committed with the model frozen, then run per
+    # kernel, read after): historical-service-time, and queue-length on H11 on 6.12 (1 ms and 4 ms,
+    # unlimited tags: the 1 ms path 0.74 in the kernel, 0.70 predicted). Two repeats per kernel; on 6.1
+    # from two sessions far apart in host load (timers 344 us and 3.3 ms late): the kernel's own repeats
+    # differ by up to 0.27 there, and with two repeats the tolerance stays 0.03 (service-time H7 mq, H12 mq)
     ("6.1", "H7 historical-service-time mq d32"),
-    ("6.1", "H8 historical-service-time mq d24"),
+    ("6.1", "H7 historical-service-time bio d32"),
+    ("6.1", "H7 service-time mq d32"),
+    ("6.1", "H8 historical-service-time bio d24"),
     ("6.1", "H9 historical-service-time bio d16"),
-    ("6.1", "H10 historical-service-time bio d48"),
-    ("6.1", "H10 historical-service-time mq d48"),
-    ("6.1", "H11 queue-length mq d16"),
+    ("6.1", "H9 historical-service-time mq d16"),
     ("6.1", "H11 historical-service-time bio d16"),
     ("6.1", "H11 historical-service-time mq d16"),
+    ("6.1", "H12 service-time mq d40"),
+    ("6.1", "H10 historical-service-time bio d48"),
+    ("6.1", "H10 historical-service-time mq d48"),
     ("6.1", "H12 historical-service-time bio d40"),
-    ("6.1", "H12 historical-service-time mq d40"),
+    ("6.12", "H8 historical-service-time mq d24"),
+    ("6.12", "H12 historical-service-time bio d40"),
+    ("6.12", "H12 historical-service-time mq d40"),
+    ("6.12", "H10 historical-service-time bio d48"),
+    ("6.12", "H10 historical-service-time mq d48"),
+    ("6.12", "H11 queue-length bio d16"),
+    ("6.12", "H11 queue-length mq d16"),
+    ("6.12", "H11 historical-service-time bio d16"),
+    ("6.12", "H11 historical-service-time mq d16"),
 }
 
 
@@ -157,21 +145,42 @@ def _d14(selector, guest):
     return validate.simulate_cell(c, 4.0, guest=guest).shares
 
 
-def test_timer_jitter_breaks_the_bio_lock_step():
-    """Two 5 ms paths with 1 and 4 tags, bio-based, one fio job at depth 16.  With a constant
-    completion time the one submitter locks into a cycle: it sleeps for the 1-tag path's tag,
-    is woken by that path's completion at the same instant as the 4-tag path's one I/O
-    completes, and HST sees two paths with one I/O each and the same history: one I/O per path
-    per cycle, shares 0.5.  The kernel's timers jitter, the 4-tag path sometimes gets two I/Os in
-    a row, their close completions lower its estimate, and HST then keeps it full: its 4 tags
-    against the other's 1 give 0.8 (the kernel: 0.197 / 0.803 on 6.1, 0.196 / 0.804 on 6.12).
-    Queue-length has no history to learn: 0.5 either way (the kernel: 0.500)."""
+def test_bio_depth_class_learnt_from_completions_ended_at_the_interrupt():
+    """Two 5 ms paths with 1 and 4 tags, bio-based, one fio job at depth 16 (the kernel: 0.197 /
+    0.803 on 6.1, 0.196 / 0.804 on 6.12).  The one submitter sleeps for the 1-tag path's tag; the
+    device's completion ends the I/O in dm at once (the hrtimer callback's blk_mq_end_request ->
+    bio_endio -> dm's clone_endio -> the selector's end_io), frees the tag and wakes the task, and
+    the 4-tag path's I/O completing at the same instant has been ended too before the woken task
+    maps again.  So the 4-tag path is seen completing I/O close together, its average drops, and
+    HST keeps it full: 4 tags against 1 give 0.8, with constant completion times and with the
+    guest's late timers alike.  (With the completion ended only after its CPU time, as the model
+    did before, the task and the two paths locked into one I/O per path per cycle, 0.5.)
+    Queue-length has no history to learn: 0.5 (the kernel: 0.500)."""
     steady = validate.Guest("6.1", 57_000, 30_000, 0, [])
-    jitter = validate.Guest("6.1", 57_000, 30_000, 440_000, [])
-    # (0.45 in 4 s: HST's first cycles, while its averages still climb from 1 ns, are not yet locked)
-    assert 0.4 < _d14("historical-service-time", steady)["p0"] <= 0.5
-    assert abs(_d14("historical-service-time", jitter)["p0"] - 0.2) < 0.02
-    assert abs(_d14("queue-length", jitter)["p0"] - 0.5) < 0.01
+    late = validate.Guest("6.1", 57_000, 30_000, 440_000, [])
+    assert abs(_d14("historical-service-time", steady)["p0"] - 0.2) < 0.02
+    assert abs(_d14("historical-service-time", late)["p0"] - 0.2) < 0.02
+    assert abs(_d14("queue-length", late)["p0"] - 0.5) < 0.01
+
+
+def test_guest_timers_fire_late_together():
+    """The guest's lateness as the host makes it: the timers' vCPU is away for a stretch of every
+    period (validate.TIMER_PERIOD_NS), so timers due in that stretch all fire when it ends; the
+    stretch is set so that a timer due at a random instant is late by the fitted mean."""
+    g = validate.Guest("6.1", 57_000, 30_000, 338_000, [])
+    h = g.host()
+    period, away = h.timer_period_ns, h.timer_away_ns
+    assert period == validate.TIMER_PERIOD_NS and away == round((2 * period * 338_000) ** 0.5)
+    dues = range(0, 600 * period, 997)          # a grid that walks through every phase of the period
+    fired = [h.timer_fires(t, seed=1) for t in dues]
+    assert all(f >= t and f - t <= away for t, f in zip(dues, fired))
+    assert abs(sum(f - t for t, f in zip(dues, fired)) / len(fired) - 338_000) < 15_000
+    # late timers come together: every late one fires at the end of its period's stretch
+    late = {f for t, f in zip(dues, fired) if f > t}
+    assert len(late) <= 600
+    # each seed places the stretches differently; no lateness, no change
+    assert [h.timer_fires(t, seed=2) for t in dues] != fired
+    assert validate.Guest("6.1", 57_000, 30_000, 0, []).host().timer_fires(12_345) == 12_345
 
 
 def test_guest_per_session():

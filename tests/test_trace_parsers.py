@@ -1,5 +1,6 @@
 """The trace readers (mpathlab.workload.trace_*): write -> read round trips, truncation and garbage
-(hypothesis), real fio iologs, and blktrace files read by the real blkparse (text and -d merge)."""
+(hypothesis), real fio iologs, blktrace files read by the real blkparse (text and -d merge), and a real
+kernel's blktrace with blkparse's text and fio's iolog of the same run."""
 import io
 import os
 import struct
@@ -8,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import require
-from mpathlab.workload.trace import (TA_COMPLETE, TC_AHEAD, TC_DISCARD, TC_FLUSH, TC_FUA, TC_META, TC_READ,
-                                     TC_SYNC, TC_WRITE, BlkEvent, IologEntry, TraceError)
+from mpathlab.workload.trace import (TA_COMPLETE, TA_QUEUE, TC_AHEAD, TC_DISCARD, TC_FLUSH, TC_FUA, TC_META,
+                                     TC_NOTIFY, TC_READ, TC_SYNC, TC_WRITE, BlkEvent, IologEntry, TraceError, tc_act)
 from mpathlab.workload.trace_blktrace import (format_blkparse_line, merge_by_time, pack_event, percpu_files,
                                               read_blkparse, read_blktrace, read_blktrace_set, write_blktrace)
 from mpathlab.workload.trace_iolog import FILE_ACTIONS, read_iolog, write_iolog
-from mpathlab.workload.trace_replay import find_source
+from mpathlab.workload.trace_replay import IO, IOLOG_DDIRS, ReplayOptions, find_source, open_pieces
 from trace_util import DATA, percpu_events, write_percpu, blkparse
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -279,3 +280,33 @@ def test_gzip_compressed_traces_read_the_same_and_damage_is_one_line(tmp_path, n
     with pytest.raises(TraceError) as e:
         list(open_pieces(find_source(str(gz), "."), ReplayOptions()))
     assert str(gz) in str(e.value) and "\n" not in str(e.value)
+
+
+# -- a real kernel's blktrace (tests/data/traces/kernel-6.1-dm-scsi/README.md) -------------------------
+
+KERNEL = os.path.join(DATA, "kernel-6.1-dm-scsi")
+
+
+@pytest.mark.parametrize("dev, queued", [("dm-0", 29), ("sda", 0)])
+def test_kernel_blktrace_is_blkparses_text(dev, queued):
+    """The 6.1 guest's per-CPU files read into the events blkparse printed there, event for event (queue,
+    getrq, insert, plug, unplug, issue, both completions of a request-based dm, remaps on the path), once
+    blktrace's process and timestamp notifications, which blkparse does not print, are set aside."""
+    evs = list(read_blktrace_set(percpu_files(os.path.join(KERNEL, dev))))
+    notify = tc_act(TC_NOTIFY)
+    shown = [e for e in evs if not e.action & notify]
+    assert len(shown) < len(evs)
+    text = list(read_blkparse(os.path.join(KERNEL, dev + ".txt")))
+    assert [_seen(e) for e in text] == [_seen(e, shown[0].time_ns) for e in shown]
+    assert sum(e.action & 0xFFFF == TA_QUEUE for e in shown) == queued
+
+
+def test_kernel_blktrace_queues_are_fios_own_iolog():
+    """The dm device's queue events are the I/O fio logged (write_iolog) in the same run: the same
+    directions, sizes and offsets in the same order, for the 29 I/Os the trace's window held."""
+    src = find_source(os.path.join(KERNEL, "dm-0"), ".")
+    pieces = [p[2:] for p in open_pieces(src, ReplayOptions()) if p[0] == IO]
+    fio = [(IOLOG_DDIRS[e.action], e.length, e.offset) for e in read_iolog(os.path.join(KERNEL, "fio.iolog"))[1]
+           if e.action in IOLOG_DDIRS]
+    assert len(pieces) == 29 and len(fio) == 39
+    assert pieces == fio[:29]

@@ -211,7 +211,7 @@ def test_issue_times_against_fio(tmp_path, scale):
     each I/O's issue time. The simulation issues each I/O exactly the trace's gap (scaled) after the previous
     one, in the same order as fio. fio's sleeps (usec_sleep) can only run long, and it makes up an overrun on
     the next gap at most (iolog_delay's time_offset), so no I/O of fio's is earlier than the simulated
-    schedule by more than fio's 1 ms resolution. How late fio is depends on the machine: on a quiet one its
+    schedule by more than the lateness before it and fio's 1 ms resolution. How late fio is depends on the machine: on a quiet one its
     gaps are the trace's to the millisecond; at nice 19 on a loaded one its sleeps overrun by tens of ms."""
     t, lines = _gap_trace(tmp_path)
     j = _fio(tmp_path, ["--name=r", "--ioengine=null", "--read_iolog=%s" % t, "--write_lat_log=f",
@@ -231,9 +231,11 @@ def test_issue_times_against_fio(tmp_path, scale):
     assert order == offsets                        # fio issued (and completed) them in the trace's order
     want_gaps = [int((b - a) * (100.0 / scale)) for a, b in zip(trace_us, trace_us[1:])]
     assert [(b - a) // 1000 for a, b in zip(sim, sim[1:])] == want_gaps
-    # both clocks start with the job (fio's log times are whole ms since it started: at most 1 ms short)
+    # both clocks start with the job (fio's log times are whole ms since it started: at most 1 ms short);
+    # fio takes a late sleep's excess off the next gap, so it is early by at most the lateness before
     late_ms = [fio_ms[o] - s / 1e6 for o, s in zip(offsets, sim)]
-    assert min(late_ms) >= -1.0, late_ms
+    for i, late in enumerate(late_ms):
+        assert late >= -1.0 - max([0.0] + late_ms[:i]), late_ms
 
 
 def test_clones_take_the_names_in_turn_and_one_cpu_file_is_noted(tmp_path):
@@ -278,8 +280,9 @@ def test_replay_options_issue_what_fio_issues_when_fio_issues_it(tmp_path, opt):
     """fio 3.33 (null engine, depth 1) and the simulation replay the same two-file iolog under each option:
     the same reads and writes (fio drops the trims, "bad ddir: 2", and so does the replay) with the same
     bytes and offsets, in the same order; the simulated issue times are the trace's gaps (scaled, each
-    from the previous record, a dropped trim too, whose own gap is never slept) to the microsecond, and fio's (its log: whole ms) are
-    never earlier than them beyond that millisecond. Under replay_no_stall both issue everything at
+    from the previous record, a dropped trim too, whose own gap is never slept) to the microsecond, and
+    fio's (its log: whole ms) are never earlier than them beyond that millisecond and the lateness fio
+    made up on the way. Under replay_no_stall both issue everything at
     once: the simulation within its 1 us service times, fio well inside the trace's span."""
     t, lines = _mixed_trace(tmp_path)
     opts = [o for o in opt.split("\n") if o]
@@ -314,8 +317,11 @@ def test_replay_options_issue_what_fio_issues_when_fio_issues_it(tmp_path, opt):
         if act in ("read", "write"):
             want.append(due)
     assert [s for s, _, _ in sim] == [w + sim[0][0] - want[0] for w in want]
+    # fio's sleeps only run long, and it takes a late sleep's excess off the next gap (iolog_delay's
+    # time_offset): an I/O of fio's is early by at most the lateness before it, plus its 1 ms resolution
     late_ms = [ms - s / 1e6 for (ms, _, _, _), (s, _, _) in zip(fio_ios, sim)]
-    assert min(late_ms) >= -1.0, late_ms
+    for i, late in enumerate(late_ms):
+        assert late >= -1.0 - max([0.0] + late_ms[:i]), late_ms
 
 
 def test_an_iolog_trim_is_dropped_but_its_time_is_the_last(tmp_path):
@@ -328,3 +334,36 @@ def test_an_iolog_trim_is_dropped_but_its_time_is_the_last(tmp_path):
     (a, da, na), (b, db, nb) = _issues(r)
     assert (da, na, db, nb) == (0, 4096, 0, 4096) and b - a == 10_000_000
     assert r.jobs[0].trim_lat.n == 0
+    notes = parse_fio("[r]\nread_iolog=%s\n" % t).notes
+    assert any("t.iolog:5: an iolog's trim lines are not replayed" in n for n in notes), notes
+
+
+KERNEL = os.path.join(DATA, "kernel-6.1-dm-scsi")     # a real 6.1 blktrace (its README.md)
+
+
+def test_kernel_blktrace_replays_as_fio_replays_it(tmp_path):
+    """fio (null engine, depth 1) replays the dm device's trace as blkparse -d merges it; the simulation
+    replays the same dump and the per-CPU files: the same counts and bytes, and fio issues the I/O the
+    pieces hold (direction, size, offset), in their order."""
+    require("blkparse", "blkparse merges the per-CPU files as fio's HOWTO asks")
+    blkparse(["-i", os.path.join(KERNEL, "dm-0"), "-d", "k.bin", "-o", "/dev/null"], str(tmp_path))
+    j = _fio(tmp_path, ["--name=r", "--ioengine=null", "--iodepth=1", "--read_iolog=k.bin", "--write_lat_log=f",
+                        "--log_offset=1", "--replay_redirect=%s" % (tmp_path / "dev")])
+    fio_ios = [(d, n, off) for _, d, n, off in _fio_log(tmp_path / "f_clat.1.log")]
+    for trace in (str(tmp_path / "k.bin"), os.path.join(KERNEL, "dm-0")):
+        r = _run(tmp_path, "[r]\nread_iolog=%s\niodepth=1\n" % trace, topo=FAST_TOPO)
+        assert _sim_counts(r) == _fio_counts(j)
+        spec = r.jobs[0].spec
+        assert [p[2:] for p in open_pieces(spec.replay_sources[0], spec.replay_options) if p[0] == IO] == fio_ios
+    assert len(fio_ios) == 29
+
+
+def test_a_path_of_a_request_based_map_has_nothing_to_replay(tmp_path, capsys):
+    """The path's trace holds the clones (remap, issue, completion) but no queue event: fio says "found no
+    ios in blktrace data" and exits 1; mpathlab refuses it in one line, exit 3: while taking the trace's
+    depth (it used to run no I/O then, with the depth of 0 the probe found) or, at a given depth, when
+    the replay starts."""
+    topo = write(tmp_path, "t.toml", FAST_TOPO)
+    for extra in ("", "iodepth=1\n"):
+        job = write(tmp_path, "j.fio", "[r]\nread_iolog=%s\n%s" % (os.path.join(KERNEL, "sda"), extra))
+        assert "no read, write or trim to replay" in one_error(capsys, ["run", topo, job])

@@ -71,3 +71,29 @@ def test_bad_results_file_is_one_line_exit_3(tmp_path, capsys):
     p.write_text("{not json")
     assert vf.main([str(p)]) == 3
     assert capsys.readouterr().err.startswith(str(p))
+
+
+def test_every_stored_fault_cell_of_both_kernels():
+    # the lab's own results (validation/kernel-lab/results-faults.json): every cell is predicted or said
+    # to be not modelled; fio's error counts agree wherever the kernel saw errors, and at least 8 cells
+    # are within every check
+    path = os.path.join(os.path.dirname(DATA), "..", "..", "validation", "kernel-lab", "results-faults.json")
+    cells = json.load(open(path))
+    rows = vf.compare(cells)
+    assert {c["kernel"] for c in cells} == {"6.1", "6.12"} and len(rows) == len(cells)
+    modelled = [r for r in rows if "not_modelled" in r or r["checks"]]
+    assert len(modelled) == len(rows)
+    with_errors = [r for r in rows if "kernel" in r and r["kernel"]["fio_errors"]]
+    assert len(with_errors) >= 12 and all(r["checks"]["errors"] for r in with_errors)
+    assert sum(1 for r in rows if r.get("within")) >= 8
+    assert all(len(line) <= 100 for line in vf.markdown(rows).splitlines())
+
+
+@pytest.mark.parametrize("text, says", [('{"a": 1}', "not a list"), ('[{"kernel": "6.1"}]', "cell 1 has no fault"),
+                                        ('[1]', "cell 1 is not an object")])
+def test_results_of_the_wrong_shape_are_one_line_exit_3(tmp_path, capsys, text, says):
+    p = tmp_path / "r.json"
+    p.write_text(text)
+    assert vf.main([str(p)]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith(str(p)) and says in err and err.count("\n") == 1

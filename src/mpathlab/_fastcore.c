@@ -279,8 +279,8 @@ typedef struct {
     int64_t nr_bytes;       /* MpathIO.nr_bytes: the job's bs, or what its IoGen drew */
     int mapped;             /* MpathIO.mapped_once */
     int64_t submit_ns, start_time_ns;
-    int cpu_work;           /* host: WORK_SUBMIT or WORK_COMPLETE while on or waiting for a CPU */
-    int cpu_err;            /* host: WORK_COMPLETE of an I/O that failed on its path (transport error) */
+    int cpu_work;           /* host, while on or waiting for a CPU: WORK_SUBMIT, WORK_COMPLETE (of an I/O that
+                               failed on its path) or WORK_REAP (fio's side of one dm has ended) */
     int scsi_err;           /* EV_SCSI_REJECT: the status scsi_device_state_check gave (ERR_*) */
     int64_t serial;         /* the I/O's number in the run (the key of ScsiDevice.retries) */
     uint64_t dm_start_jiffies;
@@ -364,7 +364,7 @@ static void heap_heapify(heap_t *h)
 }
 
 /* sim/host.py Cpu */
-enum { WORK_SUBMIT = 1, WORK_COMPLETE = 2 };
+enum { WORK_SUBMIT = 1, WORK_COMPLETE = 2, WORK_REAP = 3 };
 
 typedef struct {
     int busy;
@@ -424,6 +424,7 @@ typedef struct {
     int host, ncpus;
     cpu_t *cpus;
     int64_t submit_ns_cost, complete_ns_cost, wake_ns_cost, steal_ns, steal_period_ns;
+    int64_t timer_away_ns, timer_period_ns, timer_seed;   /* HostModel.timer_fires */
     /* faults (Simulation._fault): fail, reinstate (its message goes to the target) and slow; obj of
        EV_FAULT indexes these */
     int nfaults;
@@ -555,6 +556,27 @@ static int64_t service_ns(path_t *p, int64_t nr_bytes)
         st *= p->slow_factor;
     int64_t v = (int64_t)st;
     return v > 0 ? v : 1;
+}
+
+/* host.py mix64: splitmix64's output function */
+static uint64_t mix64(uint64_t x)
+{
+    uint64_t z = x + 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* HostModel.timer_fires: a completion due while the timers' vCPU is away fires when it is back */
+static int64_t timer_fires(sim_t *s, int64_t due)
+{
+    int64_t away = s->timer_away_ns;
+    if (!away)
+        return due;
+    int64_t k = due / s->timer_period_ns;
+    int64_t start = k * s->timer_period_ns + (int64_t)(mix64((uint64_t)k + ((uint64_t)s->timer_seed << 40))
+                                                     % (uint64_t)(s->timer_period_ns - away));
+    return (start <= due && due < start + away) ? start + away : due;
 }
 
 /* -------------------------------------------------------------- selectors */
@@ -1196,6 +1218,8 @@ static int64_t new_io(sim_t *s)
 static int arrive(sim_t *s, int64_t id);
 static int complete_io(sim_t *s, int64_t id);
 static int path_done_ok(sim_t *s, int64_t id);
+static int reap_io(sim_t *s, int64_t id);
+static int cpu_run(sim_t *s, int64_t id, int work);
 static int submit_more(sim_t *s, int ji);
 static int blk_insert(sim_t *s, int64_t id);
 static int blk_start(sim_t *s, int64_t id, path_t *p);
@@ -1841,9 +1865,9 @@ static int cpu_end(sim_t *s, int ci)
         if (dispatch(s, id) < 0) return -1;
         return submit_more(s, ji);
     }
-    if (s->ios[id].cpu_err)                       /* Host._completed */
-        return path_error(s, id, ERR_TRANSPORT);
-    return path_done_ok(s, id);
+    if (s->ios[id].cpu_work == WORK_REAP)         /* Host._reaped */
+        return reap_io(s, id);
+    return path_error(s, id, ERR_TRANSPORT);      /* Host._completed: a failed I/O */
 }
 
 static int arrive(sim_t *s, int64_t id)
@@ -1854,7 +1878,7 @@ static int arrive(sim_t *s, int64_t id)
         return push_ev(s, s->now + p->fail_latency_ns, EV_ERRDONE, id);
     if (p->busy < p->parallelism) {
         p->busy++;
-        return push_ev(s, s->now + service_ns(p, io->nr_bytes), EV_DONE, id);
+        return push_ev(s, timer_fires(s, s->now + service_ns(p, io->nr_bytes)), EV_DONE, id);
     }
     return ring_push(&p->queue, id);
 }
@@ -2313,6 +2337,7 @@ static int submit_more(sim_t *s, int ji)
 
 static int io_done(sim_t *s, int64_t id);
 
+/* Simulation._path_done without an error: dm ends the I/O (the selector's end_io, its tags back) */
 static int complete_io(sim_t *s, int64_t id)
 {
     if (s->nvme)
@@ -2331,18 +2356,27 @@ static int complete_io(sim_t *s, int64_t id)
     return io_done(s, id);
 }
 
-/* the rest of Simulation._path_done for an I/O that completed without an error, and _complete */
+/* the rest of Simulation._path_done for an I/O that completed without an error; fio reaps it (_reap) */
 static int io_done(sim_t *s, int64_t id)
 {
     io_t *io = &s->ios[id];
     path_t *p = &s->paths[io->path];
-    job_t *job = &s->jobs[io->job];
     p->completed++;
+    lat_add(&p->lat, s->now - io->submit_ns);
+    if (s->host && s->complete_ns_cost)          /* Simulation._reap: fio reaps it after the CPU time */
+        return cpu_run(s, id, WORK_REAP);
+    return reap_io(s, id);
+}
+
+/* Simulation._complete without an error: fio has the I/O back */
+static int reap_io(sim_t *s, int64_t id)
+{
+    io_t *io = &s->ios[id];
+    job_t *job = &s->jobs[io->job];
     job->inflight--;
     job->completed++;
     s->completed++;
     int64_t lat = s->now - io->submit_ns;
-    lat_add(&p->lat, lat);
     if (io->ddir == DDIR_READ) {
         lat_add(&job->rlat, lat);
         job->bytes_read += io->nr_bytes;
@@ -3220,13 +3254,12 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
             path_t *p = &s->paths[s->ios[e.obj].path];
             if (p->queue.len) {
                 int64_t nxt = ring_pop(&p->queue);
-                if (push_ev(s, e.t + service_ns(p, s->ios[nxt].nr_bytes), EV_DONE, nxt) < 0)
+                if (push_ev(s, timer_fires(s, e.t + service_ns(p, s->ios[nxt].nr_bytes)), EV_DONE, nxt) < 0)
                     return -1;
             } else {
                 p->busy--;
             }
-            if (s->host && s->complete_ns_cost) {      /* Host.complete */
-                s->ios[e.obj].cpu_err = p->offline;
+            if (s->host && s->complete_ns_cost && p->offline) {    /* Host.complete of a failed I/O */
                 if (cpu_run(s, e.obj, WORK_COMPLETE) < 0) return -1;
             } else if (p->offline) {                    /* Simulation._path_done with a transport error */
                 if (path_error(s, e.obj, ERR_TRANSPORT) < 0) return -1;
@@ -3457,6 +3490,9 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.wake_ns_cost = get_i64(cfg, "wake_cost", &err);
     s.steal_ns = get_i64(cfg, "steal_ns", &err);
     s.steal_period_ns = get_i64(cfg, "steal_period", &err);
+    s.timer_away_ns = get_i64(cfg, "timer_away", &err);
+    s.timer_period_ns = get_i64(cfg, "timer_period", &err);
+    s.timer_seed = get_i64(cfg, "timer_seed", &err);
     s.work_latency = get_i64(cfg, "work_latency", &err);
     s.progress = PyDict_GetItemString(cfg, "progress");
     if (!s.progress) s.progress = Py_None;

@@ -903,7 +903,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, (module, what) in VALIDATIONS.items():
         va = sub.add_parser(name, add_help=False, help="%s (python -m mpathlab.%s)" % (what, module))
-        va.add_argument("args", nargs=argparse.REMAINDER, help="the arguments of python -m mpathlab.%s (--help)" % module)
+        va.add_argument("args", nargs=argparse.REMAINDER,
+                        help="the arguments of python -m mpathlab.%s (--help)" % module)
         va.set_defaults(func=cmd_validate, command=name)
 
     s = sub.add_parser("selectors", help="list the registered path selectors")
@@ -1000,12 +1001,21 @@ def cmd_capture(args) -> int:
         print("mpathlab capture: warning: %s has no '@@ end' line: the script did not finish, its window may be "
               "missing" % args.dump, file=sys.stderr)
     cap = capture.collect(src, args.seconds, conf)
-    print(capture.summary(cap), file=sys.stderr)
     # one file per dm-multipath map and per NVMe subsystem with controllers
     files = [(m.name, capture.write_topology(cap, m, __version__)) for m in cap.maps
              if args.map in (None, m.name)]
     files += [(s["name"], capture.write_nvme_topology(cap, s, __version__)) for s in cap.nvme
               if s["controllers"] and args.map in (None, s["name"])]
+    # a value the dump holds but no kernel gives (a damaged or edited dump) is refused here, before any file is
+    # written, rather than in the run that reads the file
+    from .topology import topology_from_text
+    for name, text in files:
+        try:
+            topology_from_text(text, "%s.toml" % name.replace("/", "_"))
+        except _known_errors() as e:
+            raise InputError("%s: the topology captured for %s is not one mpathlab runs (a value no kernel gives?): "
+                             "%s" % (cap.source, name, e)) from None
+    print(capture.summary(cap), file=sys.stderr)
     if not files:
         why = "; ".join(cap.notes[:2])
         print("mpathlab capture: no dm-multipath map or NVMe subsystem%s on %s: nothing written%s" % (

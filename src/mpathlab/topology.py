@@ -26,7 +26,7 @@
     scheduler = "none"        # "mq-deadline", "kyber", "bfq": scheduler tags as well
     nr_requests = 64          # scheduler tags per hw queue (default 2 x min(hw_queue_depth, 128))
 
-    # kind = "scsi" also takes the faults offline, delete, online and
+    # kind = "scsi" also takes the faults offline, delete, poweroff, online and
     # { at = "1s", action = "error", error = "medium", every_nth = 10 } (sim/scsi.py ERRORS)
     queue_depth = 4           # kind = "scsi": the device's budget (sdev->queue_depth; default unlimited)
     scsi_host = "hba0"        # kind = "scsi": the SCSI host whose can_queue tags it shares (sim/scsi.py)
@@ -54,6 +54,7 @@ Durations take units (ns, us, ms, s); a bare number is ns.
 from __future__ import annotations
 
 import os
+import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 try:
@@ -189,6 +190,8 @@ def parse_faults(items, where: str) -> List[Fault]:
         unknown = set(f) - {"at", "action", "factor", "reinstate_after", "error", "every_nth"}
         if unknown:
             raise TopologyError("%s: unknown key(s) %s" % (w, ", ".join(sorted(unknown))))
+        if not isinstance(f["action"], str) or f["action"] not in Fault.ACTIONS:
+            raise TopologyError("%s.action must be one of %s, not %r" % (w, ", ".join(Fault.ACTIONS), f["action"]))
         factor = f.get("factor", 1.0)
         if not isinstance(factor, (int, float)) or isinstance(factor, bool):
             raise TopologyError("%s.factor must be a number" % w)
@@ -210,7 +213,7 @@ def _fault_error(f: dict, w: str) -> Tuple[str, int]:
             raise TopologyError("%s: error and every_nth belong to action = \"error\"" % w)
         return "", 1
     error = f.get("error")
-    if error not in SCSI_ERRORS and error != "":
+    if not isinstance(error, str) or error not in SCSI_ERRORS and error != "":
         raise TopologyError("%s.error must be one of %s (or \"\" to stop errors), not %r"
                             % (w, ", ".join(SCSI_ERRORS), error))
     nth = f.get("every_nth", 1)
@@ -349,10 +352,32 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
     return topo
 
 
+# The kernel's own bounds of the block-layer keys: blk_mq_alloc_tag_set reduces a tag set's depth to
+# BLK_MQ_MAX_DEPTH (include/linux/blk-mq.h) and its hardware queues to nr_cpu_ids (at most CONFIG_NR_CPUS,
+# 8192 in Debian's kernels); blk_mq_tag_update_depth refuses scheduler tags above MAX_SCHED_RQ
+# (block/blk-mq-sched.h); a host has at most CONFIG_NR_CPUS CPUs.
+WHOLE_MOST = {"hw_queue_depth": (10240, "BLK_MQ_MAX_DEPTH"), "nr_hw_queues": (8192, "CONFIG_NR_CPUS"),
+              "nr_requests": (2048, "MAX_SCHED_RQ"), "cpus": (8192, "CONFIG_NR_CPUS"),
+              "queue_depth": (2 ** 31 - 1, "an int"), "can_queue": (2 ** 31 - 1, "an int")}
+
+
+def _model_int(text: str, label: str, key: str, most: int) -> int:
+    """A whole number of --model DEV,KEY=N: ASCII digits (not int()'s "1_0", "+5" or other scripts' digits)."""
+    t = text.strip()
+    if not re.fullmatch(r"[0-9]{1,20}", t) or not 1 <= int(t) <= most:
+        raise TopologyError("--model %s: %s must be a whole number from 1 to %d, not %r"
+                            % (label, key, most, text[:40]))
+    return int(t)
+
+
 def _whole(v, src: str, section: str, key: str) -> int:
+    most, why = WHOLE_MOST.get(key, (None, ""))
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
         raise TopologyError("%s: [%s] %s must be a whole number >= 1, not %r" % (src, section, key, v),
                             key=(section, key))
+    if most is not None and v > most:
+        raise TopologyError("%s: [%s] %s must be at most %d (%s in the kernel), not %d" % (src, section, key, most,
+                                                                                         why, v), key=(section, key))
     return v
 
 
@@ -400,10 +425,10 @@ def _scsi_hosts(doc, src: str) -> Dict[str, ScsiHostModel]:
 
 
 def _scsi_path(model: PathModel, p: dict, hosts: Dict[str, ScsiHostModel], src: str, where: str) -> None:
-    """queue_depth, scsi_host or a SCSI fault (offline, delete, online, error) make the device of a
-    kind = "scsi" path a SCSI device (sim/scsi.py): budgets, a host's shared tags, device states.
+    """queue_depth, scsi_host or a SCSI fault (offline, delete, poweroff, online, error) make the device
+    of a kind = "scsi" path a SCSI device (sim/scsi.py): budgets, a host's shared tags, device states.
     Without them the path stays the plain model, as before these keys existed.  Another kind takes
-    offline/delete/online as its device failing and coming back (null_blk powered off and on)."""
+    offline/delete/poweroff/online as its device failing and coming back (null_blk powered off, on)."""
     scsi_keys = [k for k in ("queue_depth", "scsi_host") if k in p]
     scsi_faults = [f.action for f in model.faults if f.action in SCSI_FAULTS]
     if p.get("kind") != "scsi" and "error" in scsi_faults:
@@ -523,9 +548,21 @@ def validate_table(topo: Topology) -> None:
 
 
 def load_topology(path: str) -> Topology:
-    # Errors name the file and the line (of the option, for a problem in a value).
-    from .inputs import load_toml, locate_topology_error, toml_key_line, with_line
+    from .inputs import load_toml
     doc, text = load_toml(path, "topology")
+    return _topology_of(doc, text, path)
+
+
+def topology_from_text(text: str, path: str) -> Topology:
+    """The topology of TEXT, as load_topology reads a file of that text at PATH (capture checks what it
+    writes with it)."""
+    from .inputs import loads_toml
+    return _topology_of(loads_toml(text, path, "topology"), text, path)
+
+
+def _topology_of(doc: dict, text: str, path: str) -> Topology:
+    # Errors name the file and the line (of the option, for a problem in a value).
+    from .inputs import locate_topology_error, toml_key_line, with_line
     try:
         return topology_from_dict(doc, os.path.basename(path), os.path.dirname(os.path.abspath(path)))
     except TopologyError as e:
@@ -648,19 +685,14 @@ def topology_from_table(line: str, *, service: str = "exponential:100us", parall
         seen.add(p.dev.devt)
         label = p.dev.label
         ov = overrides.pop(label, None) or overrides.pop(p.dev.name, None) or {}
-        try:
-            par = int(ov.get("parallelism", parallelism))
-        except ValueError:
-            raise TopologyError("--model %s: parallelism must be a whole number" % label) from None
+        par = parallelism
+        if "parallelism" in ov:
+            par = _model_int(ov["parallelism"], label, "parallelism", MAX_PARALLELISM)
         if not 1 <= par <= MAX_PARALLELISM:
-            raise TopologyError("%s: parallelism must be from 1 to 65536, got %d"
-                                % ("--model %s" % label if "parallelism" in ov else "--parallelism", par))
-        try:
-            qd = int(ov.get("hw_queue_depth", 0))
-        except ValueError:
-            qd = -1
-        if "hw_queue_depth" in ov and qd < 1:
-            raise TopologyError("--model %s: hw_queue_depth must be a whole number >= 1" % label)
+            raise TopologyError("--parallelism: parallelism must be from 1 to 65536, got %d" % par)
+        qd = 0
+        if "hw_queue_depth" in ov:
+            qd = _model_int(ov["hw_queue_depth"], label, "hw_queue_depth", WHOLE_MOST["hw_queue_depth"][0])
         try:
             paths.append(PathModel(label, p.dev.devt,
                                    parse_service_spec(ov.get("service", service),

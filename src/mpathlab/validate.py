@@ -1,11 +1,12 @@
-"""Compare the simulator with the kernel lab: ``python -m mpathlab.validate [results.json]``.
+"""Compare the simulator with the kernel lab: ``./mpathlab validate [results.json]``.
 
 Reads the cells the kernel lab measured (validation/kernel-lab/results.json,
 written by validation/kernel-lab/grid.py: Debian 6.1 or 6.12 in qemu TCG,
 dm-multipath over null_blk paths with timer completion, one fio job
-randwrite 4k libaio) and prints a markdown table of the kernel's mean share
-beside the simulator's *prediction*: the simulator is given the topology
-only (path completion times and tags, bio- or request-based, iodepth,
+randwrite 4k libaio) and prints a table (within 100 columns; Markdown with
+``--markdown``) of the kernel's mean share beside the simulator's
+*prediction*: the simulator is given the topology only (path completion
+times and tags, bio- or request-based, iodepth,
 selector) and a guest model fitted once per kernel on the single-path
 calibration cells (``fit_guest``; the calibration cells stay out of the
 table).  ``--measured`` adds a diagnostic column in which each repeat's
@@ -23,7 +24,7 @@ from typing import Dict, List, Optional, Tuple
 
 import math
 
-from .sim.devices import Empirical, PathModel, ServiceTime
+from .sim.devices import PathModel, ServiceTime
 from .sim.engine import simulate
 from .sim.host import HostModel
 from .sim.scsi import ScsiHostModel
@@ -82,7 +83,11 @@ UNLIMITED = 256
 CALIB_TOPOLOGIES = ("c0", "c1", "c4", "c0x2", "c4x2")
 
 
-LATE_QUANTILES = 1000
+# The emulated timers run late because the host deschedules the vCPU that owns them: every timer due
+# while it is away fires when it is back, so completions come late together.  The period is the host
+# scheduler's, as for the steal above (STEAL_PERIOD_NS, a few ms); the time away in it follows from the
+# fitted mean lateness (Guest.timer_away_ns).
+TIMER_PERIOD_NS = STEAL_PERIOD_NS
 
 
 class Guest:
@@ -100,18 +105,21 @@ class Guest:
         self.fitted_on = fitted_on
 
     def service(self, completion_ns: int) -> ServiceTime:
-        """A null_blk path's service time: its completion time plus the timer's lateness, drawn
-        from an exponential distribution with the fitted mean (the emulated CPU that owns the
-        timer runs late by a memoryless amount); as LATE_QUANTILES quantiles, so both engines
-        draw from the same table."""
-        if not self.late_ns:
-            return ServiceTime(completion_ns)
-        n = LATE_QUANTILES
-        return Empirical([completion_ns - self.late_ns * math.log(1 - (i + 0.5) / n) for i in range(n)],
-                         "completion %d ns + exponential lateness (mean %d ns)" % (completion_ns, self.late_ns))
+        """A null_blk path's service time: its completion time; the timer's lateness is the host's
+        (``host``: the timers fire late together, while their vCPU is away)."""
+        return ServiceTime(completion_ns)
 
-    def host(self) -> HostModel:
-        return HostModel(GUEST_CPUS, self.submit_ns, self.complete_ns, WAKE_NS, work_latency_ns=WORK_LATENCY_NS)
+    @property
+    def timer_away_ns(self) -> int:
+        """How long the timers' vCPU is away in each TIMER_PERIOD_NS: a timer due at a uniformly
+        random instant is then late by away^2 / (2 x period) on average, the fitted lateness."""
+        return min(int(round(math.sqrt(2 * TIMER_PERIOD_NS * self.late_ns))), TIMER_PERIOD_NS - 1)
+
+    def host(self, late_timers: bool = True) -> HostModel:
+        """The guest's CPUs, and (``late_timers``) its timers firing late (without: for service times
+        measured in the guest, which hold the lateness already)."""
+        return HostModel(GUEST_CPUS, self.submit_ns, self.complete_ns, WAKE_NS, work_latency_ns=WORK_LATENCY_NS,
+                         timer_away_ns=self.timer_away_ns if late_timers else 0, timer_period_ns=TIMER_PERIOD_NS)
 
     def describe(self) -> str:
         return ("kernel %s%s: CPU per I/O %d us (submission %d us, completion %d us), timer late %d us; "
@@ -323,7 +331,7 @@ def _groups(c: dict) -> Dict[str, List[str]]:
     the model alike."""
     groups: Dict[str, List[str]] = {}
     for p in c["paths"]:
-        groups.setdefault(_fmt_paths([p]).split("x", 1)[1], []).append(p["label"])
+        groups.setdefault(_fmt_paths([p], c["paths"]).split("x", 1)[1], []).append(p["label"])
     return {(lbs[0] if len(lbs) == 1 else "%s..%s" % (lbs[0], lbs[-1])): lbs for lbs in groups.values()}
 
 
@@ -439,15 +447,29 @@ def within(diff: float, sd: Optional[float], n: int) -> str:
     return "no"
 
 
-def _fmt_paths(paths) -> str:
+def _shared_host(p: dict, paths) -> Optional[int]:
+    """The can_queue of the SCSI host P shares with another path of the cell (None: a host of its own,
+    or not a SCSI path): such paths are not identical to their host-alone siblings."""
+    if p.get("kind") != "scsi" or p.get("host") is None:
+        return None
+    if sum(1 for q in paths if q.get("kind") == "scsi" and q.get("host") == p["host"]) < 2:
+        return None
+    return p.get("can_queue")
+
+
+def _fmt_paths(paths, among=None) -> str:
+    """"NxMSms/Tt" per kind of path; "/hC" marks paths sharing a SCSI host of can_queue C (AMONG: the
+    cell's paths, when PATHS is a part of them)."""
+    among = paths if among is None else among
     groups: Dict[tuple, int] = {}
     for p in paths:
-        k = (p["completion_ns"], p.get("hw_queue_depth"))
+        k = (p["completion_ns"], p.get("hw_queue_depth"), _shared_host(p, among))
         groups[k] = groups.get(k, 0) + 1
     parts = []
-    for (ns, qd), n in groups.items():
+    for (ns, qd, cq), n in groups.items():
         tag = "" if not qd or qd >= UNLIMITED else "/%dt" % qd
-        parts.append("%dx%gms%s" % (n, ns / 1e6, tag))
+        host = "" if cq is None else "/h%s" % cq
+        parts.append("%dx%gms%s%s" % (n, ns / 1e6, tag, host))
     return "+".join(parts)
 
 

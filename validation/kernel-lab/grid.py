@@ -85,7 +85,7 @@ BATCHES = {
                    + _cells('D2-8', ['ql', 'hst'], ['mq', 'bio'], [32]) + [{}]),
     # HST's inputs as the kernel sees them: every path request's issue and completion time (trace buffer) in
     # cells where the prediction starves a slow or deep path the kernel keeps in play
-    'tracehst': ([{'trace': 2, 'tag': '-ev'}] + _cells('H6', ['hst'], ['bio'], [8]) + _cells('H4', ['hst'], ['mq'], [32])
+    'tracehst': ([{'trace': 2, 'tag': '-ev'}] + _cells('H6', ['hst'], ['bio'], [8]) + _cells('H4', ['hst'], ['mq', 'bio'], [32])
                  + _cells('D8-32', ['hst'], ['bio'], [48]) + [{}]),
     # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
     # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs

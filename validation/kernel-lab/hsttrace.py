@@ -139,26 +139,32 @@ def replay_model(rd):
     guest = V.fit_guest(cells, kernel, V.session_of(boot, V.calibration_boots(cells, kernel)))
     tally = Tally(labels)
     order = {}
-    orig = HistoricalServiceTime.select_path
+    pending = []
+    orig_select, orig_start = HistoricalServiceTime.select_path, HistoricalServiceTime.start_io
 
     def select_path(self, nr_bytes=0):
         now = self.select_clock()
         infos = list(self._valid)
-        path = orig(self, nr_bytes)
+        path = orig_select(self, nr_bytes)
         chosen = self._info[path]
         if not order:
             order.update(zip(self._info, labels))     # add_path ran in table order
-        tally.add(order[path], classify(self, infos, chosen, now), chosen)
+        # counted at start_io, as the trace counts: a request-based choice whose clone got no tag is not
+        pending[:] = [(order[path], classify(self, infos, chosen, now), chosen)]
         return path
 
-    HistoricalServiceTime.select_path = select_path
+    def start_io(self, path, nr_bytes):
+        tally.add(*pending.pop())
+        return orig_start(self, path, nr_bytes)
+
+    HistoricalServiceTime.select_path, HistoricalServiceTime.start_io = select_path, start_io
     try:
         V.simulate(V.table_line(cell), V.path_models(cell, guest),
                    V.parse_fio("[k]\nioengine=libaio\nrw=randwrite\nbs=4k\niodepth=%d\nruntime=8000ms\n"
                                "time_based\n" % int(cell["iodepth"])).jobs,
                    host=guest.host(), seed=1, engine="python")
     finally:
-        HistoricalServiceTime.select_path = orig
+        HistoricalServiceTime.select_path, HistoricalServiceTime.start_io = orig_select, orig_start
     return meta, tally, guest
 
 

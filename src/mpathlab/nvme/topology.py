@@ -301,7 +301,8 @@ def _parse(doc: dict, paths, src: str, host: HostModel, path_docs: dict) -> Nvme
             x = e["error"]
             if (not isinstance(x, dict) or not {"controller", "status"} <= set(x) <= {"controller", "status", "count",
                                                                                       "dnr"}
-                    or x["controller"] not in cnames or x["status"] not in INJECTABLE
+                    or not isinstance(x["controller"], str) or x["controller"] not in cnames
+                    or not isinstance(x["status"], str) or x["status"] not in INJECTABLE
                     or not isinstance(x.get("dnr", False), bool)):
                 raise NvmeTopologyError("%s.error must be {controller=NAME, status=%s, count=N, dnr=true|false}"
                                         % (w, "|".join(sorted(INJECTABLE))))

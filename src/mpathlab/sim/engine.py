@@ -235,7 +235,7 @@ class Simulation(JobRules):
                 dev = obj.dev
                 if dev.queue:
                     nxt = dev.queue.popleft()
-                    push(heap, (t + dev.service_ns(nxt.nr_bytes), next(seq), EV_DONE, nxt))
+                    push(heap, (self._fires(t + dev.service_ns(nxt.nr_bytes)), next(seq), EV_DONE, nxt))
                 else:
                     dev.busy -= 1
                 if host is None:

@@ -17,9 +17,25 @@ the CPU a FIFO server), so completions are then handled in bursts.
 ``work_latency`` is how long deferred kernel work (kblockd's runs of the
 dm queue, sim/blockqueue.py) waits before it runs.  All default to 0,
 under which no CPU is ever busy and results are those of a host with
-infinitely fast CPUs.  Why the completion cost sits before end_io: a
-completion on a busy (emulated, contended) CPU waits for it, and the
-kernel lab's shares agree with that placement.
+infinitely fast CPUs.  Where the completion cost sits: the device's
+interrupt ends the I/O in dm before any of it (null_blk's timer mode
+completes in a hardirq hrtimer callback, ``null_cmd_timer_expired`` ->
+``end_cmd`` -> ``blk_mq_end_request``, drivers/block/null_blk/main.c; the
+bio's ``clone_endio`` calls the target's end_io there; a request-based
+clone's completion finishes the dm request in a softirq on the
+interrupt's exit or in an IPI to the submitting CPU,
+blk_mq_complete_request_remote), so the selector's end_io, the tag's
+release and a sleeping submitter's wake-up happen at the completion
+instant; the completion's CPU time then delays only fio's reap, queued
+on the job's CPU.  A failed I/O still waits for its CPU time before dm
+sees it (the fault studies' timing).
+
+``timer_away`` and ``timer_period`` place the device completions in time
+the way a guest's timers fire: the emulated devices (null_blk in timer mode,
+scsi_debug) complete on an hrtimer of the guest, which runs only while the
+vCPU that owns it runs; a host that deschedules that vCPU for ``timer_away``
+of every ``timer_period`` makes every completion due in that window fire
+together when it is back.  0 (the default): completions fire when due.
 
 ``cpu_nodes`` gives the NUMA node of each CPU and ``node_distance`` the
 distances between nodes (default 10 local, 20 remote, as the kernel's
@@ -49,13 +65,17 @@ class HostModel:
 
     def __init__(self, cpus: int = 1, submit_ns: int = 0, complete_ns: int = 0, wake_ns: int = 0,
                  steal: float = 0.0, steal_period_ns: int = 6_000_000, work_latency_ns: int = 0,
-                 cpu_nodes=None, node_distance=None):
+                 cpu_nodes=None, node_distance=None, timer_away_ns: int = 0, timer_period_ns: int = 6_000_000):
         if cpus < 1 or submit_ns < 0 or complete_ns < 0 or wake_ns < 0:
             raise ValueError("host: cpus must be >= 1 and costs must not be negative")
         if not 0.0 <= steal < 1.0 or steal_period_ns < 1:
             raise ValueError("host: steal must be from 0 to below 1 and steal_period positive")
         if work_latency_ns < 0:
             raise ValueError("host: work_latency must not be negative")
+        if timer_period_ns < 1 or not 0 <= timer_away_ns < timer_period_ns:
+            raise ValueError("host: timer_away must be from 0 to below a positive timer_period")
+        self.timer_away_ns = int(timer_away_ns)
+        self.timer_period_ns = int(timer_period_ns)
         self.work_latency_ns = int(work_latency_ns)     # deferred kernel work (kblockd) waits this long
         self.steal = float(steal)
         self.steal_period_ns = int(steal_period_ns)
@@ -84,6 +104,18 @@ class HostModel:
     def distance(self, a: int, b: int) -> int:
         return self.node_distance[a][b]
 
+    def timer_fires(self, due: int, seed: int = 0) -> int:
+        """When a device's completion timer due at ``due`` fires: the vCPU that owns the timers is
+        away (descheduled by the host) ``timer_away`` of every ``timer_period``, from an offset in
+        each period drawn by hashing the period's number and the run's seed (the same in both
+        engines), and a timer due while it is away fires when it is back."""
+        away = self.timer_away_ns
+        if not away:
+            return due
+        k = due // self.timer_period_ns
+        start = k * self.timer_period_ns + mix64((k + (seed << 40)) & _M64) % (self.timer_period_ns - away)
+        return start + away if start <= due < start + away else due
+
     @property
     def steal_ns(self) -> int:
         """Foreign work per CPU per steal_period."""
@@ -92,6 +124,17 @@ class HostModel:
     @property
     def costs(self) -> bool:
         return bool(self.submit_ns or self.complete_ns or self.steal_ns or self.work_latency_ns)
+
+
+_M64 = (1 << 64) - 1
+
+
+def mix64(x: int) -> int:
+    """splitmix64's output function of ``x`` (u64): a fixed pseudo-random number per period."""
+    z = (x + 0x9E3779B97F4A7C15) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
 
 
 def _nothing(_) -> None:
@@ -181,14 +224,23 @@ class Host:
         self.sim._submit_more(job)
 
     def complete(self, io, error) -> None:
-        """The device finished ``io``: charge its completion, then end it in the target."""
-        if not self.model.complete_ns:
+        """The device finished ``io``.  Done: dm ends it at once (the device's interrupt runs
+        the whole bio/request completion, see below) and its CPU time delays fio's reap
+        (``reap``).  Failed: charged first, then ended in the target."""
+        if not self.model.complete_ns or error is None:
             self.sim._path_done(io, error)
             return
         self._run(self._cpu(io.job), self.model.complete_ns, self._completed, (io, error))
 
     def _completed(self, item) -> None:
         self.sim._path_done(*item)
+
+    def reap(self, io) -> None:
+        """fio gets ``io`` back after its completion's CPU time, queued on its job's CPU."""
+        self._run(self._cpu(io.job), self.model.complete_ns, self._reaped, io)
+
+    def _reaped(self, io) -> None:
+        self.sim._complete(io, None)
 
     # -- cpuio burners --------------------------------------------------------
     def _spin_update(self, cpu: Cpu) -> None:

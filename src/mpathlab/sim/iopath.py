@@ -197,9 +197,13 @@ class IoPath(EventLoop):
             return
         if dev.busy < dev.model.parallelism:
             dev.busy += 1
-            self._push(self.now + dev.service_ns(io.nr_bytes), EV_DONE, io)
+            self._push(self._fires(self.now + dev.service_ns(io.nr_bytes)), EV_DONE, io)
         else:
             dev.queue.append(io)
+
+    def _fires(self, due: int) -> int:
+        """When a device completion due at ``due`` happens (the host's timers, HostModel.timer_fires)."""
+        return due if self.host is None else self.host.model.timer_fires(due, self.seed)
 
     def _scsi_rejected(self, item) -> None:
         self._path_done(*item)
@@ -227,7 +231,7 @@ class IoPath(EventLoop):
             else:
                 dev.completed += 1
                 dev.lat.add(self.now - io.submit_ns)
-                self._complete(io, None)
+                self._reap(io)
         elif r == END_REQUEUE:
             if self.mp.queue_mode == QUEUE_MODE_RQ:
                 self._requeue(io, 0)
@@ -235,6 +239,13 @@ class IoPath(EventLoop):
                 self._push(self.now, EV_RETRY, io)
         elif r == END_DELAY_REQUEUE:      # request-based only
             self._requeue(io, REQUEUE_DELAY_NS)
+
+    def _reap(self, io: SimIO) -> None:
+        """dm has ended IO without an error: fio reaps it, after its completion's CPU time on a host."""
+        if self.host is not None and self.host.model.complete_ns:
+            self.host.reap(io)
+        else:
+            self._complete(io, None)
 
     def path_done(self, io: SimIO, error: Optional[str]) -> None:
         """A path ends I/O IO (ERROR None, or a blk_status name): dm's end_io and what follows."""

@@ -98,7 +98,9 @@ def _short(text: str, limit: int = 40) -> str:
 
 
 def _cut(value: str, limit: int = 60) -> str:
-    """An option's value as echoed before its problem: a long one is cut so the problem stays in view."""
+    """An option's value as echoed before its problem: a long one is cut so the problem stays in view, and
+    a control character (a NUL, a terminal's ESC) is written as its escape, never sent to the terminal."""
+    value = re.sub(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", lambda m: "\\x%02x" % ord(m.group(0)), value)
     return value if len(value) <= limit else "%s...(%d characters)" % (value[:limit], len(value))
 
 
@@ -1009,8 +1011,11 @@ def parse_fio(text: str, source: str = "", base_dir: str = ".") -> FioJobFile:
     defaults = JobSpec("global")
     global_echo: Dict[str, str] = {}
     jobs: List[JobSpec] = []
+    iolog_global = None     # "FILE line N" of a read_iolog in [global]: a trace problem names that line
     for name, opts, where in sections:
+        iolog_here = next((w for k, _, w in reversed(opts) if k == "read_iolog"), None)
         if name.startswith("global"):
+            iolog_global = iolog_here or iolog_global
             _apply_section(defaults, opts, "")
             for k, v, _ in opts:
                 if v is not None:
@@ -1020,17 +1025,18 @@ def parse_fio(text: str, source: str = "", base_dir: str = ".") -> FioJobFile:
         job.name = name
         job.options = {}
         _apply_section(job, opts, name)
-        _finish_job(job, source, [j.name for j in jobs], base_dir)
+        _finish_job(job, source, [j.name for j in jobs], base_dir, iolog_here or iolog_global)
         jobs.append(job)
     if not jobs:
         raise FioError("%s: no job sections (only [global]?)" % source)
     return FioJobFile(jobs, global_echo, source)
 
 
-def _finish_job(job: JobSpec, source: str, earlier: List[str], base_dir: str = ".") -> None:
+def _finish_job(job: JobSpec, source: str, earlier: List[str], base_dir: str = ".",
+                iolog_where: Optional[str] = None) -> None:
     where = "%s: job %r" % (source, job.name)
     if job.read_iolog is not None:
-        _finish_replay(job, where, base_dir)
+        _finish_replay(job, "%s [%s]" % (iolog_where, job.name) if iolog_where else where, base_dir)
     for key, n in job._zones.items():
         if not job.zonesize:
             raise FioError("%s: %s=%dz counts zones, which needs zonesize (the simulated paths are not zoned "
@@ -1107,7 +1113,12 @@ def _finish_replay(job: JobSpec, where: str, base_dir: str) -> None:
         job.replay_estimate = estimate_ios(first)
         if first.kind != "iolog" and not job.iodepth_given:
             # fio probes the deepest queue of the trace; a synchronous engine still caps it at 1
-            job.set_iodepth(probe_depth(events_of(first)))
+            depth = probe_depth(events_of(first))
+            if not depth:
+                # (fio: "found no ios in blktrace data"; e.g. a path of a request-based map: no queue events)
+                raise TraceError("%s: no read, write or trim to replay (fio refuses such a trace)"
+                                 % ", ".join(first.paths))
+            job.set_iodepth(depth)
     except TraceError as e:
         raise FioError("%s: %s" % (where, e)) from None
     for src in job.replay_sources:

@@ -204,6 +204,8 @@ def find_source(name: str, base_dir: str) -> TraceSource:
             parts = percpu_files(base)
             if parts:
                 return TraceSource("blktrace", tuple(parts), name)
+        if any(os.path.isdir(c) for c in (name, os.path.join(base_dir, name))):
+            raise TraceError("read_iolog=%s: a directory, not a trace file" % name)
         raise TraceError("read_iolog=%s: no such file (nor per-CPU files %s.blktrace.N)" % (name, name))
     try:
         with open_trace(path) as f:
@@ -224,9 +226,17 @@ def find_source(name: str, base_dir: str) -> TraceSource:
                      "'MAJ,MIN CPU SEQ TIME PID ACTION'" % path)
 
 
-def source_notes(src: TraceSource) -> List[str]:
-    """What a user should know about a source (said once per run)."""
+def source_notes(src: TraceSource, sample: int = 2000) -> List[str]:
+    """What a user should know about a source (said once per run); of an iolog, from its first lines."""
     out = []
+    if src.kind == "iolog":
+        for n, e in enumerate(read_iolog(src.paths[0])[1]):
+            if e.action == "trim":
+                out.append("%s:%d: an iolog's trim lines are not replayed, as fio 3.33 drops them (\"bad ddir: "
+                           "2\"); later fio versions replay them" % (src.paths[0], e.line))
+                break
+            if n >= sample:
+                break
     if src.kind == "blktrace" and len(src.paths) == 1:
         base, cpu = split_name(src.paths[0])
         if cpu is not None and len(percpu_files(base)) > 1:

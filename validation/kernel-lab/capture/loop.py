@@ -188,7 +188,7 @@ def run_cell(cell_dir: str, guest, write: bool, workload: str = "job", tmp: str 
         with open(topo_path, "w") as f:
             f.write(text)
     topo = load_topology(topo_path)
-    topo.host = guest.host()
+    topo.host = guest.host(late_timers=False)
     with open(os.path.join(cell_dir, "fio.args")) as f:
         args_text = f.read()
     job = trace_job(cell_dir, args_text, tmp) if workload == "trace" and not nvme else fio_job(args_text)

@@ -16,7 +16,11 @@ mkdir -p "$B"/{bin,sbin,proc,sys,dev,tmp,out,etc,run,opt,lib64} "$B/lib/modules/
 cp /bin/busybox "$B/bin/busybox"
 for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -sf busybox "$B/bin/$a"; done
 # tc (iproute2): per-port netem delays for the NVMe/TCP lab (validation/kernel-lab/nvme)
-for exe in /usr/sbin/dmsetup /usr/bin/fio /usr/sbin/tc; do
+# blktrace and blkparse (Debian package blktrace), when the host has them: the recorded traces of
+# validation/kernel-lab/capture/blktrace
+EXES="/usr/sbin/dmsetup /usr/bin/fio /usr/sbin/tc"
+for exe in /usr/sbin/blktrace /usr/bin/blkparse; do [ ! -x "$exe" ] || EXES="$EXES $exe"; done
+for exe in $EXES; do
   rm -f "$B/bin/$(basename "$exe")"     # busybox's own tc applet is a symlink: cp would write through it
   cp "$exe" "$B/bin/"
   for l in $(ldd "$exe" | awk '/=>/ {print $3} /ld-linux/ {print $1}'); do
