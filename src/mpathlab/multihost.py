@@ -17,9 +17,8 @@ another host's latency.
 
 The engine side is :mod:`mpathlab.sim.hosts`; this module reads ``[hosts]``, runs and
 formats.  Faults
-other than "slow", dm messages, stonewall groups and SCSI path devices (each real
-host has its own scsi_device and Scsi_Host per port) are refused in multi-host
-runs; the rest runs in the compiled core where sim/fast.py allows (else on the
+other than "slow", dm messages and stonewall groups are refused in multi-host
+runs; each host has its own SCSI devices (budget, Scsi_Host tags) on the shared ports; the rest runs in the compiled core where sim/fast.py allows (else on the
 Python engine, which the run says once on stderr).
 Host 0 keeps the single-host selector stream, so a one-host run is the same
 run as ``mpathlab run`` (tested).
@@ -83,23 +82,7 @@ def multihost_from_dict(doc: dict, path: str):
     if topo.messages or any(f.action != "slow" for p in topo.paths for f in p.faults):
         raise TopologyError("%s: only \"slow\" faults are modelled with several hosts (no fail/reinstate "
                             "faults, no [[messages]])" % src)
-    if count > 1:
-        _refuse_scsi_devices(topo, doc, src, count)
     return topo, HostsConfig(count, window)
-
-
-def _refuse_scsi_devices(topo: Topology, doc: dict, src: str, count: int) -> None:
-    """Each real host has its own scsi_device per LUN (its own queue_depth budget) behind its own
-    Scsi_Host (its own can_queue tags); only the array port is shared.  The engines keep one SCSI
-    device per port, which would make all hosts share one budget and one tag set, so refuse it."""
-    for pm in topo.paths:
-        if pm.is_scsi:
-            given = doc.get("paths", {}).get(pm.name, {})
-            key = next((k for k in ("queue_depth", "scsi_host") if k in given), "kind")
-            raise TopologyError("%s: [paths.%s] a SCSI path device (queue_depth, scsi_host) is "
-                                "modelled for one host only: %d hosts would share one device budget and one "
-                                "host tag set per port, where each real host has its own" % (src, pm.name, count),
-                                key=("paths." + pm.name, key))
 
 
 def run_multihost(topo: Topology, cfg: HostsConfig, jobs, *, selector: Optional[str] = None,

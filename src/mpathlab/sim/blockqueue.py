@@ -166,7 +166,7 @@ class BlockLayer:
         path's queue is dying)."""
         dev = self.sim.dev_of_pgpath[pgpath]
         if dev.scsi is not None:
-            return self.scsi.alloc_clone(dev)
+            return self.scsi.alloc_clone(io, dev)
         q = self._hctx(dev, io)
         return q.get_sched_tag() if q.nr_sched_tags else q.get_tag()
 

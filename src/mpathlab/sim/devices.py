@@ -236,7 +236,7 @@ class PathDevice:
     """Runtime state of one device in a simulation."""
 
     __slots__ = ("model", "busy", "queue", "offline", "slow_factor", "sample", "dispatched", "completed",
-                 "errors", "in_flight", "peak_in_flight", "seed", "lat", "scsi")
+                 "errors", "in_flight", "peak_in_flight", "seed", "lat", "scsi", "scsi_of_host")
 
     def __init__(self, model: PathModel, seed: int):
         from collections import deque
@@ -256,6 +256,7 @@ class PathDevice:
         # the I/Os this path completed: the per-path view of the reports
         self.lat = LatencyStats()
         self.scsi = None       # sim.scsi.ScsiDevice of a SCSI path (set up with its host's tag set)
+        self.scsi_of_host: list = []   # each host's ScsiDevice of it (multi-host runs); [0] is .scsi
 
     def service_ns(self, nr_bytes: int) -> int:
         m = self.model

@@ -599,6 +599,9 @@ def _hosts_refusal(sim) -> str:
     mp0 = sim.mp
     if _events_for_one_target(sim):
         return "failing faults, dm messages or hardware handlers with several hosts need the Python engine"
+    if sim.nr_hosts > 1 and any(d.scsi is not None for d in sim.devices):
+        # the core keeps one scsi_device per port; each host has its own (budget and tags)
+        return "SCSI path devices with several hosts need the Python engine"
     kinds0 = _kinds(mp0)
     ioa0 = None
     for mp in sim.targets:

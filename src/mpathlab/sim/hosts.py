@@ -21,9 +21,6 @@ class MultiHostSimulation(Simulation):
         specs = list(jobs)
         if any(j.stonewall for j in specs[1:]):
             raise ValueError("stonewall groups are not modelled with several hosts")
-        if hosts > 1 and any(p.is_scsi for p in paths):
-            # one ScsiDevice per port would be every host's budget and tags (mpathlab.multihost refuses it)
-            raise ValueError("SCSI path devices are modelled for one host only")
         self.nr_hosts = hosts
         super().__init__(table_line, paths, specs * hosts, seed=seed, **kw)
         if self.mp.hw_handler_name:

@@ -175,7 +175,7 @@ class IoPath(EventLoop):
         if self._driver_start is not None and not self._driver_start(io):
             self._push(self.now, EV_ERRDONE, io)
             return
-        sd = dev.scsi
+        sd = dev.scsi and dev.scsi_of_host[io.job.host]     # the issuing host's scsi_device
         if sd is not None and sd.state != "running":
             status = sd.state_check()       # scsi_queue_rq refuses it before the LLD: completed at once
             if status is not None:
@@ -211,7 +211,7 @@ class IoPath(EventLoop):
 
     def _path_done(self, io: SimIO, error: Optional[str]) -> None:
         dev = io.dev
-        sd = dev.scsi
+        sd = dev.scsi and dev.scsi_of_host[io.job.host]
         if sd is not None and error is None:
             error = sd.command_result(io)   # the midlayer's disposition of what the LLD returned
             if error == "retry":            # below dm: the command goes round the device again
@@ -271,9 +271,9 @@ class IoPath(EventLoop):
         """A fault of a SCSI path's device (sim/scsi.py): its state, or an error class on every
         every_nth command.  null_blk-like devices take offline/delete as a device that fails."""
         if fault.action == "error":
-            if dev.scsi is not None:
-                dev.scsi.error = fault.error or None
-                dev.scsi.every_nth = fault.every_nth
+            for sd in dev.scsi_of_host:     # the port's LUN errs for every host
+                sd.error = fault.error or None
+                sd.every_nth = fault.every_nth
             return
         state = FAULT_STATES[fault.action]
         if dev.scsi is None:

@@ -48,7 +48,9 @@ whether dm-mpath fails the path and retries the I/O elsewhere or fio gets the er
 The compiled core (_fastcore.c, section "SCSI paths") mirrors ScsiHost, ScsiDevice.get_budget and
 ScsiQueues function for function; what state_check does in each state and the states FAULT_STATES
 sets are handed to it as tables, and command_result with an error class set (or a retry counted) is
-called from there, so these exist only here.  A change to the others needs its C mirror
+called from there, so these exist only here.  With several hosts (sim/hosts.py) each host has its own
+ScsiDevice per port behind its own ScsiHost (the port's service is shared); the core runs those on the
+Python engine.  A change to the others needs its C mirror
 (tests/test_fastcore_scsi.py compares the engines run for run).
 """
 from __future__ import annotations
@@ -238,18 +240,28 @@ class ScsiQueues:
     def __init__(self, blk):
         self.blk = blk
         self.sim = blk.sim
-        hosts: Dict[int, ScsiHost] = {}
-        for d in self.sim.devices:
-            m = d.model
-            if m.scsi_host is not None:
-                host = hosts.setdefault(id(m.scsi_host), ScsiHost(m.scsi_host))
-                d.scsi = ScsiDevice(host, m.queue_depth)
-        self.hosts = list(hosts.values())
+        # Every host of a multi-host run (sim/hosts.py) has its own scsi_device per port behind its own
+        # Scsi_Host (budget and tags per host); only the port's service is shared.  Host 0's is dev.scsi.
+        self.hosts: list = []
+        for _ in range(getattr(self.sim, "nr_hosts", 1)):
+            hosts: Dict[int, ScsiHost] = {}
+            for d in self.sim.devices:
+                m = d.model
+                if m.scsi_host is not None:
+                    host = hosts.setdefault(id(m.scsi_host), ScsiHost(m.scsi_host))
+                    d.scsi_of_host.append(ScsiDevice(host, m.queue_depth))
+                    d.scsi = d.scsi_of_host[0]
+            self.hosts.extend(hosts.values())
+
+    @staticmethod
+    def sdev(io, dev) -> ScsiDevice:
+        """The scsi_device of DEV on the host that issued IO."""
+        return dev.scsi_of_host[io.job.host]
 
     # -- request-based: multipath_clone_and_map and blk_insert_cloned_request ------------------
-    def alloc_clone(self, dev) -> Optional[bool]:
+    def alloc_clone(self, io, dev) -> Optional[bool]:
         """blk_mq_alloc_request(NOWAIT) on the path: a host tag; None when the queue is dying."""
-        sd = dev.scsi
+        sd = self.sdev(io, dev)
         if sd.state == SDEV_DEL:
             return None
         return sd.host.get_tag(sd)
@@ -257,11 +269,11 @@ class ScsiQueues:
     def issue_directly(self, io, dev) -> bool:
         """__blk_mq_try_issue_directly(bypass_insert): the device's budget, or BLK_STS_RESOURCE and the
         clone released (its tag back, the selector's end_io)."""
-        sd = dev.scsi
+        sd = self.sdev(io, dev)
         if sd.get_budget():
             return True
         io.start_time_ns = 0
-        self.sim.mp.release_clone(io)
+        self.sim._target_of(io).release_clone(io)
         sd.host.put_tag(sd)
         return False
 
@@ -269,7 +281,7 @@ class ScsiQueues:
     def start(self, io, dev) -> bool:
         """A tag (the task sleeps on the host's tag set without one), then a budget (without one the
         request waits in the path's queue).  True: the driver starts it now."""
-        sd = dev.scsi
+        sd = self.sdev(io, dev)
         if not sd.host.get_tag(sd):
             io.job.blocked = True
             sd.host.sleepers.append((io, dev))
@@ -277,7 +289,7 @@ class ScsiQueues:
         return self._issue(io, dev)
 
     def _issue(self, io, dev) -> bool:
-        sd = dev.scsi
+        sd = self.sdev(io, dev)
         if sd.budget_wait or not sd.get_budget():
             sd.budget_wait.append(io)   # behind what already waits (dispatch_busy: inserted, FIFO)
             return False
@@ -287,15 +299,15 @@ class ScsiQueues:
     def complete(self, io, dev) -> None:
         """scsi_end_request: the budget and the tag go back; a refused budget re-runs the path's queue
         (scsi_run_queue_async); the tag wakes a task asleep on the host's tag set."""
-        sd = dev.scsi
+        sd = self.sdev(io, dev)
         sd.put_budget()
         host = sd.host
         host.put_tag(sd)
         if sd.budget_wait:
             sd.restarts = 0
-            self._schedule_run(dev, 0)
+            self._schedule_run(dev, sd, 0)
         for i, (nxt, ndev) in enumerate(host.sleepers):
-            if host.get_tag(ndev.scsi):
+            if host.get_tag(self.sdev(nxt, ndev)):
                 del host.sleepers[i]
                 if self._issue(nxt, ndev):
                     self.sim._start(nxt, ndev)
@@ -305,42 +317,43 @@ class ScsiQueues:
     def retry(self, io, dev) -> None:
         """scsi_queue_insert(SCSI_MLQUEUE_EH_RETRY): the device is blocked (device_blocked = 3), the
         budget goes back, the request is requeued into the path's queue with a kick."""
-        dev.scsi.put_budget()
-        dev.scsi.budget_wait.append(io)
-        self._schedule_run(dev, 0)
+        sd = self.sdev(io, dev)
+        sd.put_budget()
+        sd.budget_wait.append(io)
+        self._schedule_run(dev, sd, 0)
 
-    def _schedule_run(self, dev, delay_ns: int) -> None:
-        sd = dev.scsi
+    def _schedule_run(self, dev, sd: ScsiDevice, delay_ns: int) -> None:
         if not sd.run_pending:
             sd.run_pending = True
-            self.sim.call_at(self.sim.now + delay_ns + self.blk.work_latency, self._run, dev)
+            self.sim.call_at(self.sim.now + delay_ns + self.blk.work_latency, self._run, (dev, sd))
 
-    def _run(self, dev) -> None:
+    def _run(self, item) -> None:
         """A run of the path's queue (kblockd): waiting requests get budgets in order.  With nothing of
         the device in flight to run it again, blk_mq_dispatch_rq_list re-runs it: at once the first
         time, then after BLK_MQ_RESOURCE_DELAY (so a retried command waits out device_blocked)."""
-        sd = dev.scsi
+        dev, sd = item
         sd.run_pending = False
         wait = sd.budget_wait
         while wait and sd.get_budget():
             self.sim._start(wait.popleft(), dev)
         if wait and not sd.device_busy:
             first = sd.device_blocked >= SCSI_DEFAULT_DEVICE_BLOCKED - 1
-            self._schedule_run(dev, 0 if first else self.blk.RESOURCE_DELAY_NS)
+            self._schedule_run(dev, sd, 0 if first else self.blk.RESOURCE_DELAY_NS)
 
     def set_state(self, dev, state: str) -> None:
         """The device's state changes (sysfs state, delete, transport); back to running, what waits
         in its queue is dispatched."""
-        dev.scsi.state = state
-        if state == SDEV_RUNNING and dev.scsi.budget_wait:
-            self._schedule_run(dev, 0)
+        for sd in dev.scsi_of_host:
+            sd.state = state
+            if state == SDEV_RUNNING and sd.budget_wait:
+                self._schedule_run(dev, sd, 0)
 
     def drain(self) -> int:
         n = 0
         for d in self.sim.devices:
-            if d.scsi is not None:
-                n += len(d.scsi.budget_wait)
-                d.scsi.budget_wait.clear()
+            for sd in d.scsi_of_host:
+                n += len(sd.budget_wait)
+                sd.budget_wait.clear()
         for h in self.hosts:
             n += len(h.sleepers)
             h.sleepers.clear()
