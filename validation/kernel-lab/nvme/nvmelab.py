@@ -236,15 +236,21 @@ RAW_FIGURES = ("stall_first_ms", "stall_max_gap_ms", "lat_max_after_ms", "ios_lo
                "fio_errors", "fio_error", "fio_iops", "clat_mean_us", "clat_max_ms", "transition", "on_ctrl_us")
 
 
-def request_times(path, map_path):
-    """Per port: how long its I/O commands stayed on the controller (nvme_setup_cmd to nvme_complete_rq,
-    microseconds): count, mean and the 10/50/90/99th percentiles."""
+def read_port_map(map_path) -> Dict[str, str]:
+    """The guest's map of controller names ("nvme0:") to the lab's ports, one "PORT CONTROLLER" a line."""
     port_of = {}
     with open(map_path) as f:
         for ln in f:
             w = ln.split()
             if len(w) >= 2:
                 port_of[w[1] + ":"] = w[0]
+    return port_of
+
+
+def request_times(path, map_path):
+    """Per port: how long its I/O commands stayed on the controller (nvme_setup_cmd to nvme_complete_rq,
+    microseconds): count, mean and the 10/50/90/99th percentiles."""
+    port_of = read_port_map(map_path)
     per: Dict[str, List[int]] = {}
     with open(path) as f:
         for ln in f:
@@ -304,12 +310,7 @@ def transition(trace_path, map_path, event, dmesg_path=None):
     time without a good completion in the second after the event, and ``base_gap_ms``: the same over the
     0.45 s before it (fio alone); ``last_good_lost_ms``: the last good completion on the event's port;
     ``admin_lost_ms``: its first admin completions after the event; ``dmesg``: the recovery's messages."""
-    port_of = {}
-    with open(map_path) as f:
-        for ln in f:
-            w = ln.split()
-            if len(w) >= 2:
-                port_of[w[1] + ":"] = w[0]
+    port_of = read_port_map(map_path)
     lost = event.split(":")[1]
     t_ev = None
     rows, admin = [], []
