@@ -6,13 +6,13 @@ import random
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional
 
 from ..target import (END_DELAY_REQUEUE, END_DONE, END_REQUEUE, MAP_DELAY_REQUEUE, MAP_KILL, MAP_REMAPPED,
-                      MAP_REQUEUE, MessageError, MpathIO, Multipath)
+                      MAP_REQUEUE, MpathIO, Multipath)
 from ..target.multipath import QUEUE_MODE_RQ
 from .boundary import REQUEUE_DELAY_NS
 from .devices import PathDevice
-from .scsi import FAULT_STATES, SDEV_RUNNING
-from .loop import (EV_ACTIVATED, EV_ARRIVE, EV_CALL, EV_DONE, EV_ERRDONE, EV_KICK, EV_MESSAGE, EV_NOPATH_TIMEOUT,
-                   EV_REQUEUE, EV_RETRY, EventLoop)
+from .pathevents import PathEvents
+from .loop import (EV_ACTIVATED, EV_ARRIVE, EV_CALL, EV_DONE, EV_ERRDONE, EV_KICK, EV_NOPATH_TIMEOUT,
+                   EV_REQUEUE, EV_RETRY)
 
 if TYPE_CHECKING:
     from ..timing import TimeBase
@@ -33,7 +33,7 @@ class SimIO(MpathIO):
         self.ddir = (0 if is_read else 1) if ddir is None else ddir   # 0 read, 1 write, 2 trim
 
 
-class IoPath(EventLoop):
+class IoPath(PathEvents):
     """Map, dispatch, transport, service and completion of one I/O; faults and dm messages."""
 
     # set up by Simulation.__init__
@@ -251,69 +251,6 @@ class IoPath(EventLoop):
     def path_done(self, io: SimIO, error: Optional[str]) -> None:
         """A path ends I/O IO (ERROR None, or a blk_status name): dm's end_io and what follows."""
         self._path_done(io, error)
-
-    def _fault(self, dev: PathDevice, fault) -> None:
-        self._state_changes -= 1
-        if fault.action == "fail":
-            self.fail_device(dev)
-        elif fault.action == "reinstate":
-            dev.offline = False
-            if dev.scsi is not None:
-                self.blk.scsi.set_state(dev, "running")     # type: ignore[union-attr]
-            # multipathd's path checker notices and reinstates the path
-            self._schedule_message(fault.reinstate_after_ns, "reinstate_path %s" % dev.model.devname)
-        elif fault.action == "slow":
-            dev.slow_factor = fault.factor
-        else:
-            self.scsi_fault(dev, fault)
-
-    def scsi_fault(self, dev: PathDevice, fault) -> None:
-        """A fault of a SCSI path's device (sim/scsi.py): its state, or an error class on every
-        every_nth command.  null_blk-like devices take offline/delete as a device that fails."""
-        if fault.action == "error":
-            for sd in dev.scsi_of_host:     # the port's LUN errs for every host
-                sd.error = fault.error or None
-                sd.every_nth = fault.every_nth
-            return
-        state = FAULT_STATES[fault.action]
-        if dev.scsi is None:
-            if state == SDEV_RUNNING:
-                dev.offline = False
-            else:
-                self.fail_device(dev)
-            return
-        self.blk.scsi.set_state(dev, state)     # type: ignore[union-attr]
-
-    def _schedule_message(self, delay_ns: int, text: str) -> None:
-        """A dm message later: the topology's [[messages]], multipathd's reinstate after a fault, a target's own
-        timer (NVMe ctrl_loss_tmo).  It can bring a path back, so it counts as a pending state change."""
-        self._push(self.now + delay_ns, EV_MESSAGE, text)
-        self._state_changes += 1
-
-    def _message(self, text: str) -> None:
-        self._state_changes -= 1
-        self.send_message(text)
-
-    def send_message(self, text: str) -> bool:
-        """A dm message (``dmsetup message``) now; recorded in the result."""
-        try:
-            self.mp.message(*text.split())
-            self.result.messages.append((self.now, text, "ok"))
-            return True
-        except MessageError as e:
-            self.result.messages.append((self.now, text, "error: %s" % (e.warning or e)))
-            return False
-
-    def fail_device(self, dev: PathDevice) -> None:
-        """The device stops answering: waiting I/O fails at once, I/O being served
-        fails when it ends, new I/O fails after its fail latency."""
-        dev.offline = True
-        while dev.queue:
-            self._push(self.now + dev.model.fail_latency_ns, EV_ERRDONE, dev.queue.popleft())
-
-    def restore_device(self, dev: PathDevice) -> None:
-        """The device answers again (nothing is reinstated in the target)."""
-        dev.offline = False
 
     def _snapshot_in_flight(self) -> None:
         self.result.timeline.append((self.now, {d.model.name: d.in_flight for d in self.devices}))
