@@ -97,3 +97,35 @@ def test_results_of_the_wrong_shape_are_one_line_exit_3(tmp_path, capsys, text, 
     assert vf.main([str(p)]) == 3
     err = capsys.readouterr().err
     assert err.startswith(str(p)) and says in err and err.count("\n") == 1
+
+
+def _cell_with(key, values):
+    n = len(values)
+    mean = sum(values) / n
+    sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5
+    return {"repeats": [{key: v} for v in values], "stddev_" + key: sd}, mean
+
+
+def test_a_time_is_judged_against_the_kernels_own_spread_only_with_three_repeats():
+    # one repeat of four where the guest held fio for 180 ms: mean 47.25 ms, sd 88.5, two standard
+    # errors 88.5: the model's 3.4 ms is 43.9 ms off (outside 10% or 5 ms) but within the kernel's noise
+    c, mean = _cell_with("stall_new_io_ms", [3.0, 3.0, 3.0, 180.0])
+    assert vf._time_ok(3.4, mean, c, "stall_new_io_ms") == "noise"
+    assert vf._time_ok(mean + 4.9, mean, c, "stall_new_io_ms") == "yes"
+    assert vf._time_ok(mean + 2 * 88.5 / 2 + 1, mean, c, "stall_new_io_ms") == "no"
+    # two repeats are too few to know the spread
+    c2, mean2 = _cell_with("stall_new_io_ms", [3.0, 180.0])
+    assert vf._time_ok(3.4, mean2, c2, "stall_new_io_ms") == "no"
+    # a repeat without the measure does not count towards the three
+    c3, mean3 = _cell_with("recovery_ms", [3.0, 3.0, 180.0])
+    c3["repeats"][0] = {"recovery_ms": None}
+    assert vf._time_ok(3.4, mean3, c3, "recovery_ms") == "no"
+    assert vf._time_ok(None, None) is None and vf._time_ok(1.0, None) == "no"
+
+
+def test_the_fault_is_the_steps_of_its_first_instant():
+    c = next(c for c in json.load(open(DATA)) if c["fault"] == "npr")
+    # both paths offline at 1000 ms, then fail_if_no_path at 1500: the fault is the first two
+    assert [st["at_ms"] for st in c["steps"]][:3] == [1000, 1000, 1500] and vf.fault_steps(c) == 2
+    d = next(c for c in json.load(open(DATA)) if c["fault"] == "delete")
+    assert vf.fault_steps(d) == 1
