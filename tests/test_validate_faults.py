@@ -129,3 +129,19 @@ def test_the_fault_is_the_steps_of_its_first_instant():
     assert [st["at_ms"] for st in c["steps"]][:3] == [1000, 1000, 1500] and vf.fault_steps(c) == 2
     d = next(c for c in json.load(open(DATA)) if c["fault"] == "delete")
     assert vf.fault_steps(d) == 1
+
+
+def test_shares_after_are_compared_over_repeats_that_completed_enough():
+    # repeat 1 completed 600 I/Os after the last step (p0 0.5), repeat 2 only 5 (its counters read after
+    # fio ended: p0 0.8); the kernel's share is repeat 1's alone, the model's that of its run for repeat 1
+    reps = [{"step_times_ms": [0.0], "completions": {"after": {"p0": 300, "p1": 300}},
+             "shares_after": {"p0": 0.5, "p1": 0.5}},
+            {"step_times_ms": [0.0], "completions": {"after": {"p0": 4, "p1": 1}},
+             "shares_after": {"p0": 0.8, "p1": 0.2}}]
+    model = {"shares_after": {"p0": 0.6, "p1": 0.4},
+             "per_repeat": [{"shares_after": {"p0": 0.51, "p1": 0.49}}, {"shares_after": {"p0": 0.69, "p1": 0.31}}]}
+    k, m, enough = vf._shares_compared({"repeats": reps}, model)
+    assert enough and k == {"p0": 0.5, "p1": 0.5} and m == {"p0": 0.51, "p1": 0.49}
+    # no repeat with enough: not compared
+    k, m, enough = vf._shares_compared({"repeats": reps[1:]}, dict(model, per_repeat=model["per_repeat"][1:]))
+    assert not enough

@@ -369,10 +369,11 @@ def fault_summary(rd, labels, fio, fs, stat_b, stat_a, scsi_b, scsi_a, status_en
     steps = fs['steps']
     first, last = steps[0], steps[-1]
     f_ms, l_ms = first['t_ns'] / 1e6, last['t_end_ns'] / 1e6
-    # the steps the schedule puts at the first step's instant are one fault (both paths offline): the guest's
-    # shell runs them 2-40 ms apart, and whether an I/O slips through to the second path in between is a race
-    # of the lab, not what the host does; new I/O waits from when the last of them ran
-    g_ms = [st for st in steps if st['at_ms'] == first['at_ms']][-1]['t_ns'] / 1e6
+    # the steps the schedule puts at the first step's instant are one fault (both paths offline), whole when
+    # the last of them has returned: the guest's shell runs them 2-40 ms apart and a step's clock is read
+    # before its command, so I/O issued before that return may still reach a path that is up (a race of the
+    # lab's shell, not what the host does); new I/O is what fio issues after it
+    g_ms = [st for st in steps if st['at_ms'] == first['at_ms']][-1]['t_end_ns'] / 1e6
     out = {'steps': [{k: st[k] for k in ('at_ms', 'action', 'target', 'arg', 'rc')} for st in steps],
            'step_times_ms': [round((st['t_ns'] - first['t_ns']) / 1e6, 2) for st in steps],
            'step_durations_ms': [round((st['t_end_ns'] - st['t_ns']) / 1e6, 2) for st in steps],
