@@ -77,3 +77,36 @@ def test_replayed_trace_rebuilds_the_selectors_choices(tmp_path, monkeypatch, mo
     assert replayed.count == live.count
     # the slow path is chosen in more than one way: the classes are not all one
     assert len([k for k in hsttrace.CLASSES if live.count["p1"][k]]) >= 2
+
+
+def test_timing_of_choices_and_completions(capsys):
+    """--timing: gaps between choices, the first choice after completions, each path's completion gap."""
+    tally = hsttrace.Tally(["p0", "p1"])
+    tally.chose(0)
+    tally.chose(40_000)                 # 40 us after the first
+    tally.done("p0", 4_000_000)
+    tally.done("p0", 4_100_000)         # p0 completes 100 us apart
+    tally.chose(4_300_000)              # 200 us after the last completion
+    tally.chose(4_340_000)              # no completion since the last choice: not a first choice
+    tally.done("p1", 9_000_000)
+    tally.chose(9_500_000)              # 500 us after
+    assert tally.after_done_ns == [200_000, 500_000]
+    tally.report_timing()
+    out = capsys.readouterr().out
+    # gaps 40, 40, 4260, 5160 us: the 25th percentile is the first 40, the median the third
+    assert "between choices: p25 40 us, median 4260 us, p75 5160 us" in out
+    assert "first choice after a completion: median 500 us" in out
+    assert "p0   mean gap between completions 100 us" in out
+    assert "p1   mean gap" not in out        # one completion: no gap
+
+
+def test_timing_is_kept_by_the_kernel_replay(tmp_path):
+    rd = tmp_path / "run"
+    rd.mkdir()
+    (rd / "meta").write_text("topo=X name=X_hst queue_mode=bio iodepth=2\nX p0 252:0\nX p1 252:1\n")
+    with gzip.open(rd / "trace_events.gz", "wt") as f:
+        f.write("1.000000 m 252,0 8\n1.000040 m 252,1 16\n1.004000 c 252,0 8\n1.004250 m 252,0 24\n")
+    _, tally = hsttrace.replay_kernel(str(rd))
+    assert tally.choice_ns == [1_000_000_000, 1_000_040_000, 1_004_250_000]
+    assert tally.done_ns == {"p0": [1_004_000_000], "p1": []}
+    assert tally.after_done_ns == [250_000]

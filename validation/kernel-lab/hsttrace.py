@@ -3,6 +3,7 @@
 
     hsttrace.py RUNDIR...            runs recorded with TRACE 2 (grid.py batch tracehst)
     hsttrace.py --model RUNDIR...    the same cells predicted (seed 1, the cell's session guest)
+    hsttrace.py --timing [--model] RUNDIR...   also when the choices were made (below)
 
 The trace gives what dm-historical-service-time is given (dm-ps-historical-service-time.c): request-based,
 ``start_io`` at the clone's issue and ``end_io`` at its completion with the issue time as start
@@ -16,6 +17,12 @@ choice; each choice is then put in one class:
 - probe: an idle path whose stale mark has passed (or every path idle: the stalest);
 - equal-usage: the path with the best estimate had gone stale, so the one with fewer in flight won;
 - other: the rebuilt state would have chosen another path (the trace's clock or a missed event).
+
+``--timing`` adds when the choices come: the gaps between consecutive choices (bio-based: the fio task's
+maps, one I/O per io_submit), how long after the last completion the next choice comes, and each path's
+mean gap between completions (what its average learns).  Where the fio task maps quickly after the
+completions, a fast path is refilled before its stale mark passes (docs/validation.md, "Why the fast or
+deep path gets less in the model").
 """
 from __future__ import annotations
 
@@ -59,6 +66,33 @@ class Tally:
         self.count = {lb: collections.Counter() for lb in labels}
         self.out = {lb: [] for lb in labels}
         self.avg_us = {lb: [] for lb in labels}
+        self.choice_ns = []                         # --timing: when each choice was made
+        self.done_ns = {lb: [] for lb in labels}    # and each path's completions
+        self.after_done_ns = []                     # a choice's delay after the last completion before it
+        self._last_done = None
+
+    def chose(self, now):
+        if self._last_done is not None:
+            self.after_done_ns.append(now - self._last_done)
+            self._last_done = None
+        self.choice_ns.append(now)
+
+    def done(self, label, now):
+        self.done_ns[label].append(now)
+        self._last_done = now
+
+    def report_timing(self):
+        gaps = sorted(b - a for a, b in zip(self.choice_ns, self.choice_ns[1:]))
+        after = sorted(self.after_done_ns)
+        if not gaps or not after:
+            return
+        pct = lambda v, q: v[min(len(v) - 1, int(q * len(v)))] / 1e3
+        print("  between choices: p25 %.0f us, median %.0f us, p75 %.0f us; first choice after a completion: "
+              "median %.0f us" % (pct(gaps, .25), pct(gaps, .5), pct(gaps, .75), pct(after, .5)))
+        for lb in self.labels:
+            d = self.done_ns[lb]
+            if len(d) > 1:
+                print("  %-4s mean gap between completions %.0f us" % (lb, (d[-1] - d[0]) / (len(d) - 1) / 1e3))
 
     def add(self, label, klass, pi):
         self.count[label][klass] += 1
@@ -115,12 +149,14 @@ def replay_kernel(rd):
                 infos = list(sel._valid)
                 chosen = sel._info[lb]
                 tally.add(lb, classify(sel, infos, chosen, now), chosen)
+                tally.chose(now)
                 sel._valid.remove(chosen)       # hst_select_path moves the path it chose to the end
                 sel._valid.append(chosen)
                 sel.start_io(lb, 4096)
                 started[(lb, sector)].append(now)
             elif ev == "c" and started[(lb, sector)]:
                 sel.end_io(lb, 4096, started[(lb, sector)].popleft())
+                tally.done(lb, now)
     return meta, tally
 
 
@@ -141,6 +177,7 @@ def replay_model(rd):
     order = {}
     pending = []
     orig_select, orig_start = HistoricalServiceTime.select_path, HistoricalServiceTime.start_io
+    orig_end = HistoricalServiceTime.end_io
 
     def select_path(self, nr_bytes=0):
         now = self.select_clock()
@@ -155,9 +192,15 @@ def replay_model(rd):
 
     def start_io(self, path, nr_bytes):
         tally.add(*pending.pop())
+        tally.chose(self.clock())
         return orig_start(self, path, nr_bytes)
 
+    def end_io(self, path, nr_bytes, start_time_ns):
+        tally.done(order[path], self.clock())
+        return orig_end(self, path, nr_bytes, start_time_ns)
+
     HistoricalServiceTime.select_path, HistoricalServiceTime.start_io = select_path, start_io
+    HistoricalServiceTime.end_io = end_io
     try:
         V.simulate(V.table_line(cell), V.path_models(cell, guest),
                    V.parse_fio("[k]\nioengine=libaio\nrw=randwrite\nbs=4k\niodepth=%d\nruntime=8000ms\n"
@@ -165,6 +208,7 @@ def replay_model(rd):
                    host=guest.host(), seed=1, engine="python")
     finally:
         HistoricalServiceTime.select_path, HistoricalServiceTime.start_io = orig_select, orig_start
+        HistoricalServiceTime.end_io = orig_end
     return meta, tally, guest
 
 
@@ -172,6 +216,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("rundir", nargs="+")
     ap.add_argument("--model", action="store_true", help="the model's choices for the same cells")
+    ap.add_argument("--timing", action="store_true", help="also when the choices and completions came")
     a = ap.parse_args(argv)
     for rd in a.rundir:
         if a.model:
@@ -180,6 +225,8 @@ def main(argv=None):
         else:
             meta, tally = replay_kernel(rd)
             tally.report("kernel %s %s" % (meta.get("kernel", ""), meta["name"]))
+        if a.timing:
+            tally.report_timing()
     return 0
 
 
