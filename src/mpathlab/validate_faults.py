@@ -16,6 +16,7 @@ within 0.03 where the kernel completed enough I/O after it.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -24,11 +25,13 @@ from typing import Dict, List, Optional, Tuple
 from .sim.devices import Fault, PathModel, ServiceTime
 from .sim.engine import Simulation
 from .sim.scsi import ScsiHostModel
-from .validate import scsi_path_model
+from .sim.host import HostModel
+from .validate import calibration_boots, fit_guest, scsi_path_model, session_of
 from .workload.fio import parse_fio
 
 MS = 1_000_000
 HERE = os.path.join("validation", "kernel-lab")
+GRID_RESULTS = os.path.join(HERE, "results.json")     # the grid's cells, with the guest's calibration runs
 SHARE_TOL = 0.03
 TIME_TOL_FRAC, TIME_TOL_MS = 0.10, 5.0
 ERR_TOL_FRAC = 0.05      # nonzero fio error counts (see _errors_ok)
@@ -115,9 +118,10 @@ def step_times_ns(c: dict, rep: Optional[dict] = None) -> List[int]:
             for st, (start, end) in zip(c["steps"], step_spans_ns(c, rep))]
 
 
-def cell_run(c: dict, seed: int = 1, rep: Optional[dict] = None):
-    """Build and run the model of fault cell C with the step times of repeat REP (None: their mean);
-    (simulation, completions, step times)."""
+def cell_run(c: dict, seed: int = 1, rep: Optional[dict] = None, with_guest: bool = False):
+    """Build and run the model of fault cell C with the step times of repeat REP (None: their mean),
+    and (``with_guest``) the guest of the grid's calibration (guest_host); (simulation, completions,
+    step times)."""
     paths = cell_paths(c)
     labels = [p["label"] for p in c["paths"]]
     faults: Dict[int, List[Fault]] = {}
@@ -147,38 +151,64 @@ def cell_run(c: dict, seed: int = 1, rep: Optional[dict] = None):
         text += opt.lstrip("-") + "\n"
 
     class Watched(Simulation):
-        """Keeps (time, path, submitted) of every I/O that completed (the device is known in end_io only)."""
-        ending_on = None
+        """Keeps (time, path, submitted) of every I/O that completed to fio: the path is known when the
+        device ends it (end_io), fio's completion may come later (its CPU reaps it)."""
+        ended_on: Dict[int, object] = {}
 
         def _complete(self, io, error):
+            dev = self.ended_on.pop(id(io), None)
             if not error:
-                dev = self.ending_on
                 done.append((self.now, labels[self._dev_index[dev]] if dev is not None else None,
                              io.submit_ns))
             super()._complete(io, error)
 
         def _path_done(self, io, error):
-            self.ending_on = io.dev
+            self.ended_on[id(io)] = io.dev
             super()._path_done(io, error)
-            self.ending_on = None
 
     done: List[Tuple[int, Optional[str], int]] = []
-    sim = _run(Watched, table, paths, text, messages, seed)
+    sim = _run(Watched, table, paths, text, messages, seed, guest_host(c, rep) if with_guest else None)
     return sim, done, times
 
 
-def _run(cls, table, paths, text, messages, seed):
-    sim = cls(table, paths, parse_fio(text).jobs, seed=seed, messages=messages, engine="python")
+@functools.lru_cache(maxsize=4)
+def _grid_cells(path: str) -> Tuple[dict, ...]:
+    try:
+        with open(path) as f:
+            return tuple(json.load(f))
+    except (OSError, ValueError):
+        return ()
+
+
+def guest_host(c: dict, rep: Optional[dict] = None, grid: str = GRID_RESULTS) -> Optional[HostModel]:
+    """The guest of the repeat's lab session, as the validation table predicts with it (mpathlab.validate:
+    fitted on the calibration boot of the cell's kernel nearest in time to the repeat's boot): fio's CPU
+    time per I/O and the timers firing late while their vCPU is away.  Without it every I/O of a batch
+    fio submits reaches the path at one instant and completes at one instant, which HST reads as zero
+    service time ("now - last completion"); with it, HST on two identical paths follows the order of
+    its path list more than the kernel does (docs/faults.md), so the table runs without it unless
+    asked (``--guest``).  None when the grid's results are not there."""
+    cells = list(_grid_cells(grid))
+    if not cells:
+        return None
+    kernel = str(c.get("kernel") or "6.1")
+    session = session_of(rep, calibration_boots(cells, kernel)) if rep is not None else ""
+    return fit_guest(cells, kernel, session).host()
+
+
+def _run(cls, table, paths, text, messages, seed, host=None):
+    sim = cls(table, paths, parse_fio(text).jobs, seed=seed, messages=messages, engine="python", host=host)
     sim.result = sim.run()
     sim.result.check_accounting()
     return sim
 
 
-def metrics(c: dict, seed: int = 1) -> dict:
+def metrics(c: dict, seed: int = 1, with_guest: bool = False) -> dict:
     """The model's counterparts of the kernel's metrics, one run per kernel repeat with that repeat's
     step times (a guest under load ran the same schedule hundreds of ms apart), averaged as the kernel's
     repeats are."""
-    runs = [repeat_metrics(c, seed, r) for r in _timed_repeats(c)] or [repeat_metrics(c, seed)]
+    runs = ([repeat_metrics(c, seed, r, with_guest) for r in _timed_repeats(c)]
+            or [repeat_metrics(c, seed, None, with_guest)])
 
     def mean(vals):
         vals = [v for v in vals if v is not None]
@@ -216,13 +246,13 @@ def _shares_compared(c: dict, m: dict) -> Tuple[Dict[str, float], Dict[str, floa
             mean_of([m["per_repeat"][i]["shares_after"] for i in counted]), True)
 
 
-def repeat_metrics(c: dict, seed: int = 1, rep: Optional[dict] = None) -> dict:
+def repeat_metrics(c: dict, seed: int = 1, rep: Optional[dict] = None, with_guest: bool = False) -> dict:
     """The model's counterparts of the kernel's metrics (validation/kernel-lab/grid.py fault_summary),
     from the same instants: fio's errors; the stall (the first step's start to the next completed I/O)
     and the stall of new I/O (to the first completion of an I/O submitted at or after it); the recovery
     (the last step's return to the next completion); the longest gap; the requests a path ended without
     completing them (retried by dm-mpath, or failed); the shares of the completions after the last step."""
-    sim, done, times = cell_run(c, seed, rep)
+    sim, done, times = cell_run(c, seed, rep, with_guest)
     res = sim.result
     spans = step_spans_ns(c, rep)
     first, last = spans[0][0], spans[-1][1]
@@ -272,7 +302,7 @@ def _errors_ok(model: int, c: dict) -> bool:
 SELECTOR_ABBR = {"round-robin": "rr", "queue-length": "ql", "service-time": "st", "historical-service-time": "hst"}
 
 
-def compare(cells: List[dict], seed: int = 1) -> List[dict]:
+def compare(cells: List[dict], seed: int = 1, with_guest: bool = False) -> List[dict]:
     """Every fault cell against the model: per check True/False (None where neither side has a value)."""
     rows = []
     for c in cells:
@@ -280,7 +310,7 @@ def compare(cells: List[dict], seed: int = 1) -> List[dict]:
                                          c["queue_mode"]),
                "n": c.get("n", len(c.get("repeats") or []))}
         try:
-            m = metrics(c, seed)
+            m = metrics(c, seed, with_guest)
         except NotModelled as e:
             row["not_modelled"] = str(e)
             rows.append(row)
@@ -407,6 +437,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="mpathlab validate-faults", description=__doc__.split("\n")[0])
     ap.add_argument("results", nargs="?", default=os.path.join(HERE, "results-faults.json"))
     ap.add_argument("--json", action="store_true", help="the rows as JSON")
+    ap.add_argument("--guest", action="store_true",
+                    help="give the model the guest of the grid's calibration (CPU per I/O, late timers; "
+                         "validation/kernel-lab/results.json), as the validation table does (default: off)")
     ap.add_argument("--markdown", action="store_true",
                     help="the table as Markdown, one line per cell, as docs/faults.md shows it")
     args = ap.parse_args(argv)
@@ -420,7 +453,7 @@ def main(argv=None) -> int:
     if bad:
         sys.stderr.write("%s: %s\n" % (args.results, bad))
         return 3
-    rows = compare(cells)
+    rows = compare(cells, with_guest=args.guest)
     if args.json:
         json.dump(rows, sys.stdout, indent=1)
         sys.stdout.write("\n")
