@@ -117,3 +117,35 @@ def test_the_compiled_core_refuses_dm_delay_and_runs_a_zero_delay_as_before(monk
     a = Simulation(table(2), [path(0, dm_delay_ns=0), path(1)], job, seed=3).run()
     b = Simulation(table(2), [path(0), path(1)], job, seed=3, engine="python").run()
     assert a.engine != "python" and (a.completed, a.jobs[0].write_lat.mean) == (b.completed, b.jobs[0].write_lat.mean)
+
+
+TOPO = '''
+[multipath]
+table = "0 4096 multipath 2 queue_mode bio 0 1 1 round-robin 0 1 1 8:0 1"
+[paths.p0]
+devt = "8:0"
+service = "2ms"
+hw_queue_depth = 8
+parallelism = 8
+dm_delay = "20ms"
+faults = [ { at = "5ms", action = "suspend" }, { at = "30ms", action = "resume", delay = "0ms" } ]
+'''
+
+
+def test_a_topology_gives_the_dm_delay_and_its_suspend_and_resume():
+    try:
+        import tomllib
+    except ModuleNotFoundError:       # Python < 3.11
+        import tomli as tomllib       # type: ignore
+    from mpathlab.topology import TopologyError, topology_from_dict
+    t = topology_from_dict(tomllib.loads(TOPO), "t.toml")
+    (p,) = t.paths
+    assert p.dm_delay_ns == 20 * MS
+    assert [(f.at_ns, f.action, f.delay_ns) for f in p.faults] == [(5 * MS, "suspend", None), (30 * MS, "resume", 0)]
+    # as test_suspend_sends_the_delayed_io_to_the_device_at_once
+    res = Simulation(t.table, t.paths, parse_fio("[j]\nrw=randwrite\nbs=4k\niodepth=1\nnumber_ios=2\n").jobs,
+                     record_completions=True, **t.sim_kwargs()).run()
+    assert res.done_at == [7 * MS, 32 * MS]
+    bad = TOPO.replace('action = "suspend"', 'action = "suspend", delay = "1ms"')
+    with pytest.raises(TopologyError, match=r"faults\[0\]: delay belongs to action = \"resume\""):
+        topology_from_dict(tomllib.loads(bad), "t.toml")
