@@ -149,3 +149,18 @@ def test_a_topology_gives_the_dm_delay_and_its_suspend_and_resume():
     bad = TOPO.replace('action = "suspend"', 'action = "suspend", delay = "1ms"')
     with pytest.raises(TopologyError, match=r"faults\[0\]: delay belongs to action = \"resume\""):
         topology_from_dict(tomllib.loads(bad), "t.toml")
+
+
+def test_a_path_suspended_for_good_leaves_its_held_io_pending(tmp_path, capsys):
+    # iodepth 1, one I/O every 20 ms: the I/O of 0 ms is done at 2; that of 20 ms is held by the device
+    # suspended at 10 ms, which no resume follows: the run ends with it pending, and says why
+    res = run([path(faults=[Fault(10 * MS, "suspend")])], "iodepth=1\nrate_iops=50\nruntime=100ms\ntime_based\n")
+    assert (res.completed, res.pending, res.stalled) == (1, 1, True)
+    from mpathlab.cli import main
+    topo = tmp_path / "t.toml"
+    topo.write_text(TOPO.replace(', { at = "30ms", action = "resume", delay = "0ms" }', ""))
+    job = tmp_path / "j.fio"
+    job.write_text("[j]\nrw=randwrite\nbs=4k\niodepth=1\nnumber_ios=2\n")
+    assert main(["run", str(topo), str(job)]) == 0
+    out = capsys.readouterr().out.replace("\n    ", " ")
+    assert "1 I/O(s) pending" in out and "the dm device of path p0 stays suspended (no resume)" in out

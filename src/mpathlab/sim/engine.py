@@ -298,6 +298,8 @@ class Simulation(JobRules):
                 self._nopath_timeout(obj)
         res.events = events
         res.pending += len(mp.queued_bios)
+        if any(d.dm_held for d in self.devices):
+            res.stalled = True      # a dm device suspended for good holds the I/O sent to it
         if res.stalled:
             res.pending += self._drain_pending(heap)
         return self._finish()

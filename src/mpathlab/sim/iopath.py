@@ -155,7 +155,7 @@ class IoPath(PathEvents):
             dev.in_flight += 1
             if dev.in_flight > dev.peak_in_flight:
                 dev.peak_in_flight = dev.in_flight
-            if dev.dm_delay_ns or dev.dm_suspended or dev.dm_held:
+            if dev.dm_delay_ns or dev.dm_suspended:
                 self._dm_submit(io, dev)       # a dm-delay device over the device (sim/pathevents.py)
             else:
                 self._to_device(io, dev)
