@@ -146,6 +146,12 @@ def test_a_topology_gives_the_dm_delay_and_its_suspend_and_resume():
     res = Simulation(t.table, t.paths, parse_fio("[j]\nrw=randwrite\nbs=4k\niodepth=1\nnumber_ios=2\n").jobs,
                      record_completions=True, **t.sim_kwargs()).run()
     assert res.done_at == [7 * MS, 32 * MS]
+    # the report's events say what each does
+    from mpathlab.report import model
+    evs = model.events({"rr": res}, t)
+    assert [(e.at_ns // MS, e.what, e.outcome["rr"]) for e in evs] == [
+        (5, "the dm device over p0 (8:0) is suspended: new I/O to it waits", "I/O sent to p0 is held until its resume"),
+        (30, "the dm device over p0 (8:0) resumes with a delay of 0ns", "the held I/O goes on to the device")]
     bad = TOPO.replace('action = "suspend"', 'action = "suspend", delay = "1ms"')
     with pytest.raises(TopologyError, match=r"faults\[0\]: delay belongs to action = \"resume\""):
         topology_from_dict(tomllib.loads(bad), "t.toml")
