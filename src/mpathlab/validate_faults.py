@@ -5,14 +5,14 @@ A fault cell is a two-path topology, a dm table's features, fio at a fixed rate 
 fail or reinstate a path or turn queueing off and on, a dm-delay path reloaded with a new delay).  The
 model gets the paths (completion time, queue_depth, host, dm-delay's delay), the table, fio's options and
 the steps at the times the guest ran them in each repeat (a sysfs write acts as it starts, a dmsetup
-message when it returns, ~100 ms later; a reload suspends its dm-delay device from its start to its end),
-and nothing measured in the run; it runs once per repeat.  Compared per cell, against the kernel's mean over its
-repeats: fio's error count (equal; within 5% when nonzero), the stall of new I/O (from the fault, the
-steps the schedule puts at its first instant, to the first completion of an I/O submitted after it) and
-the recovery (the last step to the next completion) within 10% or 5 ms, or, where the kernel's own
-repeats spread more, within two standard errors of their mean (3 or more repeats, as in the validation
-table), and the paths' shares of the completions after the last step within 0.03 where the kernel
-completed enough I/O after it.
+message when it returns, ~100 ms later; a reload suspends its dm-delay device from its start to its
+end), and nothing measured in the run; it runs once per repeat.  Compared per cell, against the kernel's
+mean over its repeats: fio's error count (equal; within 5% when nonzero), the stall of new I/O (from the
+fault, the steps the schedule puts at its first instant, to the first completion of an I/O submitted
+after it) and the recovery (the last step to the next completion) within 10% or 5 ms, or, where the
+kernel's own repeats spread more, within two standard errors of their mean (3 or more repeats, as in the
+validation table), and the paths' shares of the completions after the last step within 0.03 where the
+kernel completed enough I/O after it.
 """
 from __future__ import annotations
 

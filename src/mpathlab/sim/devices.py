@@ -3,8 +3,8 @@
 A path device is a FIFO queue in front of ``parallelism`` servers (the
 device's internal concurrency).  Each I/O occupies a server for a service
 time drawn from a distribution, plus a per-byte transfer cost.  An optional
-fixed ``delay`` (like dm-delay, or a network round trip) is added before the
-I/O reaches the queue; it costs latency but no device capacity.
+fixed ``delay`` (a transport's round trip) is added once the I/O has its tag,
+before it reaches the queue; it costs latency but no device capacity.
 
 A path can also be a dm-delay device stacked over its device
 (``dm_delay_ns``, drivers/md/dm-delay.c): its delay comes before the
@@ -147,7 +147,6 @@ class Fault:
         self.delay_ns = delay_ns
 
 
-
 # I/O schedulers a path queue can have; any of them takes scheduler tags.
 SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")
 BLKDEV_DEFAULT_RQ = 128
@@ -277,8 +276,8 @@ class PathDevice:
         self.scsi = None       # sim.scsi.ScsiDevice of a SCSI path (set up with its host's tag set)
         self.scsi_of_host: list = []   # each host's ScsiDevice of it (multi-host runs); [0] is .scsi
         # the dm-delay device over it (sim/pathevents.py): its table's delay now, the I/O on its delay
-        # list (I/O -> the number of its expiry event: one flushed early and sent again gets a new one),
-        # and while suspended the I/O dm core holds for it until resume
+        # list (I/O -> when it leaves: one flushed early and sent again has a new time, so the old
+        # expiry does nothing), and while suspended the I/O dm core holds for it until resume
         self.dm_delay_ns = model.dm_delay_ns
         self.dm_delayed: dict = {}
         self.dm_suspended = False
