@@ -162,3 +162,39 @@ def test_with_the_guest_a_catch_up_burst_is_spread_as_in_the_kernel():
     guest = vf.repeat_metrics(c, 1, rep, with_guest=True)["shares_after"]["p0"]
     assert bare > kernel + 0.08 and abs(guest - kernel) <= 0.03
     assert vf.guest_host(c, rep).submit_ns > 0
+
+
+def _lab_cells():
+    path = os.path.join(os.path.dirname(DATA), "..", "..", "validation", "kernel-lab", "results-faults.json")
+    return json.load(open(path))
+
+
+def test_a_delay_path_is_null_blk_under_dm_delay_and_its_step_a_suspension():
+    c = next(c for c in _lab_cells() if c["fault"] == "slow" and c["kernel"] == "6.1"
+             and c["selector"] == "round-robin")
+    paths = vf.cell_paths(c)
+    # the null_blk device's 2 ms and 8 tags (a budget of 8), its dm-delay's 0 ms at the start
+    assert [(p.service.mean_ns, p.queue_depth, p.dm_delay_ns) for p in paths] == [(2_000_000, 8, 0)] * 2
+    rep = vf._timed_repeats(c)[0]
+    sim, _, _ = vf.cell_run(c, rep=rep)
+    (a0, b0), (a1, b1) = vf.step_spans_ns(c, rep)
+    # 1000/delay/p0/20, 2500/delay/p0/0: p0's dm device suspended over each step's dmsetup commands,
+    # resumed at its end with the new table's delay; p1 untouched
+    assert [(f.at_ns, f.action, f.delay_ns) for f in sim.paths[0].faults] == [
+        (a0, "suspend", None), (b0, "resume", 20_000_000), (a1, "suspend", None), (b1, "resume", 0)]
+    assert sim.paths[1].faults == []
+
+
+def test_fio_waits_out_each_suspension_of_a_delay_path():
+    # fio at 600 IOPS reaps every I/O in flight before it sleeps: the I/O held by the suspended p0 holds
+    # the job from its last other completion (within one 1.7 ms inter-arrival and a 2 ms completion of
+    # the suspend, before or after it) to the held I/O's end (the resume, then the new delay and 2 ms)
+    c = next(c for c in _lab_cells() if c["fault"] == "slow" and c["kernel"] == "6.1"
+             and c["selector"] == "round-robin")
+    for rep in vf._timed_repeats(c):
+        m = vf.repeat_metrics(c, rep=rep)
+        spans = [(b - a) / 1e6 for a, b in vf.step_spans_ns(c, rep)]
+        longest = max(s + d + 2.0 for s, d in zip(spans, (20.0, 0.0)))
+        slack = 1000 / 600 + 2.0
+        assert longest - 2 * slack <= m["max_gap_ms"] <= longest + slack
+        assert m["fio_errors"] == 0 and m["refused"] == 0

@@ -33,9 +33,13 @@ def annotate(sim, result, paths: Sequence = (), events: Sequence = ()) -> None:
     for ev in events:
         if ev[0] > end:
             later.append((ev[0], "%r is only due at %s" % (ev[1], format_ns(ev[0]))))
+    suspended = [d.model.name for d in getattr(sim, "devices", ()) if getattr(d, "dm_suspended", False)]
     if hard_stop is not None and later:
         why = "cut off at the jobs' runtime plus the %s drain (%s); %s" % (
             format_ns(sim.drain_ns), format_ns(hard_stop), min(later)[1])
+    elif suspended:
+        why = "the dm device of path %s stays suspended (no resume) and holds the I/O sent to it" % (
+            ", ".join(suspended))
     else:
         why = NO_PATH
     result.stall = {"at_ns": end, "pending": result.pending, "queued": min(queued, result.pending), "why": why}

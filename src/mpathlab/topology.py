@@ -18,7 +18,10 @@
     kind = "scsi"             # what the device is (scsi, nvme, null_blk, ...): only SCSI takes "1 alua"
     service = { dist = "exponential", mean = "100us" }   # constant|exponential|lognormal|empirical
     parallelism = 8           # device-internal concurrency
-    delay = "0us"             # fixed added delay (dm-delay, transport)
+    delay = "0us"             # fixed added delay (transport: the request holds its tag meanwhile)
+    dm_delay = "0ms"          # a dm-delay device over the device: its delay, before the device's tags;
+                              # faults suspend and { at = "2s", action = "resume", delay = "20ms" } (dmsetup
+                              # suspend, reload with a new delay, resume)
     per_kib = "0ns"           # extra service time per KiB of I/O
     faults = [ { at = "2s", action = "fail" }, { at = "4s", action = "reinstate" } ]
     hw_queue_depth = 32       # driver tags per hardware queue (default: unlimited)
@@ -187,7 +190,7 @@ def parse_faults(items, where: str) -> List[Fault]:
         w = "%s.faults[%d]" % (where, i)
         if not isinstance(f, dict) or "at" not in f or "action" not in f:
             raise TopologyError("%s needs at and action" % w)
-        unknown = set(f) - {"at", "action", "factor", "reinstate_after", "error", "every_nth"}
+        unknown = set(f) - {"at", "action", "factor", "reinstate_after", "error", "every_nth", "delay"}
         if unknown:
             raise TopologyError("%s: unknown key(s) %s" % (w, ", ".join(sorted(unknown))))
         if not isinstance(f["action"], str) or f["action"] not in Fault.ACTIONS:
@@ -200,9 +203,12 @@ def parse_faults(items, where: str) -> List[Fault]:
             raise TopologyError("%s.factor must be a finite number above 0 and at most %g, got %r"
                                 % (w, SLOW_FACTOR_MAX, factor))
         error, nth = _fault_error(f, w)
+        if "delay" in f and f["action"] != "resume":
+            raise TopologyError("%s: delay belongs to action = \"resume\" (the dm-delay table's new delay)" % w)
+        delay = parse_duration_ns(f["delay"], w + ".delay") if "delay" in f else None
         out.append(Fault(parse_duration_ns(f["at"], w + ".at"), str(f["action"]), float(factor),
                          parse_duration_ns(f.get("reinstate_after", 0), w + ".reinstate_after"),
-                         error=error, every_nth=nth))
+                         error=error, every_nth=nth, delay_ns=delay))
     return out
 
 
@@ -223,7 +229,7 @@ def _fault_error(f: dict, w: str) -> Tuple[str, int]:
 
 
 SCSI_FAULTS = ("offline", "delete", "poweroff", "online", "error")
-_PATH_KEYS = {"devt", "kind", "service", "parallelism", "delay", "per_kib", "faults", "fail_latency",
+_PATH_KEYS = {"devt", "kind", "service", "parallelism", "delay", "dm_delay", "per_kib", "faults", "fail_latency",
               "hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests", "queue_depth", "scsi_host"}
 _HOST_KEYS = {"cpus", "submit_cost", "complete_cost", "wake_cost", "steal", "steal_period", "work_latency",
               "cpu_nodes", "node_distance"}
@@ -399,6 +405,7 @@ def path_model(name: str, devt: Tuple[int, int], p: dict, src: str, where: str, 
     model = PathModel(
         name, devt, _service(svc, where), parallelism=par, **_path_queue_keys(p, src, where),
         delay_ns=parse_duration_ns(p.get("delay", 0), where + ".delay"),
+        dm_delay_ns=parse_duration_ns(p.get("dm_delay", 0), where + ".dm_delay"),
         ns_per_kib=parse_duration_ns(p.get("per_kib", 0), where + ".per_kib"),
         faults=parse_faults(p.get("faults", []), where) if faults is None else faults,
         fail_latency_ns=parse_duration_ns(p.get("fail_latency", 0), where + ".fail_latency"))

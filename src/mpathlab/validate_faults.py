@@ -2,16 +2,17 @@
 
 A fault cell is a two-path topology, a dm table's features, fio at a fixed rate and a schedule of steps
 (a SCSI device set offline, running again or deleted, a null_blk device powered off, dm messages that
-fail or reinstate a path or turn queueing off and on).  The model gets the paths (completion time,
-queue_depth, host), the table, fio's options and the steps at the times the guest ran them in each
-repeat (a sysfs write acts as it starts, a dmsetup message when it returns, ~100 ms later), and nothing
-measured in the run; it runs once per repeat.  Compared per cell, against the kernel's mean over its
-repeats: fio's error count (equal; within 5% when nonzero), the stall of new I/O (from the return of
-the fault, the steps the schedule puts at its first instant, to the first completion of an I/O
-submitted after it) and the recovery (the last step to the next completion) within 10% or 5 ms, or,
-where the kernel's own repeats spread more, within two standard errors of their mean (3 or more
-repeats, as in the validation table), and the paths' shares of the completions after the last step
-within 0.03 where the kernel completed enough I/O after it.
+fail or reinstate a path or turn queueing off and on, a dm-delay path reloaded with a new delay).  The
+model gets the paths (completion time, queue_depth, host, dm-delay's delay), the table, fio's options and
+the steps at the times the guest ran them in each repeat (a sysfs write acts as it starts, a dmsetup
+message when it returns, ~100 ms later; a reload suspends its dm-delay device from its start to its
+end), and nothing measured in the run; it runs once per repeat.  Compared per cell, against the kernel's
+mean over its repeats: fio's error count (equal; within 5% when nonzero), the stall of new I/O (from the
+return of the fault, the steps the schedule puts at its first instant, to the first completion of an I/O
+submitted after it) and the recovery (the last step to the next completion) within 10% or 5 ms, or, where the
+kernel's own repeats spread more, within two standard errors of their mean (3 or more repeats, as in the
+validation table), and the paths' shares of the completions after the last step within 0.03 where the
+kernel completed enough I/O after it.
 """
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ def _devt(i: int) -> Tuple[int, int]:
 def cell_paths(c: dict) -> List[PathModel]:
     """The cell's paths.  A null_blk path (F2n) takes hw_queue_depth tags from its one hardware queue
     that fio's CPU maps to: to dm that is the budget of a SCSI device of that queue_depth, and its
-    powered-off queue dies as a deleted LUN's does (clone allocation fails, blk_queue_dying)."""
+    powered-off queue dies as a deleted LUN's does (clone allocation fails, blk_queue_dying).  A delay
+    path (F2d) is such a device under a dm-delay device whose delay (delay_ms) comes before its tags."""
     hosts: Dict[int, ScsiHostModel] = {}
     out = []
     for i, p in enumerate(c["paths"]):
@@ -66,10 +68,12 @@ def cell_paths(c: dict) -> List[PathModel]:
         kind = p.get("kind") or "null_blk"
         if kind == "scsi":
             out.append(scsi_path_model(p, i, svc, hosts))
-        elif kind == "null_blk":
+        elif kind in ("null_blk", "delay"):
+            # delay: a dm-delay device over the null_blk device, its delay ahead of the device's tags
             qd = int(p.get("hw_queue_depth") or 0)
             out.append(PathModel(p["label"], _devt(i), svc, parallelism=qd or 256, queue_depth=qd,
-                                 scsi_host=ScsiHostModel("nullb%d" % i)))
+                                 scsi_host=ScsiHostModel("nullb%d" % i),
+                                 dm_delay_ns=int(float(p.get("delay_ms") or 0) * MS)))
         else:
             raise NotModelled("%s paths" % kind)
     return out
@@ -113,9 +117,21 @@ def step_times_ns(c: dict, rep: Optional[dict] = None) -> List[int]:
     """When each step took effect.  A sysfs write (the shell's echo, a builtin) acts as it starts: the
     device is offline, or its disk marked dead, before the write returns (a deletion returns after the
     teardown, 30-90 ms later).  A dm message (``dmsetup``, a program) acts at its ioctl, at the end: it
-    spends ~100 ms starting under emulation."""
+    spends ~100 ms starting under emulation.  A new delay (``delay``) is in force from its resume, at the
+    end (cell_run suspends the device from the start)."""
     return [start if st["action"] in DEVICE_STEPS else end
             for st, (start, end) in zip(c["steps"], step_spans_ns(c, rep))]
+
+
+def _delay_arg_ns(step: dict) -> int:
+    """The new delay of a ``delay`` step (its arg, in ms)."""
+    try:
+        ms = float(step.get("arg"))
+    except (TypeError, ValueError):
+        ms = -1.0
+    if not ms >= 0:
+        raise NotModelled("the delay step's arg %r (a delay in ms)" % step.get("arg"))
+    return int(ms * MS)
 
 
 def cell_run(c: dict, seed: int = 1, rep: Optional[dict] = None, with_guest: bool = False):
@@ -127,10 +143,15 @@ def cell_run(c: dict, seed: int = 1, rep: Optional[dict] = None, with_guest: boo
     faults: Dict[int, List[Fault]] = {}
     messages = []
     times = step_times_ns(c, rep)
-    for st, t in zip(c["steps"], times):
+    for st, t, (start, end) in zip(c["steps"], times, step_spans_ns(c, rep)):
         act, target = st["action"], st.get("target")
         i = labels.index(target) if target in labels else None
-        if act in DEVICE_STEPS and i is not None:
+        if act == "delay" and i is not None and c["paths"][i].get("kind") == "delay":
+            # dmsetup suspend, reload with the new delay, resume: the dm-delay device queues new I/O
+            # from the start of the step to its end (drivers/md/dm.c __dm_suspend .. __dm_resume)
+            faults.setdefault(i, []).extend([Fault(start, "suspend"),
+                                             Fault(end, "resume", delay_ns=_delay_arg_ns(st))])
+        elif act in DEVICE_STEPS and i is not None:
             faults.setdefault(i, []).append(Fault(t, DEVICE_STEPS[act]))
         elif act in MESSAGE_STEPS:
             msg = MESSAGE_STEPS[act]

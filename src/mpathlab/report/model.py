@@ -114,7 +114,12 @@ def events(runs: Runs, topology=None) -> List[Event]:
                 what = {"fail": "device %s (%s) fails: every I/O on it errors" % (pm.name, pm.devname),
                         "reinstate": "device %s (%s) works again; multipathd reinstates it after %s"
                                      % (pm.name, pm.devname, _dur(f.reinstate_after_ns)),
-                        "slow": "device %s (%s) becomes %g times slower" % (pm.name, pm.devname, f.factor)
+                        "slow": "device %s (%s) becomes %g times slower" % (pm.name, pm.devname, f.factor),
+                        "suspend": "the dm device over %s (%s) is suspended: new I/O to it waits"
+                                   % (pm.name, pm.devname),
+                        "resume": "the dm device over %s (%s) resumes%s" % (
+                            pm.name, pm.devname, "" if f.delay_ns is None else " with a delay of %s"
+                            % _dur(f.delay_ns)),
                         }.get(f.action, "%s %s" % (f.action, pm.name))
                 ev = out.setdefault((f.at_ns, "fault", what), Event(f.at_ns, "fault", what))
                 for label, res in runs:
@@ -135,6 +140,10 @@ def _fault_outcome(fault, pm, res) -> str:
             n, "" if n == 1 else "s", pm.name) if n else "no I/O was on %s: no error" % pm.name
     if fault.action == "reinstate":
         return "device usable again (see the reinstate_path message)"
+    if fault.action == "suspend":
+        return "I/O sent to %s is held until its resume" % pm.name
+    if fault.action == "resume":
+        return "the held I/O goes on to the device"
     return "service times x %g from here" % fault.factor
 
 

@@ -3,19 +3,25 @@
 A path device is a FIFO queue in front of ``parallelism`` servers (the
 device's internal concurrency).  Each I/O occupies a server for a service
 time drawn from a distribution, plus a per-byte transfer cost.  An optional
-fixed ``delay`` (like dm-delay, or a network round trip) is added before the
-I/O reaches the queue; it costs latency but no device capacity.
+fixed ``delay`` (a transport's round trip) is added once the I/O has its tag,
+before it reaches the queue; it costs latency but no device capacity.
+
+A path can also be a dm-delay device stacked over its device
+(``dm_delay_ns``, drivers/md/dm-delay.c): its delay comes before the
+device's queue, so a delayed I/O holds none of the device's tags.
 
 Faults change a device at given times: ``fail`` (the path errors every I/O,
 as a pulled cable does), ``reinstate`` (the device works again and
-multipathd reinstates the path), ``slow`` (service times multiplied).
+multipathd reinstates the path), ``slow`` (service times multiplied),
+``suspend`` and ``resume`` (the path's dm device suspended and resumed,
+with a new table's delay: ``dmsetup suspend``, ``reload``, ``resume``).
 """
 from __future__ import annotations
 
 import math
 import os
 import random
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 from ..units import UnitError, parse_duration_ns
 from .stats import LatencyStats
@@ -114,25 +120,31 @@ class Empirical(ServiceTime):
 
 
 class Fault:
-    __slots__ = ("at_ns", "action", "factor", "reinstate_after_ns", "error", "every_nth")
+    __slots__ = ("at_ns", "action", "factor", "reinstate_after_ns", "error", "every_nth", "delay_ns")
 
     # offline / delete / online: the SCSI device state (sysfs state, delete, rescan; sim/scsi.py);
     # poweroff: the disk deleted with its queue dying at once (a null_blk device powered off);
-    # error: an error class on every every_nth command (scsi_debug's every_nth)
-    ACTIONS = ("fail", "reinstate", "slow", "offline", "delete", "poweroff", "online", "error")
+    # error: an error class on every every_nth command (scsi_debug's every_nth);
+    # suspend / resume: the bio-based dm device over the path's device (dm-delay) suspended, then
+    # resumed with a new table whose delay is delay_ns (None: the delay it had)
+    ACTIONS = ("fail", "reinstate", "slow", "offline", "delete", "poweroff", "online", "error",
+               "suspend", "resume")
 
     def __init__(self, at_ns: int, action: str, factor: float = 1.0, reinstate_after_ns: int = 0,
-                 error: str = "", every_nth: int = 1):
+                 error: str = "", every_nth: int = 1, delay_ns: Optional[int] = None):
         if action not in self.ACTIONS:
             raise UnitError("fault action must be one of %s, not %r" % ("/".join(self.ACTIONS), action))
         if action == "slow" and factor <= 0:
             raise UnitError("a 'slow' fault needs a positive factor")
+        if delay_ns is not None and (action != "resume" or delay_ns < 0):
+            raise UnitError("a fault's delay belongs to a 'resume' fault and must not be negative")
         self.at_ns = at_ns
         self.action = action
         self.factor = factor
         self.reinstate_after_ns = reinstate_after_ns
         self.error = error          # "error": a class of sim.scsi.ERRORS ("" clears an earlier one)
         self.every_nth = every_nth
+        self.delay_ns = delay_ns
 
 
 # I/O schedulers a path queue can have; any of them takes scheduler tags.
@@ -146,18 +158,23 @@ class PathModel:
     def __init__(self, name: str, devt, service: ServiceTime, parallelism: int = 1, delay_ns: int = 0,
                  ns_per_kib: float = 0.0, faults: Sequence[Fault] = (), fail_latency_ns: int = 0,
                  hw_queue_depth: int = 0, nr_hw_queues: int = 1, scheduler: str = "none", nr_requests: int = 0,
-                 queue_depth: int = 0, scsi_host=None):
+                 queue_depth: int = 0, scsi_host=None, dm_delay_ns: int = 0):
         if parallelism < 1:
             raise UnitError("path %s: parallelism must be at least 1" % name)
         if hw_queue_depth < 0 or nr_hw_queues < 1 or nr_requests < 0:
             raise UnitError("path %s: hw_queue_depth, nr_hw_queues and nr_requests must be positive" % name)
+        if dm_delay_ns < 0:
+            raise UnitError("path %s: the dm-delay device's delay must not be negative" % name)
         if scheduler not in SCHEDULERS:
             raise UnitError("path %s: scheduler must be one of %s" % (name, ", ".join(SCHEDULERS)))
         self.name = name
         self.devt = tuple(devt)
         self.service = service
         self.parallelism = int(parallelism)
-        self.delay_ns = int(delay_ns)
+        self.delay_ns = int(delay_ns)      # after the tags: the request holds one while it travels
+        # a dm-delay device over the device (drivers/md/dm-delay.c delay_map): each I/O waits this long
+        # on its list before dm-delay submits it to the device, holding none of the device's tags
+        self.dm_delay_ns = int(dm_delay_ns)
         self.ns_per_kib = float(ns_per_kib)
         self.faults = sorted(faults, key=lambda f: f.at_ns)
         self.fail_latency_ns = int(fail_latency_ns)
@@ -236,7 +253,8 @@ class PathDevice:
     """Runtime state of one device in a simulation."""
 
     __slots__ = ("model", "busy", "queue", "offline", "slow_factor", "sample", "dispatched", "completed",
-                 "errors", "in_flight", "peak_in_flight", "seed", "lat", "scsi", "scsi_of_host")
+                 "errors", "in_flight", "peak_in_flight", "seed", "lat", "scsi", "scsi_of_host",
+                 "dm_delay_ns", "dm_delayed", "dm_suspended", "dm_held")
 
     def __init__(self, model: PathModel, seed: int):
         from collections import deque
@@ -257,6 +275,13 @@ class PathDevice:
         self.lat = LatencyStats()
         self.scsi = None       # sim.scsi.ScsiDevice of a SCSI path (set up with its host's tag set)
         self.scsi_of_host: list = []   # each host's ScsiDevice of it (multi-host runs); [0] is .scsi
+        # the dm-delay device over it (sim/pathevents.py): its table's delay now, the I/O on its delay
+        # list (I/O -> when it leaves: one flushed early and sent again has a new time, so the old
+        # expiry does nothing), and while suspended the I/O dm core holds for it until resume
+        self.dm_delay_ns = model.dm_delay_ns
+        self.dm_delayed: dict = {}
+        self.dm_suspended = False
+        self.dm_held: list = []
 
     def service_ns(self, nr_bytes: int) -> int:
         m = self.model

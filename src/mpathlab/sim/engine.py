@@ -116,6 +116,11 @@ class Simulation(JobRules):
                 kernel=self.kernel, host=host_facts)
         if tl is not None:
             self.mp.table_start, self.mp.table_length = tl.start, tl.length
+        if getattr(self.mp, "queue_mode", None) == "rq" and any(
+                p.dm_delay_ns or any(f.action in ("suspend", "resume") for f in p.faults) for p in paths):
+            # drivers/md/dm-table.c refuses a request-based table over a bio-based device (not rq-stackable)
+            raise ValueError("a dm-delay path is a bio-based dm device: request-based multipath cannot use it "
+                             "(queue_mode bio)")
         # per-I/O added transport time the target may ask for (NVMe: the cross-node cost)
         self._extra_delay = getattr(self.mp, "extra_delay_ns", None)
         # the driver's queue_rq as another stack's target sees it: False fails the request at once (NVMe)
@@ -293,6 +298,8 @@ class Simulation(JobRules):
                 self._nopath_timeout(obj)
         res.events = events
         res.pending += len(mp.queued_bios)
+        if any(d.dm_held for d in self.devices):
+            res.stalled = True      # a dm device suspended for good holds the I/O sent to it
         if res.stalled:
             res.pending += self._drain_pending(heap)
         return self._finish()

@@ -155,8 +155,10 @@ class IoPath(PathEvents):
             dev.in_flight += 1
             if dev.in_flight > dev.peak_in_flight:
                 dev.peak_in_flight = dev.in_flight
-            if blk is None or blk.start(io, dev):   # bio-based: False while it waits for a tag
-                self._start(io, dev)
+            if dev.dm_delay_ns or dev.dm_suspended:
+                self._dm_submit(io, dev)       # a dm-delay device over the device (sim/pathevents.py)
+            else:
+                self._to_device(io, dev)
         elif r == MAP_DELAY_REQUEUE:      # request-based only
             self._requeue(io, REQUEUE_DELAY_NS)
         elif r == MAP_REQUEUE:
@@ -169,6 +171,11 @@ class IoPath(PathEvents):
             self._complete(io, "ioerr")
         # MAP_SUBMITTED: queued inside the target until a kick
         return True
+
+    def _to_device(self, io: SimIO, dev: PathDevice) -> None:
+        """The I/O is submitted to the path's device: its tags, then the driver."""
+        if self.blk is None or self.blk.start(io, dev):   # bio-based: False while it waits for a tag
+            self._start(io, dev)
 
     def _start(self, io: SimIO, dev: PathDevice) -> None:
         """The driver has the request: it travels the path's delay to the device."""
@@ -271,7 +278,9 @@ class IoPath(PathEvents):
         if self.host is not None:
             n += self.host.drain()
         for d in self.devices:
-            n += len(d.queue)
+            n += len(d.queue) + len(d.dm_delayed) + len(d.dm_held)
             d.queue.clear()
+            d.dm_delayed.clear()
+            d.dm_held.clear()
             d.in_flight = 0
         return n

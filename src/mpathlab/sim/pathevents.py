@@ -1,6 +1,6 @@
 """What happens to a run's paths from outside the I/O path: faults (a device failing, slowing, a SCSI
-device's state or error class), dm messages (``dmsetup message``, multipathd's reinstate) and a daemon's
-device operations."""
+device's state or error class, a dm-delay device suspended and resumed), dm messages (``dmsetup message``,
+multipathd's reinstate) and a daemon's device operations."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
@@ -34,6 +34,10 @@ class PathEvents(EventLoop):
             self._schedule_message(fault.reinstate_after_ns, "reinstate_path %s" % dev.model.devname)
         elif fault.action == "slow":
             dev.slow_factor = fault.factor
+        elif fault.action == "suspend":
+            self.dm_suspend(dev)
+        elif fault.action == "resume":
+            self.dm_resume(dev, fault.delay_ns)
         else:
             self.scsi_fault(dev, fault)
 
@@ -53,6 +57,49 @@ class PathEvents(EventLoop):
                 self.fail_device(dev)
             return
         self.blk.scsi.set_state(dev, state)     # type: ignore[union-attr]
+
+    def _to_device(self, io, dev: PathDevice) -> None:
+        """Submit IO to DEV's device (sim/iopath.py)."""
+        raise NotImplementedError
+
+    def _dm_submit(self, io, dev: PathDevice) -> None:
+        """IO reaches the dm-delay device over DEV.  Suspended, dm core holds it for resume (drivers/md/dm.c
+        dm_submit_bio queues bios while DMF_BLOCK_IO_FOR_SUSPEND is set); else dm-delay's delay_map puts it
+        on its delay list, or passes it straight on when the delay is 0."""
+        if dev.dm_suspended:
+            dev.dm_held.append(io)
+        elif dev.dm_delay_ns:
+            due = self.now + dev.dm_delay_ns
+            dev.dm_delayed[io] = due
+            self.call_at(due, self._dm_delay_expired, (io, dev, due))
+        else:
+            self._to_device(io, dev)
+
+    def _dm_delay_expired(self, item) -> None:
+        io, dev, due = item
+        if dev.dm_delayed.get(io) == due:       # not flushed by a suspend since
+            del dev.dm_delayed[io]
+            self._to_device(io, dev)
+
+    def dm_suspend(self, dev: PathDevice) -> None:
+        """``dmsetup suspend`` of the dm-delay device: its presuspend (delay_presuspend) submits every
+        delayed I/O to the device at once; then dm core holds new I/O until resume.  I/O already in the
+        device completes (dm_wait_for_completion waits for it)."""
+        dev.dm_suspended = True
+        delayed = list(dev.dm_delayed)
+        dev.dm_delayed.clear()
+        for io in delayed:
+            self._to_device(io, dev)
+
+    def dm_resume(self, dev: PathDevice, delay_ns: Optional[int]) -> None:
+        """``dmsetup resume`` after a reload: the new table's delay (None: unchanged) applies, and the I/O
+        dm core held goes through it in its order (dm_queue_flush, then dm_wq_work)."""
+        dev.dm_suspended = False
+        if delay_ns is not None:
+            dev.dm_delay_ns = delay_ns
+        held, dev.dm_held = dev.dm_held, []
+        for io in held:
+            self._dm_submit(io, dev)
 
     def _schedule_message(self, delay_ns: int, text: str) -> None:
         """A dm message later: the topology's [[messages]], multipathd's reinstate after a fault, a target's own
