@@ -3116,11 +3116,11 @@ static int fault(sim_t *s, int fi)
 /* ------------------------------------------- a user-space daemon's timers (mtools/daemon.py) */
 /* multipathd's loop (`run --conf`): each timer of the daemon is an EV_DAEMON event the core pops in
    order; the daemon itself runs in Python (sim/fast.py _Target.daemon), told first what of the run
-   it reads (DaemonRunState: the result's counts, the jobs', the devices', the pending state changes).
+   it reads (RunState: the result's counts, the jobs', the devices', the pending state changes).
    Its dm messages go through the target as any message; what it does to a device comes back as
    EV_DEV_FAIL/EV_DEV_RESTORE among the events of the call (target_call applies them at once); a
    table reload comes back as the new priority groups (CoreGroups, apply_groups). */
-static PyObject *daemon_run_state(sim_t *s)
+static PyObject *run_state(sim_t *s)
 {
     PyObject *jobs = PyList_New(s->njobs), *devs = PyList_New(s->npaths);
     if (!jobs || !devs) { Py_XDECREF(jobs); Py_XDECREF(devs); return NULL; }
@@ -3137,8 +3137,8 @@ static PyObject *daemon_run_state(sim_t *s)
         if (!t) { Py_DECREF(jobs); Py_DECREF(devs); return NULL; }
         PyList_SET_ITEM(devs, i, t);
     }
-    daemon_run_state_t r = {s->completed, s->errored, s->state_changes, jobs, devs};
-    PyObject *out = Py_BuildValue(DAEMON_RUN_STATE_FORMAT, DAEMON_RUN_STATE_VALUES(r));
+    run_state_t r = {s->completed, s->errored, s->state_changes, jobs, devs};
+    PyObject *out = Py_BuildValue(RUN_STATE_FORMAT, RUN_STATE_VALUES(r));
     Py_DECREF(jobs);
     Py_DECREF(devs);
     return out;
@@ -3195,7 +3195,7 @@ static int apply_groups(sim_t *s, PyObject *groups)
 /* EV_DAEMON: the daemon's timer OBJ fires */
 static int daemon_event(sim_t *s, int64_t obj)
 {
-    PyObject *run = daemon_run_state(s);
+    PyObject *run = run_state(s);
     if (!run) return -1;
     PyObject *r = target_call(s, "daemon", Py_BuildValue("(LN)", (long long)obj, run));
     if (!r) return -1;
@@ -3221,6 +3221,19 @@ static int target_event(sim_t *s, const char *name, int64_t obj)
 {
     mh_enter(s, 0);     /* the events the run loop gives the target (Simulation.mp: host 0's) */
     PyObject *r = target_call(s, name, Py_BuildValue("(L)", (long long)obj));
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* EV_MESSAGE: the message with the run's counters (RunState: a target's own timer stops when the
+   workload is done or no I/O has ended for long, Simulation._message) */
+static int message_event(sim_t *s, int64_t index)
+{
+    mh_enter(s, 0);
+    PyObject *run = run_state(s);
+    if (!run) return -1;
+    PyObject *r = target_call(s, "message", Py_BuildValue("(LN)", (long long)index, run));
     if (!r) return -1;
     Py_DECREF(r);
     return 0;
@@ -3318,7 +3331,7 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
         } else if (e.kind == EV_KICK) {
             if (kick(s) < 0) return -1;
         } else if (e.kind == EV_MESSAGE) {
-            if (target_event(s, "message", e.obj) < 0) return -1;
+            if (message_event(s, e.obj) < 0) return -1;
         } else if (e.kind == EV_NOPATH_TIMEOUT) {
             if (target_event(s, "nopath_timeout", e.obj) < 0) return -1;
         } else if (e.kind == EV_ACTIVATED) {

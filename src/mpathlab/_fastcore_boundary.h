@@ -185,18 +185,18 @@ typedef struct {
 #define NVME_PATH_REFS(r) &(r)->ctrl, &(r)->ana, &(r)->disabled
 #define NVME_PATH_VALUES(r) (r).ctrl, (r).ana, (r).disabled
 
-/* DaemonRunState (sim/boundary.py) */
+/* RunState (sim/boundary.py) */
 typedef struct {
     long long completed;
     long long errored;
     long long state_changes;
     PyObject *jobs;
     PyObject *devices;
-} daemon_run_state_t;
-#define DAEMON_RUN_STATE_FIELDS "LLLOO"
-#define DAEMON_RUN_STATE_FORMAT "(LLLOO)"
-#define DAEMON_RUN_STATE_REFS(r) &(r)->completed, &(r)->errored, &(r)->state_changes, &(r)->jobs, &(r)->devices
-#define DAEMON_RUN_STATE_VALUES(r) (r).completed, (r).errored, (r).state_changes, (r).jobs, (r).devices
+} run_state_t;
+#define RUN_STATE_FIELDS "LLLOO"
+#define RUN_STATE_FORMAT "(LLLOO)"
+#define RUN_STATE_REFS(r) &(r)->completed, &(r)->errored, &(r)->state_changes, &(r)->jobs, &(r)->devices
+#define RUN_STATE_VALUES(r) (r).completed, (r).errored, (r).state_changes, (r).jobs, (r).devices
 
 /* JobRunState (sim/boundary.py) */
 typedef struct {

@@ -12,6 +12,9 @@ from typing import Optional, Sequence
 
 from .units import format_ns
 
+# a target's own timers stop once no I/O has ended for this long, so a run whose timers re-arm forever ends
+# (an ANA group left in change resets its controller every 2 x ANATT; ctrl_loss_tmo = -1 reconnects forever)
+TARGET_TIMER_STOP_NS = 600 * 1_000_000_000
 NO_PATH = "no usable path (every path failed or inaccessible) and nothing scheduled that could bring one back"
 
 
@@ -40,6 +43,10 @@ def annotate(sim, result, paths: Sequence = (), events: Sequence = ()) -> None:
     elif suspended:
         why = "the dm device of path %s stays suspended (no resume) and holds the I/O sent to it" % (
             ", ".join(suspended))
+    elif getattr(result, "timers_stopped_ns", None) is not None:
+        why = ("no I/O ended for %s while only the target's own timers ran (e.g. reconnecting forever with "
+               "ctrl_loss_tmo = -1): the run stopped them at %s" % (
+                   format_ns(TARGET_TIMER_STOP_NS), format_ns(result.timers_stopped_ns)))
     else:
         why = NO_PATH
     result.stall = {"at_ns": end, "pending": result.pending, "queued": min(queued, result.pending), "why": why}

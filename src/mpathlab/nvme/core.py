@@ -153,9 +153,9 @@ class _CoreHead(fast.CoreTarget):
         self.kicked()
         return self._leave([io.cid for io in self.head.take_queued()])
 
-    def message(self, hot, index):
+    def message(self, hot, index, run):
         self.enter(hot)
-        self.send_message(index)
+        self.send_message(index, run)
         return self._leave(None)
 
     def transport_lost(self, hot, ctrl):

@@ -141,11 +141,12 @@ RECORDS: Dict[str, Tuple[str, List[tuple]]] = {
     "NvmeHeadState": ("nvme_head_state", [("paths", "O"), ("current", "O"), ("target_live", "O")]),
     # one path of a head: its controller (path device), ana (NVME_ANA_*), disabled (path_is_disabled)
     "NvmePath": ("nvme_path", [("ctrl", "i"), ("ana", "i"), ("disabled", "i")]),
-    # the run's counters a daemon reads (multipathd: workload_done, the progress stop, pending state
-    # changes, the drain before a reload), sent with each of its timer calls: the Simulation's result
-    # counts and pending state changes, each job's (JobRunState) and each device's (DevRunState)
-    "DaemonRunState": ("daemon_run_state", [("completed", "L"), ("errored", "L"), ("state_changes", "L"),
-                                            ("jobs", "O"), ("devices", "O")]),
+    # the run's counters Python reads at a timer (multipathd: workload_done, the progress stop, pending
+    # state changes, the drain before a reload; a target's own timers: when to stop them), sent with each
+    # daemon call and each message: the Simulation's result counts and pending state changes, each
+    # job's (JobRunState) and each device's (DevRunState)
+    "RunState": ("run_state", [("completed", "L"), ("errored", "L"), ("state_changes", "L"),
+                               ("jobs", "O"), ("devices", "O")]),
     "JobRunState": ("job_run_state", [("inflight", "L"), ("stopped", "i"), ("remaining", "L")]),
     "DevRunState": ("dev_run_state", [("in_flight", "L"), ("offline", "i")]),
     # the priority groups after a daemon reloaded the table (the dm target's fresh state): each group's
@@ -176,7 +177,7 @@ NvmeCtrl = _record("NvmeCtrl")
 NvmeHeadState = _record("NvmeHeadState")
 NvmePath = _record("NvmePath")
 NvmeMapResult = _record("NvmeMapResult")
-DaemonRunState = _record("DaemonRunState")
+RunState = _record("RunState")
 JobRunState = _record("JobRunState")
 DevRunState = _record("DevRunState")
 CoreGroups = _record("CoreGroups")

@@ -105,7 +105,7 @@ class Simulation(JobRules):
         self.mp: Multipath
         if target is not None:
             # another stack's target with the Multipath surface (duck-typed)
-            self.mp = cast(Multipath, target(dict(env, on_kick=self._on_kick, schedule=self._schedule_message)))
+            self.mp = cast(Multipath, target(dict(env, on_kick=self._on_kick, schedule=self._schedule_target_timer)))
         else:
             assert tl is not None
             self.mp = construct(

@@ -63,7 +63,7 @@ from ..target.multipath import DH_OK, Multipath
 from ..workload.fio import JobSpec
 from . import boundary as b
 from .boundary import (EV_ACTIVATED, EV_CALL, EV_DAEMON, EV_DEV_FAIL, EV_DEV_RESTORE, EV_FAULT, EV_KICK,
-                       EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_REQUEUE, CoreEvent, CoreFault, CoreGroups, DaemonRunState,
+                       EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_REQUEUE, CoreEvent, CoreFault, CoreGroups, RunState,
                        DevRunState, JobRunState, LatState, ScsiCmd, SelPathState, TargetFlags)
 from .arrival import IoGen
 from .devices import Empirical, Exponential, Fault, LogNormal, PathDevice, PathModel, ServiceTime
@@ -185,7 +185,22 @@ class CoreTarget:
     def kicked(self) -> None:
         self.sim._kick_pending = False
 
-    def send_message(self, index: int) -> None:
+    def take_run_state(self, run) -> int:
+        """The core's RunState into the Simulation (what a daemon's timer or a target's own reads: the
+        result's counts, each job's and device's state); returns the pending state changes it gave."""
+        sim = self.sim
+        run = RunState._make(run)
+        sim.result.completed, sim.result.errored = run.completed, run.errored
+        for j, js in zip(sim.jobs, map(JobRunState._make, run.jobs)):
+            j.inflight, j.stopped = js.inflight, bool(js.stopped)
+            j.remaining = None if js.remaining < 0 else js.remaining
+        for d, ds in zip(sim.devices, map(DevRunState._make, run.devices)):
+            d.in_flight, d.offline = ds.in_flight, bool(ds.offline)
+        return run.state_changes
+
+    def send_message(self, index: int, run) -> None:
+        """An EV_MESSAGE of the core, with the run's state (Simulation._message reads it)."""
+        self.take_run_state(run)
         self.sim._message(self.messages[index])
 
     def close(self) -> None:
@@ -241,16 +256,10 @@ class _Target(CoreTarget):
         """A daemon's timer (EV_DAEMON): the run's counters it reads first, then the call."""
         self._enter(state)
         sim = self.sim
-        run = DaemonRunState._make(run)
-        sim.result.completed, sim.result.errored = run.completed, run.errored
-        for j, js in zip(sim.jobs, map(JobRunState._make, run.jobs)):
-            j.inflight, j.stopped = js.inflight, bool(js.stopped)
-            j.remaining = None if js.remaining < 0 else js.remaining
-        for d, ds in zip(sim.devices, map(DevRunState._make, run.devices)):
-            d.in_flight, d.offline = ds.in_flight, bool(ds.offline)
-        sim._state_changes = run.state_changes      # the daemon reads the total (pending_state_changes)
+        pending = self.take_run_state(run)
+        sim._state_changes = pending        # the daemon reads the total (pending_state_changes)
         sim._daemon_call(self.calls[index])
-        sim._state_changes -= run.state_changes     # the call's own change, as every call reports it
+        sim._state_changes -= pending       # the call's own change, as every call reports it
         return self._leave(self._regroup())
 
     def _regroup(self):
@@ -382,9 +391,9 @@ class _Target(CoreTarget):
             self.queued.pop(cid, None)
         return self._leave(ids)
 
-    def message(self, state, index):
+    def message(self, state, index, run):
         self._enter(state)
-        self.send_message(index)
+        self.send_message(index, run)
         return self._leave(None)
 
     def activated(self, state, index):

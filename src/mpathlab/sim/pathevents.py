@@ -3,8 +3,9 @@ device's state or error class, a dm-delay device suspended and resumed), dm mess
 multipathd's reinstate) and a daemon's device operations."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
+from ..stall import TARGET_TIMER_STOP_NS
 from ..target import MessageError, Multipath
 from .devices import PathDevice
 from .loop import EV_ERRDONE, EV_MESSAGE, EventLoop
@@ -15,12 +16,20 @@ if TYPE_CHECKING:
     from .result import SimResult
 
 
+class TargetTimer(str):
+    """The text of a message a target scheduled for itself (the NVMe head's ANATT, reconnect and retry
+    timers), as opposed to the topology's or multipathd's messages."""
+    __slots__ = ()
+
+
 class PathEvents(EventLoop):
     """Faults and messages of one run (set up by Simulation.__init__)."""
 
     mp: Multipath
     result: "SimResult"
     blk: Optional["BlockLayer"]
+    workload_done: "Callable[[], bool]"
+    _timer_progress = (-1, 0)    # (I/Os ended, when that count last changed), read at a target's timers
 
     def _fault(self, dev: PathDevice, fault) -> None:
         self._state_changes -= 1
@@ -107,9 +116,30 @@ class PathEvents(EventLoop):
         self._push(self.now + delay_ns, EV_MESSAGE, text)
         self._state_changes += 1
 
+    def _schedule_target_timer(self, delay_ns: int, text: str) -> None:
+        """A target's own timer (the ``schedule`` a target is given)."""
+        self._schedule_message(delay_ns, TargetTimer(text))
+
     def _message(self, text: str) -> None:
         self._state_changes -= 1
+        if isinstance(text, TargetTimer) and self._target_timers_stop():
+            return
         self.send_message(text)
+
+    def _target_timers_stop(self) -> bool:
+        """A target's timer does nothing once the workload is done (the kernel's would run on, unseen), nor
+        once no I/O has ended for TARGET_TIMER_STOP_NS (the run ends stalled, saying why); the progress
+        is read at each timer, in both engines (the core sends its counts with each message)."""
+        done = self.result.completed + self.result.errored
+        if done != self._timer_progress[0]:
+            self._timer_progress = (done, self.now)
+        if self.workload_done():
+            return True
+        if self.now - self._timer_progress[1] < TARGET_TIMER_STOP_NS:
+            return False
+        if self.result.timers_stopped_ns is None:
+            self.result.timers_stopped_ns = self.now
+        return True
 
     def send_message(self, text: str) -> bool:
         """A dm message (``dmsetup message``) now; recorded in the result."""

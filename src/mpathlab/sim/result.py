@@ -25,6 +25,7 @@ class SimResult:
         self.errored = 0
         self.pending = 0
         self.stalled = False
+        self.timers_stopped_ns: Optional[int] = None     # when a target's own timers stopped (no progress)
         self.status_info = ""
         self.status_table = ""
         self.messages: List[Tuple[int, str, str]] = []
