@@ -157,7 +157,6 @@ def test_hosts_section_loads_or_is_refused_cleanly(tmp_path_factory, hosts):
     assert isinstance(cfg.count, int) and 1 <= cfg.count <= 1024 and cfg.window_ns > 0
 
 
-
 @pytest.mark.parametrize("mode", ["0", "2 queue_mode bio"])
 @pytest.mark.parametrize("limit", ["queue_depth", "can_queue"])
 def test_each_host_has_its_own_scsi_device_on_a_shared_port(mode, limit):

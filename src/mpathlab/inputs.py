@@ -256,8 +256,6 @@ def with_line(message: str, path: str, line: Optional[int]) -> str:
     return "%s:%d: %s" % (path, line, message)
 
 
-
-
 def arg_int(lo: int, hi: int):
     """An argparse ``type`` for a whole number in ``lo..hi`` written with ASCII digits (``int()`` would
     also take "1_0", "+5" or Arabic-Indic digits); argparse reports a refusal as a usage error."""

@@ -16,7 +16,6 @@ from ..kernel import EINVAL, BitmapParseError, bitmap_parse, bitmap_string
 from .base import STATUS_INFO, STATUS_TABLE, PathSelector, SelectorError, check_status_kind
 
 
-
 class CpuTopology:
     """nr_cpu_ids and the CPU -> NUMA node map (default: one node)."""
 

@@ -11,7 +11,6 @@ from ..kernel import s32
 from .base import STATUS_INFO, STATUS_TABLE, ListSelector, check_status_kind, parse_repeat_count
 
 
-
 class _QLPath:
     __slots__ = ("path", "repeat_count", "qlen")
 

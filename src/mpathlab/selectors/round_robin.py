@@ -11,7 +11,6 @@ from __future__ import annotations
 from .base import STATUS_TABLE, ListSelector, check_status_kind, parse_repeat_count
 
 
-
 class _RRPath:
     __slots__ = ("path", "repeat_count")
 

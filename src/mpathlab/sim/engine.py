@@ -152,44 +152,6 @@ class Simulation(JobRules):
         for at, msg in messages:
             self._schedule_message(at, msg)     # now is 0
 
-    # -- plumbing ---------------------------------------------------------
-
-
-
-
-
-
-
-
-
-
-
-    # -- I/O flow -----------------------------------------------------------
-
-
-
-
-
-        # END_INCOMPLETE: the target queued it and will kick
-
-
-    # -- cpuio burners ----------------------------------------------------------
-
-
-
-
-
-    # -- faults -------------------------------------------------------------
-
-
-
-    # -- daemon hook: a user-space daemon (mpathlab.mtools.daemon's multipathd) --------
-    # It runs on timers in simulated time, sends dm messages and takes path devices
-    # down and up; it never touches the I/O flow itself.
-
-
-
-
     def _finish(self) -> SimResult:
         return collect(self)
 
@@ -303,14 +265,6 @@ class Simulation(JobRules):
         if res.stalled:
             res.pending += self._drain_pending(heap)
         return self._finish()
-
-
-
-
-
-
-
-
 
 
 def simulate(table_line: str, paths: Sequence[PathModel], jobs: Sequence[JobSpec], **kw) -> SimResult:

@@ -67,6 +67,8 @@ class EventLoop:
         """Scheduled events that can bring a path back (faults, messages, activations, timers)."""
         return self._state_changes
 
+    # a user-space daemon (mtools.daemon's multipathd) runs on timers in simulated time, sends dm messages
+    # and takes path devices down and up; it never touches the I/O flow itself
     def add_daemon(self, daemon) -> None:
         """Hook in a daemon: ``daemon.attach(sim)`` is called now and may schedule
         timers with daemon_timer().  Simulations with a daemon run on the Python engine."""

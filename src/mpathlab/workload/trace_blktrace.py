@@ -56,7 +56,6 @@ def blktrace_byte_order(head: bytes) -> Optional[str]:
     return None
 
 
-
 def read_blktrace(path: str) -> Iterator[BlkEvent]:
     """The events of one binary file (a per-CPU file or a blkparse -d dump), payloads skipped."""
     f = open_trace(path)

@@ -80,7 +80,6 @@ def parse_iolog_line(raw: bytes, version: int, where: str, lineno: int) -> Optio
     return IologEntry(lineno, time_us, name, action, offset, length)
 
 
-
 def read_iolog(path: str) -> Tuple[int, Iterator[IologEntry]]:
     """The version and a stream of the entries (the file is read as the stream is consumed)."""
     f = open_trace(path)
