@@ -96,9 +96,10 @@ class Guest:
     every path's completion time.  Fitted once per kernel by ``fit_guest``."""
 
     def __init__(self, kernel: str, submit_ns: int, complete_ns: int, late_ns: int, fitted_on: List[str],
-                 session: str = ""):
+                 session: str = "", queue_mode: str = ""):
         self.kernel = kernel
         self.session = session
+        self.queue_mode = queue_mode      # "bio" or "mq": fitted on that mode's runs only ("": both)
         self.submit_ns = int(submit_ns)
         self.complete_ns = int(complete_ns)
         self.late_ns = int(late_ns)
@@ -122,9 +123,10 @@ class Guest:
                          timer_away_ns=self.timer_away_ns if late_timers else 0, timer_period_ns=TIMER_PERIOD_NS)
 
     def describe(self) -> str:
-        return ("kernel %s%s: CPU per I/O %d us (submission %d us, completion %d us), timer late %d us; "
+        return ("kernel %s%s%s: CPU per I/O %d us (submission %d us, completion %d us), timer late %d us; "
                 "fitted on %d calibration runs (%s)" % (
                     self.kernel, " session %s" % self.session if self.session else "",
+                    " %s" % self.queue_mode if self.queue_mode else "",
                     round((self.submit_ns + self.complete_ns) / 1000), round(self.submit_ns / 1000),
                     round(self.complete_ns / 1000), round(self.late_ns / 1000), len(self.fitted_on),
                     ", ".join(sorted(set(r.split()[0] for r in self.fitted_on)))))
@@ -177,7 +179,7 @@ def session_of(r: dict, boots: List[str]) -> str:
     return min(boots, key=lambda k: (abs(_stamp_s(k) - t), k))
 
 
-def fit_guest(cells: List[dict], kernel: str, session: str = "") -> Guest:
+def fit_guest(cells: List[dict], kernel: str, session: str = "", queue_mode: str = "") -> Guest:
     """Fit the guest model of one kernel on its calibration cells (plain topologies c0, c1, c4,
     no variants), three numbers, each a median over those cells' repeats:
 
@@ -191,10 +193,20 @@ def fit_guest(cells: List[dict], kernel: str, session: str = "") -> Guest:
     as a UTC day) only the calibration runs of the boots it names count: the emulation's cost is
     the host's, and the host's load changes between and within days.  A session without
     calibration runs takes all of the kernel's; a kernel without any, the constants of the first
-    6.1 calibration."""
+    6.1 calibration.  With ``queue_mode`` ("bio" or "mq") only that mode's calibration runs count
+    (bio-based and request-based dm do different work per I/O: the request-based c0 runs cost more
+    CPU per I/O in most sessions), or both modes' when the session has not run c0 and c1 or c4 in it."""
     mine = [c for c in cells if str(c.get("kernel") or "6.1") == kernel and c["topology"] in ("c0", "c1", "c4")]
     if session and not any(boot_of(r).startswith(session) for c in mine for r in c["repeats"]):
         session = ""
+    if queue_mode:
+        of_mode = [c for c in mine if c["queue_mode"] == queue_mode]
+        ran = {c["topology"] for c in of_mode for r in c.get("repeats") or []
+               if boot_of(r).startswith(session) and (c["topology"] != "c0" or c["iodepth"] == 64)}
+        if "c0" in ran and ran & {"c1", "c4"}:
+            fitted = fit_guest(of_mode, kernel, session)
+            fitted.queue_mode = queue_mode
+            return fitted
     per_io, frac, late, runs = [], [], [], []
     for c in mine:
         for r in c.get("repeats") or []:
@@ -365,7 +377,7 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
             seeds: int = 1) -> List[dict]:
     """One row per table cell: the kernel's mean share per path group and the prediction (from
     the topology and the kernel's guest, fitted on ``cells``' calibration cells unless
-    ``guests`` (keyed "KERNEL SESSION") are given; ``all_cells``: where the calibration cells are
+    ``guests`` (keyed "KERNEL SESSION MODE") are given; ``all_cells``: where the calibration cells are
     when ``cells`` is a selection); with ``measured`` also the diagnostic run from each repeat's
     measured device latency and CPU time; with ``seeds`` > 1 also the range of the worst group's
     prediction over seeds 1..seeds (a diagnostic: the asserted prediction is seed 1)."""
@@ -385,11 +397,12 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
             per_session[key] = per_session.get(key, 0) + 1
         groups = _groups(c)
         kern = _group_shares(groups, c["mean_share"])
+        mode = c["queue_mode"]
         for session in per_session:
-            gkey = "%s %s" % (kernel, session)
+            gkey = "%s %s %s" % (kernel, session, mode)
             if gkey not in guests:
-                guests[gkey] = fit_guest(source, kernel, session)
-        sessions = {guests["%s %s" % (kernel, k)]: n for k, n in per_session.items()}
+                guests[gkey] = fit_guest(source, kernel, session, mode)
+        sessions = {guests["%s %s %s" % (kernel, k, mode)]: n for k, n in per_session.items()}
         sim, sim_iops = _predict(c, groups, sessions, runtime_s, seed=1)
         used = [g.describe() for g in sessions]
         diffs = {k: sim[k] - v for k, v in kern.items()}

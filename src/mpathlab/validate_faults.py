@@ -214,7 +214,7 @@ def guest_host(c: dict, rep: Optional[dict] = None, grid: str = GRID_RESULTS) ->
         return None
     kernel = str(c.get("kernel") or "6.1")
     session = session_of(rep, calibration_boots(cells, kernel)) if rep is not None else ""
-    return fit_guest(cells, kernel, session).host()
+    return fit_guest(cells, kernel, session, c.get("queue_mode", "")).host()
 
 
 def _run(cls, table, paths, text, messages, seed, host=None):

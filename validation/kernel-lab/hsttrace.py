@@ -172,7 +172,7 @@ def replay_model(rd):
     cell = next(c for c in cells if V.cell_key(c) == want and str(c.get("kernel") or "6.1") == kernel)
     stamp = os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(rd)))).rsplit("-", 1)[-1]
     boot = {"host_load": {"utc_start": stamp}}
-    guest = V.fit_guest(cells, kernel, V.session_of(boot, V.calibration_boots(cells, kernel)))
+    guest = V.fit_guest(cells, kernel, V.session_of(boot, V.calibration_boots(cells, kernel)), meta["queue_mode"])
     tally = Tally(labels)
     order = {}
     pending = []
