@@ -71,6 +71,22 @@ BATCHES = {
                  + _cells('H10', ['st', 'hst'], ['mq', 'bio'], [48])
                  + _cells('H11', ['ql', 'hst'], ['mq', 'bio'], [16])
                  + _cells('H12', ['st', 'hst'], ['mq', 'bio'], [40])),
+    # a third held-out set, fixed (and committed) before it ran, with the model frozen at that commit (ten
+    # topologies, six of them the same-latency/different-depth class): H13 2 ms, 2 vs 12 tags; H14 8 ms, 4, 4
+    # and 16 tags; H15 3 ms, 1 vs 6 tags; H16 a fast path and two slower ones of 8 and 2 tags; H17 four 5 ms
+    # paths of 3, 3, 6 and 12 tags; H18 1 ms with 4 tags against 10 ms with 32; H19 6 ms, unlimited vs 4
+    # tags; H20 2, 4 and 8 ms, 16 tags each; H21 10 ms, 2 vs 10 tags; H22 two 3 ms paths of 6 tags and a
+    # 9 ms one of 2
+    'heldout3': (_cells('H13', ['ql', 'hst'], ['mq', 'bio'], [24])
+                 + _cells('H14', ['st', 'hst'], ['mq', 'bio'], [32])
+                 + _cells('H15', ['st', 'hst'], ['mq', 'bio'], [8])
+                 + _cells('H16', ['ql', 'hst'], ['mq', 'bio'], [24])
+                 + _cells('H17', ['st', 'hst'], ['mq', 'bio'], [48])
+                 + _cells('H18', ['st', 'hst'], ['mq', 'bio'], [40])
+                 + _cells('H19', ['ql', 'hst'], ['mq', 'bio'], [16])
+                 + _cells('H20', ['st', 'hst'], ['mq', 'bio'], [32])
+                 + _cells('H21', ['st', 'hst'], ['mq', 'bio'], [24])
+                 + _cells('H22', ['ql', 'hst'], ['mq', 'bio'], [16])),
     # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
     # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
     'scsi': (_cells('S1', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [16])
