@@ -48,6 +48,28 @@ KNOWN_MISSES = {
     ("6.12", "H11 queue-length mq d16"),
     ("6.12", "H12 historical-service-time bio d40"),
     ("6.12", "H12 historical-service-time mq d40"),
+    # the third held-out set (H13-H22: committed with the model frozen at that commit, then run three times
+    # per kernel in one boot each, read after both): queue-length and service-time 20 of 20 on each kernel;
+    # historical-service-time 11 of 20, the misses steady over seeds, and all but 6.12 H16 and H17 bio the
+    # kernel's best (fastest or deepest) path more loaded than predicted
+    ("6.1", "H13 historical-service-time bio d24"),
+    ("6.1", "H16 historical-service-time bio d24"),
+    ("6.1", "H16 historical-service-time mq d24"),
+    ("6.1", "H17 historical-service-time mq d48"),
+    ("6.1", "H19 historical-service-time bio d16"),
+    ("6.1", "H19 historical-service-time mq d16"),
+    ("6.1", "H20 historical-service-time bio d32"),
+    ("6.1", "H20 historical-service-time mq d32"),
+    ("6.1", "H22 historical-service-time bio d16"),
+    ("6.12", "H13 historical-service-time bio d24"),
+    ("6.12", "H14 historical-service-time bio d32"),
+    ("6.12", "H16 historical-service-time bio d24"),
+    ("6.12", "H16 historical-service-time mq d24"),
+    ("6.12", "H17 historical-service-time bio d48"),
+    ("6.12", "H17 historical-service-time mq d48"),
+    ("6.12", "H19 historical-service-time bio d16"),
+    ("6.12", "H20 historical-service-time bio d32"),
+    ("6.12", "H21 historical-service-time bio d24"),
 }
 
 
@@ -75,6 +97,10 @@ def test_every_kernel_cell_predicted_within_tolerance():
     # every cell has 2+ kernel repeats
     second = ("H7", "H8", "H9", "H10", "H11", "H12")
     assert all(r["n"] >= 2 or r["topology"] in second for r in rows), [(r["cell"], r["n"]) for r in rows if r["n"] < 2]
+    # the third held-out set: ten topologies, 40 cells per kernel, three repeats each
+    third = [r for r in rows if r["topology"] in ["H%d" % i for i in range(13, 23)]]
+    assert len(third) == 80 and all(r["n"] >= 3 for r in third)
+    assert {r["kernel_series"] for r in third} == {"6.1", "6.12"}
 
 
 def test_guest_fitted_on_calibration_cells_only():
