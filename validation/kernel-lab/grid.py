@@ -103,6 +103,10 @@ BATCHES = {
     # cells where the prediction starves a slow or deep path the kernel keeps in play
     'tracehst': ([{'trace': 2, 'tag': '-ev'}] + _cells('H6', ['hst'], ['bio'], [8]) + _cells('H4', ['hst'], ['mq', 'bio'], [32])
                  + _cells('D8-32', ['hst'], ['bio'], [48]) + [{}]),
+    # the same for the simplest misses of the third held-out set (two paths of one latency, the kernel's deep
+    # path more loaded than predicted): H19 (unlimited against 4 tags), H13 (2 against 12 tags)
+    'tracehst2': ([{'trace': 2, 'tag': '-ev'}] + _cells('H19', ['hst'], ['bio', 'mq'], [16])
+                  + _cells('H13', ['hst'], ['bio'], [24]) + [{}]),
     # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
     # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
     'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
