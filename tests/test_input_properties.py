@@ -315,3 +315,11 @@ def test_generated_latency_traces(text):
 def test_command_line_values_are_usage_errors(argv):
     rc, _, err = run_cli(argv)
     check_contract(rc, err, ok=(2,))
+
+
+def test_multiline_status_argument_starting_with_minus_is_text():
+    # found by test_generated_status_lines: argparse took "-1<newline>0" for an unknown option (exit 2)
+    rc, _, err = run_cli(["status", "-1\n0"])
+    assert rc == 3 and "feature count must not be negative" in err and err.count("\n") == 1
+    rc, _, err = run_cli(["status", "--no-such-option"])
+    assert rc == 2

@@ -701,8 +701,22 @@ def _json(what: str) -> argparse.ArgumentParser:
     return _parent((("--json",), dict(action="store_true", help="print %s" % what)))
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that an argument with whitespace in it is text (a pasted `dmsetup status`
+    line, possibly several), never an unknown option: argparse itself only says so for a space, so
+    "-1<newline>0" would be refused as an option."""
+
+    def _parse_optional(self, arg_string):
+        found = super()._parse_optional(arg_string)
+        # (action, option, ...) before Python 3.12.3, a list of such tuples since
+        first = found[0] if isinstance(found, list) and found else found
+        if first is not None and first[0] is None and any(c.isspace() for c in arg_string):
+            return None
+        return found
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mpathlab", description=(
+    p = _Parser(prog="mpathlab", description=(
         "Linux dm-multipath path selectors in Python: simulate how each selector spreads I/O over "
         "asymmetric paths, driven by fio job files."))
     p.add_argument("--version", action="version", version="mpathlab %s" % __version__)
