@@ -107,6 +107,10 @@ BATCHES = {
     # path more loaded than predicted): H19 (unlimited against 4 tags), H13 (2 against 12 tags)
     'tracehst2': ([{'trace': 2, 'tag': '-ev'}] + _cells('H19', ['hst'], ['bio', 'mq'], [16])
                   + _cells('H13', ['hst'], ['bio'], [24]) + [{}]),
+    # the fio task's timing on one path (the calibration's topologies traced): does a single-path run show the
+    # bursts of maps and the delay after a completion that the traced HST runs show?
+    'tracecalib': ([{'trace': 2, 'tag': '-ev'}] + _cells('c4', ['rr'], ['bio', 'mq'], [64])
+                   + _cells('c1', ['rr'], ['bio'], [64]) + [{}]),
     # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
     # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
     'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
