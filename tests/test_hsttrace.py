@@ -110,3 +110,38 @@ def test_timing_is_kept_by_the_kernel_replay(tmp_path):
     assert tally.choice_ns == [1_000_000_000, 1_000_040_000, 1_004_250_000]
     assert tally.done_ns == {"p0": [1_004_000_000], "p1": []}
     assert tally.after_done_ns == [250_000]
+
+
+def test_model_replay_of_a_run_it_cannot_replay_is_one_line_and_exit_3(tmp_path, capsys):
+    """--model replays historical-service-time runs only: another selector's run (the single-path
+    calibration runs use round-robin) is named in one line, the rest still replayed, exit 3."""
+    rd = tmp_path / "runs" / "c4-ev_rr_bio_d64_r0"
+    rd.mkdir(parents=True)
+    (rd / "meta").write_text("topo=c4 name=c4-ev_rr_bio_d64_r0 selector=round-robin queue_mode=bio iodepth=64\n"
+                             "kernel=6.1.0-57-amd64\nc4 p0 252:0 completion_nsec=4000000\n")
+    assert hsttrace.main(["--model", str(rd)]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(rd) in err[0] and "ran round-robin" in err[0]
+
+
+def test_timing_measures_timer_lateness_and_the_tag_sleepers_wake(tmp_path, capsys):
+    """From the kernel's trace: each completion less its issue and the path's completion_nsec, and
+    (bio-based) a clone mapped before its path's last completion and issued after it: its task slept for
+    a tag, and woke that long after the completion that freed one."""
+    rd = tmp_path / "run"
+    rd.mkdir()
+    (rd / "meta").write_text("topo=X name=X_hst queue_mode=bio iodepth=2\nX p0 252:0 completion_nsec=4000000\n")
+    with gzip.open(rd / "trace_events.gz", "wt") as f:
+        f.write("1.000000 m 252,0 8\n1.000010 i 252,0 8\n"
+                "1.000050 m 252,0 16\n"                      # the one tag is taken: the task sleeps
+                "1.004100 c 252,0 8\n"                       # 4 ms + 90 us after its issue
+                "1.004130 i 252,0 16\n"                      # issued 30 us after the tag came back
+                "1.008230 c 252,0 16\n"                      # 4 ms + 100 us
+                "1.008300 m 252,0 24\n")
+    _, tally = hsttrace.replay_kernel(str(rd))
+    assert tally.late_ns == {"p0": [90_000, 100_000]}
+    assert tally.tag_wake_ns == [30_000]
+    tally.report_timing()
+    out = capsys.readouterr().out
+    assert "p0   completes late by: median 100 us, p90 100 us, 0% above 300 us" in out
+    assert "issued 30 us (median; p25 30, p75 30) after the completion that freed one (1 times)" in out

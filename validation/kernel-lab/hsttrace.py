@@ -20,7 +20,9 @@ choice; each choice is then put in one class:
 
 ``--timing`` adds when the choices come: the gaps between consecutive choices (bio-based: the fio task's
 maps, one I/O per io_submit), how long after the last completion the next choice comes, and each path's
-mean gap between completions (what its average learns).  Where the fio task maps quickly after the
+mean gap between completions (what its average learns); from a kernel trace also how late each path's
+null_blk timer completes (issue to completion, less its completion_nsec) and, bio-based, how long a
+submitter asleep in tag allocation takes to issue after the completion that freed a tag.  Where the fio task maps quickly after the
 completions, a fast path is refilled before its stale mark passes (docs/validation.md, "Why the fast or
 deep path gets less in the model").
 """
@@ -70,6 +72,8 @@ class Tally:
         self.done_ns = {lb: [] for lb in labels}    # and each path's completions
         self.after_done_ns = []                     # a choice's delay after the last completion before it
         self._last_done = None
+        self.late_ns = {lb: [] for lb in labels}    # (kernel) issue to completion less the completion time
+        self.tag_wake_ns = []                       # (kernel, bio) a tag's release to its sleeper's issue
 
     def chose(self, now):
         if self._last_done is not None:
@@ -93,6 +97,14 @@ class Tally:
             d = self.done_ns[lb]
             if len(d) > 1:
                 print("  %-4s mean gap between completions %.0f us" % (lb, (d[-1] - d[0]) / (len(d) - 1) / 1e3))
+            late = sorted(self.late_ns[lb])
+            if late:
+                print("  %-4s completes late by: median %.0f us, p90 %.0f us, %.0f%% above 300 us" % (
+                    lb, pct(late, .5), pct(late, .9), 100 * sum(v > 300_000 for v in late) / len(late)))
+        wake = sorted(self.tag_wake_ns)
+        if wake:
+            print("  a submitter asleep for a tag: issued %.0f us (median; p25 %.0f, p75 %.0f) after the completion "
+                  "that freed one (%d times)" % (pct(wake, .5), pct(wake, .25), pct(wake, .75), len(wake)))
 
     def add(self, label, klass, pi):
         self.count[label][klass] += 1
@@ -123,6 +135,10 @@ def read_meta(rd):
                 meta[k] = v
         elif len(w) >= 3 and ":" in w[2]:
             paths.append((w[1], w[2].replace(":", ",")))
+            for kv in w[3:]:
+                k, _, v = kv.partition("=")
+                if k == "completion_nsec":
+                    meta["completion_nsec " + w[1]] = v
     return meta, paths
 
 
@@ -137,6 +153,10 @@ def replay_kernel(rd):
         sel.add_path(lb)
     tally = Tally(labels)
     started = collections.defaultdict(collections.deque)   # (label, sector) -> start times
+    issued = collections.defaultdict(collections.deque)    # (label, sector) -> issue times
+    mapped = {}                                             # (label, sector) -> its last map (bio)
+    last_done = {}                                          # label -> its last completion
+    completion = {lb: int(meta.get("completion_nsec " + lb, -1)) for lb in labels}
     with gzip.open(os.path.join(rd, "trace_events.gz"), "rt") as f:
         for line in f:
             t, ev, dev, sector = line.split()
@@ -145,6 +165,17 @@ def replay_kernel(rd):
                 continue
             now = int(round(float(t) * 1e9))
             clock[0] = now
+            if ev == "i":
+                issued[(lb, sector)].append(now)
+                m = mapped.pop((lb, sector), None)
+                if bio and m is not None and last_done.get(lb, m) > m:
+                    tally.tag_wake_ns.append(now - last_done[lb])   # it waited for a completion on its path
+            elif ev == "m":
+                mapped[(lb, sector)] = now
+            if ev == "c":
+                last_done[lb] = now
+                if issued[(lb, sector)] and completion[lb] >= 0:
+                    tally.late_ns[lb].append(now - issued[(lb, sector)].popleft() - completion[lb])
             if ev == ("m" if bio else "i"):
                 infos = list(sel._valid)
                 chosen = sel._info[lb]
@@ -168,8 +199,12 @@ def replay_model(rd):
     cells = json.load(open(os.path.join(HERE, "results.json")))
     kernel = "6.12" if meta.get("kernel", "").startswith("6.12") else "6.1"
     topo = meta["topo"]
+    if meta.get("selector") != "historical-service-time":
+        raise LookupError("--model replays historical-service-time runs; this one ran %s" % meta.get("selector"))
     want = "%s historical-service-time %s d%s" % (topo, meta["queue_mode"], meta["iodepth"])
-    cell = next(c for c in cells if V.cell_key(c) == want and str(c.get("kernel") or "6.1") == kernel)
+    cell = next((c for c in cells if V.cell_key(c) == want and str(c.get("kernel") or "6.1") == kernel), None)
+    if cell is None:
+        raise LookupError("no cell %s of kernel %s in results.json (grid.py collect gathers it)" % (want, kernel))
     stamp = os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(rd)))).rsplit("-", 1)[-1]
     boot = {"host_load": {"utc_start": stamp}}
     guest = V.fit_guest(cells, kernel, V.session_of(boot, V.calibration_boots(cells, kernel)), meta["queue_mode"])
@@ -218,16 +253,22 @@ def main(argv=None):
     ap.add_argument("--model", action="store_true", help="the model's choices for the same cells")
     ap.add_argument("--timing", action="store_true", help="also when the choices and completions came")
     a = ap.parse_args(argv)
+    failed = 0
     for rd in a.rundir:
         if a.model:
-            meta, tally, guest = replay_model(rd)
+            try:
+                meta, tally, guest = replay_model(rd)
+            except LookupError as e:
+                print("hsttrace: %s: %s" % (rd, e), file=sys.stderr)
+                failed += 1
+                continue
             tally.report("model %s (%s)" % (meta["name"], guest.describe()))
         else:
             meta, tally = replay_kernel(rd)
             tally.report("kernel %s %s" % (meta.get("kernel", ""), meta["name"]))
         if a.timing:
             tally.report_timing()
-    return 0
+    return 3 if failed else 0
 
 
 if __name__ == "__main__":
