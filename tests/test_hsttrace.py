@@ -145,3 +145,30 @@ def test_timing_measures_timer_lateness_and_the_tag_sleepers_wake(tmp_path, caps
     out = capsys.readouterr().out
     assert "p0   completes late by: median 100 us, p90 100 us, 0% above 300 us" in out
     assert "issued 30 us (median; p25 30, p75 30) after the completion that freed one (1 times)" in out
+
+
+def test_a_folder_that_is_not_a_traced_run_is_one_line_and_exit_3(tmp_path, capsys):
+    """No meta, no trace, a broken line or a cut gzip: the folder and what is wrong, one line each."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    untraced = tmp_path / "untraced"
+    untraced.mkdir()
+    (untraced / "meta").write_text("topo=X name=X_hst queue_mode=bio iodepth=2\nX p0 252:0\n")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "meta").write_text("topo=X name=X_hst queue_mode=bio iodepth=2\nX p0 252:0\n")
+    with gzip.open(broken / "trace_events.gz", "wt") as f:
+        f.write("1.000000 m 252,0 8\nsoon m 252,0 16\n")
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    (cut / "meta").write_text("topo=X name=X_hst queue_mode=bio iodepth=2\nX p0 252:0\n")
+    with gzip.open(cut / "trace_events.gz", "wt") as f:
+        f.write("".join("1.%06d m 252,0 %d\n" % (i, 8 * i) for i in range(5000)))
+    (cut / "trace_events.gz").write_bytes((cut / "trace_events.gz").read_bytes()[:200])
+    assert hsttrace.main([str(empty), str(untraced), str(broken), str(cut)]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 4
+    assert err[0].startswith("hsttrace: %s: " % empty) and "meta" in err[0]
+    assert err[1].startswith("hsttrace: %s: " % untraced) and "trace_events.gz" in err[1]
+    assert err[2] == "hsttrace: %s: trace_events.gz line 2: the time 'soon' is not a number" % broken
+    assert err[3].startswith("hsttrace: %s: " % cut)

@@ -323,3 +323,99 @@ def test_multiline_status_argument_starting_with_minus_is_text():
     assert rc == 3 and "feature count must not be negative" in err and err.count("\n") == 1
     rc, _, err = run_cli(["status", "--no-such-option"])
     assert rc == 2
+
+
+# -- the kernel lab's results.json, as `mpathlab validate FILE` reads it -----------------------------
+
+def _lab_cell():
+    with open(os.path.join(os.path.dirname(__file__), "..", "validation", "kernel-lab", "results.json")) as f:
+        return next(c for c in json.load(f) if c["topology"] == "D1-4" and c["selector"] == "historical-service-time")
+
+
+json_value = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10, 10 ** 12), st.floats(allow_nan=False),
+                                    st.text(max_size=6)),
+                          lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                  st.dictionaries(st.text(max_size=4), inner, max_size=3)),
+                          max_leaves=6)
+
+
+def _change(cell, key, value):
+    """Set (or drop) one field of the cell, or of its first path ("path0.NAME"), or that path itself."""
+    where, name = cell, key
+    if key.startswith("path0"):
+        paths = cell.get("paths")
+        if not isinstance(paths, list) or not paths:
+            return
+        if key == "path0":
+            paths[0] = None if value == "<drop>" else value
+            return
+        where, name = paths[0], key.split(".", 1)[1]
+        if not isinstance(where, dict):
+            return
+    if value == "<drop>":
+        where.pop(name, None)
+    else:
+        where[name] = value
+
+
+@settings(SETTINGS, max_examples=max(5, SETTINGS.max_examples // 2))
+@given(st.lists(st.tuples(st.sampled_from(["topology", "selector", "queue_mode", "iodepth", "paths", "mean_share",
+                                            "repeats", "kernel", "selector_args", "path_scheduler", "fio_extra",
+                                            "path0", "path0.completion_ns", "path0.hw_queue_depth", "path0.label"]),
+                          st.one_of(st.just("<drop>"), json_value)), max_size=3))
+def test_generated_lab_results_are_validated_or_refused(changes):
+    cell = json.loads(json.dumps(_lab_cell()))
+    for key, value in changes:
+        _change(cell, key, value)
+    results = _file(json.dumps([cell]), ".json")
+    try:
+        rc, _, err = run_cli(["validate", results, "--runtime", "0.05"])
+        check_contract(rc, err)
+        if rc == 3:
+            assert results in err
+    finally:
+        os.unlink(results)
+
+
+def test_lab_results_refusals_name_the_file_the_cell_and_the_field():
+    cell = _lab_cell()
+    for change, expected in ((("iodepth", 0), "cell 1: iodepth is 0, not from 1 to 65536"),
+                             (("paths", [{"label": "p0"}]), "cell 1: path 0: completion_ns is missing"),
+                             (("selector", "round robin"), "cell 1: selector is 'round robin'"),
+                             (("path_scheduler", "cfq"),
+                              "cell D1-4 historical-service-time bio d16 (kernel 6.1): path p0: scheduler must be")):
+        results = _file(json.dumps([dict(cell, **dict([change]))]), ".json")
+        try:
+            rc, _, err = run_cli(["validate", results, "--runtime", "0.05"])
+        finally:
+            os.unlink(results)
+        assert rc == 3 and err.startswith("mpathlab: error: %s: %s" % (results, expected)) and err.count("\n") == 1, err
+
+
+def _stored(name):
+    with open(os.path.join(os.path.dirname(__file__), "..", "validation", "kernel-lab", name)) as f:
+        return json.load(f)
+
+
+@settings(SETTINGS, max_examples=max(5, SETTINGS.max_examples // 4))
+@given(st.sampled_from(["fault", "nvme"]), st.integers(0, 10 ** 6),
+       st.lists(st.tuples(st.integers(0, 100), st.one_of(st.just("<drop>"), json_value)), max_size=3))
+def test_generated_fault_and_nvme_results_are_validated_or_refused(kind, pick, changes):
+    """validate-faults and validate-nvme on one stored cell (and, for NVMe, its calibration cell) with
+    fields dropped or replaced: a table, or one line naming the file."""
+    if kind == "fault":
+        cells, argv = _stored("results-faults.json"), ["validate-faults"]
+    else:
+        cells, argv = _stored(os.path.join("nvme", "results-nvme.json")), ["validate-nvme"]
+    cell = cells[pick % len(cells)]
+    for key, value in changes:
+        key = sorted(cell)[key % len(cell)]             # a field the cell has
+        _change(cell, key, value)
+    keep = [cell] + [c for c in cells if kind == "nvme" and c is not cell and c["cell"] in ("C1", "C1-loop")
+                     and c.get("kernel") == cell.get("kernel")][:1]
+    results = _file(json.dumps(keep), ".json")
+    try:
+        rc, _, err = run_cli(argv + [results])
+        check_contract(rc, err)
+    finally:
+        os.unlink(results)

@@ -4,6 +4,7 @@ missing optional package is told apart (:class:`MissingDependency`, exit 5).
 """
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import List, Optional, Tuple
 
@@ -114,6 +115,59 @@ def read_text(path: str, what: str) -> str:
     except OSError as e:
         raise InputFileError("cannot read %s %s: %s" % (what, path, e.strerror or e)) from None
     return decode_checked(data, path, what)
+
+
+def load_lab_cells(path: str, what: str, problem) -> list:
+    """The cells of a kernel-lab results file (a JSON list of objects, as validation/kernel-lab/grid.py
+    collect writes them).  PROBLEM(cell) says what makes one cell unusable ("" when nothing); anything
+    else is an InputFileError naming the file and the line or the cell (counted from 1)."""
+    import json
+    try:
+        cells = json.loads(read_text(path, what))
+    except json.JSONDecodeError as e:
+        raise InputFileError("%s:%d: not JSON: %s" % (path, e.lineno, e.msg)) from None
+    except RecursionError:
+        raise InputFileError("%s: nested too deep to be %s" % (path, what)) from None
+    if not isinstance(cells, list):
+        raise InputFileError("%s: not a list of cells (%s as grid.py collect writes them)" % (path, what))
+    for n, c in enumerate(cells, 1):
+        why = problem(c) if isinstance(c, dict) else "not an object"
+        if why:
+            raise InputFileError("%s: cell %d: %s" % (path, n, why))
+    return cells
+
+
+@contextlib.contextmanager
+def cell_refusal(path: str, name: str):
+    """Around the model's run of one cell of a results file: a value it cannot take (a cell that
+    grid.py collect did not write: a field missing or of another type, a selector or option the model
+    does not know) is an InputFileError naming the file and the cell, not a traceback."""
+    from .target.errors import TargetError
+    try:
+        yield
+    except KeyError as e:
+        raise InputFileError("%s: cell %s: no %s, which the model needs" % (path, name, e)) from None
+    except (LookupError, TypeError, ValueError, AttributeError, ArithmeticError, TargetError) as e:
+        raise InputFileError("%s: cell %s: %s" % (path, name, e)) from None
+
+
+def field_problem(obj: dict, fields, limits=None) -> str:
+    """The first of FIELDS ((name, type or types, required)) that OBJ lacks or holds with another type
+    (a bool is not a number), or whose number is outside LIMITS[name] = (low, high); "" when none."""
+    for name, kind, required in fields:
+        v = obj.get(name)
+        if v is None and not required:
+            continue
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if not isinstance(v, kinds) or isinstance(v, bool):
+            return "%s is %s" % (name, "missing" if v is None else "not %s" % " or ".join(_KIND[k] for k in kinds))
+        lo, hi = (limits or {}).get(name, (None, None))
+        if lo is not None and not lo <= v <= hi:
+            return "%s is %s, not from %s to %s" % (name, v, lo, hi)
+    return ""
+
+
+_KIND = {str: "text", int: "an integer", float: "a number", list: "a list", dict: "an object"}
 
 
 _LONG_NUMBER = re.compile(r"[0-9_]{4000,}")

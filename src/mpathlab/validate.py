@@ -24,6 +24,7 @@ from typing import Dict, List, Optional, Tuple
 
 import math
 
+from .inputs import InputFileError, cell_refusal, field_problem, load_lab_cells
 from .sim.devices import PathModel, ServiceTime
 from .sim.engine import simulate
 from .sim.host import HostModel
@@ -235,6 +236,36 @@ NOT_MODELLED = ("CPU burnt by failed maps; failed issues with a path scheduler; 
                 "host load below CPU saturation except through the measured device latency")
 
 
+# what compare reads of a cell of results.json and of each of its paths: (name, type, required)
+_CELL_FIELDS = (("topology", str, True), ("selector", str, True), ("queue_mode", str, True), ("iodepth", int, True),
+                ("paths", list, True), ("mean_share", dict, True), ("repeats", list, False), ("kernel", str, False),
+                ("selector_args", str, False), ("path_scheduler", str, False), ("fio_extra", str, False))
+_PATH_FIELDS = (("label", str, True), ("completion_ns", int, True), ("hw_queue_depth", int, False),
+                ("kind", str, False), ("host", int, False), ("can_queue", int, False))
+_LIMITS = {"iodepth": (1, 65536), "completion_ns": (0, 3600 * 10 ** 9), "hw_queue_depth": (1, 65536),
+           "host": (0, 65536), "can_queue": (1, 65536)}
+
+
+def cell_problem(c: dict) -> str:
+    """What makes C unusable as a kernel-lab cell ("" when nothing)."""
+    why = field_problem(c, _CELL_FIELDS, _LIMITS)
+    if why:
+        return why
+    if c["queue_mode"] not in ("bio", "mq"):
+        return "queue_mode is %r, not bio or mq" % c["queue_mode"]
+    if not c["selector"].strip() or len(c["selector"].split()) != 1:
+        return "selector is %r, not one path selector's name" % c["selector"]
+    if not c["paths"]:
+        return "no paths"
+    for j, p in enumerate(c["paths"]):
+        why = field_problem(p, _PATH_FIELDS, _LIMITS) if isinstance(p, dict) else "not an object"
+        if why:
+            return "path %d: %s" % (j, why)
+    if not all(isinstance(r, dict) for r in c.get("repeats") or []):
+        return "repeats is not a list of runs"
+    return ""
+
+
 def cell_key(c: dict) -> str:
     return "%s %s %s d%d" % (c["topology"], c["selector"], c["queue_mode"], c["iodepth"])
 
@@ -374,7 +405,7 @@ def _predict(c: dict, groups: Dict[str, List[str]], sessions: Dict[Guest, int], 
 
 def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
             guests: Optional[Dict[str, Guest]] = None, all_cells: Optional[List[dict]] = None,
-            seeds: int = 1) -> List[dict]:
+            seeds: int = 1, source_name: str = "results") -> List[dict]:
     """One row per table cell: the kernel's mean share per path group and the prediction (from
     the topology and the kernel's guest, fitted on ``cells``' calibration cells unless
     ``guests`` (keyed "KERNEL SESSION MODE") are given; ``all_cells``: where the calibration cells are
@@ -386,57 +417,59 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
     boots: Dict[str, List[str]] = {}
     rows = []
     for c in table_cells(cells):
-        kernel = str(c.get("kernel") or "6.1")
-        if kernel not in boots:
-            boots[kernel] = calibration_boots(source, kernel)
-        # each repeat is predicted with the guest of its own session; the prediction is the
-        # repeat-weighted mean over the sessions the cell's repeats ran in
-        per_session: Dict[str, int] = {}
-        for r in c.get("repeats") or [{}]:
-            key = session_of(r, boots[kernel])
-            per_session[key] = per_session.get(key, 0) + 1
-        groups = _groups(c)
-        kern = _group_shares(groups, c["mean_share"])
-        mode = c["queue_mode"]
-        for session in per_session:
-            gkey = "%s %s %s" % (kernel, session, mode)
-            if gkey not in guests:
-                guests[gkey] = fit_guest(source, kernel, session, mode)
-        sessions = {guests["%s %s %s" % (kernel, k, mode)]: n for k, n in per_session.items()}
-        sim, sim_iops = _predict(c, groups, sessions, runtime_s, seed=1)
-        used = [g.describe() for g in sessions]
-        diffs = {k: sim[k] - v for k, v in kern.items()}
-        worst = max(diffs, key=lambda k: abs(diffs[k]))
-        sd = _repeat_sd(c, groups[worst])
-        n = len(c.get("repeats") or []) or 1
-        row = {"cell": cell_key(c), "kernel_series": kernel, "n": c.get("n", n), "kernel": kern, "sim": sim,
-               "worst_path": worst, "diff": diffs[worst], "kernel_sd": sd,
-               "within": within(diffs[worst], sd, n), "variant": "/" in c["topology"],
-               "kernel_iops": c.get("mean_fio_iops"),
-               "sim_iops": sim_iops, "sessions": per_session,
-               "paths": c["paths"], "topology": c["topology"], "guests": used}
-        if seeds > 1:
-            alt = [sim[worst]] + [_predict(c, groups, sessions, runtime_s, seed=k)[0][worst]
-                                  for k in range(2, seeds + 1)]
-            row["seed_range"] = (min(alt), max(alt))
-        if measured:
-            runs = [simulate_cell(rc, runtime_s) for rc in repeat_cells(c)]
-            mshares = {k: sum(r.shares[k] for r in runs) / len(runs) for k in runs[0].shares}
-            msim = _group_shares(groups, mshares)
-            mdiffs = {k: msim[k] - v for k, v in kern.items()}
-            mworst = max(mdiffs, key=lambda k: abs(mdiffs[k]))
-            sources = []
-            for rc in repeat_cells(c):
-                src = cell_host(rc)[1]
-                if src == "calib" and (rc.get("repeats") or [{}])[0].get("path_mean_write_ms") and \
-                        (c.get("path_scheduler") or "default") in ("default", "none"):
-                    src = "dev"
-                if src not in sources:
-                    sources.append(src)
-            row.update({"measured_sim": msim, "measured_worst": mworst, "measured_diff": mdiffs[mworst],
-                        "measured_within": within(mdiffs[mworst], _repeat_sd(c, groups[mworst]), n),
-                        "cpu": ", ".join(sources)})
-        rows.append(row)
+        # a cell of a results file grid.py did not write: refused naming the file and the cell
+        with cell_refusal(source_name, "%s (kernel %s)" % (cell_key(c), c.get("kernel") or "6.1")):
+            kernel = str(c.get("kernel") or "6.1")
+            if kernel not in boots:
+                boots[kernel] = calibration_boots(source, kernel)
+            # each repeat is predicted with the guest of its own session; the prediction is the
+            # repeat-weighted mean over the sessions the cell's repeats ran in
+            per_session: Dict[str, int] = {}
+            for r in c.get("repeats") or [{}]:
+                key = session_of(r, boots[kernel])
+                per_session[key] = per_session.get(key, 0) + 1
+            groups = _groups(c)
+            kern = _group_shares(groups, c["mean_share"])
+            mode = c["queue_mode"]
+            for session in per_session:
+                gkey = "%s %s %s" % (kernel, session, mode)
+                if gkey not in guests:
+                    guests[gkey] = fit_guest(source, kernel, session, mode)
+            sessions = {guests["%s %s %s" % (kernel, k, mode)]: n for k, n in per_session.items()}
+            sim, sim_iops = _predict(c, groups, sessions, runtime_s, seed=1)
+            used = [g.describe() for g in sessions]
+            diffs = {k: sim[k] - v for k, v in kern.items()}
+            worst = max(diffs, key=lambda k: abs(diffs[k]))
+            sd = _repeat_sd(c, groups[worst])
+            n = len(c.get("repeats") or []) or 1
+            row = {"cell": cell_key(c), "kernel_series": kernel, "n": c.get("n", n), "kernel": kern, "sim": sim,
+                   "worst_path": worst, "diff": diffs[worst], "kernel_sd": sd,
+                   "within": within(diffs[worst], sd, n), "variant": "/" in c["topology"],
+                   "kernel_iops": c.get("mean_fio_iops"),
+                   "sim_iops": sim_iops, "sessions": per_session,
+                   "paths": c["paths"], "topology": c["topology"], "guests": used}
+            if seeds > 1:
+                alt = [sim[worst]] + [_predict(c, groups, sessions, runtime_s, seed=k)[0][worst]
+                                      for k in range(2, seeds + 1)]
+                row["seed_range"] = (min(alt), max(alt))
+            if measured:
+                runs = [simulate_cell(rc, runtime_s) for rc in repeat_cells(c)]
+                mshares = {k: sum(r.shares[k] for r in runs) / len(runs) for k in runs[0].shares}
+                msim = _group_shares(groups, mshares)
+                mdiffs = {k: msim[k] - v for k, v in kern.items()}
+                mworst = max(mdiffs, key=lambda k: abs(mdiffs[k]))
+                sources = []
+                for rc in repeat_cells(c):
+                    src = cell_host(rc)[1]
+                    if src == "calib" and (rc.get("repeats") or [{}])[0].get("path_mean_write_ms") and \
+                            (c.get("path_scheduler") or "default") in ("default", "none"):
+                        src = "dev"
+                    if src not in sources:
+                        sources.append(src)
+                row.update({"measured_sim": msim, "measured_worst": mworst, "measured_diff": mdiffs[mworst],
+                            "measured_within": within(mdiffs[mworst], _repeat_sd(c, groups[mworst]), n),
+                            "cpu": ", ".join(sources)})
+            rows.append(row)
     return rows
 
 
@@ -591,16 +624,17 @@ def main(argv=None) -> int:
                          "(wider than a terminal)")
     a = ap.parse_args(argv)
     try:
-        with open(a.results) as f:
-            cells = json.load(f)
-    except (OSError, ValueError) as e:
-        print("mpathlab.validate: error: cannot read %s: %s" % (a.results, e), file=sys.stderr)
-        return 3
-    if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
-        print("mpathlab.validate: error: %s: not a list of cells" % a.results, file=sys.stderr)
+        cells = load_lab_cells(a.results, "kernel-lab results", cell_problem)
+    except InputFileError as e:
+        print("mpathlab: error: %s" % e, file=sys.stderr)
         return 3
     chosen = [c for c in cells if a.filter in cell_key(c) and (not a.kernel or str(c.get("kernel") or "6.1") == a.kernel)]
-    rows = compare(chosen, a.runtime, a.measured, guests=None, all_cells=cells, seeds=max(1, a.seeds))
+    try:
+        rows = compare(chosen, a.runtime, a.measured, guests=None, all_cells=cells, seeds=max(1, a.seeds),
+                       source_name=a.results)
+    except InputFileError as e:
+        print("mpathlab: error: %s" % e, file=sys.stderr)
+        return 3
     print(markdown(rows) if a.markdown else terminal(rows))
     return 0
 

@@ -23,6 +23,7 @@ import os
 import sys
 from typing import Dict, List, Optional, Tuple
 
+from .inputs import InputFileError, cell_refusal, field_problem, load_lab_cells
 from .sim.devices import Fault, PathModel, ServiceTime
 from .sim.engine import Simulation
 from .sim.scsi import ScsiHostModel
@@ -323,42 +324,45 @@ def _errors_ok(model: int, c: dict) -> bool:
 SELECTOR_ABBR = {"round-robin": "rr", "queue-length": "ql", "service-time": "st", "historical-service-time": "hst"}
 
 
-def compare(cells: List[dict], seed: int = 1, with_guest: bool = False) -> List[dict]:
-    """Every fault cell against the model: per check True/False (None where neither side has a value)."""
+def compare(cells: List[dict], seed: int = 1, with_guest: bool = False, source_name: str = "results") -> List[dict]:
+    """Every fault cell against the model: per check True/False (None where neither side has a value);
+    a cell the model cannot take is refused naming ``source_name`` and the cell."""
     rows = []
     for c in cells:
-        row = {"cell": "%s %s %s %s" % (c["kernel"], c["fault"], SELECTOR_ABBR.get(c["selector"], c["selector"]),
-                                         c["queue_mode"]),
-               "n": c.get("n", len(c.get("repeats") or []))}
-        try:
-            m = metrics(c, seed, with_guest)
-        except NotModelled as e:
-            row["not_modelled"] = str(e)
+        # a cell of a results file grid.py did not write: refused naming the file and the cell
+        with cell_refusal(source_name, " ".join(str(c.get(k)) for k in ("kernel", "fault", "selector", "queue_mode"))):
+            row = {"cell": "%s %s %s %s" % (c["kernel"], c["fault"], SELECTOR_ABBR.get(c["selector"], c["selector"]),
+                                             c["queue_mode"]),
+                   "n": c.get("n", len(c.get("repeats") or []))}
+            try:
+                m = metrics(c, seed, with_guest)
+            except NotModelled as e:
+                row["not_modelled"] = str(e)
+                rows.append(row)
+                continue
+            k = {key: c.get("mean_" + key) for key in ("fio_errors", "stall_ms", "stall_new_io_ms", "recovery_ms",
+                                                       "max_gap_ms")}
+            refused = [v for v in (c.get("mean_refused") or {}).values() if v is not None]
+            k["refused"] = sum(refused) if refused else None
+            # the stall of new I/O where the kernel's completion log gave it (runs before it was kept: any I/O)
+            stall_key = "stall_new_io_ms" if k["stall_new_io_ms"] is not None else "stall_ms"
+            times = {"stall": _time_ok(m[stall_key], k[stall_key], c, stall_key),
+                     "recovery": _time_ok(m["recovery_ms"], k["recovery_ms"], c, "recovery_ms")}
+            checks = {"errors": _errors_ok(m["fio_errors"], c)}
+            checks.update({name: None if v is None else v != "no" for name, v in times.items()})
+            row["noise"] = [name for name, v in times.items() if v == "noise"]
+            # requests a path ended without writing them (retried or failed) are shown, not checked: the
+            # kernel's count (accounted in the path's stat, no sectors written) is one request or a batch up
+            # to the queue depth sent before the first refusal's completion ran fail_path on 6.1, and on 6.12
+            # it also counts requests of faults that refuse none (fail_path by message); the model refuses one
+            after = [v for v in ((c.get("mean_completions") or {}).get("after") or {}).values() if v is not None]
+            k["completions_after"] = sum(after) if after else None
+            k["shares_after"], m["shares_after"], enough = _shares_compared(c, m)
+            sh = [abs((m["shares_after"].get(lb) or 0.0) - v) for lb, v in k["shares_after"].items() if v is not None]
+            checks["shares"] = (max(sh) <= SHARE_TOL) if sh and enough else None
+            row.update({"kernel": k, "model": m, "checks": checks, "stall_kind": stall_key,
+                        "within": all(v is not False for v in checks.values())})
             rows.append(row)
-            continue
-        k = {key: c.get("mean_" + key) for key in ("fio_errors", "stall_ms", "stall_new_io_ms", "recovery_ms",
-                                                   "max_gap_ms")}
-        refused = [v for v in (c.get("mean_refused") or {}).values() if v is not None]
-        k["refused"] = sum(refused) if refused else None
-        # the stall of new I/O where the kernel's completion log gave it (runs before it was kept: any I/O)
-        stall_key = "stall_new_io_ms" if k["stall_new_io_ms"] is not None else "stall_ms"
-        times = {"stall": _time_ok(m[stall_key], k[stall_key], c, stall_key),
-                 "recovery": _time_ok(m["recovery_ms"], k["recovery_ms"], c, "recovery_ms")}
-        checks = {"errors": _errors_ok(m["fio_errors"], c)}
-        checks.update({name: None if v is None else v != "no" for name, v in times.items()})
-        row["noise"] = [name for name, v in times.items() if v == "noise"]
-        # requests a path ended without writing them (retried or failed) are shown, not checked: the
-        # kernel's count (accounted in the path's stat, no sectors written) is one request or a batch up
-        # to the queue depth sent before the first refusal's completion ran fail_path on 6.1, and on 6.12
-        # it also counts requests of faults that refuse none (fail_path by message); the model refuses one
-        after = [v for v in ((c.get("mean_completions") or {}).get("after") or {}).values() if v is not None]
-        k["completions_after"] = sum(after) if after else None
-        k["shares_after"], m["shares_after"], enough = _shares_compared(c, m)
-        sh = [abs((m["shares_after"].get(lb) or 0.0) - v) for lb, v in k["shares_after"].items() if v is not None]
-        checks["shares"] = (max(sh) <= SHARE_TOL) if sh and enough else None
-        row.update({"kernel": k, "model": m, "checks": checks, "stall_kind": stall_key,
-                    "within": all(v is not False for v in checks.values())})
-        rows.append(row)
     return rows
 
 
@@ -438,20 +442,24 @@ def terminal(rows: List[dict]) -> str:
 REQUIRED = ("kernel", "fault", "selector", "queue_mode", "iodepth", "runtime_s", "steps", "paths")
 
 
-def _malformed(cells) -> str:
-    """What makes CELLS not a list of fault cells as grid.py collect writes them ('' if nothing)."""
-    if not isinstance(cells, list):
-        return "not a list of fault cells (grid.py collect writes results-faults.json)"
-    for n, c in enumerate(cells, 1):
-        if not isinstance(c, dict):
-            return "cell %d is not an object" % n
-        missing = [k for k in REQUIRED if k not in c]
-        if missing:
-            return "cell %d has no %s" % (n, missing[0])
-        if not isinstance(c["steps"], list) or not c["steps"] or not isinstance(c["paths"], list) \
-                or not all(isinstance(x, dict) for x in c["steps"] + c["paths"]):
-            return "cell %d: steps and paths must be non-empty lists of objects" % n
-    return ""
+def cell_problem(c: dict) -> str:
+    """What makes C not a fault cell as grid.py collect writes it ("" when nothing)."""
+    missing = [k for k in REQUIRED if k not in c]
+    if missing:
+        return "no %s" % missing[0]
+    if not isinstance(c["steps"], list) or not c["steps"] or not isinstance(c["paths"], list) \
+            or not all(isinstance(x, dict) for x in c["steps"] + c["paths"]):
+        return "steps and paths must be non-empty lists of objects"
+    return field_problem(c, _TYPED_FIELDS, {"iodepth": (1, 65536), "runtime_s": (0, 86400)})
+
+
+# the fields the comparison reads as text or numbers: (name, type, required)
+_TYPED_FIELDS = tuple((k, str, True) for k in ("kernel", "fault", "selector", "queue_mode")) + (
+    ("iodepth", int, True), ("runtime_s", (int, float), True), ("n", int, False),
+    ("features", str, False), ("fio_options", str, False)) + tuple(
+    ("mean_" + k, (int, float), False) for k in ("fio_errors", "stall_ms", "stall_new_io_ms", "recovery_ms",
+                                                "max_gap_ms", "max_lat_after_fault_ms", "fio_total_ios")) + tuple(
+    (k, dict, False) for k in ("mean_completions", "mean_refused", "mean_shares_after"))
 
 
 def main(argv=None) -> int:
@@ -464,17 +472,12 @@ def main(argv=None) -> int:
     ap.add_argument("--markdown", action="store_true",
                     help="the table as Markdown, one line per cell, as docs/faults.md shows it")
     args = ap.parse_args(argv)
-    from .inputs import InputFileError, read_text
     try:
-        cells = json.loads(read_text(args.results, "fault results"))
-    except (InputFileError, ValueError) as e:
-        sys.stderr.write("%s: %s\n" % (args.results, e))
+        cells = load_lab_cells(args.results, "fault results", cell_problem)
+        rows = compare(cells, with_guest=args.guest, source_name=args.results)
+    except InputFileError as e:
+        sys.stderr.write("mpathlab: error: %s\n" % e)
         return 3
-    bad = _malformed(cells)
-    if bad:
-        sys.stderr.write("%s: %s\n" % (args.results, bad))
-        return 3
-    rows = compare(cells, with_guest=args.guest)
     if args.json:
         json.dump(rows, sys.stdout, indent=1)
         sys.stdout.write("\n")

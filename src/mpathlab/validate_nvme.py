@@ -18,6 +18,7 @@ import os
 import sys
 from typing import Dict, List, Optional
 
+from .inputs import InputFileError, cell_refusal, field_problem, load_lab_cells
 from .klog import wrap
 from .nvme.run import lab_figures, run_nvme
 from .topology import topology_from_dict
@@ -83,36 +84,38 @@ class NvmeGuest:
             ", ".join(self.fitted_on))
 
 
-def fit_guests(cells: List[dict]) -> Dict[tuple, NvmeGuest]:
+def fit_guests(cells: List[dict], source_name: str = "results") -> Dict[tuple, NvmeGuest]:
     """One guest per (kernel, transport) from its single-port cell: the median of 1 / IOPS."""
     out = {}
     for c in cells:
-        for transport, name in CALIB_CELLS.items():
-            if c["cell"] == name:
-                reps = [r for r in c["repeats"] if r.get("fio_iops")]
-                if reps:
-                    per_io = sorted(1e9 / r["fio_iops"] for r in reps)
-                    # Little's law on the path: started requests (sampled) / completions per second
-                    on_path = sorted(sum(r.get("mean_inflight", {}).values()) * 1e9 / r["fio_iops"] for r in reps)
-                    out[(c["kernel"], transport)] = NvmeGuest(
-                        c["kernel"], transport, per_io[len(per_io) // 2],
-                        ["%s (%d repeats)" % (name, len(per_io))], on_path[len(on_path) // 2])
+        with cell_refusal(source_name, "%s %s" % (c.get("kernel"), c.get("cell"))):
+            for transport, name in CALIB_CELLS.items():
+                if c["cell"] == name:
+                    reps = [r for r in c["repeats"] if r.get("fio_iops")]
+                    if reps:
+                        per_io = sorted(1e9 / r["fio_iops"] for r in reps)
+                        # Little's law on the path: started requests (sampled) / completions per second
+                        on_path = sorted(sum(r.get("mean_inflight", {}).values()) * 1e9 / r["fio_iops"] for r in reps)
+                        out[(c["kernel"], transport)] = NvmeGuest(
+                            c["kernel"], transport, per_io[len(per_io) // 2],
+                            ["%s (%d repeats)" % (name, len(per_io))], on_path[len(on_path) // 2])
     for c in cells:
-        g = out.get((c["kernel"], c.get("transport")))
-        if g is None or c["cell"] not in (RECOVERY_CELL, ANA_LOG_CELL):
-            continue
-        if c["cell"] == RECOVERY_CELL:
-            times = [r["transition"].get("last_failed_ms") for r in c["repeats"] if r.get("transition")]
-        else:
-            times = [_ana_log_read_ms(r["transition"]) for r in c["repeats"] if r.get("transition")]
-        times = sorted(t for t in times if t is not None)
-        if times:
-            ns = int(times[len(times) // 2] * 1e6)
+        with cell_refusal(source_name, "%s %s" % (c.get("kernel"), c.get("cell"))):
+            g = out.get((c["kernel"], c.get("transport")))
+            if g is None or c["cell"] not in (RECOVERY_CELL, ANA_LOG_CELL):
+                continue
             if c["cell"] == RECOVERY_CELL:
-                g.recovery_ns = ns
+                times = [r["transition"].get("last_failed_ms") for r in c["repeats"] if r.get("transition")]
             else:
-                g.ana_log_ns = ns
-            g.fitted_on.append("%s (%d repeats)" % (c["cell"], len(times)))
+                times = [_ana_log_read_ms(r["transition"]) for r in c["repeats"] if r.get("transition")]
+            times = sorted(t for t in times if t is not None)
+            if times:
+                ns = int(times[len(times) // 2] * 1e6)
+                if c["cell"] == RECOVERY_CELL:
+                    g.recovery_ns = ns
+                else:
+                    g.ana_log_ns = ns
+                g.fitted_on.append("%s (%d repeats)" % (c["cell"], len(times)))
     return out
 
 
@@ -206,34 +209,38 @@ def simulate_repeats(c: dict, guest: NvmeGuest, seed: int = 1) -> dict:
     return out
 
 
-def compare(cells: List[dict], seed: int = 1) -> List[dict]:
-    guests = fit_guests(cells)
+def compare(cells: List[dict], seed: int = 1, source_name: str = "results") -> List[dict]:
+    """Every NVMe cell against the model; a cell the model cannot take is refused naming
+    ``source_name`` and the cell."""
+    guests = fit_guests(cells, source_name)
     rows = []
     for c in cells:
-        if c["cell"] in NOT_IN_TABLE:
-            continue
-        g = guests.get((c["kernel"], c["transport"]))
-        if g is None:
-            continue
-        m = simulate_repeats(c, g, seed)
-        row = {"kernel": c["kernel"], "cell": c["cell"], "n": c["n"], "kernel_shares": c["mean_share"],
-               "model_shares": m["shares"], "kernel_errors": max(c["fio_errors"]), "model_errors": m["errors"],
-               "guest": g.describe()}
-        diffs = [abs(c["mean_share"][p] - m["shares"].get(p, 0.0)) for p in c["mean_share"]]
-        if "mean_share_after" in c:
-            row["kernel_after"] = c["mean_share_after"]
-            row["model_after"] = m["shares_after"]
-            row["kernel_stall_ms"] = c.get("stall_max_gap_ms")
-            row["model_stall_ms"] = m["stall_ms"]
-            trs = [r.get("transition") for r in c.get("repeats", [])]
-            if trs and all(trs):
-                row["transition"] = transition_row(c, trs, m)
-            if c["mean_share_after"]:     # None: fio had ended before the after-event snapshot in every repeat
-                diffs += [abs(c["mean_share_after"][p] - m["shares_after"].get(p, 0.0))
-                          for p in c["mean_share_after"]]
-        row["max_diff"] = max(diffs)
-        row["ok"] = row["max_diff"] <= TOLERANCE and row["kernel_errors"] == row["model_errors"]
-        rows.append(row)
+        # a cell of a results file grid.py did not write: refused naming the file and the cell
+        with cell_refusal(source_name, "%s %s" % (c.get("kernel"), c.get("cell"))):
+            if c["cell"] in NOT_IN_TABLE:
+                continue
+            g = guests.get((c["kernel"], c["transport"]))
+            if g is None:
+                continue
+            m = simulate_repeats(c, g, seed)
+            row = {"kernel": c["kernel"], "cell": c["cell"], "n": c["n"], "kernel_shares": c["mean_share"],
+                   "model_shares": m["shares"], "kernel_errors": max(c["fio_errors"]), "model_errors": m["errors"],
+                   "guest": g.describe()}
+            diffs = [abs(c["mean_share"][p] - m["shares"].get(p, 0.0)) for p in c["mean_share"]]
+            if "mean_share_after" in c:
+                row["kernel_after"] = c["mean_share_after"]
+                row["model_after"] = m["shares_after"]
+                row["kernel_stall_ms"] = c.get("stall_max_gap_ms")
+                row["model_stall_ms"] = m["stall_ms"]
+                trs = [r.get("transition") for r in c.get("repeats", [])]
+                if trs and all(trs):
+                    row["transition"] = transition_row(c, trs, m)
+                if c["mean_share_after"]:     # None: fio had ended before the after-event snapshot in every repeat
+                    diffs += [abs(c["mean_share_after"][p] - m["shares_after"].get(p, 0.0))
+                              for p in c["mean_share_after"]]
+            row["max_diff"] = max(diffs)
+            row["ok"] = row["max_diff"] <= TOLERANCE and row["kernel_errors"] == row["model_errors"]
+            rows.append(row)
     return rows
 
 
@@ -322,17 +329,35 @@ def terminal(rows: List[dict]) -> str:
     return "\n".join(lines)
 
 
+# what compare reads of a cell of results-nvme.json: (name, type, required)
+_CELL_FIELDS = (("cell", str, True), ("kernel", str, True), ("transport", str, True), ("iopolicy", str, True),
+                ("iodepth", int, True), ("delays_us", list, True), ("ana", list, True), ("event", str, True),
+                ("runtime_s", (int, float), True), ("mean_share", dict, True), ("repeats", list, True),
+                ("n", int, True), ("fio_errors", list, True))
+
+
+def cell_problem(c: dict) -> str:
+    """What makes C not an NVMe cell as grid.py collect writes it ("" when nothing)."""
+    why = field_problem(c, _CELL_FIELDS, {"iodepth": (1, 65536), "runtime_s": (0, 86400)})
+    if why:
+        return why
+    if not c["delays_us"] or len(c["ana"]) != len(c["delays_us"]):
+        return "delays_us and ana must name the same ports (one or more)"
+    for name, kinds in (("delays_us", int), ("fio_errors", int), ("ana", str)):
+        if not all(isinstance(v, kinds) and not isinstance(v, bool) for v in c[name]):
+            return "%s holds a value that is not %s" % (name, "text" if kinds is str else "an integer")
+    for name in ("mean_share", "mean_share_after"):
+        shares = c.get(name) or {}
+        if not isinstance(shares, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                   for v in shares.values()):
+            return "%s is not an object of shares" % name
+    if not all(isinstance(r, dict) for r in c["repeats"]):
+        return "repeats is not a list of runs"
+    return ""
+
+
 def load_cells(path: str) -> List[dict]:
-    try:
-        with open(path) as f:
-            cells = json.load(f)
-    except OSError as e:
-        raise SystemExit("%s: %s" % (path, e.strerror))
-    except ValueError as e:
-        raise SystemExit("%s: line %d: not JSON (%s)" % (path, getattr(e, "lineno", 0), e))
-    if not isinstance(cells, list):
-        raise SystemExit("%s: line 1: a list of cells expected" % path)
-    return cells
+    return load_lab_cells(path, "NVMe kernel-lab results", cell_problem)
 
 
 def main(argv=None) -> int:
@@ -345,12 +370,12 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     try:
         cells = load_cells(a.results)
-    except SystemExit as e:
-        print(e, file=sys.stderr)
+        if a.kernel:
+            cells = [c for c in cells if c["kernel"] == a.kernel]
+        rows = compare(cells, source_name=a.results)
+    except InputFileError as e:
+        print("mpathlab: error: %s" % e, file=sys.stderr)
         return 3
-    if a.kernel:
-        cells = [c for c in cells if c["kernel"] == a.kernel]
-    rows = compare(cells)
     if a.json:
         print(json.dumps(rows, indent=1, sort_keys=True))
     else:

@@ -158,12 +158,18 @@ def replay_kernel(rd):
     last_done = {}                                          # label -> its last completion
     completion = {lb: int(meta.get("completion_nsec " + lb, -1)) for lb in labels}
     with gzip.open(os.path.join(rd, "trace_events.gz"), "rt") as f:
-        for line in f:
-            t, ev, dev, sector = line.split()
+        for lineno, line in enumerate(f, 1):
+            w = line.split()
+            if len(w) != 4:
+                raise ValueError("trace_events.gz line %d: not TIME EVENT DEVICE SECTOR: %r" % (lineno, line.strip()))
+            t, ev, dev, sector = w
             lb = dev_label.get(dev)
             if lb is None:
                 continue
-            now = int(round(float(t) * 1e9))
+            try:
+                now = int(round(float(t) * 1e9))
+            except ValueError:
+                raise ValueError("trace_events.gz line %d: the time %r is not a number" % (lineno, t)) from None
             clock[0] = now
             if ev == "i":
                 issued[(lb, sector)].append(now)
@@ -200,7 +206,8 @@ def replay_model(rd):
     kernel = "6.12" if meta.get("kernel", "").startswith("6.12") else "6.1"
     topo = meta["topo"]
     if meta.get("selector") != "historical-service-time":
-        raise LookupError("--model replays historical-service-time runs; this one ran %s" % meta.get("selector"))
+        raise LookupError("--model replays historical-service-time runs; this one ran %s" % (
+            meta.get("selector") or "no selector named in its meta"))
     want = "%s historical-service-time %s d%s" % (topo, meta["queue_mode"], meta["iodepth"])
     cell = next((c for c in cells if V.cell_key(c) == want and str(c.get("kernel") or "6.1") == kernel), None)
     if cell is None:
@@ -255,17 +262,19 @@ def main(argv=None):
     a = ap.parse_args(argv)
     failed = 0
     for rd in a.rundir:
-        if a.model:
-            try:
+        try:
+            if a.model:
                 meta, tally, guest = replay_model(rd)
-            except LookupError as e:
-                print("hsttrace: %s: %s" % (rd, e), file=sys.stderr)
-                failed += 1
-                continue
-            tally.report("model %s (%s)" % (meta["name"], guest.describe()))
-        else:
-            meta, tally = replay_kernel(rd)
-            tally.report("kernel %s %s" % (meta.get("kernel", ""), meta["name"]))
+                title = "model %s (%s)" % (meta["name"], guest.describe())
+            else:
+                meta, tally = replay_kernel(rd)
+                title = "kernel %s %s" % (meta.get("kernel", ""), meta.get("name", os.path.basename(rd)))
+        except (LookupError, OSError, ValueError, EOFError) as e:
+            # a folder that is not a traced run (TRACE 2): no meta, no trace_events.gz, or a broken line
+            print("hsttrace: %s: %s" % (rd, e), file=sys.stderr)
+            failed += 1
+            continue
+        tally.report(title)
         if a.timing:
             tally.report_timing()
     return 3 if failed else 0
