@@ -4,7 +4,6 @@ missing optional package is told apart (:class:`MissingDependency`, exit 5).
 """
 from __future__ import annotations
 
-import contextlib
 import re
 from typing import List, Optional, Tuple
 
@@ -135,20 +134,6 @@ def load_lab_cells(path: str, what: str, problem) -> list:
         if why:
             raise InputFileError("%s: cell %d: %s" % (path, n, why))
     return cells
-
-
-@contextlib.contextmanager
-def cell_refusal(path: str, name: str):
-    """Around the model's run of one cell of a results file: a value it cannot take (a cell that
-    grid.py collect did not write: a field missing or of another type, a selector or option the model
-    does not know) is an InputFileError naming the file and the cell, not a traceback."""
-    from .target.errors import TargetError
-    try:
-        yield
-    except KeyError as e:
-        raise InputFileError("%s: cell %s: no %s, which the model needs" % (path, name, e)) from None
-    except (LookupError, TypeError, ValueError, AttributeError, ArithmeticError, TargetError) as e:
-        raise InputFileError("%s: cell %s: %s" % (path, name, e)) from None
 
 
 def field_problem(obj: dict, fields, limits=None) -> str:

@@ -16,6 +16,7 @@ instead (docs/validation.md).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -24,11 +25,12 @@ from typing import Dict, List, Optional, Tuple
 
 import math
 
-from .inputs import InputFileError, cell_refusal, field_problem, load_lab_cells
+from .inputs import InputFileError, field_problem, load_lab_cells
 from .sim.devices import PathModel, ServiceTime
 from .sim.engine import simulate
 from .sim.host import HostModel
 from .sim.scsi import ScsiHostModel
+from .target.errors import TargetError
 from .workload.fio import parse_fio
 
 DEFAULT_RESULTS = os.path.join("validation", "kernel-lab", "results.json")
@@ -234,6 +236,20 @@ def fit_guest(cells: List[dict], kernel: str, session: str = "", queue_mode: str
 TOLERANCE = 0.03
 NOT_MODELLED = ("CPU burnt by failed maps; failed issues with a path scheduler; "
                 "host load below CPU saturation except through the measured device latency")
+
+
+@contextlib.contextmanager
+def cell_refusal(path: str, name: str):
+    """Around the model's run of one cell of a results file: a value it cannot take (a cell that
+    grid.py collect did not write: a field missing or of another type, a selector or option the model
+    does not know) is an InputFileError naming the file and the cell, not a traceback."""
+    try:
+        yield
+    except KeyError as e:
+        raise InputFileError("%s: cell %s: no %s, which the model needs" % (path, name, e)) from None
+    except (LookupError, TypeError, ValueError, AttributeError, ArithmeticError, TargetError) as e:
+        raise InputFileError("%s: cell %s: %s" % (path, name, e)) from None
+
 
 
 # what compare reads of a cell of results.json and of each of its paths: (name, type, required)

@@ -23,12 +23,12 @@ import os
 import sys
 from typing import Dict, List, Optional, Tuple
 
-from .inputs import InputFileError, cell_refusal, field_problem, load_lab_cells
+from .inputs import InputFileError, field_problem, load_lab_cells
 from .sim.devices import Fault, PathModel, ServiceTime
 from .sim.engine import Simulation
 from .sim.scsi import ScsiHostModel
 from .sim.host import HostModel
-from .validate import calibration_boots, fit_guest, scsi_path_model, session_of
+from .validate import calibration_boots, cell_refusal, fit_guest, scsi_path_model, session_of
 from .workload.fio import parse_fio
 
 MS = 1_000_000

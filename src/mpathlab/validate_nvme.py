@@ -18,10 +18,11 @@ import os
 import sys
 from typing import Dict, List, Optional
 
-from .inputs import InputFileError, cell_refusal, field_problem, load_lab_cells
+from .inputs import InputFileError, field_problem, load_lab_cells
 from .klog import wrap
 from .nvme.run import lab_figures, run_nvme
 from .topology import topology_from_dict
+from .validate import cell_refusal
 from .workload.fio import parse_fio
 
 DEFAULT_RESULTS = os.path.join("validation", "kernel-lab", "nvme", "results-nvme.json")
