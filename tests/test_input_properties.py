@@ -411,6 +411,8 @@ def test_generated_fault_and_nvme_results_are_validated_or_refused(kind, pick, c
     for key, value in changes:
         key = sorted(cell)[key % len(cell)]             # a field the cell has
         _change(cell, key, value)
+    if type(cell.get("runtime_s")) in (int, float) and cell["runtime_s"] > 10:
+        cell["runtime_s"] = 10          # a valid but long run: minutes in the Python engine, not a parser case
     keep = [cell] + [c for c in cells if kind == "nvme" and c is not cell and c["cell"] in ("C1", "C1-loop")
                      and c.get("kernel") == cell.get("kernel")][:1]
     results = _file(json.dumps(keep), ".json")
