@@ -72,7 +72,7 @@ def test_bad_results_file_is_one_line_and_exit_3(tmp_path, capsys):
     bad.write_text("[\n{oops\n")
     assert vn.main([str(bad)]) == 3
     err = capsys.readouterr().err.strip()
-    assert err.startswith(str(bad) + ": line 2:") and "\n" not in err
+    assert err.startswith("mpathlab: error: %s:2: not JSON" % bad) and "\n" not in err
 
 
 @pytest.mark.slow

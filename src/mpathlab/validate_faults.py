@@ -324,45 +324,49 @@ def _errors_ok(model: int, c: dict) -> bool:
 SELECTOR_ABBR = {"round-robin": "rr", "queue-length": "ql", "service-time": "st", "historical-service-time": "hst"}
 
 
+def _fault_row(c: dict, seed: int, with_guest: bool) -> dict:
+    """One fault cell against the model: per check True/False (None where neither side has a value)."""
+    row = {"cell": "%s %s %s %s" % (c["kernel"], c["fault"], SELECTOR_ABBR.get(c["selector"], c["selector"]),
+                                     c["queue_mode"]),
+           "n": c.get("n", len(c.get("repeats") or []))}
+    try:
+        m = metrics(c, seed, with_guest)
+    except NotModelled as e:
+        row["not_modelled"] = str(e)
+        return row
+    k = {key: c.get("mean_" + key) for key in ("fio_errors", "stall_ms", "stall_new_io_ms", "recovery_ms",
+                                               "max_gap_ms")}
+    refused = [v for v in (c.get("mean_refused") or {}).values() if v is not None]
+    k["refused"] = sum(refused) if refused else None
+    # the stall of new I/O where the kernel's completion log gave it (runs before it was kept: any I/O)
+    stall_key = "stall_new_io_ms" if k["stall_new_io_ms"] is not None else "stall_ms"
+    times = {"stall": _time_ok(m[stall_key], k[stall_key], c, stall_key),
+             "recovery": _time_ok(m["recovery_ms"], k["recovery_ms"], c, "recovery_ms")}
+    checks = {"errors": _errors_ok(m["fio_errors"], c)}
+    checks.update({name: None if v is None else v != "no" for name, v in times.items()})
+    row["noise"] = [name for name, v in times.items() if v == "noise"]
+    # requests a path ended without writing them (retried or failed) are shown, not checked: the
+    # kernel's count (accounted in the path's stat, no sectors written) is one request or a batch up
+    # to the queue depth sent before the first refusal's completion ran fail_path on 6.1, and on 6.12
+    # it also counts requests of faults that refuse none (fail_path by message); the model refuses one
+    after = [v for v in ((c.get("mean_completions") or {}).get("after") or {}).values() if v is not None]
+    k["completions_after"] = sum(after) if after else None
+    k["shares_after"], m["shares_after"], enough = _shares_compared(c, m)
+    sh = [abs((m["shares_after"].get(lb) or 0.0) - v) for lb, v in k["shares_after"].items() if v is not None]
+    checks["shares"] = (max(sh) <= SHARE_TOL) if sh and enough else None
+    row.update({"kernel": k, "model": m, "checks": checks, "stall_kind": stall_key,
+                "within": all(v is not False for v in checks.values())})
+    return row
+
+
 def compare(cells: List[dict], seed: int = 1, with_guest: bool = False, source_name: str = "results") -> List[dict]:
-    """Every fault cell against the model: per check True/False (None where neither side has a value);
-    a cell the model cannot take is refused naming ``source_name`` and the cell."""
+    """Every fault cell against the model (_fault_row); a cell the model cannot take is refused naming
+    ``source_name`` and the cell."""
     rows = []
     for c in cells:
         # a cell of a results file grid.py did not write: refused naming the file and the cell
         with cell_refusal(source_name, " ".join(str(c.get(k)) for k in ("kernel", "fault", "selector", "queue_mode"))):
-            row = {"cell": "%s %s %s %s" % (c["kernel"], c["fault"], SELECTOR_ABBR.get(c["selector"], c["selector"]),
-                                             c["queue_mode"]),
-                   "n": c.get("n", len(c.get("repeats") or []))}
-            try:
-                m = metrics(c, seed, with_guest)
-            except NotModelled as e:
-                row["not_modelled"] = str(e)
-                rows.append(row)
-                continue
-            k = {key: c.get("mean_" + key) for key in ("fio_errors", "stall_ms", "stall_new_io_ms", "recovery_ms",
-                                                       "max_gap_ms")}
-            refused = [v for v in (c.get("mean_refused") or {}).values() if v is not None]
-            k["refused"] = sum(refused) if refused else None
-            # the stall of new I/O where the kernel's completion log gave it (runs before it was kept: any I/O)
-            stall_key = "stall_new_io_ms" if k["stall_new_io_ms"] is not None else "stall_ms"
-            times = {"stall": _time_ok(m[stall_key], k[stall_key], c, stall_key),
-                     "recovery": _time_ok(m["recovery_ms"], k["recovery_ms"], c, "recovery_ms")}
-            checks = {"errors": _errors_ok(m["fio_errors"], c)}
-            checks.update({name: None if v is None else v != "no" for name, v in times.items()})
-            row["noise"] = [name for name, v in times.items() if v == "noise"]
-            # requests a path ended without writing them (retried or failed) are shown, not checked: the
-            # kernel's count (accounted in the path's stat, no sectors written) is one request or a batch up
-            # to the queue depth sent before the first refusal's completion ran fail_path on 6.1, and on 6.12
-            # it also counts requests of faults that refuse none (fail_path by message); the model refuses one
-            after = [v for v in ((c.get("mean_completions") or {}).get("after") or {}).values() if v is not None]
-            k["completions_after"] = sum(after) if after else None
-            k["shares_after"], m["shares_after"], enough = _shares_compared(c, m)
-            sh = [abs((m["shares_after"].get(lb) or 0.0) - v) for lb, v in k["shares_after"].items() if v is not None]
-            checks["shares"] = (max(sh) <= SHARE_TOL) if sh and enough else None
-            row.update({"kernel": k, "model": m, "checks": checks, "stall_kind": stall_key,
-                        "within": all(v is not False for v in checks.values())})
-            rows.append(row)
+            rows.append(_fault_row(c, seed, with_guest))
     return rows
 
 
