@@ -2,6 +2,7 @@
 `run --model`.  Each refusal is one line naming the file and line, exit 3, never a traceback; the property
 tests generate topologies that are mostly valid (so the runs get deep into the SCSI and NVMe models) with
 hostile values mixed in, and check that every one either runs or is refused that way."""
+import json
 import os
 import re
 
@@ -298,3 +299,31 @@ def test_a_job_file_value_with_a_control_character_is_echoed_escaped(text):
     msg = str(ei.value)
     assert msg.startswith("g.fio line 2") and "\\x" in msg
     assert not any(c in msg for c in "\x00\x1b\x07")
+
+
+def test_a_replayed_wait_of_decades_runs_in_little_memory(tmp_path):
+    # found by test_generated_iolog_replays_run_or_are_refused_naming_the_job_line: a version 2 wait of
+    # 2^40 ms put the next I/O 35 years out, and fio's per-500-ms rate windows filled 24 GB on the way
+    log = write(tmp_path, "t.log", "fio version 2 iolog\n/dev/sdb add\n/dev/sdb open\n/dev/sdb write 0 4096\n"
+                                   "/dev/sdb wait 1099511627776 4096\n/dev/sdb write 4096 4096\n")
+    job = write(tmp_path, "j.fio", "[j]\nioengine=libaio\nread_iolog=%s\n" % log)
+    import resource
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rc, out, err = run_cli(["run", "--no-progress", "--json", "--table", TABLE, job])
+    check_contract(rc, err)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000     # KiB
+    if rc == 0:
+        w = json.loads(out)["jobs"][0]["write"]
+        # two periods with I/O: the first (full) gives a sample, the last (partial) none, as fio
+        assert w["total_ios"] == 2 and w["iops_samples"] == 1
+
+
+@pytest.mark.parametrize("text, line", [("[j]\nioengine=libaio\nbs=8k\nsize=4k\n", 4),
+                                        ("[global]\nsize=4k\n[j]\nioengine=libaio\nbs=8k\n", 2)])
+def test_a_size_below_the_block_size_names_the_line_of_size(text, line):
+    # found by test_generated_iolog_replays_run_or_are_refused_naming_the_job_line: the check across
+    # options named the job but no line
+    from mpathlab.workload.fio import FioError, parse_fio
+    with pytest.raises(FioError) as ei:
+        parse_fio(text, "s.fio", ".")
+    assert str(ei.value) == "s.fio line %d [j]: size 4096 is smaller than the block size 8192 (fio refuses: size too small)" % line

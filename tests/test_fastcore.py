@@ -354,8 +354,8 @@ def test_rate_windows_and_depth_map_span_several_fio_periods():
     a = compare(table, paths, "[j]\nrw=randrw\nbs=4k\nioengine=libaio\niodepth=2\nruntime=1200ms\ntime_based\nstartdelay=300ms\n")
     (job,) = a.jobs
     assert len(job.rate_windows.windows) == 3
-    assert sum(w[0] + w[1] for w in job.rate_windows.windows) == job.bytes_read + job.bytes_written
-    assert sum(w[3] + w[4] for w in job.rate_windows.windows) == job.completed
+    assert sum(w[0] + w[1] for w in job.rate_windows.windows.values()) == job.bytes_read + job.bytes_written
+    assert sum(w[3] + w[4] for w in job.rate_windows.windows.values()) == job.completed
     # depth 1 once (the first submission), depth 2 for every other
     assert job.depth_map == [1, job.submitted - 1, 0, 0, 0, 0, 0]
 

@@ -67,7 +67,7 @@ def test_trims(selector, rw):
         assert j.bytes_written == 8 << 20 and j.trim_lat.n == j.write_lat.n == 1024
     else:
         assert j.bytes_written == 0 and j.trim_lat.n == 1024
-    assert sum(w[2] for w in j.rate_windows.windows) == j.bytes_trimmed
+    assert sum(w[2] for w in j.rate_windows.windows.values()) == j.bytes_trimmed
 
 
 def test_trims_with_per_direction_sizes_and_bssplit():
@@ -306,7 +306,7 @@ def test_random_generator_jobs_are_identical_in_both_engines(job, selector, mode
     a = in_core(table, paths, job, **kw)
     for j in a.jobs:
         # every byte accounted once, by direction, in the job's totals and in its rate windows
-        w = j.rate_windows.windows
+        w = j.rate_windows.windows.values()
         assert [sum(x[d] for x in w) for d in range(3)] == [j.bytes_read, j.bytes_written, j.bytes_trimmed]
         assert sum(x[3] + x[4] + x[5] for x in w) == j.completed
 

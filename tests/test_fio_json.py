@@ -129,7 +129,7 @@ def test_bw_and_iops_samples_per_500ms_window_hand_computed():
     jf = parse_fio("[j]\nrw=write\nbs=4k\nioengine=libaio\niodepth=1\nruntime=1200ms\ntime_based\n")
     r = run_simulation(topo, jf)
     (job,) = r.jobs
-    assert [w[4] for w in job.rate_windows.windows][:2] == [4999, 3751]     # write I/Os per window
+    assert [w[4] for _, w in sorted(job.rate_windows.windows.items())][:2] == [4999, 3751]  # write I/Os per window
     w = json.loads(json.dumps(fio_json(r, jf.global_options)))["jobs"][0]["write"]
     # bw sample = bytes * 1000 / 500 ms / 1024 (KiB/s); iops sample = I/Os * 1000 / 500 ms
     assert (w["bw_samples"], w["bw_min"], w["bw_max"]) == (2, 3751 * 8, 4999 * 8)

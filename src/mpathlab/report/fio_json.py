@@ -83,10 +83,10 @@ def rate_samples(job, direction: int) -> tuple:
     """(bw KiB/s, iops) sample statistics of one job clone for read (0),
     write (1) or trim (2): one sample per full 500 ms period with I/O in it."""
     bw, iops = _SampleStat(), _SampleStat()
-    windows = getattr(getattr(job, "rate_windows", None), "windows", [])
+    windows = getattr(getattr(job, "rate_windows", None), "windows", {})
     span = job.end_ns - job.start_ns
     period_ms = FIO_AVG_TIME_NS // 1_000_000
-    for k, w in enumerate(windows):
+    for k, w in sorted(windows.items()):
         if (k + 1) * FIO_AVG_TIME_NS > span:
             break                     # fio takes no sample of the last, partial period
         nbytes, nios = w[direction], w[3 + direction]

@@ -1026,7 +1026,7 @@ def write_back(sim, out, info_of_dev) -> None:
             j.bytes_trimmed, j.wake_ns = o["bytes_trimmed"], o["wake_ns"]
             _set_lat(j.trim_lat, o["trim_lat"])
             fast_gen.set_state(j.gen, o["gen"])
-        j.rate_windows.windows = [list(w) for w in o["windows"]]
+        j.rate_windows.windows = {k: list(w) for k, w in enumerate(o["windows"]) if any(w)}
         j.depth_map = list(o["depth_map"])
         j.lat_ranges = list(o["lat_ranges"])
         _set_lat(j.read_lat, o["read_lat"])

@@ -148,21 +148,21 @@ def lat_range_index(ns: int) -> int:
 class RateWindows:
     """Bytes and I/Os completed per fio sampling period (FIO_AVG_TIME_NS)
     since the job started, per direction (0 read, 1 write, 2 trim): what
-    fio's bw/iops samples are computed from.  One small list per period, so
-    memory grows with simulated time / 500 ms, not with the number of I/Os."""
+    fio's bw/iops samples are computed from.  One small list per period
+    with I/O in it, so memory grows with neither the number of I/Os nor the
+    simulated time (a replayed trace may wait for years between two I/Os)."""
 
     __slots__ = ("windows",)
 
     def __init__(self):
-        # windows[k] = [read, write, trim bytes, read, write, trim I/Os]
-        self.windows: List[List[int]] = []
+        # windows[k] = [read, write, trim bytes, read, write, trim I/Os] of period k
+        self.windows: Dict[int, List[int]] = {}
 
     def add(self, t_rel_ns: int, ddir: int, nbytes: int) -> None:
         k = t_rel_ns // FIO_AVG_TIME_NS
-        ws = self.windows
-        while len(ws) <= k:
-            ws.append([0, 0, 0, 0, 0, 0])
-        w = ws[k]
+        w = self.windows.get(k)
+        if w is None:
+            w = self.windows[k] = [0, 0, 0, 0, 0, 0]
         w[ddir] += nbytes
         w[3 + ddir] += 1
 

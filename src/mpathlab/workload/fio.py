@@ -1012,12 +1012,14 @@ def parse_fio(text: str, source: str = "", base_dir: str = ".") -> FioJobFile:
     global_echo: Dict[str, str] = {}
     jobs: List[JobSpec] = []
     iolog_global = None     # "FILE line N" of a read_iolog in [global]: a trace problem names that line
+    global_lines: Dict[str, str] = {}   # option -> "FILE line N" of its last setting in [global]
     for name, opts, where in sections:
         iolog_here = next((w for k, _, w in reversed(opts) if k == "read_iolog"), None)
         if name.startswith("global"):
             iolog_global = iolog_here or iolog_global
             _apply_section(defaults, opts, "")
-            for k, v, _ in opts:
+            for k, v, w in opts:
+                global_lines[k] = w
                 if v is not None:
                     global_echo[k] = v
             continue
@@ -1025,7 +1027,9 @@ def parse_fio(text: str, source: str = "", base_dir: str = ".") -> FioJobFile:
         job.name = name
         job.options = {}
         _apply_section(job, opts, name)
-        _finish_job(job, source, [j.name for j in jobs], base_dir, iolog_here or iolog_global)
+        lines = dict(global_lines, **{k: w for k, _, w in opts})
+        _finish_job(job, source, [j.name for j in jobs], base_dir, iolog_here or iolog_global,
+                    {k: "%s [%s]" % (w, name) for k, w in lines.items()})
         jobs.append(job)
     if not jobs:
         raise FioError("%s: no job sections (only [global]?)" % source)
@@ -1033,8 +1037,10 @@ def parse_fio(text: str, source: str = "", base_dir: str = ".") -> FioJobFile:
 
 
 def _finish_job(job: JobSpec, source: str, earlier: List[str], base_dir: str = ".",
-                iolog_where: Optional[str] = None) -> None:
+                iolog_where: Optional[str] = None, option_lines: Optional[Dict[str, str]] = None) -> None:
     where = "%s: job %r" % (source, job.name)
+    # a check across options names the line of the one that sets the limit ("FILE line N [job]")
+    at = lambda *keys: next((option_lines[k] for k in keys if option_lines and k in option_lines), where)
     if job.read_iolog is not None:
         _finish_replay(job, "%s [%s]" % (iolog_where, job.name) if iolog_where else where, base_dir)
     for key, n in job._zones.items():
@@ -1085,7 +1091,7 @@ def _finish_job(job: JobSpec, source: str, earlier: List[str], base_dir: str = "
     size = job.region_bytes(None)
     if size is not None and job.io_size is None and size < job.bs and not job.time_based and not job.burns_cpu:
         raise FioError("%s: size %d is smaller than the block size %d (fio refuses: size too small)"
-                       % (where, size, job.bs))
+                       % (at("size", "filesize", "bs", "blocksize"), size, job.bs))
     if size is not None and job.nrfiles > 1 and size // job.nrfiles < job.bs and not job.time_based:
         raise FioError("%s: size %d over nrfiles=%d leaves each file less than the block size %d (fio: "
                        "blocksize is larger than data set range)" % (where, size, job.nrfiles, job.bs))
