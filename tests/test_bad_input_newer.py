@@ -327,3 +327,15 @@ def test_a_size_below_the_block_size_names_the_line_of_size(text, line):
     with pytest.raises(FioError) as ei:
         parse_fio(text, "s.fio", ".")
     assert str(ei.value) == "s.fio line %d [j]: size 4096 is smaller than the block size 8192 (fio refuses: size too small)" % line
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("[global]\nrate=1m\n[j]\nrate_iops=10\n", "s.fio line 4 [j]: rate and rate_iops are mutually exclusive"),
+    ("[j]\nrw=read\nwait_for=nobody\n", "s.fio line 3 [j]: wait_for=nobody names no job before it"),
+    ("[j]\nsize=2z\n", "s.fio line 2 [j]: size=2z counts zones, which needs zonesize"),
+])
+def test_checks_across_options_name_a_line(text, expected):
+    from mpathlab.workload.fio import FioError, parse_fio
+    with pytest.raises(FioError) as ei:
+        parse_fio(text, "s.fio", ".")
+    assert str(ei.value).startswith(expected), str(ei.value)

@@ -42,7 +42,7 @@ def test_think_time_is_fios_integer_formula(load, chunks, think_us):
 
 
 def test_burner_needs_cpuload_and_an_end():
-    with pytest.raises(FioError, match=r"^t\.fio: job 'b': ioengine=cpuio needs cpuload="):
+    with pytest.raises(FioError, match=r"^t\.fio line 2 \[b\]: ioengine=cpuio needs cpuload="):
         jobs("[b]\nioengine=cpuio\nruntime=1\n")
     with pytest.raises(FioError, match="burns until fio is killed"):
         jobs("[b]\nioengine=cpuio\ncpuload=10\n")

@@ -66,7 +66,7 @@ def test_number_ios_with_time_based_is_ignored_as_fio_3_33_does_and_said():
 
 def test_files_smaller_than_a_block_are_refused_as_fio_does():
     # fio 3.33: "blocksize is larger than data set range", no I/O
-    with pytest.raises(FioError, match=r"t.fio: job 'x': size 65536 over nrfiles=2 leaves each file less than"):
+    with pytest.raises(FioError, match=r"t\.fio line 5 \[x\]: size 65536 over nrfiles=2 leaves each file less than"):
         _job("rw=randread bs=64k size=64k nrfiles=2")
 
 

@@ -1046,13 +1046,13 @@ def _finish_job(job: JobSpec, source: str, earlier: List[str], base_dir: str = "
     for key, n in job._zones.items():
         if not job.zonesize:
             raise FioError("%s: %s=%dz counts zones, which needs zonesize (the simulated paths are not zoned "
-                           "devices that could tell)" % (where, key, n))
+                           "devices that could tell)" % (at(key), key, n))
         if key == "size":
             job.size, job.size_percent = n * job.zonesize, None
         else:
             job.io_size = n * job.zonesize
     if job.wait_for is not None and job.wait_for not in earlier:
-        raise FioError("%s: wait_for=%s names no job before it (fio refuses that)" % (where, job.wait_for))
+        raise FioError("%s: wait_for=%s names no job before it (fio refuses that)" % (at("wait_for"), job.wait_for))
     if job.time_based and not job.runtime_ns:
         # fio 3.33: "time_based requires a runtime/timeout setting", then runs without it
         job.time_based = False
@@ -1079,11 +1079,11 @@ def _finish_job(job: JobSpec, source: str, earlier: List[str], base_dir: str = "
                          "effect; ioengine=libaio or io_uring keeps %d in flight)"
                          % (job.name, job.ioengine, job.iodepth_option, job.iodepth_option))
     if job.burns_cpu:
-        _finish_cpu_burner(job, where)
+        _finish_cpu_burner(job, at("ioengine"))
     if job.thinktime_spin_ns > job.thinktime_ns:
         job.thinktime_spin_ns = job.thinktime_ns     # fio clamps it
     if any(job.rate_bps) and any(job.rate_iops):
-        raise FioError("%s: rate and rate_iops are mutually exclusive (fio refuses both)" % where)
+        raise FioError("%s: rate and rate_iops are mutually exclusive (fio refuses both)" % at("rate_iops", "rate"))
     rated = [d for d in job.ddirs if job.rate_bps[d] or job.rate_iops[d]]
     if rated and len(rated) != len(job.ddirs):
         unrated = [DDIR_NAMES[d] for d in job.ddirs if d not in rated]
@@ -1094,7 +1094,8 @@ def _finish_job(job: JobSpec, source: str, earlier: List[str], base_dir: str = "
                        % (at("size", "filesize", "bs", "blocksize"), size, job.bs))
     if size is not None and job.nrfiles > 1 and size // job.nrfiles < job.bs and not job.time_based:
         raise FioError("%s: size %d over nrfiles=%d leaves each file less than the block size %d (fio: "
-                       "blocksize is larger than data set range)" % (where, size, job.nrfiles, job.bs))
+                       "blocksize is larger than data set range)" % (at("nrfiles", "size", "filesize"), size,
+                                                                    job.nrfiles, job.bs))
 
 
 # what a replayed job's own pattern would add on top of the trace, which the replay does not model
