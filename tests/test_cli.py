@@ -166,3 +166,20 @@ def test_fault_and_scenario_views_fit_100_columns(capsys):
     assert lines and max(len(l) for l in lines) <= 100, max(lines, key=len)
     # the reaction figures moved to their own line, under the counters
     assert any(l.strip().startswith("sdb share 0.246 -> 0.017") for l in lines)
+
+
+@pytest.mark.parametrize("argv", [
+    ["validate", "--filter", "H13 queue-length bio", "--runtime", "0.5"],   # the validations' own entry
+    ["table", "0", "0", "1", "1", "round-robin", "0", "1", "1", "8:0", "1"],
+])
+def test_a_reader_that_stops_early_gets_no_traceback(argv):
+    """`mpathlab ... | head`: the reader closes the pipe before the output is written; the command
+    ends quietly (exit 0), as other Unix tools do, instead of printing a BrokenPipeError."""
+    import subprocess
+    import sys
+    launcher = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mpathlab")
+    p = subprocess.Popen([sys.executable, launcher] + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait() == 0, err
+    assert "Traceback" not in err and "Broken" not in err, err

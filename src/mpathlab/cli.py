@@ -1077,14 +1077,14 @@ def shorten_message(msg: str) -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    debug = os.environ.get("MPATHLAB_DEBUG") == "1"
     if argv[:1] and argv[0] in VALIDATIONS:
-        return cmd_validate(argparse.Namespace(command=argv[0], args=argv[1:]))
+        return _dispatch(argparse.Namespace(command=argv[0], args=argv[1:], func=cmd_validate), debug)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()
         return EXIT_USAGE
-    debug = os.environ.get("MPATHLAB_DEBUG") == "1"
     from . import klog
     klog.setup(-1 if getattr(args, "quiet", False) else getattr(args, "verbose", 0) or 0)
     try:
@@ -1101,6 +1101,12 @@ def _dispatch(args, debug: bool) -> int:
         print("mpathlab: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        # the reader (head, less) stopped reading: nothing more to say, and nothing left for
+        # the interpreter to flush into the closed pipe at exit
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass        # stdout is not a file (a test's capture)
         return 0
     except MissingDependency as e:
         if debug:
