@@ -114,6 +114,20 @@ def test_runs_txt_restores_the_path_scheduler_after_a_variant(monkeypatch):
     assert lines[5:9] == ["FIO --numjobs=2", "TRACE 0", "SCHED none", "RUN T4q-n_st_bio_d32_r0 service-time bio 32 8"]
 
 
+def test_a_batch_named_again_in_a_boot_runs_with_the_next_repeat_numbers():
+    """`grid.py run calib BATCH calib`: the second calibration gets repeat numbers of its own, so every run
+    of the boot has its own folder and results.json counts both calibrations as repeats of one cell."""
+    plan = grid.boot_plan(["calib", "heldout", "calib"], 2, 8)
+    names = [l.split()[1] for l in plan.splitlines() if l.startswith("RUN ")]
+    assert len(names) == len(set(names))
+    calib = [n for n in names if n.startswith("c0_rr_mq_d64")]
+    assert calib == ["c0_rr_mq_d64_r0", "c0_rr_mq_d64_r1", "c0_rr_mq_d64_r2", "c0_rr_mq_d64_r3"]
+    # the last two come after every held-out run
+    assert names.index("c0_rr_mq_d64_r2") > max(i for i, n in enumerate(names) if n.startswith("H"))
+    # one batch alone: the plan is the batch's own
+    assert grid.boot_plan(["heldout"], 2, 8) == grid.runs_txt("heldout", 2, 8)
+
+
 def test_trace_hist_maps_kernel_dev_numbers_to_names(tmp_path):
     # hist trigger output keys dev_t as major << 20 | minor
     p = tmp_path / "trace_hist"

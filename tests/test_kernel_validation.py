@@ -258,6 +258,40 @@ def test_guest_per_session():
     assert validate.session_of({}, boots) == ""
 
 
+def _calib_cell(topo, mode, depth, reps, completion_ns=0):
+    return {"kernel": "6.12", "topology": topo, "queue_mode": mode, "iodepth": depth, "selector": "round-robin",
+            "paths": [{"label": "p0", "completion_ns": completion_ns, "hw_queue_depth": 256}], "repeats": reps}
+
+
+def test_a_boot_calibrated_at_both_ends_has_two_sessions():
+    """`grid.py run calib BATCH calib`: the guest is calibrated at a boot's start and again at its end; a
+    run takes the calibration of its own boot nearer in time (grid.py records the guest's uptime at each
+    run's start), and each session's guest comes from its own block of calibration runs."""
+    boot = "20261206T050000"
+    at = lambda s, **kw: dict({"host_load": {"utc_start": boot}, "guest_uptime_s": s}, **kw)   # noqa: E731
+    # the host slowed down during the boot: c0 at depth 64 ran 10k IOPS at the start, 4k at the end,
+    # and the 4 ms path was 0.25 ms late at the start, 0.75 ms at the end
+    cells = [_calib_cell("c0", m, 64, [at(10 + i, fio_iops=10_000, slat_mean_us=50) for i in (0, 20)]
+                         + [at(1600 + i, fio_iops=4_000, slat_mean_us=125) for i in (0, 20)]) for m in ("bio", "mq")]
+    cells += [_calib_cell("c4", m, 1, [at(60, path_mean_write_ms={"p0": 4.25}), at(1650, path_mean_write_ms={"p0": 4.75})],
+                          completion_ns=4_000_000) for m in ("bio", "mq")]
+    sessions = validate.calibration_boots(cells, "6.12")
+    # the second block's middle is 27.5 minutes after the boot's start
+    assert sessions == [boot, boot + "+27m"]
+    early, late = (validate.fit_guest(cells, "6.12", s, "bio") for s in sessions)
+    assert (early.submit_ns + early.complete_ns, early.late_ns) == (100_000, 250_000)
+    assert (late.submit_ns + late.complete_ns, late.late_ns) == (250_000, 750_000)
+    assert early.submit_ns == 50_000 and late.submit_ns == 125_000     # slat x IOPS: half of each
+    # a run belongs to the nearer calibration of its own boot
+    assert validate.session_of(at(400), sessions) == boot
+    assert validate.session_of(at(1200), sessions) == boot + "+27m"
+    # a boot without calibration of its own takes the session nearest in time
+    assert validate.session_of({"host_load": {"utc_start": "20261206T053000"}, "guest_uptime_s": 0}, sessions) \
+        == boot + "+27m"
+    # runs recorded before grid.py kept the uptime count as run at their boot's start
+    assert validate.session_of({"host_load": {"utc_start": boot}}, sessions) == boot
+
+
 def test_prediction_weights_sessions_by_repeats():
     """A cell whose repeats ran in two sessions is predicted once per session, with that session's
     guest of the cell's mode, and the prediction is the mean weighted by the repeats."""

@@ -155,31 +155,83 @@ def _stamp_s(stamp: str) -> float:
         tzinfo=datetime.timezone.utc).timestamp()
 
 
-def calibration_boots(cells: List[dict], kernel: str) -> List[str]:
-    """The boots of one kernel that ran the calibration cells the guest is fitted on: c0 at
-    depth 64 and c1 or c4, in the same boot."""
-    per_io, late = set(), set()
+# Calibration runs of one boot further apart than this ran with other cells between them (`grid.py run
+# calib BATCH calib`): a session each.  One calibration run takes its runtime and 10-40 s of set-up.
+CALIBRATION_GAP_S = 120
+
+
+def repeat_time_s(r: dict) -> Optional[float]:
+    """When a repeat ran (UTC seconds): its boot's start plus the guest's uptime at the run's start
+    (grid.py records it from 2026-12-06; older runs count as run at their boot's start)."""
+    b = boot_of(r)
+    if len(b) < 15:
+        return None
+    return _stamp_s(b) + float(r.get("guest_uptime_s") or 0.0)
+
+
+def _session_time_s(session: str) -> float:
+    boot, _, minutes = session.partition("+")
+    return _stamp_s(boot) + 60.0 * float(minutes.rstrip("m") or 0)
+
+
+def _calibration_blocks(cells: List[dict], kernel: str) -> Dict[str, List[str]]:
+    """Per boot of one kernel, the sessions of its calibration runs: a run of runs (c0, c1, c4) with no
+    gap of CALIBRATION_GAP_S between them is one block; the boot's first block is named by the boot's
+    UTC start, a later one by "<start>+<minutes>m" (the block's middle, in minutes after the boot).  A
+    block is a session when it has c0 at depth 64 and c1 or c4, the runs the guest is fitted on."""
+    runs: Dict[str, List[Tuple[float, str]]] = {}
     for c in cells:
-        if str(c.get("kernel") or "6.1") != kernel:
+        if str(c.get("kernel") or "6.1") != kernel or c["topology"] not in ("c0", "c1", "c4"):
             continue
+        kind = "cost" if c["topology"] == "c0" and c["iodepth"] == 64 else "late" if c["topology"] != "c0" else ""
         for r in c.get("repeats") or []:
-            if c["topology"] == "c0" and c["iodepth"] == 64:
-                per_io.add(boot_of(r))
-            elif c["topology"] in ("c1", "c4"):
-                late.add(boot_of(r))
-    return sorted(b for b in per_io & late if len(b) >= 15)
+            if len(boot_of(r)) >= 15:
+                runs.setdefault(boot_of(r), []).append((float(r.get("guest_uptime_s") or 0.0), kind))
+    out: Dict[str, List[str]] = {}
+    for boot, items in runs.items():
+        items.sort()
+        blocks: List[List[Tuple[float, str]]] = [[items[0]]]
+        for it in items[1:]:
+            if it[0] - blocks[-1][-1][0] > CALIBRATION_GAP_S:
+                blocks.append([])
+            blocks[-1].append(it)
+        keys = []
+        for i, blk in enumerate(blocks):
+            if {"cost", "late"} <= {k for _, k in blk}:
+                mid = (blk[0][0] + blk[-1][0]) / 2
+                keys.append(boot if not keys else "%s+%dm" % (boot, round(mid / 60)))
+        if keys:
+            out[boot] = keys
+    return out
+
+
+def calibration_boots(cells: List[dict], kernel: str) -> List[str]:
+    """The lab sessions of one kernel, in time order: each block of calibration runs (c0 at depth 64
+    and c1 or c4) of a boot, named by the boot's UTC start (a later block of the same boot, as
+    `grid.py run calib BATCH calib` makes, by "<start>+<minutes>m")."""
+    blocks = _calibration_blocks(cells, kernel)
+    return sorted((k for keys in blocks.values() for k in keys), key=lambda k: (_session_time_s(k), k))
 
 
 def session_of(r: dict, boots: List[str]) -> str:
-    """The lab session of one repeat: the calibration boot of its kernel nearest in time (``boots``,
-    from calibration_boots).  The emulation's speed follows the host's load, which changes within
-    a day as other tenants come and go, so each run is predicted with the guest calibrated closest
-    to it; "" when the repeat has no boot time or the kernel no calibration boot."""
-    b = boot_of(r)
-    if len(b) < 15 or not boots:
+    """The lab session of one repeat: the calibration session of its own boot nearest to it in time, or,
+    in a boot that ran no calibration, the kernel's session nearest in time (``boots``, from
+    calibration_boots).  The emulation's speed follows the host's load, which changes within a day, and
+    within a boot, as other tenants come and go, so each run is predicted with the guest calibrated
+    closest to it; "" when the repeat has no boot time or the kernel no session."""
+    t = repeat_time_s(r)
+    if t is None or not boots:
         return ""
-    t = _stamp_s(b)
-    return min(boots, key=lambda k: (abs(_stamp_s(k) - t), k))
+    own = [k for k in boots if k.partition("+")[0] == boot_of(r)]
+    return min(own or boots, key=lambda k: (abs(_session_time_s(k) - t), k))
+
+
+def _in_session(r: dict, session: str, sessions: List[str]) -> bool:
+    """Whether calibration repeat R counts for SESSION: a session's own runs (its block of its boot), or,
+    for a prefix of a boot's start such as a UTC day, every run of the boots it names."""
+    if session in sessions:
+        return session.partition("+")[0] == boot_of(r) and session_of(r, sessions) == session
+    return boot_of(r).startswith(session)
 
 
 def fit_guest(cells: List[dict], kernel: str, session: str = "", queue_mode: str = "") -> Guest:
@@ -192,28 +244,32 @@ def fit_guest(cells: List[dict], kernel: str, session: str = "", queue_mode: str
       spent before the I/O is handed to dm), the rest is the completion;
     - the timer's lateness: device latency (path_mean_write_ms) less the completion time of the
       one-path 1 ms and 4 ms cells, every depth and mode.
-    With ``session`` (a calibration boot's UTC start, see session_of, or any prefix of it such
-    as a UTC day) only the calibration runs of the boots it names count: the emulation's cost is
+    With ``session`` (a calibration session, see calibration_boots and session_of, or any prefix of
+    a boot's UTC start such as a UTC day) only the calibration runs it names count: the emulation's cost is
     the host's, and the host's load changes between and within days.  A session without
     calibration runs takes all of the kernel's; a kernel without any, the constants of the first
     6.1 calibration.  With ``queue_mode`` ("bio" or "mq") only that mode's calibration runs count
     (bio-based and request-based dm do different work per I/O: the request-based c0 runs cost more
     CPU per I/O in most sessions), or both modes' when the session has not run c0 and c1 or c4 in it."""
+    return _fit_guest(cells, kernel, session, queue_mode, calibration_boots(cells, kernel))
+
+
+def _fit_guest(cells: List[dict], kernel: str, session: str, queue_mode: str, sessions: List[str]) -> Guest:
     mine = [c for c in cells if str(c.get("kernel") or "6.1") == kernel and c["topology"] in ("c0", "c1", "c4")]
-    if session and not any(boot_of(r).startswith(session) for c in mine for r in c["repeats"]):
+    if session and not any(_in_session(r, session, sessions) for c in mine for r in c["repeats"]):
         session = ""
     if queue_mode:
         of_mode = [c for c in mine if c["queue_mode"] == queue_mode]
         ran = {c["topology"] for c in of_mode for r in c.get("repeats") or []
-               if boot_of(r).startswith(session) and (c["topology"] != "c0" or c["iodepth"] == 64)}
+               if _in_session(r, session, sessions) and (c["topology"] != "c0" or c["iodepth"] == 64)}
         if "c0" in ran and ran & {"c1", "c4"}:
-            fitted = fit_guest(of_mode, kernel, session)
+            fitted = _fit_guest(of_mode, kernel, session, "", sessions)
             fitted.queue_mode = queue_mode
             return fitted
     per_io, frac, late, runs = [], [], [], []
     for c in mine:
         for r in c.get("repeats") or []:
-            if not boot_of(r).startswith(session):
+            if not _in_session(r, session, sessions):
                 continue
             tag = "%s %s d%d" % (c["topology"], c["queue_mode"], c["iodepth"])
             if c["topology"] == "c0" and c["iodepth"] == 64 and r.get("fio_iops"):

@@ -160,13 +160,14 @@ BATCHES['smokescsi'] = (_cells('S2', ['rr'], ['mq'], [32]) + _fault_cells(['offl
                         + _fault_cells(['slow', 'delete'], sels=('st',)))
 
 
-def runs_txt(batch, rep, runtime):
+def runs_txt(batch, rep, runtime, first=0):
     """A batch is a list of (topo, selector, mode, depth) cells and {'sched': name, 'fio': options, 'tag': t,
     'trace': 0|1|2, 'feat': table features, 'fault': '<name> <steps>', 'runtime': s} variant switches (kept until
-    the next switch; a new TOPO keeps them too; a variant's runtime replaces the batch's)."""
+    the next switch; a new TOPO keeps them too; a variant's runtime replaces the batch's).  Its repeats are
+    numbered from FIRST (r<first>, r<first+1>, ...)."""
     plain = {'sched': None, 'fio': '', 'tag': '', 'trace': 0, 'feat': '', 'fault': '', 'runtime': None}
     lines, cur, var = [], None, plain
-    for r in range(rep):
+    for r in range(first, first + rep):
         for item in BATCHES[batch]:
             if isinstance(item, dict):
                 prev, var = var, dict(plain, **item)
@@ -186,6 +187,22 @@ def runs_txt(batch, rep, runtime):
             lines.append('RUN %s%s_%s_%s_d%d_r%d %s %s %d %d' % (topo, var['tag'], s, m, d, r, SEL[s], m, d,
                                                                  var['runtime'] or runtime))
     return '\n'.join(lines) + '\n'
+
+
+def boot_parts(batches, rep, runtime):
+    """(batch, its runs.txt part) of one boot: the batches in order, each REP times; a batch named again
+    runs again with the next repeat numbers, so `calib BATCH calib` calibrates the guest at both ends of
+    the boot (the host's load can change within a boot; validate.py predicts each run with the nearer
+    calibration)."""
+    seen = {}
+    for b in batches:
+        yield b, runs_txt(b, rep, runtime, first=seen.get(b, 0))
+        seen[b] = seen.get(b, 0) + rep
+
+
+def boot_plan(batches, rep, runtime):
+    """The runs.txt of one boot (boot_parts)."""
+    return ''.join(part for _, part in boot_parts(batches, rep, runtime))
 
 
 def loadavg():
@@ -590,7 +607,7 @@ def summarise_run(rd):
         'shares': shares, 'writes_total': tot, 'devices': dev, 'fio': fio, 'queue': queue,
         'guest_cpu': {'ticks': cpu, 'busy_frac_of_2cpus': round(busy / allt, 3) if allt else None,
                       'busy_ms_per_io': round(busy * 10.0 / tot, 3)},
-        'guest_seconds': round(t1 - t0, 2), 'samples': samples,
+        'guest_seconds': round(t1 - t0, 2), 'guest_uptime_s': round(t0, 2), 'samples': samples,
         'status_end': status_end,
         'blkmq_debugfs': _dbg(rd),
         'trace': _trace(rd, dict(m.get('devno', {}), **({m['dmdev']: m.get('dm')} if m.get('dmdev') else {}))),
@@ -707,6 +724,7 @@ def collect():
                 'shares': s['shares'], 'writes_total': s['writes_total'],
                 'fio_iops': s['fio'].get('iops'), 'clat_mean_us': s['fio'].get('clat_mean_us'),
                 'clat_p99_us': s['fio'].get('clat_p99_us'), 'slat_mean_us': s['fio'].get('slat_mean_us'),
+                'guest_uptime_s': s.get('guest_uptime_s'),
                 'path_mean_write_ms': {l: s['devices'][l]['mean_write_ms'] for l in s['shares']},
                 'path_mean_inflight': {l: s['devices'][l]['mean_inflight'] for l in s['shares']},
                 'dm_mean_inflight': s['devices'][dm]['mean_inflight'] if dm in s['devices'] else None,
@@ -977,8 +995,8 @@ def main():
     if getattr(a, 'rep', 1) < 1 or getattr(a, 'runtime', 8) < 1:
         die('--rep and --runtime must be at least 1')
     if a.cmd == 'plan':
-        for b in a.batch or BATCHES:
-            print('# %s' % b); print(runs_txt(b, a.rep, a.runtime), end='')
+        for b, part in boot_parts(a.batch or BATCHES, a.rep, a.runtime):
+            print('# %s' % b); print(part, end='')
         return
     if a.cmd == 'compare':
         print(differences_markdown(kernel_differences(collect())))
@@ -1011,7 +1029,7 @@ def main():
     exp = tempfile.mkdtemp(prefix='grid-exp-')
     shutil.copy(os.path.join(EXP, 'main.sh'), exp)
     shutil.copytree(os.path.join(EXP, 'topo'), os.path.join(exp, 'topo'))
-    plan = ''.join(runs_txt(b, a.rep, a.runtime) for b in a.batch)
+    plan = boot_plan(a.batch, a.rep, a.runtime)
     open(os.path.join(exp, 'runs.txt'), 'w').write(plan)
     os.makedirs(out)
     shutil.copy(os.path.join(exp, 'runs.txt'), out)
