@@ -213,7 +213,9 @@ def replay_model(rd):
     if cell is None:
         raise LookupError("no cell %s of kernel %s in results.json (grid.py collect gathers it)" % (want, kernel))
     stamp = os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(rd)))).rsplit("-", 1)[-1]
-    boot = {"host_load": {"utc_start": stamp}}
+    up = os.path.join(rd, "uptime")      # the guest's uptime at the run's start: the nearer calibration of its boot
+    boot = {"host_load": {"utc_start": stamp},
+            "guest_uptime_s": float(open(up).read().split()[0]) if os.path.exists(up) else 0.0}
     guest = V.fit_guest(cells, kernel, V.session_of(boot, V.calibration_boots(cells, kernel)), meta["queue_mode"])
     tally = Tally(labels)
     order = {}
