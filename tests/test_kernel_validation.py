@@ -313,6 +313,29 @@ def test_prediction_weights_sessions_by_repeats():
         assert abs(row["sim"][g] - (each[0][g] + 2 * each[1][g]) / 3) < 1e-9
 
 
+def test_iops_per_session_diagnostic(capsys):
+    """`validate --sessions`: per lab session, its runs, the kernel's mean IOPS in them and the prediction
+    with that session's guest alone; the cell's predicted IOPS is their mean weighted by the runs."""
+    path = require(RESULTS, "the kernel lab's results (validation/kernel-lab/results.json)")
+    with open(path) as f:
+        cells = json.load(f)
+    chosen = [c for c in cells if validate.cell_key(c) == "S1 service-time mq d16" and c.get("kernel") == "6.12"]
+    row = validate.compare(chosen, 2.0, all_cells=cells)[0]
+    boots = validate.calibration_boots(cells, "6.12")
+    reps = chosen[0]["repeats"]
+    assert sum(n for _, n, _, _ in row["session_iops"]) == len(reps) >= 2
+    for session, n, kiops, piops in row["session_iops"]:
+        mine = [r["fio_iops"] for r in reps if validate.session_of(r, boots) == session]
+        assert n == len(mine) and abs(kiops - sum(mine) / len(mine)) < 1e-9
+        run = validate.simulate_cell(chosen[0], 2.0, guest=validate.fit_guest(cells, "6.12", session, "mq"))
+        assert abs(piops - run.completed / (run.runtime_ns / 1e9)) < 1e-6
+    assert abs(row["sim_iops"] - sum(n * p for _, n, _, p in row["session_iops"]) / len(reps)) < 1e-6
+    assert validate.main([path, "--filter", "S1 service-time mq", "--kernel", "6.12", "--runtime", "2",
+                          "--sessions"]) == 0
+    out = capsys.readouterr().out
+    assert "IOPS kern/pred per session: %s (%d)" % row["session_iops"][0][:2] in out
+
+
 def test_seed_range_is_a_diagnostic_around_the_prediction(capsys):
     path = require(RESULTS, "the kernel lab's results (validation/kernel-lab/results.json)")
     with open(path) as f:

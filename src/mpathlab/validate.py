@@ -460,19 +460,20 @@ def table_cells(cells: List[dict]) -> List[dict]:
 
 
 def _predict(c: dict, groups: Dict[str, List[str]], sessions: Dict[Guest, int], runtime_s: float,
-             seed: int) -> Tuple[Dict[str, float], float]:
+             seed: int) -> Tuple[Dict[str, float], float, Dict[Guest, float]]:
     """The cell's predicted group shares and IOPS: one run per session's guest, weighted by the
-    session's repeats."""
+    session's repeats; and each session's own predicted IOPS."""
     sim = {g: 0.0 for g in groups}
     iops = 0.0
+    each: Dict[Guest, float] = {}
     total = sum(sessions.values())
     for guest, count in sessions.items():
         run = simulate_cell(c, runtime_s, seed=seed, guest=guest)
         for g, v in _group_shares(groups, run.shares).items():
             sim[g] += v * count / total
-        if run.runtime_ns:
-            iops += run.completed / (run.runtime_ns / 1e9) * count / total
-    return sim, iops
+        each[guest] = run.completed / (run.runtime_ns / 1e9) if run.runtime_ns else 0.0
+        iops += each[guest] * count / total
+    return sim, iops, each
 
 
 def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
@@ -508,7 +509,7 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                 if gkey not in guests:
                     guests[gkey] = fit_guest(source, kernel, session, mode)
             sessions = {guests["%s %s %s" % (kernel, k, mode)]: n for k, n in per_session.items()}
-            sim, sim_iops = _predict(c, groups, sessions, runtime_s, seed=1)
+            sim, sim_iops, session_iops = _predict(c, groups, sessions, runtime_s, seed=1)
             used = [g.describe() for g in sessions]
             diffs = {k: sim[k] - v for k, v in kern.items()}
             worst = max(diffs, key=lambda k: abs(diffs[k]))
@@ -519,6 +520,11 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                    "within": within(diffs[worst], sd, n), "variant": "/" in c["topology"],
                    "kernel_iops": c.get("mean_fio_iops"),
                    "sim_iops": sim_iops, "sessions": per_session,
+                   # per session: its runs, the kernel's mean IOPS in them, the session's own prediction
+                   "session_iops": [(k, n_k, _mean([r.get("fio_iops") for r in c.get("repeats") or []
+                                                    if session_of(r, boots[kernel]) == k]),
+                                     session_iops[guests["%s %s %s" % (kernel, k, mode)]])
+                                    for k, n_k in per_session.items()],
                    "paths": c["paths"], "topology": c["topology"], "guests": used}
             if seeds > 1:
                 alt = [sim[worst]] + [_predict(c, groups, sessions, runtime_s, seed=k)[0][worst]
@@ -543,6 +549,11 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                             "cpu": ", ".join(sources)})
             rows.append(row)
     return rows
+
+
+def _mean(vals: List[Optional[float]]) -> Optional[float]:
+    vals = [v for v in vals if v is not None]
+    return sum(vals) / len(vals) if vals else None
 
 
 def _repeat_sd(c: dict, labels: List[str]) -> Optional[float]:
@@ -668,9 +679,10 @@ def _iops_summary(rows: List[dict]) -> List[str]:
                                ", ".join("%.2f" % _median(v) for _, v in ratios))]
 
 
-def terminal(rows: List[dict]) -> str:
+def terminal(rows: List[dict], per_session: bool = False) -> str:
     """The table for a terminal, within 100 columns: one heading line per kernel and topology (its
-    paths), a row per selector, queue mode and depth; the diagnostics on a line of their own below."""
+    paths), a row per selector, queue mode and depth; the diagnostics on a line of their own below
+    (``per_session``: also each session's kernel and predicted IOPS)."""
     from .report.text import columns, wrap
     head = ["selector, mode, depth", "n", "path", "kernel (sd)", "predicted", "diff", "IOPS kern/pred"]
     lines: List[object] = []
@@ -684,6 +696,10 @@ def terminal(rows: List[dict]) -> str:
         diag = []
         if "seed_range" in r:
             diag.append("range over seeds %.3f-%.3f" % r["seed_range"])
+        if per_session:
+            diag.append("IOPS kern/pred per session: " + ", ".join(
+                "%s (%d) %s/%.0f" % (k or "none", n, "-" if ki is None else "%.0f" % ki, p)
+                for k, n, ki, p in r["session_iops"]))
         if "measured_sim" in r:
             mw = r["measured_worst"]
             diag.append("from measured %s %.3f, diff %+.3f%s (%s)" % (
@@ -713,6 +729,10 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=1,
                     help="add a diagnostic column: the range of the prediction over simulator seeds 1..N "
                          "(the asserted prediction is seed 1; default 1: no column)")
+    ap.add_argument("--sessions", action="store_true",
+                    help="add a diagnostic line per cell: each lab session's runs, the kernel's IOPS in them and "
+                         "that session's own predicted IOPS (a session whose host load changed after its "
+                         "calibration shows there; default: off)")
     ap.add_argument("--markdown", action="store_true",
                     help="print the table as Markdown, one line per cell, as docs/validation.md shows it "
                          "(wider than a terminal)")
@@ -729,7 +749,7 @@ def main(argv=None) -> int:
     except InputFileError as e:
         print("mpathlab: error: %s" % e, file=sys.stderr)
         return 3
-    print(markdown(rows) if a.markdown else terminal(rows))
+    print(markdown(rows) if a.markdown else terminal(rows, per_session=a.sessions))
     return 0
 
 
