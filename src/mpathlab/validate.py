@@ -160,13 +160,18 @@ def _stamp_s(stamp: str) -> float:
 CALIBRATION_GAP_S = 120
 
 
+def _uptime_s(r: dict) -> float:
+    """The guest's uptime at a repeat's start (grid.py records it from 2026-12-06; older runs count as
+    run at their boot's start)."""
+    return float(r.get("guest_uptime_s") or 0.0)
+
+
 def repeat_time_s(r: dict) -> Optional[float]:
-    """When a repeat ran (UTC seconds): its boot's start plus the guest's uptime at the run's start
-    (grid.py records it from 2026-12-06; older runs count as run at their boot's start)."""
+    """When a repeat ran (UTC seconds): its boot's start plus the guest's uptime at the run's start."""
     b = boot_of(r)
     if len(b) < 15:
         return None
-    return _stamp_s(b) + float(r.get("guest_uptime_s") or 0.0)
+    return _stamp_s(b) + _uptime_s(r)
 
 
 def _session_time_s(session: str) -> float:
@@ -186,7 +191,7 @@ def _calibration_blocks(cells: List[dict], kernel: str) -> Dict[str, List[str]]:
         kind = "cost" if c["topology"] == "c0" and c["iodepth"] == 64 else "late" if c["topology"] != "c0" else ""
         for r in c.get("repeats") or []:
             if len(boot_of(r)) >= 15:
-                runs.setdefault(boot_of(r), []).append((float(r.get("guest_uptime_s") or 0.0), kind))
+                runs.setdefault(boot_of(r), []).append((_uptime_s(r), kind))
     out: Dict[str, List[str]] = {}
     for boot, items in runs.items():
         items.sort()
@@ -196,7 +201,7 @@ def _calibration_blocks(cells: List[dict], kernel: str) -> Dict[str, List[str]]:
                 blocks.append([])
             blocks[-1].append(it)
         keys = []
-        for i, blk in enumerate(blocks):
+        for blk in blocks:
             if {"cost", "late"} <= {k for _, k in blk}:
                 mid = (blk[0][0] + blk[-1][0]) / 2
                 keys.append(boot if not keys else "%s+%dm" % (boot, round(mid / 60)))
@@ -497,10 +502,10 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                 boots[kernel] = calibration_boots(source, kernel)
             # each repeat is predicted with the guest of its own session; the prediction is the
             # repeat-weighted mean over the sessions the cell's repeats ran in
-            per_session: Dict[str, int] = {}
+            by_session: Dict[str, List[dict]] = {}
             for r in c.get("repeats") or [{}]:
-                key = session_of(r, boots[kernel])
-                per_session[key] = per_session.get(key, 0) + 1
+                by_session.setdefault(session_of(r, boots[kernel]), []).append(r)
+            per_session = {k: len(reps) for k, reps in by_session.items()}
             groups = _groups(c)
             kern = _group_shares(groups, c["mean_share"])
             mode = c["queue_mode"]
@@ -521,10 +526,9 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                    "kernel_iops": c.get("mean_fio_iops"),
                    "sim_iops": sim_iops, "sessions": per_session,
                    # per session: its runs, the kernel's mean IOPS in them, the session's own prediction
-                   "session_iops": [(k, n_k, _mean([r.get("fio_iops") for r in c.get("repeats") or []
-                                                    if session_of(r, boots[kernel]) == k]),
+                   "session_iops": [(k, len(reps), _mean([r.get("fio_iops") for r in reps]),
                                      session_iops[guests["%s %s %s" % (kernel, k, mode)]])
-                                    for k, n_k in per_session.items()],
+                                    for k, reps in by_session.items()],
                    "paths": c["paths"], "topology": c["topology"], "guests": used}
             if seeds > 1:
                 alt = [sim[worst]] + [_predict(c, groups, sessions, runtime_s, seed=k)[0][worst]
