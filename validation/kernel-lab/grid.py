@@ -111,6 +111,10 @@ BATCHES = {
     # bursts of maps and the delay after a completion that the traced HST runs show?
     'tracecalib': ([{'trace': 2, 'tag': '-ev'}] + _cells('c4', ['rr'], ['bio', 'mq'], [64])
                    + _cells('c1', ['rr'], ['bio'], [64]) + [{}]),
+    # the largest historical-service-time misses of the third held-out set traced: does the kernel's fast path
+    # (H16 2 ms, H20 2 ms of 2/4/8 ms) go stale and lose choices to "equal usage" as the model's does?
+    'tracehst3': ([{'trace': 2, 'tag': '-ev'}] + _cells('H16', ['hst'], ['bio', 'mq'], [24])
+                  + _cells('H20', ['hst'], ['bio', 'mq'], [32]) + [{}]),
     # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
     # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
     'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
