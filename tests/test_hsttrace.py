@@ -105,7 +105,9 @@ def test_timing_is_kept_by_the_kernel_replay(tmp_path):
     rd.mkdir()
     (rd / "meta").write_text("topo=X name=X_hst queue_mode=bio iodepth=2\nX p0 252:0\nX p1 252:1\n")
     with gzip.open(rd / "trace_events.gz", "wt") as f:
-        f.write("1.000000 m 252,0 8\n1.000040 m 252,1 16\n1.004000 c 252,0 8\n1.004250 m 252,0 24\n")
+        # the later traces' lines carry the event's CPU, flags and task: the same replay
+        f.write("1.000000 m 252,0 8\n1.000040 m 252,1 16 1 d..1. fio-312\n1.004000 c 252,0 8 0 d.h1. <idle>-0\n"
+                "1.004250 m 252,0 24\n")
     _, tally = hsttrace.replay_kernel(str(rd))
     assert tally.choice_ns == [1_000_000_000, 1_000_040_000, 1_004_250_000]
     assert tally.done_ns == {"p0": [1_004_000_000], "p1": []}
@@ -172,3 +174,44 @@ def test_a_folder_that_is_not_a_traced_run_is_one_line_and_exit_3(tmp_path, caps
     assert err[1].startswith("hsttrace: %s: " % untraced) and "trace_events.gz" in err[1]
     assert err[2] == "hsttrace: %s: trace_events.gz line 2: the time 'soon' is not a number" % broken
     assert err[3].startswith("hsttrace: %s: " % cut)
+
+
+def test_late_timers_and_the_vcpu_fio_ran_on(tmp_path, capsys):
+    """With each event's CPU in the trace: a timer is armed on the vCPU its request was issued on; for
+    each completion more than 500 us overdue, did the fio task run on that vCPU meanwhile (the timer
+    interrupt held while the vCPU runs), only on the other one, or not at all?"""
+    rd = tmp_path / "run"
+    rd.mkdir()
+    (rd / "meta").write_text("topo=X name=X_hst queue_mode=bio iodepth=4\nX p0 252:0 completion_nsec=1000000\n")
+    lines = [
+        "1.000000 m 252,0 8 0 d..1. fio-300", "1.000010 i 252,0 8 0 d..1. fio-300",      # due 1.001010
+        "1.000020 m 252,0 16 0 d..1. fio-300", "1.000030 i 252,0 16 0 d..1. fio-300",    # due 1.001030
+        "1.000040 m 252,0 24 0 d..1. fio-300", "1.000050 i 252,0 24 0 d..1. fio-300",    # due 1.001050
+        "1.001100 c 252,0 24 0 d.h1. <idle>-0",          # on time (50 us)
+        "1.001500 m 252,0 32 0 d..1. fio-300",           # fio on vCPU 0 while sector 8's timer is overdue
+        "1.001510 i 252,0 32 0 d..1. fio-300",
+        "1.001900 c 252,0 8 0 d.h1. fio-300",            # 890 us late: fio ran on its vCPU meanwhile
+        "1.002200 m 252,0 40 1 d..1. fio-300",           # fio moves to vCPU 1: sector 40's timer armed there
+        "1.002210 i 252,0 40 1 d..1. fio-300",           # due 1.003210
+        "1.002600 c 252,0 16 0 d.h1. <idle>-0",          # 1570 us late: fio ran on vCPU 0 at 1.0015 meanwhile
+        "1.002650 c 252,0 32 0 d.h1. <idle>-0",          # due 1.002510: on time (fio was on vCPU 1 then)
+        "1.003500 m 252,0 48 0 d..1. fio-300",           # fio back on vCPU 0 while sector 40's is overdue
+        "1.003510 i 252,0 48 0 d..1. fio-300",           # due 1.004510
+        "1.004000 c 252,0 40 1 d.h1. <idle>-0",          # 790 us late: fio only on the other vCPU meanwhile
+        "1.004600 c 252,0 48 0 d.h1. <idle>-0",          # on time
+    ]
+    with gzip.open(rd / "trace_events.gz", "wt") as f:
+        f.write("\n".join(lines) + "\n")
+    _, tally = hsttrace.replay_kernel(str(rd))
+    assert sorted(tally.timers)[:2] == [(1_001_010_000, 1_001_900_000, 0), (1_001_030_000, 1_002_600_000, 0)]
+    tally.report_timing()
+    out = capsys.readouterr().out
+    # five of the six timers were armed on the vCPU fio was on at their due time (sector 32's was not)
+    assert "timers armed on the vCPU fio ran on when they were due: 83.3%" in out
+    assert "3 completions more than 500 us late: fio ran on that timer's vCPU meanwhile in 67%, only on the " \
+           "other in 33%, not at all in 0%" in out
+    # a CPU column that is not a number is named with its line
+    with gzip.open(rd / "trace_events.gz", "wt") as f:
+        f.write(lines[0] + "\n1.000010 i 252,0 8 cpu0 d..1. fio-300\n")
+    with pytest.raises(ValueError, match="line 2: the CPU 'cpu0' is not a number"):
+        hsttrace.replay_kernel(str(rd))

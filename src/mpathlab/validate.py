@@ -86,9 +86,10 @@ UNLIMITED = 256
 CALIB_TOPOLOGIES = ("c0", "c1", "c4", "c0x2", "c4x2")
 
 
-# The emulated timers run late because the host deschedules the vCPU that owns them: every timer due
-# while it is away fires when it is back, so completions come late together.  The period is the host
-# scheduler's, as for the steal above (STEAL_PERIOD_NS, a few ms); the time away in it follows from the
+# The emulated timers run late in stretches: every timer due while the guest's timer interrupt is held
+# fires when it is delivered, so completions come late together, while fio's vCPU goes on running (traced
+# in the lab, docs/validation.md "Where the timers' lateness comes from").  The period is the host
+# scheduler's, as for the steal above (STEAL_PERIOD_NS, a few ms); the time held in it follows from the
 # fitted mean lateness (Guest.timer_away_ns).
 TIMER_PERIOD_NS = STEAL_PERIOD_NS
 
@@ -110,12 +111,12 @@ class Guest:
 
     def service(self, completion_ns: int) -> ServiceTime:
         """A null_blk path's service time: its completion time; the timer's lateness is the host's
-        (``host``: the timers fire late together, while their vCPU is away)."""
+        (``host``: the timers fire late together, in the stretches they are held)."""
         return ServiceTime(completion_ns)
 
     @property
     def timer_away_ns(self) -> int:
-        """How long the timers' vCPU is away in each TIMER_PERIOD_NS: a timer due at a uniformly
+        """How long the guest's timers are held in each TIMER_PERIOD_NS: a timer due at a uniformly
         random instant is then late by away^2 / (2 x period) on average, the fitted lateness."""
         return min(int(round(math.sqrt(2 * TIMER_PERIOD_NS * self.late_ns))), TIMER_PERIOD_NS - 1)
 

@@ -205,8 +205,8 @@ def _grid_cells(path: str) -> Tuple[dict, ...]:
 def guest_host(c: dict, rep: Optional[dict] = None, grid: str = GRID_RESULTS) -> Optional[HostModel]:
     """The guest of the repeat's lab session, as the validation table predicts with it (mpathlab.validate:
     fitted on the calibration boot of the cell's kernel nearest in time to the repeat's boot): fio's CPU
-    time per I/O and the timers firing late while their vCPU is away.  Without it every I/O of a batch
-    fio submits reaches the path at one instant and completes at one instant, which HST reads as zero
+    time per I/O and the timers firing late together, in the stretches they are held.  Without it every
+    I/O of a batch fio submits reaches the path at one instant and completes at one instant, which HST reads as zero
     service time ("now - last completion"); with it, HST on two identical paths follows the order of
     its path list more than the kernel does (docs/faults.md), so the table runs without it unless
     asked (``--guest``).  None when the grid's results are not there."""

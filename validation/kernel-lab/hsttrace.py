@@ -22,13 +22,17 @@ choice; each choice is then put in one class:
 maps, one I/O per io_submit), how long after the last completion the next choice comes, and each path's
 mean gap between completions (what its average learns); from a kernel trace also how late each path's
 null_blk timer completes (issue to completion, less its completion_nsec) and, bio-based, how long a
-submitter asleep in tag allocation takes to issue after the completion that freed a tag.  Where the fio task maps quickly after the
-completions, a fast path is refilled before its stale mark passes (docs/validation.md, "Why the fast or
-deep path gets less in the model").
+submitter asleep in tag allocation takes to issue after the completion that freed a tag; from a trace
+that records each event's CPU (boots since 12-06 19:44 UTC), which vCPU the late timers were on and
+whether the fio task ran on that vCPU while they were overdue (it did: the timer interrupt is held, the
+vCPU is not descheduled; docs/validation.md, "Where the timers' lateness comes from").  Where the fio
+task maps quickly after the completions, a fast path is refilled before its stale mark passes
+(docs/validation.md, "Why the fast or deep path gets less in the model").
 """
 from __future__ import annotations
 
 import argparse
+import bisect
 import collections
 import gzip
 import json
@@ -74,6 +78,8 @@ class Tally:
         self._last_done = None
         self.late_ns = {lb: [] for lb in labels}    # (kernel) issue to completion less the completion time
         self.tag_wake_ns = []                       # (kernel, bio) a tag's release to its sleeper's issue
+        self.fio_cpu = []                           # (kernel, with CPUs) (time, vCPU) of the fio task's events
+        self.timers = []                            # and (due, fired, vCPU it was armed on) of each completion
 
     def chose(self, now):
         if self._last_done is not None:
@@ -105,6 +111,32 @@ class Tally:
         if wake:
             print("  a submitter asleep for a tag: issued %.0f us (median; p25 %.0f, p75 %.0f) after the completion "
                   "that freed one (%d times)" % (pct(wake, .5), pct(wake, .25), pct(wake, .75), len(wake)))
+        if self.timers and self.fio_cpu:
+            self.report_timer_cpus()
+
+    def report_timer_cpus(self, late_ns=500_000):
+        """Were the timers on fio's vCPU, and did fio run there while one was more than LATE_NS overdue?"""
+        when = [t for t, _ in self.fio_cpu]
+        on_fio = ran_there = ran_elsewhere = idle = late = 0
+        for due, fired, cpu in self.timers:
+            k = bisect.bisect_right(when, due) - 1
+            on_fio += k >= 0 and self.fio_cpu[k][1] == cpu
+            if fired - due > late_ns:
+                late += 1
+                # fio's events well inside the overdue stretch (50 us margins)
+                inside = [c for _, c in self.fio_cpu[bisect.bisect_right(when, due + 50_000):
+                                                     bisect.bisect_left(when, fired - 50_000)]]
+                if cpu in inside:
+                    ran_there += 1
+                elif inside:
+                    ran_elsewhere += 1
+                else:
+                    idle += 1
+        print("  timers armed on the vCPU fio ran on when they were due: %.1f%%" % (100 * on_fio / len(self.timers)))
+        if late:
+            print("  %d completions more than %d us late: fio ran on that timer's vCPU meanwhile in %.0f%%, only on "
+                  "the other in %.0f%%, not at all in %.0f%%" % (late, late_ns // 1000, 100 * ran_there / late,
+                                                                100 * ran_elsewhere / late, 100 * idle / late))
 
     def add(self, label, klass, pi):
         self.count[label][klass] += 1
@@ -154,15 +186,18 @@ def replay_kernel(rd):
     tally = Tally(labels)
     started = collections.defaultdict(collections.deque)   # (label, sector) -> start times
     issued = collections.defaultdict(collections.deque)    # (label, sector) -> issue times
+    issued_cpu = collections.defaultdict(collections.deque)  # and the vCPUs they were issued on
     mapped = {}                                             # (label, sector) -> its last map (bio)
     last_done = {}                                          # label -> its last completion
     completion = {lb: int(meta.get("completion_nsec " + lb, -1)) for lb in labels}
     with gzip.open(os.path.join(rd, "trace_events.gz"), "rt") as f:
         for lineno, line in enumerate(f, 1):
             w = line.split()
-            if len(w) != 4:
-                raise ValueError("trace_events.gz line %d: not TIME EVENT DEVICE SECTOR: %r" % (lineno, line.strip()))
-            t, ev, dev, sector = w
+            # since 12-06 19:44 UTC also CPU FLAGS TASK: the event's vCPU and context (report_timer_cpus)
+            if len(w) not in (4, 7):
+                raise ValueError("trace_events.gz line %d: not TIME EVENT DEVICE SECTOR [CPU FLAGS TASK]: %r" % (
+                    lineno, line.strip()))
+            t, ev, dev, sector = w[:4]
             lb = dev_label.get(dev)
             if lb is None:
                 continue
@@ -170,9 +205,15 @@ def replay_kernel(rd):
                 now = int(round(float(t) * 1e9))
             except ValueError:
                 raise ValueError("trace_events.gz line %d: the time %r is not a number" % (lineno, t)) from None
+            if len(w) == 7 and not w[4].isdigit():
+                raise ValueError("trace_events.gz line %d: the CPU %r is not a number" % (lineno, w[4]))
+            cpu = int(w[4]) if len(w) == 7 else None
             clock[0] = now
+            if cpu is not None and w[6].startswith("fio-"):
+                tally.fio_cpu.append((now, cpu))
             if ev == "i":
                 issued[(lb, sector)].append(now)
+                issued_cpu[(lb, sector)].append(cpu)
                 m = mapped.pop((lb, sector), None)
                 if bio and m is not None and last_done.get(lb, m) > m:
                     tally.tag_wake_ns.append(now - last_done[lb])   # it waited for a completion on its path
@@ -181,7 +222,11 @@ def replay_kernel(rd):
             if ev == "c":
                 last_done[lb] = now
                 if issued[(lb, sector)] and completion[lb] >= 0:
-                    tally.late_ns[lb].append(now - issued[(lb, sector)].popleft() - completion[lb])
+                    due = issued[(lb, sector)].popleft() + completion[lb]
+                    tally.late_ns[lb].append(now - due)
+                    armed_on = issued_cpu[(lb, sector)].popleft()      # null_queue_rq arms it where it issues
+                    if armed_on is not None:
+                        tally.timers.append((due, now, armed_on))
             if ev == ("m" if bio else "i"):
                 infos = list(sel._valid)
                 chosen = sel._info[lb]

@@ -32,10 +32,12 @@ sees it (the fault studies' timing).
 
 ``timer_away`` and ``timer_period`` place the device completions in time
 the way a guest's timers fire: the emulated devices (null_blk in timer mode,
-scsi_debug) complete on an hrtimer of the guest, which runs only while the
-vCPU that owns it runs; a host that deschedules that vCPU for ``timer_away``
-of every ``timer_period`` makes every completion due in that window fire
-together when it is back.  0 (the default): completions fire when due.
+scsi_debug) complete on an hrtimer of the guest, whose interrupt an emulator
+on a busy host delivers late; held for ``timer_away`` of every
+``timer_period``, every completion due in that window fires together when
+it is delivered, while the CPUs go on working (the kernel lab's traces show
+fio running on the timer's own vCPU meanwhile: docs/validation.md).  0 (the
+default): completions fire when due.
 
 ``cpu_nodes`` gives the NUMA node of each CPU and ``node_distance`` the
 distances between nodes (default 10 local, 20 remote, as the kernel's
@@ -105,10 +107,10 @@ class HostModel:
         return self.node_distance[a][b]
 
     def timer_fires(self, due: int, seed: int = 0) -> int:
-        """When a device's completion timer due at ``due`` fires: the vCPU that owns the timers is
-        away (descheduled by the host) ``timer_away`` of every ``timer_period``, from an offset in
-        each period drawn by hashing the period's number and the run's seed (the same in both
-        engines), and a timer due while it is away fires when it is back."""
+        """When a device's completion timer due at ``due`` fires: the guest's timers are held
+        ``timer_away`` of every ``timer_period``, from an offset in each period drawn by hashing
+        the period's number and the run's seed (the same in both engines), and a timer due while
+        they are held fires at the stretch's end."""
         away = self.timer_away_ns
         if not away:
             return due

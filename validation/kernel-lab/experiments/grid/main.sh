@@ -18,7 +18,9 @@
 #   TRACE 1|2|0                      1: count block tracepoints per device (hist triggers) in the following runs;
 #                                    2: record every path request's issue and completion and (bio-based) every
 #                                    clone's remap onto its path (trace_events.gz: "<seconds> i|c|m <major,minor>
-#                                    <sector>", seconds of CLOCK_MONOTONIC)
+#                                    <sector> <cpu> <flags> <task-pid>", seconds of CLOCK_MONOTONIC; the flags
+#                                    are ftrace's irq-info: h in a hardirq, s in a softirq; boots before 12-06
+#                                    19:44 UTC wrote the first four fields only)
 #   FIO <options...>                 extra fio options for the following runs (FIO alone clears them)
 #   FEAT <feature words...>          multipath table features of the following runs, e.g. queue_if_no_path
 #   FAULT <name> <step>,<step>,...   fault schedule of the following runs (FAULT alone clears it); a step is
@@ -58,11 +60,15 @@ events_read() {
   # "<task> [cpu] flags <seconds>: block_rq_issue: <maj,min> <rwbs> <bytes> () <sector> + <n> [comm]"; complete
   # has no byte count (the sector is the field after "()"); bio-based dm's remap of a clone onto its path (right
   # after the selector chose it): "block_bio_remap: <maj,min> <rwbs> <sector> + <n> <- (<dm maj,min>) <sector>"
+  # (which vCPU and context each event ran in: are late timers on the vCPU fio runs on?)
   awk '/block_(rq_issue|rq_complete|bio_remap):/ { for (i = 1; i <= NF; i++) if ($i ~ /^block_/) break
          t = $(i - 1); sub(/:$/, "", t)
-         if ($i ~ /remap/) { print t, "m", $(i + 1), $(i + 3); next }
+         for (k = i - 2; k > 0; k--) if ($k ~ /^\[[0-9]+\]$/) break
+         cpu = (k > 0) ? substr($k, 2, length($k) - 2) + 0 : -1; fl = (k > 0 && k < i - 2) ? $(k + 1) : "-"
+         ctx = cpu " " fl " " $1
+         if ($i ~ /remap/) { print t, "m", $(i + 1), $(i + 3), ctx; next }
          for (j = i + 1; j <= NF; j++) if ($j == "()") break
-         print t, ($i ~ /issue/) ? "i" : "c", $(i + 1), $(j + 1) }' "$TR/trace" | gzip > "$1/trace_events.gz"
+         print t, ($i ~ /issue/) ? "i" : "c", $(i + 1), $(j + 1), ctx }' "$TR/trace" | gzip > "$1/trace_events.gz"
   cat "$TR"/per_cpu/cpu*/stats | grep overrun > "$1/trace_overrun"
   echo > "$TR/trace"
 }
