@@ -330,10 +330,23 @@ def test_iops_per_session_diagnostic(capsys):
         run = validate.simulate_cell(chosen[0], 2.0, guest=validate.fit_guest(cells, "6.12", session, "mq"))
         assert abs(piops - run.completed / (run.runtime_ns / 1e9)) < 1e-6
     assert abs(row["sim_iops"] - sum(n * p for _, n, _, p in row["session_iops"]) / len(reps)) < 1e-6
+    # the worst path group's share the same way: the kernel's mean in the session's runs, the session's guest's
+    worst = row["worst_path"]
+    groups = validate._groups(chosen[0])
+    for session, n, kshare, pshare in row["session_shares"]:
+        mine = [validate._group_shares(groups, r["shares"])[worst] for r in reps
+                if validate.session_of(r, boots) == session]
+        assert n == len(mine) and abs(kshare - sum(mine) / len(mine)) < 1e-9
+        run = validate.simulate_cell(chosen[0], 2.0, guest=validate.fit_guest(cells, "6.12", session, "mq"))
+        assert abs(pshare - validate._group_shares(groups, run.shares)[worst]) < 1e-12
+    assert abs(row["sim"][worst] - sum(n * p for _, n, _, p in row["session_shares"]) / len(reps)) < 1e-9
+    assert abs(row["kernel"][worst] - sum(n * k for _, n, k, _ in row["session_shares"]) / len(reps)) < 1e-6
     assert validate.main([path, "--filter", "S1 service-time mq", "--kernel", "6.12", "--runtime", "2",
                           "--sessions"]) == 0
     out = capsys.readouterr().out
     assert "IOPS kern/pred per session: %s (%d)" % row["session_iops"][0][:2] in out
+    flat = " ".join(out.split())       # the diagnostic is wrapped to the terminal's width
+    assert "%s share kern/pred per session: %s (%d) %.3f/%.3f" % ((worst,) + row["session_shares"][0]) in flat
 
 
 def test_seed_range_is_a_diagnostic_around_the_prediction(capsys):

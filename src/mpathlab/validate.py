@@ -466,19 +466,20 @@ def table_cells(cells: List[dict]) -> List[dict]:
 
 
 def _predict(c: dict, groups: Dict[str, List[str]], sessions: Dict[Guest, int], runtime_s: float,
-             seed: int) -> Tuple[Dict[str, float], float, Dict[Guest, float]]:
+             seed: int) -> Tuple[Dict[str, float], float, Dict[Guest, Tuple[float, Dict[str, float]]]]:
     """The cell's predicted group shares and IOPS: one run per session's guest, weighted by the
-    session's repeats; and each session's own predicted IOPS."""
+    session's repeats; and each session's own predicted IOPS and group shares."""
     sim = {g: 0.0 for g in groups}
     iops = 0.0
-    each: Dict[Guest, float] = {}
+    each: Dict[Guest, Tuple[float, Dict[str, float]]] = {}
     total = sum(sessions.values())
     for guest, count in sessions.items():
         run = simulate_cell(c, runtime_s, seed=seed, guest=guest)
-        for g, v in _group_shares(groups, run.shares).items():
+        shares = _group_shares(groups, run.shares)
+        for g, v in shares.items():
             sim[g] += v * count / total
-        each[guest] = run.completed / (run.runtime_ns / 1e9) if run.runtime_ns else 0.0
-        iops += each[guest] * count / total
+        each[guest] = (run.completed / (run.runtime_ns / 1e9) if run.runtime_ns else 0.0, shares)
+        iops += each[guest][0] * count / total
     return sim, iops, each
 
 
@@ -515,7 +516,7 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                 if gkey not in guests:
                     guests[gkey] = fit_guest(source, kernel, session, mode)
             sessions = {guests["%s %s %s" % (kernel, k, mode)]: n for k, n in per_session.items()}
-            sim, sim_iops, session_iops = _predict(c, groups, sessions, runtime_s, seed=1)
+            sim, sim_iops, per_guest = _predict(c, groups, sessions, runtime_s, seed=1)
             used = [g.describe() for g in sessions]
             diffs = {k: sim[k] - v for k, v in kern.items()}
             worst = max(diffs, key=lambda k: abs(diffs[k]))
@@ -528,8 +529,13 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                    "sim_iops": sim_iops, "sessions": per_session,
                    # per session: its runs, the kernel's mean IOPS in them, the session's own prediction
                    "session_iops": [(k, len(reps), _mean([r.get("fio_iops") for r in reps]),
-                                     session_iops[guests["%s %s %s" % (kernel, k, mode)]])
+                                     per_guest[guests["%s %s %s" % (kernel, k, mode)]][0])
                                     for k, reps in by_session.items()],
+                   # and the worst group's share: the kernel's mean in those runs, that session's guest's
+                   "session_shares": [(k, len(reps), _mean([_group_shares(groups, r["shares"])[worst]
+                                                            for r in reps if r.get("shares")]),
+                                       per_guest[guests["%s %s %s" % (kernel, k, mode)]][1][worst])
+                                      for k, reps in by_session.items()],
                    "paths": c["paths"], "topology": c["topology"], "guests": used}
             if seeds > 1:
                 alt = [sim[worst]] + [_predict(c, groups, sessions, runtime_s, seed=k)[0][worst]
@@ -705,6 +711,9 @@ def terminal(rows: List[dict], per_session: bool = False) -> str:
             diag.append("IOPS kern/pred per session: " + ", ".join(
                 "%s (%d) %s/%.0f" % (k or "none", n, "-" if ki is None else "%.0f" % ki, p)
                 for k, n, ki, p in r["session_iops"]))
+            diag.append("%s share kern/pred per session: " % r["worst_path"] + ", ".join(
+                "%s (%d) %s/%.3f" % (k or "none", n, "-" if ks is None else "%.3f" % ks, p)
+                for k, n, ks, p in r["session_shares"]))
         if "measured_sim" in r:
             mw = r["measured_worst"]
             diag.append("from measured %s %.3f, diff %+.3f%s (%s)" % (
@@ -735,9 +744,10 @@ def main(argv=None) -> int:
                     help="add a diagnostic column: the range of the prediction over simulator seeds 1..N "
                          "(the asserted prediction is seed 1; default 1: no column)")
     ap.add_argument("--sessions", action="store_true",
-                    help="add a diagnostic line per cell: each lab session's runs, the kernel's IOPS in them and "
-                         "that session's own predicted IOPS (a session whose host load changed after its "
-                         "calibration shows there; default: off)")
+                    help="add a diagnostic per cell: each lab session's runs, the kernel's IOPS and "
+                         "worst path's share in them, and that session's own predicted IOPS and share (a "
+                         "session whose host load changed after its calibration shows there, and how much "
+                         "the prediction moves with the guest; default: off)")
     ap.add_argument("--markdown", action="store_true",
                     help="print the table as Markdown, one line per cell, as docs/validation.md shows it "
                          "(wider than a terminal)")
