@@ -215,3 +215,19 @@ def test_late_timers_and_the_vcpu_fio_ran_on(tmp_path, capsys):
         f.write(lines[0] + "\n1.000010 i 252,0 8 cpu0 d..1. fio-300\n")
     with pytest.raises(ValueError, match="line 2: the CPU 'cpu0' is not a number"):
         hsttrace.replay_kernel(str(rd))
+
+
+def test_maps_that_waited_for_a_tag(tmp_path, capsys):
+    """Bio-based: a map whose issue comes only after a completion on its path waited for a tag; per path,
+    how often and how long (map to issue)."""
+    rd = tmp_path / "run"
+    rd.mkdir()
+    (rd / "meta").write_text("topo=X name=X_hst queue_mode=bio iodepth=2\nX p0 252:0 completion_nsec=1000000\n")
+    with gzip.open(rd / "trace_events.gz", "wt") as f:
+        f.write("1.000000 m 252,0 8\n1.000010 i 252,0 8\n"         # a tag at once
+                "1.000100 m 252,0 16\n1.001000 c 252,0 8\n1.001050 i 252,0 16\n"   # waited for 8's tag: 950 us
+                "1.002000 m 252,0 24\n1.002010 i 252,0 24\n")      # at once again
+    _, tally = hsttrace.replay_kernel(str(rd))
+    assert tally.maps["p0"] == 3 and tally.tag_waits["p0"] == [950_000]
+    tally.report_timing()
+    assert "p0   its maps waited for a tag 33% of the time (950 us on average when they did)" in capsys.readouterr().out

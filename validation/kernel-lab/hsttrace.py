@@ -22,7 +22,9 @@ choice; each choice is then put in one class:
 maps, one I/O per io_submit), how long after the last completion the next choice comes, and each path's
 mean gap between completions (what its average learns); from a kernel trace also how late each path's
 null_blk timer completes (issue to completion, less its completion_nsec) and, bio-based, how long a
-submitter asleep in tag allocation takes to issue after the completion that freed a tag; from a trace
+submitter asleep in tag allocation takes to issue after the completion that freed a tag, and per path how
+often its maps waited for a tag (a completion on that path came between the map and the issue; the model:
+its task slept in tag allocation) and for how long; from a trace
 that records each event's CPU (boots since 12-06 19:44 UTC), which vCPU the late timers were on and
 whether the fio task ran on that vCPU while they were overdue (it did: the timer interrupt is held, the
 vCPU is not descheduled; docs/validation.md, "Where the timers' lateness comes from").  Where the fio
@@ -78,6 +80,8 @@ class Tally:
         self._last_done = None
         self.late_ns = {lb: [] for lb in labels}    # (kernel) issue to completion less the completion time
         self.tag_wake_ns = []                       # (kernel, bio) a tag's release to its sleeper's issue
+        self.tag_waits = {lb: [] for lb in labels}  # (bio) per path, how long each map that slept for a tag waited
+        self.maps = collections.Counter()           # (bio) and its maps
         self.fio_cpu = []                           # (kernel, with CPUs) (time, vCPU) of the fio task's events
         self.timers = []                            # and (due, fired, vCPU it was armed on) of each completion
 
@@ -111,6 +115,11 @@ class Tally:
         if wake:
             print("  a submitter asleep for a tag: issued %.0f us (median; p25 %.0f, p75 %.0f) after the completion "
                   "that freed one (%d times)" % (pct(wake, .5), pct(wake, .25), pct(wake, .75), len(wake)))
+        for lb in self.labels:
+            if self.maps[lb]:
+                waits = self.tag_waits[lb]
+                print("  %-4s its maps waited for a tag %.0f%% of the time (%.0f us on average when they did)" % (
+                    lb, 100 * len(waits) / self.maps[lb], statistics.mean(waits) / 1e3 if waits else 0))
         if self.timers and self.fio_cpu:
             self.report_timer_cpus()
 
@@ -217,8 +226,10 @@ def replay_kernel(rd):
                 m = mapped.pop((lb, sector), None)
                 if bio and m is not None and last_done.get(lb, m) > m:
                     tally.tag_wake_ns.append(now - last_done[lb])   # it waited for a completion on its path
+                    tally.tag_waits[lb].append(now - m)
             elif ev == "m":
                 mapped[(lb, sector)] = now
+                tally.maps[lb] += 1
             if ev == "c":
                 last_done[lb] = now
                 if issued[(lb, sector)] and completion[lb] >= 0:
@@ -267,6 +278,23 @@ def replay_model(rd):
     pending = []
     orig_select, orig_start = HistoricalServiceTime.select_path, HistoricalServiceTime.start_io
     orig_end = HistoricalServiceTime.end_io
+    from mpathlab.sim.blockqueue import BlockLayer
+    orig_bl = BlockLayer.start, BlockLayer._sleep, BlockLayer._wake
+    asleep = {}
+
+    def bl_start(self, io, dev):
+        if not self.rq:
+            tally.maps[dev.model.name] += 1
+        return orig_bl[0](self, io, dev)
+
+    def bl_sleep(self, q, io):
+        asleep[id(io)] = (self.sim.now, io.dev.model.name)
+        return orig_bl[1](self, q, io)
+
+    def bl_wake(self, io):
+        since, lb = asleep.pop(id(io))
+        tally.tag_waits[lb].append(self.sim.now - since)
+        return orig_bl[2](self, io)
 
     def select_path(self, nr_bytes=0):
         now = self.select_clock()
@@ -290,6 +318,7 @@ def replay_model(rd):
 
     HistoricalServiceTime.select_path, HistoricalServiceTime.start_io = select_path, start_io
     HistoricalServiceTime.end_io = end_io
+    BlockLayer.start, BlockLayer._sleep, BlockLayer._wake = bl_start, bl_sleep, bl_wake
     try:
         V.simulate(V.table_line(cell), V.path_models(cell, guest),
                    V.parse_fio("[k]\nioengine=libaio\nrw=randwrite\nbs=4k\niodepth=%d\nruntime=8000ms\n"
@@ -298,6 +327,7 @@ def replay_model(rd):
     finally:
         HistoricalServiceTime.select_path, HistoricalServiceTime.start_io = orig_select, orig_start
         HistoricalServiceTime.end_io = orig_end
+        BlockLayer.start, BlockLayer._sleep, BlockLayer._wake = orig_bl
     return meta, tally, guest
 
 
