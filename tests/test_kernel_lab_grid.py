@@ -85,7 +85,8 @@ def test_collect_mean_and_sample_stddev_over_repeats(tmp_path, monkeypatch):
     monkeypatch.setattr(grid, "RUNS", str(tmp_path))
     monkeypatch.setattr(grid, "HERE", str(tmp_path))
     make_run(str(tmp_path), "a", {"p0": 300, "p1": 100}, fio={"iops": 900.0, "clat_mean_us": 1.0})
-    make_run(str(tmp_path), "b", {"p0": 200, "p1": 200}, fio={"iops": 1100.0, "clat_mean_us": 1.0})
+    make_run(str(tmp_path), "b", {"p0": 200, "p1": 200}, fio={"iops": 1100.0, "clat_mean_us": 1.0,
+                                                           "slat_stddev_us": 31.5})
     make_run(str(tmp_path), "c", {"p0": 100, "p1": 100}, sched="mq-deadline")
     cells = grid.collect()
     plain = [c for c in cells if c["topology"] == "T2"]
@@ -95,6 +96,9 @@ def test_collect_mean_and_sample_stddev_over_repeats(tmp_path, monkeypatch):
     # sample stddev of (0.75, 0.5) = 0.1768
     assert c["stddev_share"]["p0"] == 0.1768
     assert c["mean_fio_iops"] == 1000.0
+    # slat's spread is kept per repeat where fio.json gave it (runs summarised before it was read have none)
+    assert [r.get("slat_stddev_us") for r in c["repeats"]] == [None, 31.5]
+    assert "slat_stddev_us" not in c["repeats"][0]
     variant = [c for c in cells if c["topology"] == "T2/sched=mq-deadline"]
     assert len(variant) == 1 and variant[0]["n"] == 1 and variant[0]["stddev_share"]["p0"] is None
     assert json.load(open(os.path.join(str(tmp_path), "results.json"))) == cells

@@ -153,6 +153,8 @@ def test_repeated_two_topology_run_counts_each_path_once():
     assert s["devices"]["dm-0"]["mean_inflight"] == round(16044 / ((30.98 - 27.09) * 1e3), 3)
     # fio.json: 837.658 IOPS, 2518 I/Os (as many as the paths completed)
     assert s["fio"]["iops"] == 837.7 and s["fio"]["total_ios"] == 2518
+    # submission latency (slat_ns): mean 1148829 ns, stddev 1918735 ns
+    assert s["fio"]["slat_mean_us"] == 1148.8 and s["fio"]["slat_stddev_us"] == 1918.7
     # /proc/stat "cpu": user+nice 236 -> 278, system 1247 -> 1333, idle+iowait 2317 -> 2883, softirq 170 -> 186
     busy = (278 - 236) + (1333 - 1247) + (186 - 170)
     assert s["guest_cpu"]["busy_frac_of_2cpus"] == round(busy / (busy + 2883 - 2317), 3)

@@ -564,6 +564,7 @@ def summarise_run(rd):
                    'clat_stddev_us': round(w['clat_ns']['stddev'] / 1e3, 1),
                    'clat_p50_us': _pct(w['clat_ns'], 50.0), 'clat_p99_us': _pct(w['clat_ns'], 99.0),
                    'slat_mean_us': round(w['slat_ns']['mean'] / 1e3, 1),
+                   'slat_stddev_us': round(w['slat_ns']['stddev'] / 1e3, 1),   # the submission cost's spread
                    'lat_mean_us': round(w['lat_ns']['mean'] / 1e3, 1),
                    'usr_cpu_pct': round(job['usr_cpu'], 2), 'sys_cpu_pct': round(job['sys_cpu'], 2), 'ctx': job['ctx']}
             if 'total_err' in job:   # with continue_on_error: the I/Os that ended in an error
@@ -741,6 +742,8 @@ def collect():
                 'guest_cpu_busy_frac': s['guest_cpu']['busy_frac_of_2cpus'],
                 'guest_cpu_busy_ms_per_io': s['guest_cpu']['busy_ms_per_io'],
                 'host_load': s['host_load']})
+            if s['fio'].get('slat_stddev_us') is not None:     # runs summarised since 12-06 20:40 UTC
+                c['repeats'][-1]['slat_stddev_us'] = s['fio']['slat_stddev_us']
     out = []
     for key in sorted(cells, key=_cell_order):
         c = cells[key]
