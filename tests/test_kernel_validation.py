@@ -71,6 +71,17 @@ KNOWN_MISSES = {
     ("6.12", "H19 historical-service-time bio d16"),
     ("6.12", "H20 historical-service-time bio d32"),
     ("6.12", "H21 historical-service-time bio d24"),
+    # the fourth held-out set (H23-H30: committed with the model frozen at that commit, then run three times per
+    # kernel in one boot each, read after both): queue-length and service-time 16 of 16 on each kernel;
+    # historical-service-time 6.1 11 and 6.12 14 of 16; in 6 of the 7 misses the model gives the faster or
+    # deeper path less than the kernel (6.1 H25 bio, the fast path 0.980 against 0.949, the other way)
+    ("6.1", "H23 historical-service-time mq d32"),
+    ("6.1", "H25 historical-service-time bio d8"),
+    ("6.1", "H27 historical-service-time bio d48"),
+    ("6.1", "H30 historical-service-time bio d16"),
+    ("6.1", "H30 historical-service-time mq d16"),
+    ("6.12", "H27 historical-service-time bio d48"),
+    ("6.12", "H30 historical-service-time mq d16"),
 }
 
 
@@ -108,6 +119,9 @@ def test_every_kernel_cell_predicted_within_tolerance(table_rows):
     third = [r for r in rows if r["topology"] in ["H%d" % i for i in range(13, 23)]]
     assert len(third) == 80 and all(r["n"] >= 3 for r in third)
     assert {r["kernel_series"] for r in third} == {"6.1", "6.12"}
+    # the fourth: eight topologies, 32 cells per kernel, three repeats each
+    fourth = [r for r in rows if r["topology"] in ["H%d" % i for i in range(23, 31)]]
+    assert len(fourth) == 64 and all(r["n"] >= 3 for r in fourth)
 
 
 def test_guest_fitted_on_calibration_cells_only():
@@ -180,7 +194,7 @@ def test_iops_summary_counts_cells_by_ratio():
 
 def test_iops_predicted_within_a_fifth_in_five_cells_of_six(table_rows):
     """The prediction's IOPS (the same runs as its shares), as docs/validation.md states them: within
-    20% of fio's in the kernel in more than 5 of 6 cells of the table on each kernel (177 and 184 of 197)."""
+    20% of fio's in the kernel in more than 5 of 6 cells of the table on each kernel (209 and 216 of 229)."""
     assert set(validate.iops_ratios(table_rows)) == {"6.1", "6.12"}
     for kernel, ratios in validate.iops_ratios(table_rows).items():
         assert sum(abs(x - 1) <= 0.2 for x in ratios) > 5 / 6 * len(ratios), kernel
