@@ -517,6 +517,7 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                     guests[gkey] = fit_guest(source, kernel, session, mode)
             sessions = {guests["%s %s %s" % (kernel, k, mode)]: n for k, n in per_session.items()}
             sim, sim_iops, per_guest = _predict(c, groups, sessions, runtime_s, seed=1)
+            own = {k: per_guest[guests["%s %s %s" % (kernel, k, mode)]] for k in per_session}   # (IOPS, shares)
             used = [g.describe() for g in sessions]
             diffs = {k: sim[k] - v for k, v in kern.items()}
             worst = max(diffs, key=lambda k: abs(diffs[k]))
@@ -528,13 +529,11 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                    "kernel_iops": c.get("mean_fio_iops"),
                    "sim_iops": sim_iops, "sessions": per_session,
                    # per session: its runs, the kernel's mean IOPS in them, the session's own prediction
-                   "session_iops": [(k, len(reps), _mean([r.get("fio_iops") for r in reps]),
-                                     per_guest[guests["%s %s %s" % (kernel, k, mode)]][0])
+                   "session_iops": [(k, len(reps), _mean([r.get("fio_iops") for r in reps]), own[k][0])
                                     for k, reps in by_session.items()],
                    # and the worst group's share: the kernel's mean in those runs, that session's guest's
                    "session_shares": [(k, len(reps), _mean([_group_shares(groups, r["shares"])[worst]
-                                                            for r in reps if r.get("shares")]),
-                                       per_guest[guests["%s %s %s" % (kernel, k, mode)]][1][worst])
+                                                            for r in reps if r.get("shares")]), own[k][1][worst])
                                       for k, reps in by_session.items()],
                    "paths": c["paths"], "topology": c["topology"], "guests": used}
             if seeds > 1:

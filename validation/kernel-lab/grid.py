@@ -87,6 +87,19 @@ BATCHES = {
                  + _cells('H20', ['st', 'hst'], ['mq', 'bio'], [32])
                  + _cells('H21', ['st', 'hst'], ['mq', 'bio'], [24])
                  + _cells('H22', ['ql', 'hst'], ['mq', 'bio'], [16])),
+    # a fourth held-out set, fixed (and committed) before it ran, with the model frozen at that commit (eight
+    # topologies, four of them the same-latency/different-depth class): H23 1 ms, 4 vs 16 tags; H24 4 ms, 8, 8
+    # and 2 tags; H25 3 ms against 12 ms, unlimited tags; H26 two 2 ms paths of 4 tags and two 5 ms of 8; H27
+    # 8 ms, 6 vs 24 tags; H28 1 ms with 2 tags against two 3 ms of 8; H29 5 ms, 3 tags vs unlimited; H30 2 ms
+    # and two 4 ms paths, 8 tags each
+    'heldout4': (_cells('H23', ['st', 'hst'], ['mq', 'bio'], [32])
+                 + _cells('H24', ['ql', 'hst'], ['mq', 'bio'], [16])
+                 + _cells('H25', ['st', 'hst'], ['mq', 'bio'], [8])
+                 + _cells('H26', ['ql', 'hst'], ['mq', 'bio'], [32])
+                 + _cells('H27', ['st', 'hst'], ['mq', 'bio'], [48])
+                 + _cells('H28', ['st', 'hst'], ['mq', 'bio'], [24])
+                 + _cells('H29', ['ql', 'hst'], ['mq', 'bio'], [12])
+                 + _cells('H30', ['st', 'hst'], ['mq', 'bio'], [16])),
     # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
     # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
     'scsi': (_cells('S1', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [16])
@@ -105,19 +118,6 @@ BATCHES = {
                  + _cells('D8-32', ['hst'], ['bio'], [48]) + [{}]),
     # the same for the simplest misses of the third held-out set (two paths of one latency, the kernel's deep
     # path more loaded than predicted): H19 (unlimited against 4 tags), H13 (2 against 12 tags)
-    # a fourth held-out set, fixed (and committed) before it ran, with the model frozen at that commit (eight
-    # topologies, four of them the same-latency/different-depth class): H23 1 ms, 4 vs 16 tags; H24 4 ms, 8, 8
-    # and 2 tags; H25 3 ms against 12 ms, unlimited tags; H26 two 2 ms paths of 4 tags and two 5 ms of 8; H27
-    # 8 ms, 6 vs 24 tags; H28 1 ms with 2 tags against two 3 ms of 8; H29 5 ms, 3 tags vs unlimited; H30 2 ms
-    # and two 4 ms paths, 8 tags each
-    'heldout4': (_cells('H23', ['st', 'hst'], ['mq', 'bio'], [32])
-                 + _cells('H24', ['ql', 'hst'], ['mq', 'bio'], [16])
-                 + _cells('H25', ['st', 'hst'], ['mq', 'bio'], [8])
-                 + _cells('H26', ['ql', 'hst'], ['mq', 'bio'], [32])
-                 + _cells('H27', ['st', 'hst'], ['mq', 'bio'], [48])
-                 + _cells('H28', ['st', 'hst'], ['mq', 'bio'], [24])
-                 + _cells('H29', ['ql', 'hst'], ['mq', 'bio'], [12])
-                 + _cells('H30', ['st', 'hst'], ['mq', 'bio'], [16])),
     'tracehst2': ([{'trace': 2, 'tag': '-ev'}] + _cells('H19', ['hst'], ['bio', 'mq'], [16])
                   + _cells('H13', ['hst'], ['bio'], [24]) + [{}]),
     # the fio task's timing on one path (the calibration's topologies traced): does a single-path run show the

@@ -64,11 +64,11 @@ events_read() {
   awk '/block_(rq_issue|rq_complete|bio_remap):/ { for (i = 1; i <= NF; i++) if ($i ~ /^block_/) break
          t = $(i - 1); sub(/:$/, "", t)
          for (k = i - 2; k > 0; k--) if ($k ~ /^\[[0-9]+\]$/) break
-         cpu = (k > 0) ? substr($k, 2, length($k) - 2) + 0 : -1; fl = (k > 0 && k < i - 2) ? $(k + 1) : "-"
-         ctx = cpu " " fl " " $1
-         if ($i ~ /remap/) { print t, "m", $(i + 1), $(i + 3), ctx; next }
+         # no [cpu] field found: the line keeps its first four fields only, as hsttrace.py reads either
+         ctx = (k > 0) ? " " (substr($k, 2, length($k) - 2) + 0) " " ((k < i - 2) ? $(k + 1) : "-") " " $1 : ""
+         if ($i ~ /remap/) { print t, "m", $(i + 1), $(i + 3) ctx; next }
          for (j = i + 1; j <= NF; j++) if ($j == "()") break
-         print t, ($i ~ /issue/) ? "i" : "c", $(i + 1), $(j + 1), ctx }' "$TR/trace" | gzip > "$1/trace_events.gz"
+         print t, ($i ~ /issue/) ? "i" : "c", $(i + 1), $(j + 1) ctx }' "$TR/trace" | gzip > "$1/trace_events.gz"
   cat "$TR"/per_cpu/cpu*/stats | grep overrun > "$1/trace_overrun"
   echo > "$TR/trace"
 }
