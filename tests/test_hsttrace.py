@@ -96,8 +96,20 @@ def test_timing_of_choices_and_completions(capsys):
     # gaps 40, 40, 4260, 5160 us: the 25th percentile is the first 40, the median the third
     assert "between choices: p25 40 us, median 4260 us, p75 5160 us" in out
     assert "first choice after a completion: median 500 us" in out
-    assert "p0   mean gap between completions 100 us" in out
+    assert "p0   mean gap between completions 100 us, 0% of them within 50 us of the one before" in out
     assert "p1   mean gap" not in out        # one completion: no gap
+
+
+def test_completions_in_clumps(capsys):
+    """--timing: how many of a path's completions come within 50 us of the one before (a clump)."""
+    tally = hsttrace.Tally(["p0"])
+    for t in (0, 20_000, 30_000, 1_000_000):     # gaps 20, 10 and 970 us
+        tally.done("p0", t)
+    tally.chose(1_100_000)
+    tally.chose(1_200_000)
+    tally.report_timing()
+    assert "p0   mean gap between completions 333 us, 67% of them within 50 us of the one before" in \
+        capsys.readouterr().out
 
 
 def test_timing_is_kept_by_the_kernel_replay(tmp_path):
@@ -229,5 +241,8 @@ def test_maps_that_waited_for_a_tag(tmp_path, capsys):
                 "1.002000 m 252,0 24\n1.002010 i 252,0 24\n")      # at once again
     _, tally = hsttrace.replay_kernel(str(rd))
     assert tally.maps["p0"] == 3 and tally.tag_waits["p0"] == [950_000]
+    # at the map that waited, the path's one request out (8) had been issued 90 us before
+    assert tally.tag_wait_oldest["p0"] == [90_000]
     tally.report_timing()
-    assert "p0   its maps waited for a tag 33% of the time (950 us on average when they did)" in capsys.readouterr().out
+    assert ("p0   its maps waited for a tag 33% of the time (950 us on average when they did; the path's oldest "
+            "request had been out 90 us then, median)") in capsys.readouterr().out

@@ -20,11 +20,13 @@ choice; each choice is then put in one class:
 
 ``--timing`` adds when the choices come: the gaps between consecutive choices (bio-based: the fio task's
 maps, one I/O per io_submit), how long after the last completion the next choice comes, and each path's
-mean gap between completions (what its average learns); from a kernel trace also how late each path's
+mean gap between completions (what its average learns) and how many of them come within 50 us of the one
+before (completions that come in clumps); from a kernel trace also how late each path's
 null_blk timer completes (issue to completion, less its completion_nsec) and, bio-based, how long a
 submitter asleep in tag allocation takes to issue after the completion that freed a tag, and per path how
 often its maps waited for a tag (a completion on that path came between the map and the issue; the model:
-its task slept in tag allocation) and for how long; from a trace
+its task slept in tag allocation), for how long, and how long the path's oldest request had been out at that map
+(a path filled in a quick run keeps its task asleep longer); from a trace
 that records each event's CPU (boots since 12-06 19:44 UTC), which vCPU the late timers were on and
 whether the fio task ran on that vCPU while they were overdue (it did: the timer interrupt is held, the
 vCPU is not descheduled; docs/validation.md, "Where the timers' lateness comes from").  Where the fio
@@ -81,6 +83,7 @@ class Tally:
         self.late_ns = {lb: [] for lb in labels}    # (kernel) issue to completion less the completion time
         self.tag_wake_ns = []                       # (kernel, bio) a tag's release to its sleeper's issue
         self.tag_waits = {lb: [] for lb in labels}  # (bio) per path, how long each map that slept for a tag waited
+        self.tag_wait_oldest = {lb: [] for lb in labels}  # and how long its path's oldest request had been out then
         self.maps = collections.Counter()           # (bio) and its maps
         self.fio_cpu = []                           # (kernel, with CPUs) (time, vCPU) of the fio task's events
         self.timers = []                            # and (due, fired, vCPU it was armed on) of each completion
@@ -106,7 +109,9 @@ class Tally:
         for lb in self.labels:
             d = self.done_ns[lb]
             if len(d) > 1:
-                print("  %-4s mean gap between completions %.0f us" % (lb, (d[-1] - d[0]) / (len(d) - 1) / 1e3))
+                print("  %-4s mean gap between completions %.0f us, %.0f%% of them within 50 us of the one before" % (
+                    lb, (d[-1] - d[0]) / (len(d) - 1) / 1e3,
+                    100 * sum(b - a < 50_000 for a, b in zip(d, d[1:])) / (len(d) - 1)))
             late = sorted(self.late_ns[lb])
             if late:
                 print("  %-4s completes late by: median %.0f us, p90 %.0f us, %.0f%% above 300 us" % (
@@ -118,8 +123,11 @@ class Tally:
         for lb in self.labels:
             if self.maps[lb]:
                 waits = self.tag_waits[lb]
-                print("  %-4s its maps waited for a tag %.0f%% of the time (%.0f us on average when they did)" % (
-                    lb, 100 * len(waits) / self.maps[lb], statistics.mean(waits) / 1e3 if waits else 0))
+                oldest = self.tag_wait_oldest[lb]
+                print("  %-4s its maps waited for a tag %.0f%% of the time (%.0f us on average when they did%s)" % (
+                    lb, 100 * len(waits) / self.maps[lb], statistics.mean(waits) / 1e3 if waits else 0,
+                    "; the path's oldest request had been out %.0f us then, median" % (
+                        statistics.median(oldest) / 1e3) if oldest else ""))
         if self.timers and self.fio_cpu:
             self.report_timer_cpus()
 
@@ -197,6 +205,8 @@ def replay_kernel(rd):
     issued = collections.defaultdict(collections.deque)    # (label, sector) -> issue times
     issued_cpu = collections.defaultdict(collections.deque)  # and the vCPUs they were issued on
     mapped = {}                                             # (label, sector) -> its last map (bio)
+    out_since = {lb: {} for lb in labels}                   # label -> sector -> issue time, while in flight
+    oldest_at_map = {}                                      # (label, sector) -> its path's oldest issue then
     last_done = {}                                          # label -> its last completion
     completion = {lb: int(meta.get("completion_nsec " + lb, -1)) for lb in labels}
     with gzip.open(os.path.join(rd, "trace_events.gz"), "rt") as f:
@@ -224,14 +234,21 @@ def replay_kernel(rd):
                 issued[(lb, sector)].append(now)
                 issued_cpu[(lb, sector)].append(cpu)
                 m = mapped.pop((lb, sector), None)
+                oldest = oldest_at_map.pop((lb, sector), None)
+                out_since[lb][sector] = now
                 if bio and m is not None and last_done.get(lb, m) > m:
                     tally.tag_wake_ns.append(now - last_done[lb])   # it waited for a completion on its path
                     tally.tag_waits[lb].append(now - m)
+                    if oldest is not None:
+                        tally.tag_wait_oldest[lb].append(m - oldest)
             elif ev == "m":
                 mapped[(lb, sector)] = now
+                if out_since[lb]:
+                    oldest_at_map[(lb, sector)] = min(out_since[lb].values())
                 tally.maps[lb] += 1
             if ev == "c":
                 last_done[lb] = now
+                out_since[lb].pop(sector, None)
                 if issued[(lb, sector)] and completion[lb] >= 0:
                     due = issued[(lb, sector)].popleft() + completion[lb]
                     tally.late_ns[lb].append(now - due)
@@ -279,8 +296,19 @@ def replay_model(rd):
     orig_select, orig_start = HistoricalServiceTime.select_path, HistoricalServiceTime.start_io
     orig_end = HistoricalServiceTime.end_io
     from mpathlab.sim.blockqueue import BlockLayer
-    orig_bl = BlockLayer.start, BlockLayer._sleep, BlockLayer._wake
+    from mpathlab.sim.iopath import IoPath
+    orig_bl = BlockLayer.start, BlockLayer._sleep, BlockLayer._wake, BlockLayer.complete
+    orig_driver_start = IoPath._start
     asleep = {}
+    out_since = {lb: {} for lb in labels}      # label -> I/O -> when the driver got it, while in flight
+
+    def driver_start(self, io, dev):
+        out_since[dev.model.name][id(io)] = self.now
+        return orig_driver_start(self, io, dev)
+
+    def bl_complete(self, io, dev):
+        out_since[dev.model.name].pop(id(io), None)
+        return orig_bl[3](self, io, dev)
 
     def bl_start(self, io, dev):
         if not self.rq:
@@ -288,7 +316,10 @@ def replay_model(rd):
         return orig_bl[0](self, io, dev)
 
     def bl_sleep(self, q, io):
-        asleep[id(io)] = (self.sim.now, io.dev.model.name)
+        lb = io.dev.model.name
+        asleep[id(io)] = (self.sim.now, lb)
+        if out_since[lb]:
+            tally.tag_wait_oldest[lb].append(self.sim.now - min(out_since[lb].values()))
         return orig_bl[1](self, q, io)
 
     def bl_wake(self, io):
@@ -318,7 +349,8 @@ def replay_model(rd):
 
     HistoricalServiceTime.select_path, HistoricalServiceTime.start_io = select_path, start_io
     HistoricalServiceTime.end_io = end_io
-    BlockLayer.start, BlockLayer._sleep, BlockLayer._wake = bl_start, bl_sleep, bl_wake
+    BlockLayer.start, BlockLayer._sleep, BlockLayer._wake, BlockLayer.complete = bl_start, bl_sleep, bl_wake, bl_complete
+    IoPath._start = driver_start
     try:
         V.simulate(V.table_line(cell), V.path_models(cell, guest),
                    V.parse_fio("[k]\nioengine=libaio\nrw=randwrite\nbs=4k\niodepth=%d\nruntime=8000ms\n"
@@ -327,7 +359,8 @@ def replay_model(rd):
     finally:
         HistoricalServiceTime.select_path, HistoricalServiceTime.start_io = orig_select, orig_start
         HistoricalServiceTime.end_io = orig_end
-        BlockLayer.start, BlockLayer._sleep, BlockLayer._wake = orig_bl
+        BlockLayer.start, BlockLayer._sleep, BlockLayer._wake, BlockLayer.complete = orig_bl
+        IoPath._start = orig_driver_start
     return meta, tally, guest
 
 
