@@ -274,6 +274,61 @@ def test_run_with_runs_dir_keeps_the_boot_out_of_runs_and_results(tmp_path, monk
     assert printed.strip() == "grid.py: 1 runs summarised in %s" % (sealed / boots[0]) and "p3=" not in printed
 
 
+def test_icount_run_boots_the_deterministic_lab_and_keeps_its_own_results(tmp_path, monkeypatch):
+    # --icount: run.sh gets KLAB_ACCEL=icount and one vCPU, the boot goes to runs-icount/, its host_load.json
+    # names the lab's kind and the guest's vCPUs (the prediction's guest takes them), and collect writes
+    # results-icount.json (TABLE-icount.md on `collect --icount`), leaving the emulated lab's results.json alone
+    lab = tmp_path / "klab"
+    lab.mkdir()
+    (lab / "kernel-release").write_text("6.12.118+deb12-amd64\n")
+    seen = {}
+
+    def fake_run(argv, env):
+        out = argv[2]
+        seen["env"] = {k: env.get(k) for k in ("KLAB_ACCEL", "KLAB_SMP")}
+        for f in os.listdir(os.path.join(DATA, "6.12-bio-based")):
+            src = os.path.join(DATA, "6.12-bio-based", f)
+            if f != "host_load.json":
+                (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, os.path.join(out, f))
+        return subprocess.CompletedProcess(argv, 0)
+
+    here = tmp_path / "here"
+    here.mkdir()
+    (here / "results.json").write_text("[]")
+    for name, value in (("RUNS", str(here / "runs")), ("HERE", str(here)), ("RESULTS", "results.json"),
+                        ("FAULT_RESULTS", "results-faults.json"), ("TABLE", "TABLE.md")):
+        monkeypatch.setattr(grid, name, value)     # restored after the test: main() repoints them
+    monkeypatch.setattr(grid.subprocess, "run", fake_run)
+    monkeypatch.setenv("KLAB_DIR", str(lab))
+    monkeypatch.delenv("KLAB_SMP", raising=False)
+    monkeypatch.setattr(sys, "argv", ["grid.py", "run", "smoke", "--icount"])
+    grid.main()
+    assert seen["env"] == {"KLAB_ACCEL": "icount", "KLAB_SMP": "1"}
+    boots = os.listdir(here / "runs-icount")
+    assert len(boots) == 1 and not (here / "runs").exists()
+    load = json.load(open(here / "runs-icount" / boots[0] / "host_load.json"))
+    assert load["accel"] == "icount" and load["guest_cpus"] == 1
+    s = json.load(open(here / "runs-icount" / boots[0] / "runs" / "T4q_st_bio_d64_r0" / "summary.json"))
+    assert s["host_load"]["guest_cpus"] == 1
+    assert json.load(open(here / "results.json")) == []
+    assert sorted(os.listdir(here)) == ["results-icount.json", "results.json", "runs-icount"]
+
+
+def test_run_records_the_emulated_labs_kind_and_vcpus(tmp_path, monkeypatch):
+    lab = tmp_path / "klab"
+    lab.mkdir()
+    (lab / "kernel-release").write_text("6.1.0-57-amd64\n")
+    monkeypatch.setattr(grid.subprocess, "run", lambda argv, env: subprocess.CompletedProcess(argv, 0))
+    monkeypatch.setenv("KLAB_DIR", str(lab))
+    monkeypatch.delenv("KLAB_ACCEL", raising=False)
+    monkeypatch.setenv("KLAB_SMP", "4")
+    monkeypatch.setattr(sys, "argv", ["grid.py", "run", "smoke", "--runs-dir", str(tmp_path / "out")])
+    grid.main()
+    (boot,) = os.listdir(tmp_path / "out")
+    load = json.load(open(tmp_path / "out" / boot / "host_load.json"))
+    assert load["accel"] == "tcg" and load["guest_cpus"] == 4
+
+
 def test_finish_batch_of_a_boot_that_wrote_no_runs(tmp_path):
     # a guest that never reached /init leaves no runs/ folder: nothing to summarise, no traceback
     (tmp_path / "console.log").write_text("no init\n")

@@ -306,6 +306,26 @@ def test_a_boot_calibrated_at_both_ends_has_two_sessions():
     assert validate.session_of({"host_load": {"utc_start": boot}}, sessions) == boot
 
 
+def test_guest_takes_the_vcpus_its_calibration_boot_recorded():
+    """grid.py records each boot's guest vCPUs (host_load.guest_cpus): the deterministic lab's guest has one,
+    and the prediction's host then has one CPU; boots that recorded none ran the emulated lab's two. One
+    session's calibration runs on guests of different sizes are refused: they are not one guest."""
+    boot = "20261206T220000"
+    load = lambda n: {"utc_start": boot, "guest_cpus": n} if n else {"utc_start": boot}   # noqa: E731
+
+    def cells(cpus_c0, cpus_c4):
+        return [_calib_cell("c0", "bio", 64, [{"host_load": load(cpus_c0), "fio_iops": 50_000, "slat_mean_us": 10}]),
+                _calib_cell("c4", "bio", 1, [{"host_load": load(cpus_c4), "path_mean_write_ms": {"p0": 4.003}}],
+                            completion_ns=4_000_000)]
+    one = validate.fit_guest(cells(1, 1), "6.12", boot, "bio")
+    assert one.cpus == 1 and one.host().cpus == 1 and ", 1 vCPU:" in one.describe()
+    assert (one.submit_ns, one.complete_ns, one.late_ns) == (10_000, 10_000, 3_000)
+    two = validate.fit_guest(cells(None, None), "6.12", boot, "bio")
+    assert two.cpus == 2 and two.host().cpus == 2 and "vCPU" not in two.describe()
+    with pytest.raises(ValueError, match="guests of 1 and 2 vCPUs"):
+        validate.fit_guest(cells(1, 2), "6.12", boot, "bio")
+
+
 def test_prediction_weights_sessions_by_repeats():
     """A cell whose repeats ran in two sessions is predicted once per session, with that session's
     guest of the cell's mode, and the prediction is the mean weighted by the repeats."""

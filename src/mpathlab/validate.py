@@ -69,6 +69,8 @@ WORK_LATENCY_NS = 0
 # whose submitter sleeps on a full path (T4q: shares 0.25 instead of the
 # kernel's 0.118), where the kernel shows no such cost.  Not used.
 WAKE_NS = 0
+# the emulated lab's guest vCPUs (run.sh's KLAB_SMP): boots that recorded none (grid.py records guest_cpus
+# with each boot since 12-06 22:30 UTC; the deterministic lab's guest has one)
 GUEST_CPUS = 2
 # null_blk's hrtimer completes late under TCG, the more the busier the
 # host: each repeat's device latency (write ticks / writes of the path,
@@ -100,8 +102,9 @@ class Guest:
     every path's completion time.  Fitted once per kernel by ``fit_guest``."""
 
     def __init__(self, kernel: str, submit_ns: int, complete_ns: int, late_ns: int, fitted_on: List[str],
-                 session: str = "", queue_mode: str = ""):
+                 session: str = "", queue_mode: str = "", cpus: int = GUEST_CPUS):
         self.kernel = kernel
+        self.cpus = cpus                  # the lab guest's vCPUs (the deterministic lab has one)
         self.session = session
         self.queue_mode = queue_mode      # "bio" or "mq": fitted on that mode's runs only ("": both)
         self.submit_ns = int(submit_ns)
@@ -123,14 +126,15 @@ class Guest:
     def host(self, late_timers: bool = True) -> HostModel:
         """The guest's CPUs, and (``late_timers``) its timers firing late (without: for service times
         measured in the guest, which hold the lateness already)."""
-        return HostModel(GUEST_CPUS, self.submit_ns, self.complete_ns, WAKE_NS, work_latency_ns=WORK_LATENCY_NS,
+        return HostModel(self.cpus, self.submit_ns, self.complete_ns, WAKE_NS, work_latency_ns=WORK_LATENCY_NS,
                          timer_away_ns=self.timer_away_ns if late_timers else 0, timer_period_ns=TIMER_PERIOD_NS)
 
     def describe(self) -> str:
-        return ("kernel %s%s%s: CPU per I/O %d us (submission %d us, completion %d us), timer late %d us; "
+        return ("kernel %s%s%s%s: CPU per I/O %d us (submission %d us, completion %d us), timer late %d us; "
                 "fitted on %d calibration runs (%s)" % (
                     self.kernel, " session %s" % self.session if self.session else "",
                     " %s" % self.queue_mode if self.queue_mode else "",
+                    "" if self.cpus == GUEST_CPUS else ", %d vCPU%s" % (self.cpus, "s" * (self.cpus > 1)),
                     round((self.submit_ns + self.complete_ns) / 1000), round(self.submit_ns / 1000),
                     round(self.complete_ns / 1000), round(self.late_ns / 1000), len(self.fitted_on),
                     ", ".join(sorted(set(r.split()[0] for r in self.fitted_on)))))
@@ -272,11 +276,13 @@ def _fit_guest(cells: List[dict], kernel: str, session: str, queue_mode: str, se
             fitted = _fit_guest(of_mode, kernel, session, "", sessions)
             fitted.queue_mode = queue_mode
             return fitted
-    per_io, frac, late, runs = [], [], [], []
+    per_io, frac, late, runs, cpus = [], [], [], [], set()
     for c in mine:
         for r in c.get("repeats") or []:
             if not _in_session(r, session, sessions):
                 continue
+            # the guest's vCPUs, as grid.py recorded them (boots before 12-06 22:00 UTC: the lab's 2)
+            cpus.add(int((r.get("host_load") or {}).get("guest_cpus") or GUEST_CPUS))
             tag = "%s %s d%d" % (c["topology"], c["queue_mode"], c["iodepth"])
             if c["topology"] == "c0" and c["iodepth"] == 64 and r.get("fio_iops"):
                 per_io.append(1e9 / r["fio_iops"])
@@ -292,7 +298,11 @@ def _fit_guest(cells: List[dict], kernel: str, session: str, queue_mode: str, se
         return Guest(kernel, SUBMIT_COST_NS, COMPLETE_COST_NS, int(4_000_000 * (TIMER_LATE - 1)), [], session)
     cost = _median(per_io)
     f = min(max(_median(frac), 0.0), 1.0) if frac else SUBMIT_FRACTION
-    return Guest(kernel, int(cost * f), int(cost * (1 - f)), max(0, int(_median(late))), runs, session)
+    if len(cpus) > 1:
+        raise ValueError("the calibration runs of kernel %s session %s ran on guests of %s vCPUs: one session, one "
+                         "guest" % (kernel, session or "(all)", " and ".join(str(n) for n in sorted(cpus))))
+    return Guest(kernel, int(cost * f), int(cost * (1 - f)), max(0, int(_median(late))), runs, session,
+                 cpus=cpus.pop())
 
 
 TOLERANCE = 0.03
@@ -412,6 +422,7 @@ def scsi_path_model(p: dict, i: int, service, hosts: Dict[int, ScsiHostModel]) -
 def cell_host(c: dict) -> Tuple[HostModel, str]:
     """The host model for a kernel cell, and where its CPU cost came from."""
     reps = c.get("repeats") or []
+    cpus = int((reps[0].get("host_load") or {}).get("guest_cpus") or GUEST_CPUS) if reps else GUEST_CPUS
     busy = [r.get("guest_cpu_busy_frac") for r in reps]
     per_io = [r.get("guest_cpu_busy_ms_per_io") for r in reps]
     if (c["iodepth"] > 1 and reps and None not in busy and None not in per_io
@@ -422,12 +433,12 @@ def cell_host(c: dict) -> Tuple[HostModel, str]:
             # no tags to run out, so no failed maps: the extra CPU time an I/O
             # took is what other tenants took from the vCPU (steal)
             steal = 1 - calib / ns
-            return (HostModel(GUEST_CPUS, SUBMIT_COST_NS, COMPLETE_COST_NS, WAKE_NS, steal=steal,
+            return (HostModel(cpus, SUBMIT_COST_NS, COMPLETE_COST_NS, WAKE_NS, steal=steal,
                               steal_period_ns=STEAL_PERIOD_NS, work_latency_ns=WORK_LATENCY_NS), "steal %.2f" % steal)
-        return (HostModel(GUEST_CPUS, int(ns * SUBMIT_FRACTION), int(ns * (1 - SUBMIT_FRACTION)), WAKE_NS,
+        return (HostModel(cpus, int(ns * SUBMIT_FRACTION), int(ns * (1 - SUBMIT_FRACTION)), WAKE_NS,
                           work_latency_ns=WORK_LATENCY_NS),
                 "run %dus" % round(ns / 1000))
-    return HostModel(GUEST_CPUS, SUBMIT_COST_NS, COMPLETE_COST_NS, WAKE_NS, work_latency_ns=WORK_LATENCY_NS), "calib"
+    return HostModel(cpus, SUBMIT_COST_NS, COMPLETE_COST_NS, WAKE_NS, work_latency_ns=WORK_LATENCY_NS), "calib"
 
 
 def simulate_cell(c: dict, runtime_s: float = 8.0, seed: int = 1,

@@ -10,6 +10,10 @@
     grid.py collect [--md] [--readme]    rebuild results.json and TABLE.md from every runs/*/runs/*/summary.json
     grid.py compare                      cells run on both kernels: the 6.12 - 6.1 difference against the noise
 
+run, collect, resummarise and compare take --icount: the deterministic lab (qemu's instruction counter as the
+guest's clock, one vCPU), whose boots go to runs-icount/ and whose cells to results-icount.json and
+TABLE-icount.md; without it, the emulated lab of runs/, results.json and TABLE.md.
+
 The lab is the one lab/setup.sh made: KLAB_DIR, or klab-<KLAB_KERNEL> (6.1 by default) in $TMPDIR (or /tmp).
 The kernel series of every run is read from the guest (uname -r); results.json keeps one cell per kernel series.
 One qemu at a time: the measurements are timing-sensitive.
@@ -19,7 +23,20 @@ import argparse, json, math, os, re, shutil, subprocess, sys, tempfile, time
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXP = os.path.join(HERE, 'experiments', 'grid')
 RUNS = os.path.join(HERE, 'runs')
+# what collect writes, in HERE
+RESULTS, FAULT_RESULTS, TABLE = 'results.json', 'results-faults.json', 'TABLE.md'
 LAB = os.path.join(HERE, 'lab')
+# The deterministic lab (--icount): qemu counts the guest's instructions as its clock (-icount shift=0,
+# sleep=off), so every timer fires when due in guest time and the host's load moves only the wall clock.
+# One vCPU: qemu 7.2 with -icount stops at bringing up a second one.
+ICOUNT_ENV = {'KLAB_ACCEL': 'icount', 'KLAB_SMP': '1'}
+
+
+def use_icount_lab():
+    """Point RUNS, RESULTS, FAULT_RESULTS and TABLE at the deterministic lab's files."""
+    global RUNS, RESULTS, FAULT_RESULTS, TABLE
+    RUNS = os.path.join(HERE, 'runs-icount')
+    RESULTS, FAULT_RESULTS, TABLE = 'results-icount.json', 'results-faults-icount.json', 'TABLE-icount.md'
 SEL = {'rr': 'round-robin', 'ql': 'queue-length', 'st': 'service-time', 'hst': 'historical-service-time'}
 ABBR = {v: k for k, v in SEL.items()}
 
@@ -792,9 +809,9 @@ def collect():
                                    for p in c['paths']}
         c['mean_slat_mean_us'] = _mean_sd([r['slat_mean_us'] for r in reps])[0]
         out.append(c)
-    p = os.path.join(HERE, 'results.json')
-    json.dump(out, open(p, 'w'), indent=1)
-    json.dump(collect_faults(faults), open(os.path.join(HERE, 'results-faults.json'), 'w'), indent=1)
+    json.dump(out, open(os.path.join(HERE, RESULTS), 'w'), indent=1)
+    if faults or os.path.exists(os.path.join(HERE, FAULT_RESULTS)):
+        json.dump(collect_faults(faults), open(os.path.join(HERE, FAULT_RESULTS), 'w'), indent=1)
     return out
 
 
@@ -1001,14 +1018,23 @@ def main():
     p.add_argument('--runs-dir', default=None, help='write the boot folder under this folder instead of the '
                    'repository\'s runs/ (results.json is then left alone), e.g. to keep held-out runs unseen until '
                    'the model is frozen; move the folder into runs/ and collect later (default: runs/)')
-    sub.add_parser('compare', help='cells run on both kernels: 6.12 - 6.1 share per path against the noise')
+    icount_help = ('the deterministic lab: qemu -icount (guest time = executed instructions, timers on time), one '
+                   'vCPU; runs-icount/, results-icount.json, TABLE-icount.md (default: the emulated lab, runs/, '
+                   'results.json, TABLE.md)')
+    p.add_argument('--icount', action='store_true', help=icount_help)
+    p = sub.add_parser('compare', help='cells run on both kernels: 6.12 - 6.1 share per path against the noise')
+    p.add_argument('--icount', action='store_true', help=icount_help)
     p = sub.add_parser('summarise', help='print the summary of one raw run folder (JSON)')
     p.add_argument('rundir', help='a runs/<boot>/runs/<run> folder (meta, stat_before/after, ...)')
-    sub.add_parser('resummarise', help='rebuild every summary.json from the raw run files, then results.json')
+    p = sub.add_parser('resummarise', help='rebuild every summary.json from the raw run files, then results.json')
+    p.add_argument('--icount', action='store_true', help=icount_help)
     p = sub.add_parser('collect', help='rebuild results.json and TABLE.md from the run folders')
+    p.add_argument('--icount', action='store_true', help=icount_help)
     p.add_argument('--md', action='store_true', help='print a markdown table instead of the text one (default: text)')
     p.add_argument('--readme', action='store_true', help='also rewrite the results block of README.md (default: no)')
     a = ap.parse_args()
+    if getattr(a, 'icount', False):
+        use_icount_lab()
     for b in getattr(a, 'batch', None) or []:
         if b not in BATCHES:
             die('unknown batch %r (choose from %s)' % (b, ', '.join(BATCHES)))
@@ -1036,7 +1062,7 @@ def main():
     if a.cmd == 'collect':
         cells = collect()
         print(markdown(cells) if a.md else table(cells))
-        open(os.path.join(HERE, 'TABLE.md'), 'w').write(markdown(cells) + '\n')
+        open(os.path.join(HERE, TABLE), 'w').write(markdown(cells) + '\n')
         if a.readme:
             update_readme(cells)
         return
@@ -1053,10 +1079,14 @@ def main():
     open(os.path.join(exp, 'runs.txt'), 'w').write(plan)
     os.makedirs(out)
     shutil.copy(os.path.join(exp, 'runs.txt'), out)
-    load = {'before': loadavg(), 'utc_start': stamp, 'kernel_append': a.append}
+    lab_env = ICOUNT_ENV if a.icount else {}
+    # the lab's kind and the guest's CPUs travel with every run's summary: the prediction's guest takes them
+    load = {'before': loadavg(), 'utc_start': stamp, 'kernel_append': a.append,
+            'accel': lab_env.get('KLAB_ACCEL', os.environ.get('KLAB_ACCEL', 'tcg')),
+            'guest_cpus': int(lab_env.get('KLAB_SMP', os.environ.get('KLAB_SMP', '2')))}
     # the boot's time limit: every run takes its runtime plus a few seconds of setup under emulation
     nruns = sum(1 for l in plan.splitlines() if l.startswith('RUN '))
-    env = dict(os.environ, KLAB_DIR=kl, KLAB_APPEND=a.append,
+    env = dict(os.environ, KLAB_DIR=kl, KLAB_APPEND=a.append, **lab_env,
                KLAB_TIMEOUT=os.environ.get('KLAB_TIMEOUT', str(300 + nruns * (a.runtime + 20))))
     t0 = time.time(); hb = host_cpu()
     r = subprocess.run([os.path.join(LAB, 'run.sh'), exp, out], env=env)

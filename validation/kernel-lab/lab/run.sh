@@ -32,7 +32,13 @@ cat "$BCPIO" "$W/exp.cpio" > "$W/initrd.cpio"
 truncate -s 512M "$W/out.img"     # the guest writes /out onto it as a tar archive
 
 # Software emulation by default: with the host's /dev/kvm under another hypervisor the guest may hang at boot
-if [ "${KLAB_ACCEL:-tcg}" = kvm ]; then ACC=(-enable-kvm -cpu host); else ACC=(-accel "tcg,thread=multi" -cpu max); fi
+# icount: one emulation thread whose guest clock counts executed instructions (2^shift ns each) and jumps
+# over idle time, so timers fire when due and the host's load does not move the guest's timing
+case "${KLAB_ACCEL:-tcg}" in
+  kvm) ACC=(-enable-kvm -cpu host) ;;
+  icount) ACC=(-accel "tcg,thread=single" -cpu max -icount "shift=${KLAB_ICOUNT_SHIFT:-0},sleep=${KLAB_ICOUNT_SLEEP:-off}") ;;
+  *) ACC=(-accel "tcg,thread=multi" -cpu max) ;;
+esac
 for attempt in 1 2; do
   t0=$(date +%s.%N)
   timeout "${KLAB_TIMEOUT:-1500}" qemu-system-x86_64 "${ACC[@]}" -m "${KLAB_MEM:-4G}" -smp "${KLAB_SMP:-2}" \
