@@ -145,6 +145,11 @@ BATCHES = {
     # (H16 2 ms, H20 2 ms of 2/4/8 ms) go stale and lose choices to "equal usage" as the model's does?
     'tracehst3': ([{'trace': 2, 'tag': '-ev'}] + _cells('H16', ['hst'], ['bio', 'mq'], [24])
                   + _cells('H20', ['hst'], ['bio', 'mq'], [32]) + [{}]),
+    # the deterministic lab's largest historical-service-time misses traced (grid.py run --icount): H27 bio
+    # (8 ms, 6 against 24 tags), H14 bio, H8 and H30 mq
+    'traceicount': ([{'trace': 2, 'tag': '-ev'}] + _cells('H27', ['hst'], ['bio'], [48])
+                    + _cells('H14', ['hst'], ['bio'], [32]) + _cells('H8', ['hst'], ['mq'], [24])
+                    + _cells('H30', ['hst'], ['mq'], [16]) + [{}]),
     # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
     # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
     'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])

@@ -275,7 +275,9 @@ def replay_model(rd):
     from mpathlab import validate as V
     meta, paths = read_meta(rd)
     labels = [lb for lb, _ in paths]
-    cells = json.load(open(os.path.join(HERE, "results.json")))
+    # a run of the deterministic lab (grid.py --icount) is predicted from that lab's cells and calibration
+    icount = os.sep + "runs-icount" + os.sep in os.path.abspath(rd)
+    cells = json.load(open(os.path.join(HERE, "results-icount.json" if icount else "results.json")))
     kernel = "6.12" if meta.get("kernel", "").startswith("6.12") else "6.1"
     topo = meta["topo"]
     if meta.get("selector") != "historical-service-time":
@@ -284,7 +286,8 @@ def replay_model(rd):
     want = "%s historical-service-time %s d%s" % (topo, meta["queue_mode"], meta["iodepth"])
     cell = next((c for c in cells if V.cell_key(c) == want and str(c.get("kernel") or "6.1") == kernel), None)
     if cell is None:
-        raise LookupError("no cell %s of kernel %s in results.json (grid.py collect gathers it)" % (want, kernel))
+        raise LookupError("no cell %s of kernel %s in %s (grid.py collect%s gathers it)" % (
+            want, kernel, "results-icount.json" if icount else "results.json", " --icount" if icount else ""))
     stamp = os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(rd)))).rsplit("-", 1)[-1]
     up = os.path.join(rd, "uptime")      # the guest's uptime at the run's start: the nearer calibration of its boot
     boot = {"host_load": {"utc_start": stamp},
