@@ -1,0 +1,94 @@
+"""The simulator against the deterministic kernel lab (grid.py --icount: Debian 6.1 and 6.12 in qemu with
+the instruction counter as the guest's clock, one vCPU; validation/kernel-lab/results-icount.json).
+
+Every cell is a held-out topology (H1-H30) predicted from the topology and a guest fitted on the same boot's
+single-path calibration cells; docs/validation.md, "The deterministic lab", gives the protocol and the misses.
+"""
+import json
+import os
+
+import pytest
+from conftest import require
+from mpathlab import validate
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS_ICOUNT = os.path.join(ROOT, "validation", "kernel-lab", "results-icount.json")
+
+# Cells the prediction misses here (beyond 0.03 and two standard errors of the kernel's mean over three
+# repeats); a cell leaves the list when it is predicted, and a new miss fails the test.
+KNOWN_MISSES_ICOUNT = {
+    ("6.1", "H10 historical-service-time mq d48"),
+    ("6.1", "H13 historical-service-time mq d24"),
+    ("6.1", "H14 historical-service-time bio d32"),
+    ("6.1", "H16 historical-service-time mq d24"),
+    ("6.1", "H22 queue-length bio d16"),
+    ("6.1", "H22 historical-service-time bio d16"),
+    ("6.1", "H23 historical-service-time bio d32"),
+    ("6.1", "H24 historical-service-time bio d16"),
+    ("6.1", "H27 historical-service-time bio d48"),
+    ("6.1", "H3 historical-service-time bio d16"),
+    ("6.1", "H30 historical-service-time mq d16"),
+    ("6.1", "H4 historical-service-time bio d32"),
+    ("6.1", "H7 historical-service-time mq d32"),
+    ("6.1", "H8 historical-service-time mq d24"),
+    ("6.12", "H10 historical-service-time bio d48"),
+    ("6.12", "H10 historical-service-time mq d48"),
+    ("6.12", "H13 historical-service-time mq d24"),
+    ("6.12", "H14 historical-service-time bio d32"),
+    ("6.12", "H16 historical-service-time mq d24"),
+    ("6.12", "H20 historical-service-time mq d32"),
+    ("6.12", "H23 historical-service-time bio d32"),
+    ("6.12", "H24 historical-service-time bio d16"),
+    ("6.12", "H27 historical-service-time bio d48"),
+    ("6.12", "H29 historical-service-time mq d12"),
+    ("6.12", "H3 historical-service-time mq d16"),
+    ("6.12", "H30 historical-service-time mq d16"),
+    ("6.12", "H4 service-time bio d32"),
+    ("6.12", "H4 historical-service-time bio d32"),
+    ("6.12", "H7 historical-service-time mq d32"),
+}
+
+
+@pytest.fixture(scope="module")
+def icount_rows():
+    path = require(RESULTS_ICOUNT, "the deterministic lab's results (validation/kernel-lab/results-icount.json)")
+    with open(path) as f:
+        cells = json.load(f)
+    return cells, [r for r in validate.compare(cells) if not r["variant"]]
+
+
+def test_deterministic_lab_guest_is_one_vcpu_with_timers_on_time(icount_rows):
+    cells, rows = icount_rows
+    guests = {validate.fit_guest(cells, k, s, m) for k in ("6.1", "6.12")
+              for s in validate.calibration_boots(cells, k) for m in ("bio", "mq")}
+    # 6.1: two boots (one repeat, then two), 6.12: one (three repeats); a guest per boot and mode
+    assert [len(validate.calibration_boots(cells, k)) for k in ("6.1", "6.12")] == [2, 1] and len(guests) == 6
+    for g in guests:
+        assert g.cpus == 1 and g.late_ns < 20_000 and 10_000 < g.submit_ns + g.complete_ns < 25_000, g.describe()
+
+
+def test_deterministic_lab_predicted_from_the_topology(icount_rows):
+    _, rows = icount_rows
+    assert {r["kernel_series"] for r in rows} == {"6.1", "6.12"}
+    assert all(r["topology"] in ["H%d" % i for i in range(1, 31)] for r in rows)
+    assert all(r["n"] >= 3 for r in rows), [(r["kernel_series"], r["cell"], r["n"]) for r in rows if r["n"] < 3]
+    for kernel in ("6.1", "6.12"):
+        assert len([r for r in rows if r["kernel_series"] == kernel]) == 117
+    missed = {(r["kernel_series"], r["cell"]) for r in rows if r["within"] == "no"}
+    new = ["%s %s: kernel %.3f predicted %.3f" % (r["kernel_series"], r["cell"], r["kernel"][r["worst_path"]],
+                                                  r["sim"][r["worst_path"]])
+           for r in rows if (r["kernel_series"], r["cell"]) in missed - KNOWN_MISSES_ICOUNT]
+    assert not new, new
+    fixed = sorted(KNOWN_MISSES_ICOUNT - missed)
+    assert not fixed, fixed
+    # queue-length and service-time within 0.03 in all but one cell of 58 on each kernel
+    for kernel in ("6.1", "6.12"):
+        others = [r for r in rows if r["kernel_series"] == kernel and "historical" not in r["cell"]]
+        assert len(others) == 58 and sum(r["within"] == "no" for r in others) == 1, kernel
+
+
+def test_deterministic_lab_iops_within_a_tenth(icount_rows):
+    """With the timers on time the prediction's IOPS are fio's: within 10% in more than nine cells of ten."""
+    _, rows = icount_rows
+    for kernel, ratios in validate.iops_ratios(rows).items():
+        assert sum(abs(x - 1) <= 0.1 for x in ratios) > 0.9 * len(ratios), kernel
