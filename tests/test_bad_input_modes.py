@@ -4,6 +4,7 @@ do not model are refused as input (exit 3) with their file and line; an NVMe nam
 group is refused rather than given another group's states."""
 import json
 import os
+import re
 
 import pytest
 
@@ -93,6 +94,18 @@ def test_several_hosts_with_a_hardware_handler(tmp_path, capsys):
     msg = one_error(capsys, ["hosts", topo, write(tmp_path, "j.fio", DEPTH4), "--seeds", "1"])
     assert msg == ("%s:11: [multipath] table has hardware handler 'alua': hardware handlers are not modelled with "
                    "several hosts ([hosts] count = 8)" % topo)
+
+
+def test_one_host_with_a_hardware_handler_and_stonewall_runs(tmp_path, capsys):
+    # [hosts] count = 1 is the single-host model, which has both: the run goes through (it once stopped
+    # with an internal error, found by the generated host topologies of test_input_properties)
+    with open(os.path.join(SCEN, "hosts-8x4.toml")) as f:
+        text = f.read()
+    text = text.replace("multipath 0 0 1 1 service-time", "multipath 0 1 alua 1 1 service-time")
+    topo = write(tmp_path, "h.toml", re.sub(r"(?m)^count = 8$", "count = 1", text))
+    job = write(tmp_path, "j.fio", DEPTH4 + "[k]\nstonewall\nrw=randread\nbs=4k\nnumber_ios=20\n")
+    assert cli.main(["hosts", topo, job, "--seeds", "1"]) == 0
+    assert "internal error" not in capsys.readouterr().err
 
 
 def test_several_hosts_with_stonewall_groups(tmp_path, capsys):

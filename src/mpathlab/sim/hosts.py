@@ -19,11 +19,12 @@ class MultiHostSimulation(Simulation):
 
     def __init__(self, table_line: str, paths, jobs, *, hosts: int, seed: int = 1, **kw):
         specs = list(jobs)
-        if any(j.stonewall for j in specs[1:]):
+        # one host is the single-host model: only several hosts lack these (cli's _check_multihost names them)
+        if hosts > 1 and any(j.stonewall for j in specs[1:]):
             raise ValueError("stonewall groups are not modelled with several hosts")
         self.nr_hosts = hosts
         super().__init__(table_line, paths, specs * hosts, seed=seed, **kw)
-        if self.mp.hw_handler_name:
+        if hosts > 1 and self.mp.hw_handler_name:
             raise ValueError("hardware handlers are not modelled with several hosts")
         per_host = len(self.jobs) // hosts
         for i, job in enumerate(self.jobs):
