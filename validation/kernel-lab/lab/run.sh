@@ -7,7 +7,8 @@
 # writes under /out comes back to OUTDIR, with the serial console in OUTDIR/console.log.
 # Environment: KLAB_DIR (the lab setup.sh made; default klab-$KLAB_KERNEL in $TMPDIR or /tmp),
 # KLAB_MEM (default 4G), KLAB_SMP (guest CPUs, default 2), KLAB_TIMEOUT (seconds, default 1500),
-# KLAB_APPEND (extra guest kernel command line), KLAB_ACCEL (tcg, the default, or kvm).
+# KLAB_APPEND (extra guest kernel command line), KLAB_ACCEL (tcg, the default; icount, the deterministic lab,
+# with KLAB_SMP=1 and KLAB_ICOUNT_SHIFT, default 0; or kvm).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 [ $# -ge 2 ] || { echo "usage: run.sh EXPDIR OUTDIR [qemu arguments...]" >&2; exit 3; }
@@ -36,7 +37,7 @@ truncate -s 512M "$W/out.img"     # the guest writes /out onto it as a tar archi
 # over idle time, so timers fire when due and the host's load does not move the guest's timing
 case "${KLAB_ACCEL:-tcg}" in
   kvm) ACC=(-enable-kvm -cpu host) ;;
-  icount) ACC=(-accel "tcg,thread=single" -cpu max -icount "shift=${KLAB_ICOUNT_SHIFT:-0},sleep=${KLAB_ICOUNT_SLEEP:-off}") ;;
+  icount) ACC=(-accel "tcg,thread=single" -cpu max -icount "shift=${KLAB_ICOUNT_SHIFT:-0},sleep=off") ;;
   *) ACC=(-accel "tcg,thread=multi" -cpu max) ;;
 esac
 for attempt in 1 2; do
