@@ -244,6 +244,11 @@ def _in_session(r: dict, session: str, sessions: List[str]) -> bool:
     return boot_of(r).startswith(session)
 
 
+def _guest_cpus(repeat: dict) -> int:
+    """The vCPUs of the guest a kernel repeat ran on, as grid.py recorded them in its host_load."""
+    return int((repeat.get("host_load") or {}).get("guest_cpus") or GUEST_CPUS)
+
+
 def fit_guest(cells: List[dict], kernel: str, session: str = "", queue_mode: str = "") -> Guest:
     """Fit the guest model of one kernel on its calibration cells (plain topologies c0, c1, c4,
     no variants), three numbers, each a median over those cells' repeats:
@@ -281,8 +286,7 @@ def _fit_guest(cells: List[dict], kernel: str, session: str, queue_mode: str, se
         for r in c.get("repeats") or []:
             if not _in_session(r, session, sessions):
                 continue
-            # the guest's vCPUs, as grid.py recorded them (boots before 12-06 22:00 UTC: the lab's 2)
-            cpus.add(int((r.get("host_load") or {}).get("guest_cpus") or GUEST_CPUS))
+            cpus.add(_guest_cpus(r))
             tag = "%s %s d%d" % (c["topology"], c["queue_mode"], c["iodepth"])
             if c["topology"] == "c0" and c["iodepth"] == 64 and r.get("fio_iops"):
                 per_io.append(1e9 / r["fio_iops"])
@@ -422,7 +426,7 @@ def scsi_path_model(p: dict, i: int, service, hosts: Dict[int, ScsiHostModel]) -
 def cell_host(c: dict) -> Tuple[HostModel, str]:
     """The host model for a kernel cell, and where its CPU cost came from."""
     reps = c.get("repeats") or []
-    cpus = int((reps[0].get("host_load") or {}).get("guest_cpus") or GUEST_CPUS) if reps else GUEST_CPUS
+    cpus = _guest_cpus(reps[0]) if reps else GUEST_CPUS
     busy = [r.get("guest_cpu_busy_frac") for r in reps]
     per_io = [r.get("guest_cpu_busy_ms_per_io") for r in reps]
     if (c["iodepth"] > 1 and reps and None not in busy and None not in per_io
