@@ -117,6 +117,22 @@ BATCHES = {
                  + _cells('H28', ['st', 'hst'], ['mq', 'bio'], [24])
                  + _cells('H29', ['ql', 'hst'], ['mq', 'bio'], [12])
                  + _cells('H30', ['st', 'hst'], ['mq', 'bio'], [16])),
+    # a fifth held-out set, fixed (and committed) before it ran and before the request-based dispatch time
+    # entered the model, for the deterministic lab (grid.py run --icount); seven of its ten topologies are the
+    # same-latency/different-depth class: H31 1 ms, 2 vs 8 tags; H32 4 ms, 3 vs 12; H33 2 ms, 2, 4 and 16;
+    # H34 6 ms, 8 tags vs unlimited; H35 3 ms, 5 vs 20; H36 1 ms with 4 tags against 2 ms with 16; H37 four
+    # 5 ms paths of 2, 2, 8 and 8 tags; H38 2 ms and 6 ms of 6 tags and 2 ms of 2; H39 10 ms, 1 vs 4 tags;
+    # H40 3 ms of 4 and 12 tags and 9 ms of 12
+    'heldout5': (_cells('H31', ['ql', 'hst'], ['mq', 'bio'], [16])
+                 + _cells('H32', ['st', 'hst'], ['mq', 'bio'], [32])
+                 + _cells('H33', ['st', 'hst'], ['mq', 'bio'], [24])
+                 + _cells('H34', ['ql', 'hst'], ['mq', 'bio'], [40])
+                 + _cells('H35', ['st', 'hst'], ['mq', 'bio'], [48])
+                 + _cells('H36', ['st', 'hst'], ['mq', 'bio'], [24])
+                 + _cells('H37', ['ql', 'hst'], ['mq', 'bio'], [32])
+                 + _cells('H38', ['st', 'hst'], ['mq', 'bio'], [16])
+                 + _cells('H39', ['st', 'hst'], ['mq', 'bio'], [8])
+                 + _cells('H40', ['ql', 'hst'], ['mq', 'bio'], [32])),
     # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
     # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
     'scsi': (_cells('S1', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [16])
