@@ -263,6 +263,8 @@ service = "1ms"
     ("[host]\nsockets = 1\n", 7, "sockets"),
     ("[host]\nsteal = 1.5\n", 7, "steal"),
     ("[host]\nsteal_period = \"0ms\"\n", 7, "steal_period"),
+    ("[host]\ndispatch_cost = \"-1us\"\n", 7, "dispatch_cost"),
+    ("[host]\ndispatch_cost = \"3 parsecs\"\n", 7, "dispatch_cost"),
 ])
 def test_topology_keys_rejected_with_line(tmp_path, extra, line, word):
     with pytest.raises(TopologyError) as e:
@@ -273,11 +275,12 @@ def test_topology_keys_rejected_with_line(tmp_path, extra, line, word):
 
 def test_topology_keys_reach_the_models(tmp_path):
     topo = load_topology(_write(tmp_path, BASE + 'hw_queue_depth = 4\nnr_hw_queues = 2\nscheduler = "mq-deadline"\n'
-                                "[host]\ncpus = 2\nsubmit_cost = \"1ms\"\ncomplete_cost = \"2ms\"\n"))
+                                "[host]\ncpus = 2\nsubmit_cost = \"1ms\"\ncomplete_cost = \"2ms\"\n"
+                                "dispatch_cost = \"3us\"\n"))
     m = topo.paths[0]
     assert (m.nr_tags, m.nr_sched_tags) == (8, 16)      # 2 x min(4, 128) per hw queue
     assert (topo.host.cpus, topo.host.submit_ns, topo.host.complete_ns) == (2, MS, 2 * MS)
-    assert (topo.host.steal, topo.host.steal_period_ns) == (0.0, 6 * MS)
+    assert (topo.host.steal, topo.host.steal_period_ns, topo.host.dispatch_ns) == (0.0, 6 * MS, 3000)
     assert topo.sim_kwargs()["host"] is topo.host
 
 
@@ -413,3 +416,19 @@ def test_cli_model_hw_queue_depth(tmp_path, capsys):
     assert peaks["sdb"] == 1 and peaks["sda"] > 1
     assert main(["run", "--table", line, "--model", "sdb,hw_queue_depth=0", str(job_file)]) == 3
     assert "hw_queue_depth" in capsys.readouterr().err
+
+
+def test_dispatch_cost_maps_one_request_per_cost():
+    # One path, no tag limit, 1 ms; iodepth 4, 4 I/Os submitted at 0; request-based; the dm queue's run maps
+    # one request per 100 us: at 0, 0.1, 0.2 and 0.3 ms, done at 1.0 .. 1.3 ms (without the cost: all at 1.0).
+    # The runs the later submissions ask for while the first is under way leave their requests to it.
+    paths = [PathModel("A", (8, 0), ServiceTime(1 * MS), parallelism=4)]
+    for cost, end in ((0, 1 * MS), (100_000, 1_300_000)):
+        sim = Simulation(table("round-robin", 1), paths, [job(4, ios=4)], engine="python",
+                         host=HostModel(1, dispatch_ns=cost))
+        res = sim.run()
+        assert res.jobs[0].end_ns == end and res.paths[0]["completed"] == 4
+    # bio-based dm has no dm queue: the cost does not apply
+    sim = Simulation(table("round-robin", 1, bio=True), paths, [job(4, ios=4)], engine="python",
+                     host=HostModel(1, dispatch_ns=100_000))
+    assert sim.run().jobs[0].end_ns == 1 * MS

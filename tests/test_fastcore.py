@@ -578,3 +578,18 @@ def test_different_selectors_in_groups_in_the_core(pair, mode):
     assert why == ""
     a = compare(table, paths, "[a]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=8\nnumjobs=2\nruntime=10ms\ntime_based\n", **kw)
     assert a.paths[0]["errors"] > 0 and a.paths[2]["dispatched"] + a.paths[3]["dispatched"] > 0
+
+
+@pytest.mark.parametrize("selector", ["round-robin", "queue-length", "historical-service-time"])
+@pytest.mark.parametrize("tags", [[0, 0, 0, 0], [2, 8, 0, 3]])
+def test_same_results_with_a_dispatch_cost(selector, tags):
+    """The request-based dm queue mapping one request per dispatch_cost (BlockLayer._dispatch), with and
+    without tags that run out (a run stalls between two spaced requests), CPU costs and late timers."""
+    from mpathlab.sim.host import HostModel
+    table, paths = make(selector, "rq", k=4, dist="const")
+    _tagged(paths, tags, ["none", "none", "mq-deadline", "none"])
+    compare(table, paths, "[a]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=16\nnumber_ios=2000\n",
+            host=HostModel(1, 14_000, 2_000, dispatch_ns=3_000))
+    compare(table, paths, "[a]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=24\nnumjobs=2\nruntime=20ms\n"
+            "time_based\n", host=HostModel(2, 10_000, 5_000, dispatch_ns=7_000, timer_away_ns=100_000,
+                                            timer_period_ns=400_000))

@@ -24,22 +24,17 @@ KNOWN_MISSES = {
     # and the kernel (6.1: seed 1 in the other mode); request-based, the fast or deep path 0.03-0.04
     # short (H4, D1-4-16)
     ("6.1", "D1-4-16 historical-service-time bio d32"),
-    ("6.1", "D1-4-16 historical-service-time mq d32"),
     ("6.1", "H3 historical-service-time bio d16"),
     ("6.1", "H4 historical-service-time bio d32"),
-    ("6.1", "H4 historical-service-time mq d32"),
-    ("6.12", "D1-4-16 historical-service-time mq d32"),
     ("6.12", "D4-16 historical-service-time bio d64"),
     ("6.12", "H2 historical-service-time bio d48"),
     ("6.12", "H4 historical-service-time bio d32"),
-    ("6.12", "H4 historical-service-time mq d32"),
     # SCSI paths (scsi_debug LUNs with queue_depth 2 and 8), request-based HST on 6.1: the kernel's 5 repeats
     # give the 2-deep LUN 0.11-0.45 (mean 0.29), the model 0.51 (docs/scsi-paths.md); on 6.12 its 5 repeats
     # spread as widely (0.37-0.65) and the model is within two standard errors of their mean
     ("6.1", "S1 historical-service-time mq d16"),
     # request-based HST on T4q (4-tag paths, three at 4 ms and one at 16 ms): the kernel starves the 16 ms
     # path on 6.12 in all three repeats (0.011; a slow and a quiet session), the model gives it 0.056
-    ("6.12", "T4q historical-service-time mq d64"),
     # the second held-out set (H7-H12: defined and committed with the model frozen, then run per
     # kernel, read after): historical-service-time on 6.12, and queue-length mq on H11 (1 ms and 4 ms,
     # unlimited tags: the 1 ms path 0.72 in the kernel, 0.68 predicted). Three or four repeats per kernel
@@ -67,7 +62,6 @@ KNOWN_MISSES = {
     ("6.12", "H16 historical-service-time bio d24"),
     ("6.12", "H16 historical-service-time mq d24"),
     ("6.12", "H17 historical-service-time bio d48"),
-    ("6.12", "H17 historical-service-time mq d48"),
     ("6.12", "H19 historical-service-time bio d16"),
     ("6.12", "H20 historical-service-time bio d32"),
     ("6.12", "H21 historical-service-time bio d24"),
@@ -82,6 +76,15 @@ KNOWN_MISSES = {
     ("6.1", "H30 historical-service-time mq d16"),
     ("6.12", "H27 historical-service-time bio d48"),
     ("6.12", "H30 historical-service-time mq d16"),
+    # request-based historical-service-time in sessions where the emulator made a request-based I/O cost far
+    # more than a bio-based one on c0 (the dm queue's dispatch time, fitted from that difference, is 18-570 us
+    # per request in this lab against 2.5-2.8 us in the deterministic one): the dispatch time took six such
+    # cells off this list (D1-4-16 on both kernels, H4 on both, H17 and T4q on 6.12) and put these five on it
+    ("6.1", "D1-2-4-8 historical-service-time mq d64"),
+    ("6.1", "H10 historical-service-time mq d48"),
+    ("6.1", "H3 historical-service-time mq d16"),
+    ("6.1", "H9 historical-service-time mq d16"),
+    ("6.12", "H3 historical-service-time mq d16"),
 }
 
 

@@ -147,12 +147,14 @@ def test_shares_after_are_compared_over_repeats_that_completed_enough():
     assert not enough
 
 
-def test_with_the_guest_a_catch_up_burst_is_spread_as_in_the_kernel():
+def test_with_the_guest_a_catch_up_burst_is_spread_as_in_the_kernel(monkeypatch):
     # 6.1, both paths offline under queue_if_no_path, then back: fio, 1.1 s behind its rate, catches up
     # at depth 16. Without the guest's CPU time and late timers the burst's I/Os reach p0 (reinstated
     # first) at one instant and complete at one instant; HST's path_service_time reads "now - last
     # completion" = 0 for all but the first, so p0 looks far faster and takes most of the burst. With the
-    # guest of the grid's calibration the shares after the last step are the kernel's
+    # guest's CPU time and late timers the shares after the last step are the kernel's; the dm queue's
+    # dispatch time that guest also has (90 us per request, fitted in a loaded session of the emulated lab)
+    # moves p0 past them again, less far than the bare model (docs/faults.md)
     path = os.path.join(os.path.dirname(DATA), "..", "..", "validation", "kernel-lab", "results-faults.json")
     c = next(c for c in json.load(open(path)) if (c["kernel"], c["fault"], c["selector"])
              == ("6.1", "allq", "historical-service-time"))
@@ -160,8 +162,12 @@ def test_with_the_guest_a_catch_up_burst_is_spread_as_in_the_kernel():
     kernel = rep["shares_after"]["p0"]
     bare = vf.repeat_metrics(c, 1, rep)["shares_after"]["p0"]
     guest = vf.repeat_metrics(c, 1, rep, with_guest=True)["shares_after"]["p0"]
-    assert bare > kernel + 0.08 and abs(guest - kernel) <= 0.03
-    assert vf.guest_host(c, rep).submit_ns > 0
+    host = vf.guest_host(c, rep)
+    assert host.submit_ns > 0 and 50_000 < host.dispatch_ns < 150_000
+    assert bare > kernel + 0.08 and 0.03 < guest - kernel < bare - kernel
+    host.dispatch_ns = 0
+    monkeypatch.setattr(vf, "guest_host", lambda *a, **k: host)
+    assert abs(vf.repeat_metrics(c, 1, rep, with_guest=True)["shares_after"]["p0"] - kernel) <= 0.03
 
 
 def _lab_cells():

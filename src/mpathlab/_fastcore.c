@@ -418,8 +418,8 @@ typedef struct {
     ring_t waiting;         /* the dm queue, request-based */
     ring_t requeue;         /* its requeue list (IoPath._requeue_list); requeue_gen: the latest kick */
     int64_t requeue_gen;
-    int stalled, sched_restart;
-    int64_t work_gen, work_latency, resource_stalls;
+    int stalled, sched_restart, dispatching;   /* dispatching: a run is between two requests */
+    int64_t work_gen, work_latency, dispatch_cost, resource_stalls;
     /* host (sim/host.py): host = a CPU cost is set */
     int host, ncpus;
     cpu_t *cpus;
@@ -1688,11 +1688,10 @@ static int blk_insert(sim_t *s, int64_t id)
     return blk_mod_work(s, 0);
 }
 
-/* BlockLayer._run */
-static int blk_run(sim_t *s)
+/* BlockLayer._dispatch: map in order, one request per dispatch_cost, until BLK_STS_RESOURCE */
+static int blk_dispatch(sim_t *s)
 {
-    if (s->stalled)
-        s->sched_restart = 1;
+    s->dispatching = 0;
     while (s->waiting.len) {
         int64_t id = s->waiting.v[s->waiting.head];
         int r = map_io(s, id);
@@ -1703,9 +1702,21 @@ static int blk_run(sim_t *s)
             return blk_mod_work(s, s->sched_restart ? BLK_MQ_RESOURCE_DELAY_NS : 0);
         }
         ring_pop(&s->waiting);
+        if (s->dispatch_cost && s->waiting.len) {
+            s->dispatching = 1;
+            return push_ev(s, s->now + s->dispatch_cost, EV_DISPATCH, 0);
+        }
     }
     s->stalled = 0;
     return 0;
+}
+
+/* BlockLayer._run */
+static int blk_run(sim_t *s)
+{
+    if (s->stalled)
+        s->sched_restart = 1;
+    return s->dispatching ? 0 : blk_dispatch(s);
 }
 
 static int blk_sleep(sim_t *s, int64_t id, hctx_t *q)
@@ -3298,6 +3309,8 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
             if (arrive(s, e.obj) < 0) return -1;
         } else if (e.kind == EV_WORK) {         /* BlockLayer._work */
             if (e.obj == s->work_gen && blk_run(s) < 0) return -1;
+        } else if (e.kind == EV_DISPATCH) {     /* BlockLayer._dispatch */
+            if (blk_dispatch(s) < 0) return -1;
         } else if (e.kind == EV_WAKE) {
             if (blk_wake(s, e.obj) < 0) return -1;
         } else if (e.kind == EV_CPU) {
@@ -3507,6 +3520,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.timer_period_ns = get_i64(cfg, "timer_period", &err);
     s.timer_seed = get_i64(cfg, "timer_seed", &err);
     s.work_latency = get_i64(cfg, "work_latency", &err);
+    s.dispatch_cost = get_i64(cfg, "dispatch_cost", &err);
     s.progress = PyDict_GetItemString(cfg, "progress");
     if (!s.progress) s.progress = Py_None;
     s.first_choice = -1;

@@ -111,6 +111,7 @@ class Guest:
         self.complete_ns = int(complete_ns)
         self.late_ns = int(late_ns)
         self.fitted_on = fitted_on
+        self.dispatch_ns = 0              # request-based: the dm queue's time per request (fit_guest)
 
     def service(self, completion_ns: int) -> ServiceTime:
         """A null_blk path's service time: its completion time; the timer's lateness is the host's
@@ -127,16 +128,19 @@ class Guest:
         """The guest's CPUs, and (``late_timers``) its timers firing late (without: for service times
         measured in the guest, which hold the lateness already)."""
         return HostModel(self.cpus, self.submit_ns, self.complete_ns, WAKE_NS, work_latency_ns=WORK_LATENCY_NS,
-                         timer_away_ns=self.timer_away_ns if late_timers else 0, timer_period_ns=TIMER_PERIOD_NS)
+                         timer_away_ns=self.timer_away_ns if late_timers else 0, timer_period_ns=TIMER_PERIOD_NS,
+                         dispatch_ns=self.dispatch_ns)
 
     def describe(self) -> str:
-        return ("kernel %s%s%s%s: CPU per I/O %d us (submission %d us, completion %d us), timer late %d us; "
+        return ("kernel %s%s%s%s: CPU per I/O %d us (submission %d us, completion %d us)%s, timer late %d us; "
                 "fitted on %d calibration runs (%s)" % (
                     self.kernel, " session %s" % self.session if self.session else "",
                     " %s" % self.queue_mode if self.queue_mode else "",
                     "" if self.cpus == GUEST_CPUS else ", %d vCPU%s" % (self.cpus, "s" * (self.cpus > 1)),
                     round((self.submit_ns + self.complete_ns) / 1000), round(self.submit_ns / 1000),
-                    round(self.complete_ns / 1000), round(self.late_ns / 1000), len(self.fitted_on),
+                    round(self.complete_ns / 1000),
+                    ", dm queue dispatch %.1f us per request" % (self.dispatch_ns / 1000) if self.dispatch_ns else "",
+                    round(self.late_ns / 1000), len(self.fitted_on),
                     ", ".join(sorted(set(r.split()[0] for r in self.fitted_on)))))
 
 
@@ -258,7 +262,10 @@ def fit_guest(cells: List[dict], kernel: str, session: str = "", queue_mode: str
     - its submission part: fio's mean slat x IOPS of the same runs (the share of that CPU time
       spent before the I/O is handed to dm), the rest is the completion;
     - the timer's lateness: device latency (path_mean_write_ms) less the completion time of the
-      one-path 1 ms and 4 ms cells, every depth and mode.
+      one-path 1 ms and 4 ms cells, every depth and mode;
+    - request-based (``queue_mode`` "mq") also the dm queue's dispatch time per request: what an I/O
+      of the one-path 0 ms cell at depth 64 costs more request-based than bio-based (the dm request,
+      its clone and the queue run; see _dispatch_ns).
     With ``session`` (a calibration session, see calibration_boots and session_of, or any prefix of
     a boot's UTC start such as a UTC day) only the calibration runs it names count: the emulation's cost is
     the host's, and the host's load changes between and within days.  A session without
@@ -280,6 +287,8 @@ def _fit_guest(cells: List[dict], kernel: str, session: str, queue_mode: str, se
         if "c0" in ran and ran & {"c1", "c4"}:
             fitted = _fit_guest(of_mode, kernel, session, "", sessions)
             fitted.queue_mode = queue_mode
+            if queue_mode == "mq":
+                fitted.dispatch_ns = _dispatch_ns(mine, session, sessions)
             return fitted
     per_io, frac, late, runs, cpus = [], [], [], [], set()
     for c in mine:
@@ -307,6 +316,21 @@ def _fit_guest(cells: List[dict], kernel: str, session: str, queue_mode: str, se
                          "guest" % (kernel, session or "(all)", " and ".join(str(n) for n in sorted(cpus))))
     return Guest(kernel, int(cost * f), int(cost * (1 - f)), max(0, int(_median(late))), runs, session,
                  cpus=cpus.pop())
+
+
+def _dispatch_ns(mine: List[dict], session: str, sessions: List[str]) -> int:
+    """The request-based dm queue's time per request: the median CPU time per I/O of c0 at depth 64
+    request-based less bio-based, in one session (0 without both).  The two runs differ by what
+    request-based dm adds to each I/O, all of it done where the dm queue dispatches (dm_mq_queue_rq, the
+    clone, its issue); the model spaces a run's maps by it (HostModel dispatch_ns)."""
+    per_io: Dict[str, List[float]] = {"mq": [], "bio": []}
+    for c in mine:
+        if c["topology"] == "c0" and c["iodepth"] == 64 and c["queue_mode"] in per_io:
+            per_io[c["queue_mode"]] += [1e9 / r["fio_iops"] for r in c.get("repeats") or []
+                                        if _in_session(r, session, sessions) and r.get("fio_iops")]
+    if not per_io["mq"] or not per_io["bio"]:
+        return 0
+    return max(0, int(_median(per_io["mq"]) - _median(per_io["bio"])))
 
 
 TOLERANCE = 0.03

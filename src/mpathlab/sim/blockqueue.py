@@ -34,7 +34,11 @@ request-based (dm-rq.c, dm-mpath.c multipath_clone_and_map)
     the latest one decides when it runs; it then runs ``work_latency``
     later ([host], the time deferred work waits for a CPU; 0 by default).
     Requests are tried in order (mq-deadline on dm picks by sector, which
-    does not change which path a request gets).
+    does not change which path a request gets).  Each takes the run
+    ``dispatch_cost`` ([host]): the next is mapped that much later, and a
+    run asked for meanwhile leaves the requests to the one under way (the
+    kernel's runs of one hardware queue do not overlap: they are serialised
+    on kblockd's work item, or wait for the dispatch lock).
 
 bio-based (dm.c __map_bio, dm-mpath.c __multipath_map_bio)
     The selector chooses and start_io runs when dm maps the bio; the clone
@@ -115,6 +119,8 @@ class BlockLayer:
         self.sched_restart = False  # BLK_MQ_S_SCHED_RESTART
         self.work_gen = 0           # hctx->run_work: a newer request supersedes the pending one
         self.work_latency = sim.host.model.work_latency_ns if sim.host is not None else 0
+        self.dispatch_ns = sim.host.model.dispatch_ns if sim.host is not None else 0
+        self.dispatching = False    # a run is between two requests (dispatch_cost apart)
         self.resource_stalls = 0    # BLK_STS_RESOURCE returns of dm_mq_queue_rq
         if self.rq:
             sim.mp.alloc_clone = self.alloc_clone
@@ -145,6 +151,12 @@ class BlockLayer:
         BLK_STS_RESOURCE."""
         if self.stalled:
             self.sched_restart = True   # dispatching from hctx->dispatch
+        if not self.dispatching:
+            self._dispatch(None)
+
+    def _dispatch(self, _) -> None:
+        """Map the waiting requests in order, one per dispatch_cost, until one gets BLK_STS_RESOURCE."""
+        self.dispatching = False
         waiting = self.waiting
         while waiting:
             io = waiting.popleft()
@@ -153,6 +165,10 @@ class BlockLayer:
                 self.stalled = True
                 self.resource_stalls += 1
                 self._mod_work(0 if not self.sched_restart else BLK_MQ_RESOURCE_DELAY_NS)
+                return
+            if self.dispatch_ns and waiting:
+                self.dispatching = True
+                self.sim.call_at(self.sim.now + self.dispatch_ns, self._dispatch, None)
                 return
         self.stalled = False
 

@@ -48,6 +48,8 @@ EV_DAEMON, EV_DEV_FAIL, EV_DEV_RESTORE = range(20, 23)
 # an NVMe head's hold of a lost controller's started requests until its error recovery cancels them
 # (nvme/run.py attach: hold_in_flight), applied at once like the device operations above
 EV_NVME_HOLD = 23
+# the next request of a request-based dm queue's run, dispatch_cost after the one before (BlockLayer._dispatch)
+EV_DISPATCH = 24
 
 # sim/devices.py Fault.action
 # sim/devices.py Fault.action, as the core's kinds of fault; every device-state action of sim/scsi.py's

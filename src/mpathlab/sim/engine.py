@@ -135,8 +135,11 @@ class Simulation(JobRules):
             self.host: Optional[Host] = Host(self, host)
         else:
             self.host = Host(self, HostModel(cpus=nr_cpus)) if burners else None
-        self.blk = (BlockLayer(self) if any(d.model.nr_tags or d.model.nr_sched_tags or d.model.is_scsi
-                                            for d in self.devices) else None)
+        # (a dispatch cost needs the request-based dm queue even when no path runs out of tags)
+        dm_queue_costs = (self.host is not None and self.host.model.dispatch_ns
+                          and self.mp.queue_mode not in ("bio", "nvme"))
+        self.blk = (BlockLayer(self) if dm_queue_costs or any(d.model.nr_tags or d.model.nr_sched_tags
+                                                               or d.model.is_scsi for d in self.devices) else None)
         # a job without size= covers the whole device: the table's length (another stack's target may say
         # its capacity; without one such a job is bounded by its runtime only)
         device_bytes = tl.length * 512 if tl is not None else getattr(self.mp, "capacity_bytes", None)

@@ -15,7 +15,13 @@ CPU that other tenants take (a vCPU descheduled by a busy host): every
 queued behind what is already waiting (a model of preemption that keeps
 the CPU a FIFO server), so completions are then handled in bursts.
 ``work_latency`` is how long deferred kernel work (kblockd's runs of the
-dm queue, sim/blockqueue.py) waits before it runs.  All default to 0,
+dm queue, sim/blockqueue.py) waits before it runs.  ``dispatch_cost`` is
+the time a run of the request-based dm queue spends on each request it
+maps (blk_mq_dispatch_rq_list -> dm_mq_queue_rq: the selector, the clone's
+allocation, the path driver's queue_rq), so a run maps one request per
+dispatch_cost, not all at one instant; it is time in the dispatching
+context, not charged to a job's CPU (the calibrated cost per I/O holds
+it).  All default to 0,
 under which no CPU is ever busy and results are those of a host with
 infinitely fast CPUs.  Where the completion cost sits: the device's
 interrupt ends the I/O in dm before any of it (null_blk's timer mode
@@ -67,18 +73,20 @@ class HostModel:
 
     def __init__(self, cpus: int = 1, submit_ns: int = 0, complete_ns: int = 0, wake_ns: int = 0,
                  steal: float = 0.0, steal_period_ns: int = 6_000_000, work_latency_ns: int = 0,
-                 cpu_nodes=None, node_distance=None, timer_away_ns: int = 0, timer_period_ns: int = 6_000_000):
+                 cpu_nodes=None, node_distance=None, timer_away_ns: int = 0, timer_period_ns: int = 6_000_000,
+                 dispatch_ns: int = 0):
         if cpus < 1 or submit_ns < 0 or complete_ns < 0 or wake_ns < 0:
             raise ValueError("host: cpus must be >= 1 and costs must not be negative")
         if not 0.0 <= steal < 1.0 or steal_period_ns < 1:
             raise ValueError("host: steal must be from 0 to below 1 and steal_period positive")
-        if work_latency_ns < 0:
-            raise ValueError("host: work_latency must not be negative")
+        if work_latency_ns < 0 or dispatch_ns < 0:
+            raise ValueError("host: work_latency and dispatch_cost must not be negative")
         if timer_period_ns < 1 or not 0 <= timer_away_ns < timer_period_ns:
             raise ValueError("host: timer_away must be from 0 to below a positive timer_period")
         self.timer_away_ns = int(timer_away_ns)
         self.timer_period_ns = int(timer_period_ns)
         self.work_latency_ns = int(work_latency_ns)     # deferred kernel work (kblockd) waits this long
+        self.dispatch_ns = int(dispatch_ns)             # a dm queue run maps one request per this
         self.steal = float(steal)
         self.steal_period_ns = int(steal_period_ns)
         self.cpus = int(cpus)
@@ -125,7 +133,7 @@ class HostModel:
 
     @property
     def costs(self) -> bool:
-        return bool(self.submit_ns or self.complete_ns or self.steal_ns or self.work_latency_ns)
+        return bool(self.submit_ns or self.complete_ns or self.steal_ns or self.work_latency_ns or self.dispatch_ns)
 
 
 _M64 = (1 << 64) - 1
