@@ -432,3 +432,32 @@ def test_dispatch_cost_maps_one_request_per_cost():
     sim = Simulation(table("round-robin", 1, bio=True), paths, [job(4, ios=4)], engine="python",
                      host=HostModel(1, dispatch_ns=100_000))
     assert sim.run().jobs[0].end_ns == 1 * MS
+
+
+@pytest.mark.parametrize("tags,batch", [(12, 1), (16, 2), (24, 3), (64, 8)])
+@pytest.mark.parametrize("engine", ["python", "compiled"])
+def test_a_task_asleep_for_a_tag_wakes_per_batch_of_freed_tags(tags, batch, engine):
+    # bio-based, one 10 ms path of ``tags`` tags; fio at depth tags + 1, each submission 100 us of CPU:
+    # I/O k reaches the path at k x 0.1 ms and completes at 10 + k x 0.1 ms; the last one finds no tag
+    # and its task sleeps. sbitmap_queue_wake_up wakes it when ``batch`` (an eighth of the depth,
+    # 1 to 8) tags are freed: at 10 + batch x 0.1 ms, done 10 ms later.
+    from mpathlab.sim.blockqueue import sbq_wake_batch
+    assert sbq_wake_batch(tags) == batch
+    paths = [PathModel("A", (8, 0), ServiceTime(10 * MS), parallelism=tags, hw_queue_depth=tags)]
+    sim = Simulation(table("round-robin", 1, bio=True), paths, [job(tags + 1, ios=tags + 1)], engine=engine,
+                     host=HostModel(1, submit_ns=100_000))
+    res = sim.run()
+    assert res.engine == engine and res.jobs[0].end_ns == 20 * MS + batch * 100_000
+
+
+def test_wake_batches_of_the_kernels_bitmaps():
+    from mpathlab.sim.blockqueue import sbq_wake_batch, tag_wake_batch
+    # sbq_calc_wake_batch: depth / 8 over words of 64 bits, halved while four do not fit (24 tags: 4-bit
+    # words, 24 bits, 3); a scheduler's shallow depth of 1 counts one bit per word (mq-deadline, bfq)
+    assert [sbq_wake_batch(d) for d in (1, 4, 8, 15, 16, 24, 40, 63, 64, 1023)] == [1, 1, 1, 1, 2, 3, 5, 7, 8, 8]
+    assert [sbq_wake_batch(d, 1) for d in (8, 64, 256, 2048)] == [1, 1, 1, 4]
+    tagged = PathModel("A", (8, 0), ServiceTime(MS), hw_queue_depth=32)
+    assert tag_wake_batch(tagged) == 4
+    tagged.scheduler = "mq-deadline"            # 64 scheduler tags, the ones a task sleeps for
+    assert tag_wake_batch(tagged) == 1
+    assert tag_wake_batch(PathModel("B", (8, 16), ServiceTime(MS))) == 1

@@ -58,7 +58,6 @@ KNOWN_MISSES = {
     ("6.1", "H20 historical-service-time mq d32"),
     ("6.1", "H22 historical-service-time bio d16"),
     ("6.12", "H13 historical-service-time bio d24"),
-    ("6.12", "H14 historical-service-time bio d32"),
     ("6.12", "H16 historical-service-time bio d24"),
     ("6.12", "H16 historical-service-time mq d24"),
     ("6.12", "H17 historical-service-time bio d48"),

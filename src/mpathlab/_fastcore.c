@@ -247,8 +247,18 @@ typedef struct {
 /* sim/blockqueue.py Hctx: one hardware queue's tags (0 = unlimited / no scheduler) and waiters */
 typedef struct hctx {
     int64_t nr_tags, nr_sched_tags, tags_used, sched_tags_used;
+    int64_t wake_batch, freed_while_waited;     /* Hctx.batch_done: sbitmap_queue_wake_up's batches */
     ring_t dispatch, sleepers;
 } hctx_t;
+
+/* Hctx.batch_done */
+static int hctx_batch_done(hctx_t *q)
+{
+    if (++q->freed_while_waited < q->wake_batch)
+        return 0;
+    q->freed_while_waited -= q->wake_batch;
+    return 1;
+}
 
 typedef struct {
     int64_t bs, iodepth, remaining, stop_ns, startdelay_ns, inflight, submitted, completed, end_ns;
@@ -1776,25 +1786,33 @@ static int blk_complete(sim_t *s, path_t *p, int64_t id)
             q->tags_used++;
             if (start_io_on_path(s, ring_pop(&q->dispatch)) < 0) return -1;
         }
-        if (q->sleepers.len) {
-            int64_t nxt = ring_pop(&q->sleepers);
-            q->sched_tags_used++;
-            if (q->dispatch.len || (q->nr_tags && q->tags_used >= q->nr_tags)) {
-                if (ring_push(&q->dispatch, nxt) < 0) return -1;
-            } else {
-                q->tags_used++;
-                if (start_io_on_path(s, nxt) < 0) return -1;
+        if (q->sleepers.len && hctx_batch_done(q)) {
+            for (int64_t n = q->wake_batch < q->sleepers.len ? q->wake_batch : q->sleepers.len; n > 0; n--) {
+                if (q->nr_sched_tags && q->sched_tags_used >= q->nr_sched_tags)
+                    break;
+                int64_t nxt = ring_pop(&q->sleepers);
+                q->sched_tags_used++;
+                if (q->dispatch.len || (q->nr_tags && q->tags_used >= q->nr_tags)) {
+                    if (ring_push(&q->dispatch, nxt) < 0) return -1;
+                } else {
+                    q->tags_used++;
+                    if (start_io_on_path(s, nxt) < 0) return -1;
+                }
+                if (push_ev(s, s->now, EV_WAKE, nxt) < 0) return -1;
             }
-            return push_ev(s, s->now, EV_WAKE, nxt);
         }
         return 0;
     }
     q->tags_used--;
-    if (q->sleepers.len) {
-        int64_t nxt = ring_pop(&q->sleepers);
-        q->tags_used++;
-        if (start_io_on_path(s, nxt) < 0) return -1;
-        return push_ev(s, s->now, EV_WAKE, nxt);
+    if (q->sleepers.len && hctx_batch_done(q)) {
+        for (int64_t n = q->wake_batch < q->sleepers.len ? q->wake_batch : q->sleepers.len; n > 0; n--) {
+            if (q->nr_tags && q->tags_used >= q->nr_tags)
+                break;
+            int64_t nxt = ring_pop(&q->sleepers);
+            q->tags_used++;
+            if (start_io_on_path(s, nxt) < 0) return -1;
+            if (push_ev(s, s->now, EV_WAKE, nxt) < 0) return -1;
+        }
     }
     return 0;
 }
@@ -3705,6 +3723,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         for (int h = 0; h < p->nhw; h++) {
             p->hw[h].nr_tags = get_i64(pd, "hctx_tags", &err);
             p->hw[h].nr_sched_tags = get_i64(pd, "hctx_sched_tags", &err);
+            p->hw[h].wake_batch = get_i64(pd, "hctx_wake_batch", &err);
         }
         mt_seed_u64(&p->rng, get_u64(pd, "seed", &err));
         p->lat.hist = PyMem_Calloc(NBUCKETS, sizeof(int64_t));

@@ -47,7 +47,13 @@ bio-based (dm.c __map_bio, dm-mpath.c __multipath_map_bio)
     one is freed, and every later I/O of that task waits with it, whichever
     path it would go to.  With a scheduler the task needs a scheduler tag;
     the request then waits in the path queue for a driver tag, dispatched
-    (in order) when one is freed.
+    (in order) when one is freed.  A sleeping task is not woken by the
+    first tag freed: the tags are an sbitmap_queue, whose
+    sbitmap_queue_wake_up (lib/sbitmap.c) counts the tags freed while
+    someone waits and wakes waiters only per ``wake_batch`` of them
+    (sbq_calc_wake_batch: an eighth of the depth, 1 to 8; 3 for 24 tags),
+    so the task sleeps on a deep path until several of its requests are
+    done (tag_wake_batch).
 
 NVMe native multipath (mpathlab.nvme) takes the bio-based way:
 nvme_ns_head_submit_bio picks a path and hands the bio to that path's
@@ -76,10 +82,47 @@ from .boundary import BLK_MQ_RESOURCE_DELAY_NS
 from .scsi import ScsiQueues
 
 
+# include/linux/sbitmap.h
+SBQ_WAIT_QUEUES = 8
+SBQ_WAKE_BATCH = 8
+BITS_PER_LONG_SHIFT = 6
+KYBER_ASYNC_PERCENT = 75
+
+
+def sbq_wake_batch(depth: int, min_shallow_depth: int = 0) -> int:
+    """lib/sbitmap.c sbq_calc_wake_batch for a bitmap of ``depth`` bits whose words are allocated
+    from no deeper than ``min_shallow_depth`` (0: the whole word).  The word size is
+    sbitmap_calculate_shift's: 64 bits, halved while four words would not fit in the depth."""
+    shift = BITS_PER_LONG_SHIFT
+    if depth >= 4:
+        while (4 << shift) > depth:
+            shift -= 1
+    shallow = min(1 << shift, min_shallow_depth) if min_shallow_depth else 1 << shift
+    bits = (depth >> shift) * shallow + min(depth & ((1 << shift) - 1), shallow)
+    return min(max(bits // SBQ_WAIT_QUEUES, 1), SBQ_WAKE_BATCH)
+
+
+def tag_wake_batch(model) -> int:
+    """How many tags of one hardware queue must be freed before a task sleeping for one wakes: of
+    the scheduler tags when the path has a scheduler (mq-deadline and bfq allocate them from a
+    shallow depth of 1, kyber of 75% of a word: sbitmap_queue_min_shallow_depth), else of the
+    driver tags; 1 without a tag limit."""
+    if model.hctx_sched_tags:
+        depth = model.hctx_sched_tags
+        if model.scheduler == "kyber":
+            shift = BITS_PER_LONG_SHIFT
+            while depth >= 4 and (4 << shift) > depth:
+                shift -= 1
+            return sbq_wake_batch(depth, max((1 << shift) * KYBER_ASYNC_PERCENT // 100, 1))
+        return sbq_wake_batch(depth, 1)
+    return sbq_wake_batch(model.hctx_tags) if model.hctx_tags else 1
+
+
 class Hctx:
     """One hardware queue of a path device: its tags and what waits for them."""
 
-    __slots__ = ("nr_tags", "nr_sched_tags", "tags_used", "sched_tags_used", "dispatch", "sleepers")
+    __slots__ = ("nr_tags", "nr_sched_tags", "tags_used", "sched_tags_used", "dispatch", "sleepers",
+                 "wake_batch", "freed_while_waited")
 
     def __init__(self, model):
         self.nr_tags = model.hctx_tags              # 0 = unlimited
@@ -88,6 +131,16 @@ class Hctx:
         self.sched_tags_used = 0
         self.dispatch = deque()     # bio-based: requests holding a scheduler tag, waiting for a driver tag
         self.sleepers = deque()     # bio-based: I/Os whose submitting task sleeps in tag allocation
+        self.wake_batch = tag_wake_batch(model)
+        self.freed_while_waited = 0     # sbitmap_queue's completion_cnt - wakeup_cnt
+
+    def batch_done(self) -> bool:
+        """A tag is freed while a task sleeps for one: whether that completes a wake batch."""
+        self.freed_while_waited += 1
+        if self.freed_while_waited < self.wake_batch:
+            return False
+        self.freed_while_waited -= self.wake_batch
+        return True
 
     def get_tag(self) -> bool:
         if self.nr_tags and self.tags_used >= self.nr_tags:
@@ -261,21 +314,25 @@ class BlockLayer:
             if q.dispatch:                      # the path queue runs: next request gets the driver tag
                 q.tags_used += 1
                 sim._start(q.dispatch.popleft(), dev)
-            if q.sleepers:                      # the sleeping task gets the scheduler tag
-                nxt = q.sleepers.popleft()
-                q.sched_tags_used += 1
-                if q.dispatch or not q.get_tag():
-                    q.dispatch.append(nxt)
-                else:
-                    sim._start(nxt, dev)
-                sim.call_at(sim.now, self._wake, nxt)
+            if q.sleepers and q.batch_done():   # up to a batch of sleeping tasks get scheduler tags
+                for _ in range(min(q.wake_batch, len(q.sleepers))):
+                    if not q.get_sched_tag():
+                        break
+                    nxt = q.sleepers.popleft()
+                    if q.dispatch or not q.get_tag():
+                        q.dispatch.append(nxt)
+                    else:
+                        sim._start(nxt, dev)
+                    sim.call_at(sim.now, self._wake, nxt)
             return
         q.tags_used -= 1
-        if q.sleepers:                          # hand the driver tag to the sleeping task
-            nxt = q.sleepers.popleft()
-            q.tags_used += 1
-            sim._start(nxt, dev)
-            sim.call_at(sim.now, self._wake, nxt)
+        if q.sleepers and q.batch_done():       # up to a batch of sleeping tasks get driver tags
+            for _ in range(min(q.wake_batch, len(q.sleepers))):
+                if not q.get_tag():
+                    break
+                nxt = q.sleepers.popleft()
+                sim._start(nxt, dev)
+                sim.call_at(sim.now, self._wake, nxt)
 
     def drain(self) -> int:
         """I/O held here when a run is cut short (counted as pending), dropped."""

@@ -66,6 +66,7 @@ from .boundary import (EV_ACTIVATED, EV_CALL, EV_DAEMON, EV_DEV_FAIL, EV_DEV_RES
                        EV_MESSAGE, EV_NOPATH_TIMEOUT, EV_REQUEUE, CoreEvent, CoreFault, CoreGroups, RunState,
                        DevRunState, JobRunState, LatState, ScsiCmd, SelPathState, TargetFlags)
 from .arrival import IoGen
+from .blockqueue import tag_wake_batch
 from .devices import Empirical, Exponential, Fault, LogNormal, PathDevice, PathModel, ServiceTime
 from .host import HostModel
 from .scsi import FAULT_STATES, SDEV_DEL, SDEV_RUNNING, ScsiDevice, ScsiHost, ScsiHostModel
@@ -822,6 +823,7 @@ def device_config(sim, d) -> dict:
         "nr_hw_queues": d.model.nr_hw_queues if sim.blk is not None else 1,
         "hctx_tags": d.model.hctx_tags if sim.blk is not None else 0,
         "hctx_sched_tags": d.model.hctx_sched_tags if sim.blk is not None else 0,
+        "hctx_wake_batch": tag_wake_batch(d.model),
         "scsi_host": _scsi_hosts(sim).index(d.scsi.host) if d.scsi is not None else -1,
         "queue_depth": d.model.queue_depth,
     }
