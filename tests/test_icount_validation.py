@@ -45,20 +45,25 @@ def icount_rows():
     return cells, [r for r in validate.compare(cells) if not r["variant"]]
 
 
+def _of_sets(rows, first, last):
+    return [r for r in rows if r["topology"] in ["H%d" % i for i in range(first, last + 1)]]
+
+
 def test_deterministic_lab_guest_is_one_vcpu_with_timers_on_time(icount_rows):
     cells, rows = icount_rows
-    guests = {validate.fit_guest(cells, k, s, m) for k in ("6.1", "6.12")
-              for s in validate.calibration_boots(cells, k) for m in ("bio", "mq")}
-    # 6.1: two boots (one repeat, then two), 6.12: one (three repeats); a guest per boot and mode
-    assert [len(validate.calibration_boots(cells, k)) for k in ("6.1", "6.12")] == [2, 1] and len(guests) == 6
+    boots = {k: validate.calibration_boots(cells, k) for k in ("6.1", "6.12")}
+    guests = {validate.fit_guest(cells, k, s, m) for k in boots for s in boots[k] for m in ("bio", "mq")}
+    # every boot calibrated itself: a guest per boot and mode (6.1's first boots ran one repeat, then two)
+    assert len(boots["6.1"]) >= 3 and len(boots["6.12"]) >= 1 and len(guests) == 2 * sum(map(len, boots.values()))
     for g in guests:
         assert g.cpus == 1 and g.late_ns < 20_000 and 10_000 < g.submit_ns + g.complete_ns < 25_000, g.describe()
+        # request-based dm's dispatch time per request: c0's mq CPU per I/O less its bio one, a few us
+        assert (1_000 < g.dispatch_ns < 5_000) if g.queue_mode == "mq" else g.dispatch_ns == 0, g.describe()
 
 
 def test_deterministic_lab_predicted_from_the_topology(icount_rows):
-    _, rows = icount_rows
+    rows = _of_sets(icount_rows[1], 1, 30)
     assert {r["kernel_series"] for r in rows} == {"6.1", "6.12"}
-    assert all(r["topology"] in ["H%d" % i for i in range(1, 31)] for r in rows)
     assert all(r["n"] >= 3 for r in rows), [(r["kernel_series"], r["cell"], r["n"]) for r in rows if r["n"] < 3]
     for kernel in ("6.1", "6.12"):
         assert len([r for r in rows if r["kernel_series"] == kernel]) == 117
@@ -77,6 +82,26 @@ def test_deterministic_lab_predicted_from_the_topology(icount_rows):
 
 def test_deterministic_lab_iops_within_a_tenth(icount_rows):
     """With the timers on time the prediction's IOPS are fio's: within 10% in more than nine cells of ten."""
-    _, rows = icount_rows
+    rows = icount_rows[1]
     for kernel, ratios in validate.iops_ratios(rows).items():
         assert sum(abs(x - 1) <= 0.1 for x in ratios) > 0.9 * len(ratios), kernel
+
+
+# The fifth held-out set (H31-H40): committed before it ran and before the two model changes above, both
+# committed before its results were read, so this is a prediction of both (docs/validation.md, "The fifth
+# held-out set").  Every miss is listed; a new one fails the test, and so does one that is now predicted.
+KNOWN_MISSES_HELDOUT5 = {
+    ("6.1", "H36 historical-service-time mq d24"),
+    ("6.1", "H40 historical-service-time bio d32"),
+}
+
+
+def test_fifth_held_out_set_predicted(icount_rows):
+    rows = _of_sets(icount_rows[1], 31, 40)
+    kernels = sorted({r["kernel_series"] for r in rows})
+    assert "6.1" in kernels
+    for kernel in kernels:
+        mine = [r for r in rows if r["kernel_series"] == kernel]
+        assert len(mine) == 40 and all(r["n"] >= 3 for r in mine), kernel
+    missed = {(r["kernel_series"], r["cell"]) for r in rows if r["within"] == "no"}
+    assert missed == {m for m in KNOWN_MISSES_HELDOUT5 if m[0] in kernels}, sorted(missed)
