@@ -181,6 +181,11 @@ BATCHES = {
     'traceicount': ([{'trace': 2, 'tag': '-ev'}] + _cells('H27', ['hst'], ['bio'], [48])
                     + _cells('H14', ['hst'], ['bio'], [32]) + _cells('H8', ['hst'], ['mq'], [24])
                     + _cells('H30', ['hst'], ['mq'], [16]) + [{}]),
+    # the deterministic lab's misses after the dispatch time and the wake batches (12-07) traced: H36 mq (1 ms of 4
+    # tags, 2 ms of 16), H40 bio (3 ms of 4 and 12 tags, 9 ms of 12), H22 bio queue-length and HST (two 3 ms paths
+    # of 6 tags, a 9 ms one of 2: queue-length misses too)
+    'traceicount2': ([{'trace': 2, 'tag': '-ev'}] + _cells('H36', ['hst'], ['mq'], [24])
+                     + _cells('H40', ['hst'], ['bio'], [32]) + _cells('H22', ['ql', 'hst'], ['bio'], [16]) + [{}]),
     # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
     # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
     'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
