@@ -1758,6 +1758,28 @@ static int blk_start(sim_t *s, int64_t id, path_t *p)
     return 1;
 }
 
+/* BlockLayer._wake_batch: up to a batch of the tasks asleep on q get their tag and go on */
+static int blk_wake_batch(sim_t *s, hctx_t *q)
+{
+    for (int64_t n = q->wake_batch < q->sleepers.len ? q->wake_batch : q->sleepers.len; n > 0; n--) {
+        if (q->nr_sched_tags ? q->sched_tags_used >= q->nr_sched_tags : (q->nr_tags && q->tags_used >= q->nr_tags))
+            break;
+        int64_t nxt = ring_pop(&q->sleepers);
+        if (q->nr_sched_tags) {
+            q->sched_tags_used++;
+            if (q->dispatch.len || (q->nr_tags && q->tags_used >= q->nr_tags)) {
+                if (ring_push(&q->dispatch, nxt) < 0) return -1;
+                if (push_ev(s, s->now, EV_WAKE, nxt) < 0) return -1;
+                continue;
+            }
+        }
+        q->tags_used++;
+        if (start_io_on_path(s, nxt) < 0) return -1;
+        if (push_ev(s, s->now, EV_WAKE, nxt) < 0) return -1;
+    }
+    return 0;
+}
+
 /* BlockLayer.complete */
 static int blk_complete(sim_t *s, path_t *p, int64_t id)
 {
@@ -1786,34 +1808,11 @@ static int blk_complete(sim_t *s, path_t *p, int64_t id)
             q->tags_used++;
             if (start_io_on_path(s, ring_pop(&q->dispatch)) < 0) return -1;
         }
-        if (q->sleepers.len && hctx_batch_done(q)) {
-            for (int64_t n = q->wake_batch < q->sleepers.len ? q->wake_batch : q->sleepers.len; n > 0; n--) {
-                if (q->nr_sched_tags && q->sched_tags_used >= q->nr_sched_tags)
-                    break;
-                int64_t nxt = ring_pop(&q->sleepers);
-                q->sched_tags_used++;
-                if (q->dispatch.len || (q->nr_tags && q->tags_used >= q->nr_tags)) {
-                    if (ring_push(&q->dispatch, nxt) < 0) return -1;
-                } else {
-                    q->tags_used++;
-                    if (start_io_on_path(s, nxt) < 0) return -1;
-                }
-                if (push_ev(s, s->now, EV_WAKE, nxt) < 0) return -1;
-            }
-        }
-        return 0;
+    } else {
+        q->tags_used--;
     }
-    q->tags_used--;
-    if (q->sleepers.len && hctx_batch_done(q)) {
-        for (int64_t n = q->wake_batch < q->sleepers.len ? q->wake_batch : q->sleepers.len; n > 0; n--) {
-            if (q->nr_tags && q->tags_used >= q->nr_tags)
-                break;
-            int64_t nxt = ring_pop(&q->sleepers);
-            q->tags_used++;
-            if (start_io_on_path(s, nxt) < 0) return -1;
-            if (push_ev(s, s->now, EV_WAKE, nxt) < 0) return -1;
-        }
-    }
+    if (q->sleepers.len && hctx_batch_done(q))
+        return blk_wake_batch(s, q);
     return 0;
 }
 

@@ -314,25 +314,24 @@ class BlockLayer:
             if q.dispatch:                      # the path queue runs: next request gets the driver tag
                 q.tags_used += 1
                 sim._start(q.dispatch.popleft(), dev)
-            if q.sleepers and q.batch_done():   # up to a batch of sleeping tasks get scheduler tags
-                for _ in range(min(q.wake_batch, len(q.sleepers))):
-                    if not q.get_sched_tag():
-                        break
-                    nxt = q.sleepers.popleft()
-                    if q.dispatch or not q.get_tag():
-                        q.dispatch.append(nxt)
-                    else:
-                        sim._start(nxt, dev)
-                    sim.call_at(sim.now, self._wake, nxt)
-            return
-        q.tags_used -= 1
-        if q.sleepers and q.batch_done():       # up to a batch of sleeping tasks get driver tags
-            for _ in range(min(q.wake_batch, len(q.sleepers))):
-                if not q.get_tag():
-                    break
-                nxt = q.sleepers.popleft()
+        else:
+            q.tags_used -= 1
+        if q.sleepers and q.batch_done():
+            self._wake_batch(q, dev)
+
+    def _wake_batch(self, q, dev) -> None:
+        """Up to a batch of the tasks asleep on ``q`` get the tag they sleep for (the scheduler's, then
+        a driver tag or the elevator; else a driver tag) and their I/O goes on."""
+        sim = self.sim
+        for _ in range(min(q.wake_batch, len(q.sleepers))):
+            if not (q.get_sched_tag() if q.nr_sched_tags else q.get_tag()):
+                break
+            nxt = q.sleepers.popleft()
+            if q.nr_sched_tags and (q.dispatch or not q.get_tag()):
+                q.dispatch.append(nxt)
+            else:
                 sim._start(nxt, dev)
-                sim.call_at(sim.now, self._wake, nxt)
+            sim.call_at(sim.now, self._wake, nxt)
 
     def drain(self) -> int:
         """I/O held here when a run is cut short (counted as pending), dropped."""
