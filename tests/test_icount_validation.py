@@ -93,15 +93,29 @@ def test_deterministic_lab_iops_within_a_tenth(icount_rows):
 KNOWN_MISSES_HELDOUT5 = {
     ("6.1", "H36 historical-service-time mq d24"),
     ("6.1", "H40 historical-service-time bio d32"),
+    ("6.12", "H31 historical-service-time mq d16"),
+    # the kernel's three repeats in two modes (the 16-tag path 0.88 once, 0.25 twice), the model in the first
+    ("6.12", "H33 historical-service-time bio d24"),
+    ("6.12", "H36 historical-service-time mq d24"),
+}
+# The sixth (H41-H50): committed before it ran and before any model change after the two above
+KNOWN_MISSES_HELDOUT6 = {
+    ("6.12", "H43 service-time bio d32"),
+    ("6.12", "H43 historical-service-time bio d32"),
+    ("6.12", "H43 historical-service-time mq d32"),
+    ("6.12", "H46 historical-service-time mq d16"),
+    ("6.12", "H50 historical-service-time bio d20"),
 }
 
 
-def test_fifth_held_out_set_predicted(icount_rows):
-    rows = _of_sets(icount_rows[1], 31, 40)
+@pytest.mark.parametrize("first,known,kernels_run", [(31, KNOWN_MISSES_HELDOUT5, ["6.1", "6.12"]),
+                                                     (41, KNOWN_MISSES_HELDOUT6, ["6.12"])])
+def test_held_out_sets_of_the_deterministic_lab_predicted(icount_rows, first, known, kernels_run):
+    rows = _of_sets(icount_rows[1], first, first + 9)
     kernels = sorted({r["kernel_series"] for r in rows})
-    assert "6.1" in kernels
+    assert kernels == kernels_run
     for kernel in kernels:
         mine = [r for r in rows if r["kernel_series"] == kernel]
         assert len(mine) == 40 and all(r["n"] >= 3 for r in mine), kernel
     missed = {(r["kernel_series"], r["cell"]) for r in rows if r["within"] == "no"}
-    assert missed == {m for m in KNOWN_MISSES_HELDOUT5 if m[0] in kernels}, sorted(missed)
+    assert missed == known, sorted(missed)
