@@ -148,6 +148,20 @@ BATCHES = {
                  + _cells('H48', ['st', 'hst'], ['mq', 'bio'], [48])
                  + _cells('H49', ['st', 'hst'], ['mq', 'bio'], [24])
                  + _cells('H50', ['ql', 'hst'], ['mq', 'bio'], [20])),
+    # a seventh, committed before it ran with the model unchanged since the sixth (seven of ten the class): H51
+    # 5 ms, 4 vs 24 tags; H52 1 ms, 3 vs 9; H53 3 ms, 2, 6 and 6; H54 2 ms of 8 tags, 5 ms of 8 and of 2; H55
+    # 6 ms, 16 vs 64; H56 4 ms, 6 tags vs unlimited; H57 1 ms of 2 tags against 3 ms of 12; H58 four 2 ms paths
+    # of 1, 3, 6 and 12 tags; H59 10 ms, 8 vs 20; H60 3 ms, 6 ms and 12 ms of 6, 6 and 24 tags
+    'heldout7': (_cells('H51', ['st', 'hst'], ['mq', 'bio'], [32])
+                 + _cells('H52', ['ql', 'hst'], ['mq', 'bio'], [16])
+                 + _cells('H53', ['st', 'hst'], ['mq', 'bio'], [20])
+                 + _cells('H54', ['ql', 'hst'], ['mq', 'bio'], [24])
+                 + _cells('H55', ['st', 'hst'], ['mq', 'bio'], [64])
+                 + _cells('H56', ['ql', 'hst'], ['mq', 'bio'], [32])
+                 + _cells('H57', ['st', 'hst'], ['mq', 'bio'], [16])
+                 + _cells('H58', ['ql', 'hst'], ['mq', 'bio'], [32])
+                 + _cells('H59', ['st', 'hst'], ['mq', 'bio'], [40])
+                 + _cells('H60', ['ql', 'hst'], ['mq', 'bio'], [40])),
     # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
     # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
     'scsi': (_cells('S1', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [16])
