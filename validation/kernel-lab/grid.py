@@ -45,6 +45,12 @@ def _cells(topo, sels, modes, depths):
     return [(topo, s, m, d) for d in depths for s in sels for m in modes]
 
 
+def _held_out(*rows):
+    """A held-out set's cells: per (topology, selector, depth) that selector and historical-service-time,
+    request-based and bio-based."""
+    return [cell for topo, sel, depth in rows for cell in _cells(topo, [sel, 'hst'], ['mq', 'bio'], [depth])]
+
+
 BATCHES = {
     'smoke': _cells('T4q', ['st'], ['mq', 'bio'], [64]),  # a boot test (--runtime 3); collect leaves it out
     # single path and two paths: the emulation cost; selector irrelevant (rr) with identical paths
@@ -82,86 +88,50 @@ BATCHES = {
     # H7 two latencies, same tags; H8 two shallow fast paths and a deep slow one; H9 same latency, 3 vs 6
     # tags; H10 four paths of three latencies, 8 tags each; H11 two latencies, unlimited tags; H12 two
     # shallow paths of one latency (2 and 6 tags) and a deep slower one
-    'heldout2': (_cells('H7', ['st', 'hst'], ['mq', 'bio'], [32])
-                 + _cells('H8', ['ql', 'hst'], ['mq', 'bio'], [24])
-                 + _cells('H9', ['st', 'hst'], ['mq', 'bio'], [16])
-                 + _cells('H10', ['st', 'hst'], ['mq', 'bio'], [48])
-                 + _cells('H11', ['ql', 'hst'], ['mq', 'bio'], [16])
-                 + _cells('H12', ['st', 'hst'], ['mq', 'bio'], [40])),
+    'heldout2': _held_out(
+        ('H7', 'st', 32), ('H8', 'ql', 24), ('H9', 'st', 16), ('H10', 'st', 48), ('H11', 'ql', 16),
+        ('H12', 'st', 40)),
     # a third held-out set, fixed (and committed) before it ran, with the model frozen at that commit (ten
     # topologies, six of them the same-latency/different-depth class): H13 2 ms, 2 vs 12 tags; H14 8 ms, 4, 4
     # and 16 tags; H15 3 ms, 1 vs 6 tags; H16 a fast path and two slower ones of 8 and 2 tags; H17 four 5 ms
     # paths of 3, 3, 6 and 12 tags; H18 1 ms with 4 tags against 10 ms with 32; H19 6 ms, unlimited vs 4
     # tags; H20 2, 4 and 8 ms, 16 tags each; H21 10 ms, 2 vs 10 tags; H22 two 3 ms paths of 6 tags and a
     # 9 ms one of 2
-    'heldout3': (_cells('H13', ['ql', 'hst'], ['mq', 'bio'], [24])
-                 + _cells('H14', ['st', 'hst'], ['mq', 'bio'], [32])
-                 + _cells('H15', ['st', 'hst'], ['mq', 'bio'], [8])
-                 + _cells('H16', ['ql', 'hst'], ['mq', 'bio'], [24])
-                 + _cells('H17', ['st', 'hst'], ['mq', 'bio'], [48])
-                 + _cells('H18', ['st', 'hst'], ['mq', 'bio'], [40])
-                 + _cells('H19', ['ql', 'hst'], ['mq', 'bio'], [16])
-                 + _cells('H20', ['st', 'hst'], ['mq', 'bio'], [32])
-                 + _cells('H21', ['st', 'hst'], ['mq', 'bio'], [24])
-                 + _cells('H22', ['ql', 'hst'], ['mq', 'bio'], [16])),
+    'heldout3': _held_out(
+        ('H13', 'ql', 24), ('H14', 'st', 32), ('H15', 'st', 8), ('H16', 'ql', 24), ('H17', 'st', 48),
+        ('H18', 'st', 40), ('H19', 'ql', 16), ('H20', 'st', 32), ('H21', 'st', 24), ('H22', 'ql', 16)),
     # a fourth held-out set, fixed (and committed) before it ran, with the model frozen at that commit (eight
     # topologies, four of them the same-latency/different-depth class): H23 1 ms, 4 vs 16 tags; H24 4 ms, 8, 8
     # and 2 tags; H25 3 ms against 12 ms, unlimited tags; H26 two 2 ms paths of 4 tags and two 5 ms of 8; H27
     # 8 ms, 6 vs 24 tags; H28 1 ms with 2 tags against two 3 ms of 8; H29 5 ms, 3 tags vs unlimited; H30 2 ms
     # and two 4 ms paths, 8 tags each
-    'heldout4': (_cells('H23', ['st', 'hst'], ['mq', 'bio'], [32])
-                 + _cells('H24', ['ql', 'hst'], ['mq', 'bio'], [16])
-                 + _cells('H25', ['st', 'hst'], ['mq', 'bio'], [8])
-                 + _cells('H26', ['ql', 'hst'], ['mq', 'bio'], [32])
-                 + _cells('H27', ['st', 'hst'], ['mq', 'bio'], [48])
-                 + _cells('H28', ['st', 'hst'], ['mq', 'bio'], [24])
-                 + _cells('H29', ['ql', 'hst'], ['mq', 'bio'], [12])
-                 + _cells('H30', ['st', 'hst'], ['mq', 'bio'], [16])),
+    'heldout4': _held_out(
+        ('H23', 'st', 32), ('H24', 'ql', 16), ('H25', 'st', 8), ('H26', 'ql', 32), ('H27', 'st', 48),
+        ('H28', 'st', 24), ('H29', 'ql', 12), ('H30', 'st', 16)),
     # a fifth held-out set, fixed (and committed) before it ran and before the request-based dispatch time
     # entered the model, for the deterministic lab (grid.py run --icount); seven of its ten topologies are the
     # same-latency/different-depth class: H31 1 ms, 2 vs 8 tags; H32 4 ms, 3 vs 12; H33 2 ms, 2, 4 and 16;
     # H34 6 ms, 8 tags vs unlimited; H35 3 ms, 5 vs 20; H36 1 ms with 4 tags against 2 ms with 16; H37 four
     # 5 ms paths of 2, 2, 8 and 8 tags; H38 2 ms and 6 ms of 6 tags and 2 ms of 2; H39 10 ms, 1 vs 4 tags;
     # H40 3 ms of 4 and 12 tags and 9 ms of 12
-    'heldout5': (_cells('H31', ['ql', 'hst'], ['mq', 'bio'], [16])
-                 + _cells('H32', ['st', 'hst'], ['mq', 'bio'], [32])
-                 + _cells('H33', ['st', 'hst'], ['mq', 'bio'], [24])
-                 + _cells('H34', ['ql', 'hst'], ['mq', 'bio'], [40])
-                 + _cells('H35', ['st', 'hst'], ['mq', 'bio'], [48])
-                 + _cells('H36', ['st', 'hst'], ['mq', 'bio'], [24])
-                 + _cells('H37', ['ql', 'hst'], ['mq', 'bio'], [32])
-                 + _cells('H38', ['st', 'hst'], ['mq', 'bio'], [16])
-                 + _cells('H39', ['st', 'hst'], ['mq', 'bio'], [8])
-                 + _cells('H40', ['ql', 'hst'], ['mq', 'bio'], [32])),
+    'heldout5': _held_out(
+        ('H31', 'ql', 16), ('H32', 'st', 32), ('H33', 'st', 24), ('H34', 'ql', 40), ('H35', 'st', 48),
+        ('H36', 'st', 24), ('H37', 'ql', 32), ('H38', 'st', 16), ('H39', 'st', 8), ('H40', 'ql', 32)),
     # a sixth held-out set for the deterministic lab, fixed (and committed) before it ran and before any model
     # change after the dispatch time was tried; seven of ten the same-latency/different-depth class: H41 4 ms,
     # 8 vs 32 tags; H42 2 ms, 3, 3 and 24; H43 1 ms of 16 tags, 3 ms of 16 and of 4; H44 7 ms, 12 vs 48; H45
     # 5 ms, 10 tags vs unlimited; H46 2 ms of 2 tags against 4 ms of 24; H47 four 3 ms paths of 4, 8, 16 and
     # 16 tags; H48 two 6 ms paths and a 12 ms one, 16 tags each; H49 1 ms, 6 vs 20; H50 8 ms, 2, 10 and 10
-    'heldout6': (_cells('H41', ['st', 'hst'], ['mq', 'bio'], [40])
-                 + _cells('H42', ['ql', 'hst'], ['mq', 'bio'], [24])
-                 + _cells('H43', ['st', 'hst'], ['mq', 'bio'], [32])
-                 + _cells('H44', ['ql', 'hst'], ['mq', 'bio'], [64])
-                 + _cells('H45', ['st', 'hst'], ['mq', 'bio'], [24])
-                 + _cells('H46', ['st', 'hst'], ['mq', 'bio'], [16])
-                 + _cells('H47', ['ql', 'hst'], ['mq', 'bio'], [40])
-                 + _cells('H48', ['st', 'hst'], ['mq', 'bio'], [48])
-                 + _cells('H49', ['st', 'hst'], ['mq', 'bio'], [24])
-                 + _cells('H50', ['ql', 'hst'], ['mq', 'bio'], [20])),
+    'heldout6': _held_out(
+        ('H41', 'st', 40), ('H42', 'ql', 24), ('H43', 'st', 32), ('H44', 'ql', 64), ('H45', 'st', 24),
+        ('H46', 'st', 16), ('H47', 'ql', 40), ('H48', 'st', 48), ('H49', 'st', 24), ('H50', 'ql', 20)),
     # a seventh, committed before it ran with the model unchanged since the sixth (seven of ten the class): H51
     # 5 ms, 4 vs 24 tags; H52 1 ms, 3 vs 9; H53 3 ms, 2, 6 and 6; H54 2 ms of 8 tags, 5 ms of 8 and of 2; H55
     # 6 ms, 16 vs 64; H56 4 ms, 6 tags vs unlimited; H57 1 ms of 2 tags against 3 ms of 12; H58 four 2 ms paths
     # of 1, 3, 6 and 12 tags; H59 10 ms, 8 vs 20; H60 3 ms, 6 ms and 12 ms of 6, 6 and 24 tags
-    'heldout7': (_cells('H51', ['st', 'hst'], ['mq', 'bio'], [32])
-                 + _cells('H52', ['ql', 'hst'], ['mq', 'bio'], [16])
-                 + _cells('H53', ['st', 'hst'], ['mq', 'bio'], [20])
-                 + _cells('H54', ['ql', 'hst'], ['mq', 'bio'], [24])
-                 + _cells('H55', ['st', 'hst'], ['mq', 'bio'], [64])
-                 + _cells('H56', ['ql', 'hst'], ['mq', 'bio'], [32])
-                 + _cells('H57', ['st', 'hst'], ['mq', 'bio'], [16])
-                 + _cells('H58', ['ql', 'hst'], ['mq', 'bio'], [32])
-                 + _cells('H59', ['st', 'hst'], ['mq', 'bio'], [40])
-                 + _cells('H60', ['ql', 'hst'], ['mq', 'bio'], [40])),
+    'heldout7': _held_out(
+        ('H51', 'st', 32), ('H52', 'ql', 16), ('H53', 'st', 20), ('H54', 'ql', 24), ('H55', 'st', 64),
+        ('H56', 'ql', 32), ('H57', 'st', 16), ('H58', 'ql', 32), ('H59', 'st', 40), ('H60', 'ql', 40)),
     # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
     # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
     'scsi': (_cells('S1', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [16])
