@@ -120,12 +120,18 @@ KNOWN_MISSES_HELDOUT7 = {
     ("6.1", "H54 historical-service-time mq d24"),
     ("6.1", "H57 historical-service-time mq d16"),
     ("6.1", "H58 historical-service-time bio d32"),
+    ("6.12", "H53 historical-service-time bio d20"),
+    ("6.12", "H56 historical-service-time bio d32"),
+    ("6.12", "H57 historical-service-time mq d16"),
+    ("6.12", "H58 historical-service-time bio d32"),
+    ("6.12", "H59 historical-service-time bio d40"),
+    ("6.12", "H60 historical-service-time bio d40"),
 }
 
 
 @pytest.mark.parametrize("first,known,kernels_run", [(31, KNOWN_MISSES_HELDOUT5, ["6.1", "6.12"]),
                                                      (41, KNOWN_MISSES_HELDOUT6, ["6.1", "6.12"]),
-                                                     (51, KNOWN_MISSES_HELDOUT7, ["6.1"])])
+                                                     (51, KNOWN_MISSES_HELDOUT7, ["6.1", "6.12"])])
 def test_held_out_sets_of_the_deterministic_lab_predicted(icount_rows, first, known, kernels_run):
     rows = _of_sets(icount_rows[1], first, first + 9)
     kernels = sorted({r["kernel_series"] for r in rows})
