@@ -1765,16 +1765,14 @@ static int blk_wake_batch(sim_t *s, hctx_t *q)
         if (q->nr_sched_tags ? q->sched_tags_used >= q->nr_sched_tags : (q->nr_tags && q->tags_used >= q->nr_tags))
             break;
         int64_t nxt = ring_pop(&q->sleepers);
-        if (q->nr_sched_tags) {
+        if (q->nr_sched_tags)
             q->sched_tags_used++;
-            if (q->dispatch.len || (q->nr_tags && q->tags_used >= q->nr_tags)) {
-                if (ring_push(&q->dispatch, nxt) < 0) return -1;
-                if (push_ev(s, s->now, EV_WAKE, nxt) < 0) return -1;
-                continue;
-            }
+        if (q->nr_sched_tags && (q->dispatch.len || (q->nr_tags && q->tags_used >= q->nr_tags))) {
+            if (ring_push(&q->dispatch, nxt) < 0) return -1;
+        } else {
+            q->tags_used++;
+            if (start_io_on_path(s, nxt) < 0) return -1;
         }
-        q->tags_used++;
-        if (start_io_on_path(s, nxt) < 0) return -1;
         if (push_ev(s, s->now, EV_WAKE, nxt) < 0) return -1;
     }
     return 0;

@@ -89,14 +89,20 @@ BITS_PER_LONG_SHIFT = 6
 KYBER_ASYNC_PERCENT = 75
 
 
-def sbq_wake_batch(depth: int, min_shallow_depth: int = 0) -> int:
-    """lib/sbitmap.c sbq_calc_wake_batch for a bitmap of ``depth`` bits whose words are allocated
-    from no deeper than ``min_shallow_depth`` (0: the whole word).  The word size is
-    sbitmap_calculate_shift's: 64 bits, halved while four words would not fit in the depth."""
+def sbitmap_shift(depth: int) -> int:
+    """include/linux/sbitmap.h sbitmap_calculate_shift: log2 of a word's bits, 64 halved while four
+    words would not fit in ``depth`` (from a depth of 4)."""
     shift = BITS_PER_LONG_SHIFT
     if depth >= 4:
         while (4 << shift) > depth:
             shift -= 1
+    return shift
+
+
+def sbq_wake_batch(depth: int, min_shallow_depth: int = 0) -> int:
+    """lib/sbitmap.c sbq_calc_wake_batch for a bitmap of ``depth`` bits whose words are allocated
+    from no deeper than ``min_shallow_depth`` (0: the whole word)."""
+    shift = sbitmap_shift(depth)
     shallow = min(1 << shift, min_shallow_depth) if min_shallow_depth else 1 << shift
     bits = (depth >> shift) * shallow + min(depth & ((1 << shift) - 1), shallow)
     return min(max(bits // SBQ_WAIT_QUEUES, 1), SBQ_WAKE_BATCH)
@@ -110,12 +116,14 @@ def tag_wake_batch(model) -> int:
     if model.hctx_sched_tags:
         depth = model.hctx_sched_tags
         if model.scheduler == "kyber":
-            shift = BITS_PER_LONG_SHIFT
-            while depth >= 4 and (4 << shift) > depth:
-                shift -= 1
-            return sbq_wake_batch(depth, max((1 << shift) * KYBER_ASYNC_PERCENT // 100, 1))
+            return sbq_wake_batch(depth, max((1 << sbitmap_shift(depth)) * KYBER_ASYNC_PERCENT // 100, 1))
         return sbq_wake_batch(depth, 1)
     return sbq_wake_batch(model.hctx_tags) if model.hctx_tags else 1
+
+
+def request_based(mp) -> bool:
+    """The target maps requests from a dm queue of its own (dm-rq), not bios (bio-based dm, NVMe)."""
+    return mp.queue_mode not in ("bio", "nvme")
 
 
 class Hctx:
@@ -164,7 +172,7 @@ class BlockLayer:
         self.sim = sim
         # NVMe multipath is bio-based too: nvme_ns_head_submit_bio picks the path and resubmits the bio
         # to that path's queue from the submitting task (mpathlab.nvme)
-        self.rq = sim.mp.queue_mode not in ("bio", "nvme")
+        self.rq = request_based(sim.mp)
         self.queues = {d: [Hctx(d.model) for _ in range(d.model.nr_hw_queues)] for d in sim.devices}
         # the dm device's hardware queue (request-based)
         self.waiting = deque()      # dm requests not yet mapped (elevator + hctx->dispatch)

@@ -19,7 +19,7 @@ from ..target.multipath import DH_OK
 from ..timing import TimeBase
 from ..workload.fio import JobSpec
 from .arrival import with_default_size_cost
-from .blockqueue import BlockLayer
+from .blockqueue import BlockLayer, request_based
 from .devices import PathModel
 from .host import Host, HostModel
 from .iopath import REQUEUE_DELAY_NS, SimIO  # noqa: F401  (the engine's names, as before the split)
@@ -136,8 +136,7 @@ class Simulation(JobRules):
         else:
             self.host = Host(self, HostModel(cpus=nr_cpus)) if burners else None
         # (a dispatch cost needs the request-based dm queue even when no path runs out of tags)
-        dm_queue_costs = (self.host is not None and self.host.model.dispatch_ns
-                          and self.mp.queue_mode not in ("bio", "nvme"))
+        dm_queue_costs = self.host is not None and self.host.model.dispatch_ns and request_based(self.mp)
         self.blk = (BlockLayer(self) if dm_queue_costs or any(d.model.nr_tags or d.model.nr_sched_tags
                                                                or d.model.is_scsi for d in self.devices) else None)
         # a job without size= covers the whole device: the table's length (another stack's target may say
