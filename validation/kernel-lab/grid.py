@@ -132,6 +132,13 @@ BATCHES = {
     'heldout7': _held_out(
         ('H51', 'st', 32), ('H52', 'ql', 16), ('H53', 'st', 20), ('H54', 'ql', 24), ('H55', 'st', 64),
         ('H56', 'ql', 32), ('H57', 'st', 16), ('H58', 'ql', 32), ('H59', 'st', 40), ('H60', 'ql', 40)),
+    # an eighth, committed before it ran and before any model change after the seventh (seven of ten the class):
+    # H61 2 ms, 4 vs 16 tags; H62 5 ms, 2 vs 6; H63 1 ms, 8, 8 and 32; H64 3 ms of 4 tags against 6 ms of 16;
+    # H65 4 ms, 3, 12 and unlimited; H66 7 ms, 1 vs 8; H67 2 ms and two 4 ms paths, 8 tags each; H68 four 4 ms
+    # paths of 2, 4, 8 and 16 tags; H69 8 ms, 12 vs 32; H70 1 ms of 6 tags, 2 ms of 6 and of 2
+    'heldout8': _held_out(
+        ('H61', 'st', 32), ('H62', 'ql', 16), ('H63', 'st', 48), ('H64', 'st', 24), ('H65', 'ql', 32),
+        ('H66', 'st', 16), ('H67', 'ql', 20), ('H68', 'st', 40), ('H69', 'ql', 48), ('H70', 'st', 24)),
     # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
     # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
     'scsi': (_cells('S1', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [16])
