@@ -139,6 +139,14 @@ BATCHES = {
     'heldout8': _held_out(
         ('H61', 'st', 32), ('H62', 'ql', 16), ('H63', 'st', 48), ('H64', 'st', 24), ('H65', 'ql', 32),
         ('H66', 'st', 16), ('H67', 'ql', 20), ('H68', 'st', 40), ('H69', 'ql', 48), ('H70', 'st', 24)),
+    # three more repeats of every held-out cell (H1-H60) whose three repeats spread (a path's share with a
+    # standard deviation above 0.05) on either kernel: chosen from the kernel's repeats alone, not the model's
+    # misses; all historical-service-time, most bio-based
+    'spread': [(topo, 'hst', mode, depth) for topo, mode, depth in (
+        ('H2', 'bio', 48), ('H3', 'bio', 16), ('H20', 'bio', 32), ('H23', 'bio', 32), ('H24', 'bio', 16),
+        ('H24', 'mq', 16), ('H30', 'mq', 16), ('H33', 'bio', 24), ('H37', 'bio', 32), ('H43', 'bio', 32),
+        ('H47', 'bio', 40), ('H48', 'bio', 48), ('H50', 'bio', 20), ('H53', 'bio', 20), ('H58', 'bio', 32),
+        ('H60', 'bio', 40))],
     # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
     # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
     'scsi': (_cells('S1', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [16])
