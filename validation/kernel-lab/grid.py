@@ -185,6 +185,11 @@ BATCHES = {
     # of 6 tags, a 9 ms one of 2: queue-length misses too)
     'traceicount2': ([{'trace': 2, 'tag': '-ev'}] + _cells('H36', ['hst'], ['mq'], [24])
                      + _cells('H40', ['hst'], ['bio'], [32]) + _cells('H22', ['ql', 'hst'], ['bio'], [16]) + [{}]),
+    # bio-based misses that the kernel repeats (12-07): H43 service-time and HST (1 ms of 16 tags, 3 ms of 16 and of
+    # 4), H50 HST (8 ms, 2, 10 and 10 tags: the kernel loads one of the two 10-tag paths), H58 HST (four 2 ms paths
+    # of 1, 3, 6 and 12 tags)
+    'traceicount3': ([{'trace': 2, 'tag': '-ev'}] + _cells('H43', ['st', 'hst'], ['bio'], [32])
+                     + _cells('H50', ['hst'], ['bio'], [20]) + _cells('H58', ['hst'], ['bio'], [32]) + [{}]),
     # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
     # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
     'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
