@@ -147,6 +147,9 @@ BATCHES = {
         ('H24', 'mq', 16), ('H30', 'mq', 16), ('H33', 'bio', 24), ('H37', 'bio', 32), ('H43', 'bio', 32),
         ('H47', 'bio', 40), ('H48', 'bio', 48), ('H50', 'bio', 20), ('H53', 'bio', 20), ('H58', 'bio', 32),
         ('H60', 'bio', 40))],
+    # the same for the eighth held-out set (H61-H70), by the same rule, after both kernels had run it
+    'spread8': [(topo, 'hst', mode, depth) for topo, mode, depth in (
+        ('H65', 'bio', 32), ('H66', 'bio', 16), ('H67', 'mq', 20), ('H68', 'bio', 40), ('H70', 'bio', 24))],
     # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
     # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
     'scsi': (_cells('S1', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [16])
