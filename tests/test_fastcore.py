@@ -163,7 +163,7 @@ def test_same_results_with_steal(mode, selector):
 
 @pytest.mark.parametrize("mode", ["rq", "bio"])
 @pytest.mark.parametrize("selector", ["round-robin", "queue-length", "historical-service-time"])
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1, 2, 2 ** 64 - 1])     # the top of --seed's range reaches the core too
 def test_same_results_with_timers_firing_late_together(mode, selector, seed):
     """HostModel.timer_fires (completions due while the timers' vCPU is away fire when it is back),
     with tags, schedulers, CPU costs and steal: the same run from both engines, seed by seed."""

@@ -100,6 +100,9 @@ def _doc(**mp):
     (lambda d: d["paths"]["sda"].update(faults=[{"at": "1s"}]), "needs at and action"),
     (lambda d: d["paths"]["sda"].update(faults=[{"at": "1s", "action": "explode"}]), "faults[0].action must be one of"),
     (lambda d: d.update(extra={}), "unknown section(s) extra"),
+    # the compiled core takes a seed of 64 bits, as --seed does
+    (lambda d: d["multipath"].update(seed=2 ** 64), "seed must be an integer from 0 to 18446744073709551615"),
+    (lambda d: d["multipath"].update(seed=-1), "seed must be an integer from 0 to"),
 ])
 def test_topology_errors(mutate, msg):
     d = _doc()

@@ -434,7 +434,8 @@ typedef struct {
     int host, ncpus;
     cpu_t *cpus;
     int64_t submit_ns_cost, complete_ns_cost, wake_ns_cost, steal_ns, steal_period_ns;
-    int64_t timer_away_ns, timer_period_ns, timer_seed;   /* HostModel.timer_fires */
+    int64_t timer_away_ns, timer_period_ns;             /* HostModel.timer_fires */
+    uint64_t timer_seed;
     /* faults (Simulation._fault): fail, reinstate (its message goes to the target) and slow; obj of
        EV_FAULT indexes these */
     int nfaults;
@@ -3533,7 +3534,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.steal_period_ns = get_i64(cfg, "steal_period", &err);
     s.timer_away_ns = get_i64(cfg, "timer_away", &err);
     s.timer_period_ns = get_i64(cfg, "timer_period", &err);
-    s.timer_seed = get_i64(cfg, "timer_seed", &err);
+    s.timer_seed = get_u64(cfg, "timer_seed", &err);
     s.work_latency = get_i64(cfg, "work_latency", &err);
     s.dispatch_cost = get_i64(cfg, "dispatch_cost", &err);
     s.progress = PyDict_GetItemString(cfg, "progress");

@@ -305,8 +305,8 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
         if key in mp and not isinstance(mp[key], bool):
             raise TopologyError("%s: [multipath] %s must be true or false" % (src, key))
     seed = mp.get("seed", 1)
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TopologyError("%s: [multipath] seed must be an integer" % src)
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2 ** 64:
+        raise TopologyError("%s: [multipath] seed must be an integer from 0 to %d (as --seed)" % (src, 2 ** 64 - 1))
     kernel = mp.get("kernel")
     if kernel is not None and not isinstance(kernel, str):
         # kernel = 5.10 in TOML is the number 5.1: refuse rather than guess.

@@ -864,7 +864,7 @@ def run_config(sim) -> dict:
         "dispatch_cost": host.dispatch_ns if host is not None else 0,
         "timer_away": host.timer_away_ns if host is not None else 0,
         "timer_period": host.timer_period_ns if host is not None else 1,
-        "timer_seed": sim.seed,
+        "timer_seed": sim.seed & 0xFFFF_FFFF_FFFF_FFFF,    # HostModel.timer_fires uses the seed's low 64 bits
         "record_done": int(sim.result.done_at is not None),
         "scsi_can_queue": [h.model.can_queue for h in _scsi_hosts(sim)],
     }
