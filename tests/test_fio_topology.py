@@ -128,3 +128,18 @@ def test_rewrite_selector_keeps_features_and_paths():
         "historical-service-time 2 972 2 1 0 8:16")
     assert rewrite_selector(line, "dm-ps-io-affinity") == (
         "0 100 multipath 1 queue_if_no_path 0 2 1 io-affinity 0 1 1 8:0 1 io-affinity 0 1 1 8:16 2")
+
+
+@pytest.mark.parametrize("text,msg", [
+    ("1,18446744073709551616", "--seeds: 18446744073709551616 is outside 0..18446744073709551615"),
+    ("-1", "--seeds: -1 is outside 0..18446744073709551615"),
+    ("1,x", "--seeds: cannot read '1,x' as a comma-separated list"),
+    (" , ", "--seeds: empty list"),
+])
+def test_seed_lists_take_the_range_of_seed(text, msg):
+    """sweep, report and hosts read --seeds alike, in --seed's range (the compiled core takes 64 bits)."""
+    from mpathlab.inputs import InputError, seed_list
+    with pytest.raises(InputError) as ei:
+        seed_list(text)
+    assert str(ei.value) == msg
+    assert seed_list("0, 18446744073709551615") == [0, 2 ** 64 - 1]

@@ -28,7 +28,7 @@ import time
 from typing import List, Optional
 
 from . import __version__
-from .inputs import InputError, arg_int
+from .inputs import SEED_MAX, InputError, arg_int, csv_list, seed_list
 
 EXIT_USAGE = 2
 EXIT_INPUT = 3
@@ -339,20 +339,10 @@ def cmd_live(args) -> int:
     return 0
 
 
-def _csv_list(text: str, what: str, conv=str):
-    try:
-        vals = [conv(v.strip()) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise InputError("%s: cannot read %r as a comma-separated list" % (what, text)) from None
-    if not vals:
-        raise InputError("%s: empty list" % what)
-    return vals
-
-
 def cmd_sweep(args) -> int:
     from .sweep import parse_set, run_sweep, write_rows
 
-    sels = _csv_list(args.selectors, "--selectors")
+    sels = csv_list(args.selectors, "--selectors")
     for name in sels:
         _check_selector_arg(name, "--selectors")
     if args.workers is not None and args.workers < 1:
@@ -361,15 +351,15 @@ def cmd_sweep(args) -> int:
     if args.kernels:
         # profile names stay strings ("5.10" is not the number 5.1)
         from .profiles import get_profile
-        kernels = _csv_list(args.kernels, "--kernels")
+        kernels = csv_list(args.kernels, "--kernels")
         for k in kernels:
             get_profile(k)
         sets.append(("multipath.kernel", kernels))
     prog = Progress(_progress_enabled(args))
     try:
         rows = run_sweep(args.topology, args.job, selectors=sels,
-                         iodepths=_csv_list(args.iodepths, "--iodepths", int),
-                         seeds=_csv_list(args.seeds, "--seeds", int), sets=sets,
+                         iodepths=csv_list(args.iodepths, "--iodepths", int),
+                         seeds=seed_list(args.seeds), sets=sets,
                          scheduler=args.scheduler, workers=args.workers,
                          progress=lambda f: prog("sweep", f))
     finally:
@@ -401,10 +391,10 @@ def cmd_report(args) -> int:
         jobs = load_fio(args.job)
         prog = Progress(_progress_enabled(args))
         results = {}
-        sels = _csv_list(args.selectors, "--selectors")
+        sels = csv_list(args.selectors, "--selectors")
         _check_report_selectors(sels, topo)
         tail_rows = []
-        seeds = _csv_list(args.seeds, "--seeds", int) if args.seeds else []
+        seeds = seed_list(args.seeds) if args.seeds else []
         try:
             for sel in sels:
                 results[sel] = run_simulation(topo, jobs, selector=sel, seed=args.seed,
@@ -693,8 +683,8 @@ PROGRESS = _parent((("--progress",), dict(action="store_true",
 KERNEL_HELP = "kernel profile: 5.8, 5.15, 6.1, 6.12, current or X.Y (default: %s)"
 KERNEL = _parent((("--kernel",), dict(help=KERNEL_HELP % "current")))
 KERNEL_OF_TOPOLOGY = _parent((("--kernel",), dict(help=KERNEL_HELP % "the topology's kernel, else current")))
-SEED_OF_TOPOLOGY = _parent((("--seed",), dict(type=arg_int(0, 2 ** 64 - 1), help="random seed (default: the topology's)")))
-SEED_1 = _parent((("--seed",), dict(type=arg_int(0, 2 ** 64 - 1), default=1, help="random seed (default: %(default)s)")))
+SEED_OF_TOPOLOGY = _parent((("--seed",), dict(type=arg_int(0, SEED_MAX), help="random seed (default: the topology's)")))
+SEED_1 = _parent((("--seed",), dict(type=arg_int(0, SEED_MAX), default=1, help="random seed (default: %(default)s)")))
 
 
 def _json(what: str) -> argparse.ArgumentParser:
@@ -768,7 +758,7 @@ def build_parser() -> argparse.ArgumentParser:
                         parents=[_json("the columns as JSON (default: a table)"), PROGRESS])
     rp.add_argument("name", nargs="?", help="scenario name or 'all' (default: hst-2020-depth1); see --list")
     rp.add_argument("--list", action="store_true", help="list the shipped scenarios")
-    rp.add_argument("--seed", type=arg_int(0, 2 ** 64 - 1), help="override the scenario's random seed (default: the scenario's)")
+    rp.add_argument("--seed", type=arg_int(0, SEED_MAX), help="override the scenario's random seed (default: the scenario's)")
     rp.set_defaults(func=cmd_reproduce)
 
     lv = sub.add_parser("live", help="drive real I/O to files or block devices through a selector",
@@ -790,7 +780,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="request-based or bio-based target (default: %(default)s)")
     lv.add_argument("--allow-device-writes", action="store_true",
                     help="allow a job with writes on a block device (destroys its data; default: off)")
-    lv.add_argument("--seed", type=arg_int(0, 2 ** 64 - 1), default=1, help="random seed of the offsets (default: %(default)s)")
+    lv.add_argument("--seed", type=arg_int(0, SEED_MAX), default=1, help="random seed of the offsets (default: %(default)s)")
     lv.add_argument("--keep-files", action="store_true",
                     help="keep the files the run created (default: remove them; existing files always stay)")
     lv.set_defaults(func=cmd_live)
@@ -827,7 +817,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--sweep", metavar="TABLE",
                      help="report on a table written by mpathlab sweep instead (.csv, or .parquet with pyarrow; "
                           "default: none)")
-    rep.add_argument("--seed", type=arg_int(0, 2 ** 64 - 1), help="random seed of every run (default: the topology's)")
+    rep.add_argument("--seed", type=arg_int(0, SEED_MAX), help="random seed of every run (default: the topology's)")
     rep.add_argument("--seeds", metavar="A,B,...", help="also run every selector once per seed and report "
                      "p50/p99/p99.9/p99.99 with 95%% t-intervals over the seeds (default: none)")
     rep.add_argument("--title", help="page title (default: the files, or what the sweep varied)")

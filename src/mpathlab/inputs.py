@@ -312,6 +312,29 @@ def arg_int(lo: int, hi: int):
     return parse
 
 
+SEED_MAX = 2 ** 64 - 1      # the compiled core seeds its generators from 64 bits
+
+
+def csv_list(text: str, what: str, conv=str) -> list:
+    """A non-empty comma-separated option value, each item converted by ``conv``."""
+    try:
+        vals = [conv(v.strip()) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise InputError("%s: cannot read %r as a comma-separated list" % (what, text)) from None
+    if not vals:
+        raise InputError("%s: empty list" % what)
+    return vals
+
+
+def seed_list(text: str, option: str = "--seeds") -> List[int]:
+    """A comma-separated list of seeds, each a whole number in 0..SEED_MAX (the range --seed takes)."""
+    seeds = csv_list(text, option, int)
+    for v in seeds:
+        if not 0 <= v <= SEED_MAX:
+            raise InputError("%s: %d is outside 0..%d" % (option, v, SEED_MAX))
+    return seeds
+
+
 def c_atoi(s: str) -> int:
     """glibc's ``atoi``: ``(int) strtol(s, NULL, 10)``.  Leading C whitespace, an optional sign, ASCII
     digits only; strtol saturates at LONG_MIN/LONG_MAX (64-bit), and the cast to int keeps the low 32

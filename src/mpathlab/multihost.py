@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 from typing import List, Optional
 
+from .inputs import seed_list
 from .units import UnitError, parse_duration_ns
 from .topology import Topology, TopologyError, reject_unknown_keys, topology_from_dict
 from .sim.hosts import MultiHostResult, MultiHostSimulation
@@ -154,12 +155,7 @@ def cmd_hosts(args, progress=None) -> int:
     for s in sels:
         if lookup(parse_selector_spec(s)[0]) is None:
             raise TopologyError("unknown path selector %r" % s)
-    try:
-        seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
-    except ValueError:
-        raise TopologyError("--seeds: cannot read %r as comma-separated whole numbers" % args.seeds) from None
-    if not seeds:
-        raise TopologyError("--seeds: empty list")
+    seeds = seed_list(args.seeds)
     rows = []
     _say("%s: %d hosts, ports %s; every host runs %s" % (os.path.basename(args.topology), cfg.count,
                                                          ", ".join(p.name for p in topo.paths), os.path.basename(args.job)))

@@ -75,6 +75,7 @@ from .target import TargetError, construct, mapping_resolver, split_table_line
 from .timing import VALID_HZ
 from .units import UnitError, parse_duration_ns
 from .inputs import TopologyError  # noqa: F401  (lives in inputs so the NVMe reader can raise it too)
+from .inputs import SEED_MAX
 
 
 def reject_unknown_keys(table: dict, allowed, src: str, section: str) -> None:
@@ -305,8 +306,8 @@ def _topology_from_dict(doc: dict, source: str, base_dir: str) -> Topology:
         if key in mp and not isinstance(mp[key], bool):
             raise TopologyError("%s: [multipath] %s must be true or false" % (src, key))
     seed = mp.get("seed", 1)
-    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2 ** 64:
-        raise TopologyError("%s: [multipath] seed must be an integer from 0 to %d (as --seed)" % (src, 2 ** 64 - 1))
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= SEED_MAX:
+        raise TopologyError("%s: [multipath] seed must be an integer from 0 to %d (as --seed)" % (src, SEED_MAX))
     kernel = mp.get("kernel")
     if kernel is not None and not isinstance(kernel, str):
         # kernel = 5.10 in TOML is the number 5.1: refuse rather than guess.
