@@ -193,7 +193,7 @@ BATCHES = {
     # of 1, 3, 6 and 12 tags)
     'traceicount3': ([{'trace': 2, 'tag': '-ev'}] + _cells('H43', ['st', 'hst'], ['bio'], [32])
                      + _cells('H50', ['hst'], ['bio'], [20]) + _cells('H58', ['hst'], ['bio'], [32]) + [{}]),
-    # the eighth set's H70 bio HST, where 6.12's repeats (1 ms path 0.50) differ from 6.1's (0.95), and H61 bio
+    # the eighth set's H70 bio HST, where 6.12's first boot (1 ms path 0.50) differed from 6.1's (0.95), and H61 bio
     # HST (2 ms, 4 and 16 tags), a miss of the class on both kernels: run on each kernel
     'traceicount4': ([{'trace': 2, 'tag': '-ev'}] + _cells('H70', ['hst'], ['bio'], [24])
                      + _cells('H61', ['hst'], ['bio'], [32]) + [{}]),
