@@ -142,4 +142,8 @@ def test_seed_lists_take_the_range_of_seed(text, msg):
     with pytest.raises(InputError) as ei:
         seed_list(text)
     assert str(ei.value) == msg
+
+
+def test_seed_lists_take_both_ends_of_the_range():
+    from mpathlab.inputs import seed_list
     assert seed_list("0, 18446744073709551615") == [0, 2 ** 64 - 1]

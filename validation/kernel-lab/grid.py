@@ -51,6 +51,11 @@ def _held_out(*rows):
     return [cell for topo, sel, depth in rows for cell in _cells(topo, [sel, 'hst'], ['mq', 'bio'], [depth])]
 
 
+def _hst_cells(*rows):
+    """Historical-service-time cells, one per (topology, queue mode, depth)."""
+    return [cell for topo, mode, depth in rows for cell in _cells(topo, ['hst'], [mode], [depth])]
+
+
 BATCHES = {
     'smoke': _cells('T4q', ['st'], ['mq', 'bio'], [64]),  # a boot test (--runtime 3); collect leaves it out
     # single path and two paths: the emulation cost; selector irrelevant (rr) with identical paths
@@ -142,14 +147,14 @@ BATCHES = {
     # three more repeats of every held-out cell (H1-H60) whose three repeats spread (a path's share with a
     # standard deviation above 0.05) on either kernel: chosen from the kernel's repeats alone, not the model's
     # misses; all historical-service-time, most bio-based
-    'spread': [(topo, 'hst', mode, depth) for topo, mode, depth in (
+    'spread': _hst_cells(
         ('H2', 'bio', 48), ('H3', 'bio', 16), ('H20', 'bio', 32), ('H23', 'bio', 32), ('H24', 'bio', 16),
         ('H24', 'mq', 16), ('H30', 'mq', 16), ('H33', 'bio', 24), ('H37', 'bio', 32), ('H43', 'bio', 32),
         ('H47', 'bio', 40), ('H48', 'bio', 48), ('H50', 'bio', 20), ('H53', 'bio', 20), ('H58', 'bio', 32),
-        ('H60', 'bio', 40))],
+        ('H60', 'bio', 40)),
     # the same for the eighth held-out set (H61-H70), by the same rule, after both kernels had run it
-    'spread8': [(topo, 'hst', mode, depth) for topo, mode, depth in (
-        ('H65', 'bio', 32), ('H66', 'bio', 16), ('H67', 'mq', 20), ('H68', 'bio', 40), ('H70', 'bio', 24))],
+    'spread8': _hst_cells(
+        ('H65', 'bio', 32), ('H66', 'bio', 16), ('H67', 'mq', 20), ('H68', 'bio', 40), ('H70', 'bio', 24)),
     # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
     # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
     'scsi': (_cells('S1', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [16])
