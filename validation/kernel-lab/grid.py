@@ -144,6 +144,14 @@ BATCHES = {
     'heldout8': _held_out(
         ('H61', 'st', 32), ('H62', 'ql', 16), ('H63', 'st', 48), ('H64', 'st', 24), ('H65', 'ql', 32),
         ('H66', 'st', 16), ('H67', 'ql', 20), ('H68', 'st', 40), ('H69', 'ql', 48), ('H70', 'st', 24)),
+    # a ninth, committed before it ran, with the model unchanged since the sixth; drawn with Python's
+    # random.Random(2026120709) (seven of ten the class: one latency, 2-4 paths of different depths): H71 4 ms,
+    # 4, 6 and 3 tags; H72 10 ms, 1, 24 and 48; H73 3 ms, 3, 12 and 16; H74 10 ms, 12 vs unlimited; H75 1 ms,
+    # 24 vs 3; H76 1 ms, 1 vs 32; H77 4 ms, 3, 12 and 16; H78 6 ms of 64 tags, 8 ms unlimited; H79 5 ms of 64,
+    # 3 ms of 48; H80 6 ms of 48, 8 ms of 16
+    'heldout9': _held_out(
+        ('H71', 'ql', 64), ('H72', 'ql', 24), ('H73', 'ql', 24), ('H74', 'st', 48), ('H75', 'st', 20),
+        ('H76', 'st', 32), ('H77', 'st', 48), ('H78', 'ql', 40), ('H79', 'st', 20), ('H80', 'ql', 24)),
     # three more repeats of every held-out cell (H1-H60) whose three repeats spread (a path's share with a
     # standard deviation above 0.05) on either kernel: chosen from the kernel's repeats alone, not the model's
     # misses; all historical-service-time, most bio-based
