@@ -238,6 +238,54 @@ def test_kernel_differences_against_two_standard_errors():
     assert "| D1-4 mq d16 ql | 3, 3 | 5ms/1t | -0.050 | 0.026 | yes |" in grid.differences_markdown(rows)
 
 
+def _boot_cell(boots, topo="D1-4"):
+    """A cell whose repeats ran in the boots given as {boot: [p0's share of each repeat]}."""
+    paths = [{"label": "p0", "completion_ns": 5000000, "hw_queue_depth": 1},
+             {"label": "p1", "completion_ns": 5000000, "hw_queue_depth": 4}]
+    reps = [{"run": "%s/%s_r%d" % (b, topo, i), "shares": {"p0": x, "p1": round(1 - x, 4)}}
+            for b, xs in boots.items() for i, x in enumerate(xs)]
+    return {"kernel": "6.1", "topology": topo, "queue_mode": "bio", "iodepth": 16, "selector": "queue-length",
+            "paths": paths, "repeats": reps,
+            "groups": [{"labels": [p["label"]], "completion_ns": 5000000, "hw_queue_depth": p["hw_queue_depth"]}
+                       for p in paths]}
+
+
+def test_boot_spread_is_a_one_way_analysis_of_variance_by_boot():
+    cells = [_boot_cell({"A": [0.2, 0.4], "B": [0.5, 0.7]}),
+             _boot_cell({"A": [0.3, 0.3, 0.3]}, topo="D2-8"),                  # one boot: no row
+             _boot_cell({"A": [0.3, 0.3], "B": [0.3]}, topo="D3-8"),           # the same share throughout: no row
+             _boot_cell({"A": [0.1], "B": [0.3]}, topo="D4-8")]                # one repeat per boot: no F
+    rows, pooled = grid.boot_spread(cells)
+    assert [r["cell"] for r in rows] == ["6.1 D1-4 bio d16 ql", "6.1 D4-8 bio d16 ql"]
+    # means 0.3 and 0.6 about 0.45: SSB = 2 x 0.15^2 x 2 = 0.09 (1 df); SSW = 4 x 0.1^2 = 0.04 (2 df); F = 4.5
+    d14 = rows[0]
+    assert d14["group"] == "5ms/1t" and d14["n"] == [2, 2] and d14["boot_means"] == [0.3, 0.6]
+    assert (d14["df_between"], d14["df_within"]) == (1, 2) and d14["f"] == 4.5
+    assert rows[1]["f"] is None and rows[1]["df_within"] == 0
+    assert pooled == 4.5        # only cells with repeats within a boot are pooled
+    md = grid.boot_spread_markdown(rows, pooled)
+    assert "| 6.1 D1-4 bio d16 ql | 5ms/1t | 2, 2 | 0.300, 0.600 | 4.50 |" in md
+    assert "1 cells whose repeats within a boot differ: F above 1 in 1, above 4 in 1" in md
+
+
+def test_independent_f_counts_follow_the_f_distribution():
+    # one row, two boots of two repeats: F(1, 2) = t^2 with 2 degrees of freedom, P(|t| > x) = 1 - x / sqrt(2 + x^2):
+    # P(F > 1) = 1 - 1/sqrt(3) = 0.423, P(F > 4) = 1 - 2/sqrt(6) = 0.184
+    a1, a4 = grid.independent_f_counts([{"n": [2, 2], "df_between": 1, "df_within": 2}], draws=20000)
+    assert abs(a1 - (1 - 3 ** -0.5)) < 0.02 and abs(a4 - (1 - 2 / 6 ** 0.5)) < 0.02
+    assert grid.independent_f_counts([{"n": [1, 1], "df_between": 1, "df_within": 0}]) == (0, 0)
+
+
+def test_boots_cli_reads_the_collected_cells(tmp_path, monkeypatch):
+    r = _grid("boots", "--icount")
+    assert r.returncode == 0 and "pooled, F = " in r.stdout.splitlines()[-1]
+    monkeypatch.setattr(grid, "HERE", str(tmp_path))
+    monkeypatch.setattr(sys, "argv", ["grid.py", "boots"])
+    with pytest.raises(SystemExit) as e:
+        grid.main()
+    assert e.value.code == 3
+
+
 def test_run_with_runs_dir_keeps_the_boot_out_of_runs_and_results(tmp_path, monkeypatch, capsys):
     # held-out runs go to a folder of the user's choosing, unseen: no results.json rebuilt, no shares printed.
     # run.sh is replaced by a stand-in that "boots" by copying a stored 6.12 boot into OUTDIR.

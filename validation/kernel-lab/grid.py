@@ -9,8 +9,9 @@
     grid.py summarise RUNDIR             print the summary of one raw run folder (JSON)
     grid.py collect [--md] [--readme]    rebuild results.json and TABLE.md from every runs/*/runs/*/summary.json
     grid.py compare                      cells run on both kernels: the 6.12 - 6.1 difference against the noise
+    grid.py boots                        cells run in several boots: the boots' means against the spread within one
 
-run, collect, resummarise and compare take --icount: the deterministic lab (qemu's instruction counter as the
+run, collect, resummarise, compare and boots take --icount: the deterministic lab (qemu's instruction counter as the
 guest's clock, one vCPU), whose boots go to runs-icount/ and whose cells to results-icount.json and
 TABLE-icount.md; without it, the emulated lab of runs/, results.json and TABLE.md.
 
@@ -994,6 +995,86 @@ def differences_markdown(rows):
     return '\n'.join(out)
 
 
+def boot_spread(cells):
+    """Cells whose repeats ran in more than one boot: are a boot's repeats independent draws?  Per cell and
+    group of identical paths, a one-way analysis of variance of the share per path with the boot as the factor:
+    the sum of squares between the boots' means (SSB, boots - 1 degrees of freedom) and within the boots (SSW,
+    repeats - boots).  F = (SSB / df) / (SSW / df) is near 1 when a boot's repeats spread as much as repeats of
+    different boots do, and well above 1 when the repeats of one boot agree with each other more than with
+    another boot's (then the repeats' standard error understates the noise).  Returns the rows (the group with
+    the largest total sum of squares per cell, largest F first) and the pooled F over every row."""
+    rows = []
+    for c in cells:
+        by_boot = {}
+        for r in c['repeats']:
+            by_boot.setdefault(r['run'].split('/')[0], []).append(r)
+        if len(by_boot) < 2 or len(c['paths']) < 2:
+            continue
+        best = None
+        for g in c['groups']:
+            boots = [[sum(r['shares'][lb] for lb in g['labels']) / len(g['labels']) for r in rs]
+                     for rs in by_boot.values()]
+            allx = [x for b in boots for x in b]
+            grand = sum(allx) / len(allx)
+            ssb = sum(len(b) * (sum(b) / len(b) - grand) ** 2 for b in boots)
+            ssw = sum((x - sum(b) / len(b)) ** 2 for b in boots for x in b)
+            if best is None or ssb + ssw > best['ssb'] + best['ssw'] + 1e-12:   # ties: the first group
+                best = {'cell': '%s %s %s d%d %s' % (c['kernel'], c['topology'], c['queue_mode'], c['iodepth'],
+                                                     ABBR.get(c['selector'], c['selector'])),
+                        'group': '%gms/%st' % (g['completion_ns'] / 1e6, g['hw_queue_depth']
+                                               if g['hw_queue_depth'] < 256 else '-'),
+                        'boot_means': [round(sum(b) / len(b), 4) for b in boots], 'n': [len(b) for b in boots],
+                        'ssb': ssb, 'ssw': ssw, 'df_between': len(boots) - 1, 'df_within': len(allx) - len(boots)}
+        best['f'] = (round((best['ssb'] / best['df_between']) / (best['ssw'] / best['df_within']), 2)
+                     if best['df_within'] and best['ssw'] > 1e-12 else None)
+        rows.append(best)
+    rows = [r for r in rows if r['ssb'] + r['ssw'] > 1e-12]    # shares the same in every repeat say nothing
+    pooled = [r for r in rows if r['df_within']]
+    num = sum(r['ssb'] for r in pooled) / max(sum(r['df_between'] for r in pooled), 1)
+    den = sum(r['ssw'] for r in pooled) / max(sum(r['df_within'] for r in pooled), 1)
+    return sorted(rows, key=lambda r: -(r['f'] or 0)), (round(num / den, 2) if den > 1e-12 else None)
+
+
+def independent_f_counts(rows, draws=2000, seed=1):
+    """How many of ROWS would have F above 1 and above 4 if every repeat were an independent draw (normal, the
+    same spread in each boot): the expected counts, by drawing each row's repeats DRAWS times."""
+    import random
+    rnd = random.Random(seed)
+    above1 = above4 = 0.0
+    for r in rows:
+        if not r['df_within']:
+            continue
+        for _ in range(draws):
+            boots = [[rnd.gauss(0, 1) for _ in range(n)] for n in r['n']]
+            allx = [x for b in boots for x in b]
+            grand = sum(allx) / len(allx)
+            ssb = sum(len(b) * (sum(b) / len(b) - grand) ** 2 for b in boots)
+            ssw = sum((x - sum(b) / len(b)) ** 2 for b in boots for x in b)
+            f = (ssb / r['df_between']) / (ssw / r['df_within'])
+            above1 += f > 1
+            above4 += f > 4
+    return above1 / draws, above4 / draws
+
+
+def boot_spread_markdown(rows, pooled):
+    out = ['| cell | group | repeats per boot | boots\' means (share per path) | F |', '|---|---|---|---|---|']
+    for r in rows:
+        out.append('| %s | %s | %s | %s | %s |' % (r['cell'], r['group'], ', '.join(map(str, r['n'])),
+                                                  ', '.join('%.3f' % m for m in r['boot_means']),
+                                                  '%.2f' % r['f'] if r['f'] is not None else '-'))
+    fs = [r['f'] for r in rows if r['f'] is not None]
+    out.append('')
+    out.append('%d cells whose repeats within a boot differ: F above 1 in %d, above 4 in %d (independent repeats: '
+               'about %.0f and %.0f; median %s); pooled, F = %s (between the boots\' means, %d degrees of freedom, '
+               'against within the boots, %d; near 1: a boot\'s repeats are as independent as repeats of different '
+               'boots)' % ((len(fs), sum(f > 1 for f in fs), sum(f > 4 for f in fs)) + independent_f_counts(rows) + (
+
+                   '%.2f' % sorted(fs)[len(fs) // 2] if fs else '-', '%.2f' % pooled if pooled is not None else '-',
+                   sum(r['df_between'] for r in rows if r['df_within']),
+                   sum(r['df_within'] for r in rows if r['df_within']))))
+    return '\n'.join(out)
+
+
 def readme_block(cells):
     """The generated results section of README.md: per kernel series, the grid (T*), the same-latency /
     different-depth class (D*), the held-out topologies (H*) and the variants."""
@@ -1089,6 +1170,9 @@ def main():
     p.add_argument('--icount', action='store_true', help=icount_help)
     p = sub.add_parser('compare', help='cells run on both kernels: 6.12 - 6.1 share per path against the noise')
     p.add_argument('--icount', action='store_true', help=icount_help)
+    p = sub.add_parser('boots', help='cells run in more than one boot: the spread of the boots\' means against '
+                       'the spread within a boot (are a boot\'s repeats independent?)')
+    p.add_argument('--icount', action='store_true', help=icount_help)
     p = sub.add_parser('summarise', help='print the summary of one raw run folder (JSON)')
     p.add_argument('rundir', help='a runs/<boot>/runs/<run> folder (meta, stat_before/after, ...)')
     p = sub.add_parser('resummarise', help='rebuild every summary.json from the raw run files, then results.json')
@@ -1111,6 +1195,11 @@ def main():
         return
     if a.cmd == 'compare':
         print(differences_markdown(kernel_differences(collect())))
+        return
+    if a.cmd == 'boots':        # reads the collected cells, writes nothing
+        if not os.path.exists(os.path.join(HERE, RESULTS)):
+            die('no %s: run grid.py collect%s first' % (RESULTS, ' --icount' if a.icount else ''))
+        print(boot_spread_markdown(*boot_spread(json.load(open(os.path.join(HERE, RESULTS))))))
         return
     if a.cmd == 'summarise':
         for f in ('meta', 'stat_before', 'stat_after', 'uptime', 'cpu_before', 'cpu_after', 'queue', 'table',
