@@ -112,6 +112,29 @@ def test_completions_in_clumps(capsys):
         capsys.readouterr().out
 
 
+def test_choices_split_by_in_flight_with_both_sides_of_the_compare(capsys):
+    """--timing: per path, its choices by in-flight count and (1 + in flight) x average against the best other
+    path's: a path chosen again with one request out is the second of a pair."""
+    class Info:
+        def __init__(self, outstanding, avg_us):
+            self.outstanding, self.hst = outstanding, (avg_us * 1000) << 10   # the kernel's 10-bit fixed point
+    shallow, deep = Info(0, 984), Info(13, 155)
+    assert hsttrace.weighed([shallow, deep], shallow) == 14 * 155
+    assert hsttrace.weighed([shallow], shallow) is None
+    tally = hsttrace.Tally(["p0", "p1"])
+    tally.add("p0", "estimate", shallow, hsttrace.weighed([shallow, deep], shallow))
+    shallow.outstanding = 1
+    tally.add("p0", "estimate", shallow, hsttrace.weighed([shallow, deep], shallow))
+    tally.add("p0", "estimate", shallow, 1000.0)
+    tally.report_weighed()
+    out = capsys.readouterr().out
+    # 0 in flight once (984 against 14 x 155 = 2170), 1 in flight twice (2 x 984 = 1968; 2170 and 1000: median 1585)
+    assert ("p0   chosen with 0 in flight 33% ((1 + n) x average 984 us against the best other path's 2170 us, "
+            "medians), 1 in flight 67% ((1 + n) x average 1968 us against the best other path's 1585 us, medians), "
+            "2 or more in flight 0%\n") in out
+    assert "p1" not in out          # never chosen
+
+
 def test_timing_is_kept_by_the_kernel_replay(tmp_path):
     rd = tmp_path / "run"
     rd.mkdir()

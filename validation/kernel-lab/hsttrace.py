@@ -26,7 +26,9 @@ null_blk timer completes (issue to completion, less its completion_nsec) and, bi
 submitter asleep in tag allocation takes to issue after the completion that freed a tag, and per path how
 often its maps waited for a tag (a completion on that path came between the map and the issue; the model:
 its task slept in tag allocation), for how long, and how long the path's oldest request had been out at that map
-(a path filled in a quick run keeps its task asleep longer); from a trace
+(a path filled in a quick run keeps its task asleep longer); per path, how its choices split by its
+in-flight count (0, 1, 2 or more) with both sides of the compare then, its (1 + in flight) x average against
+the best other path's (a path chosen again with one request out sends pairs); from a trace
 that records each event's CPU (boots since 12-06 19:44 UTC), which vCPU the late timers were on and
 whether the fio task ran on that vCPU while they were overdue (it did: the timer interrupt is held, the
 vCPU is not descheduled; docs/validation.md, "Where the timers' lateness comes from").  Where the fio
@@ -52,6 +54,11 @@ from mpathlab.selectors.historical_service_time import HistoricalServiceTime  # 
 CLASSES = ("estimate", "probe", "equal-usage", "other")
 
 
+def weighed(infos, chosen):
+    """The lowest (1 + in flight) x average (us) among the paths other than CHOSEN (None: no other path)."""
+    return min(((1 + pi.outstanding) * (pi.hst >> 10) / 1000 for pi in infos if pi is not chosen), default=None)
+
+
 def classify(sel, infos, chosen, now):
     """The class of choosing ``chosen`` among ``infos`` (the selector's path records, in list order)."""
     best = infos[0]
@@ -75,6 +82,9 @@ class Tally:
         self.labels = labels
         self.count = {lb: collections.Counter() for lb in labels}
         self.out = {lb: [] for lb in labels}
+        # per path and in-flight count when chosen (0, 1, 2 = 2 or more): its (1 + in flight) x average and the
+        # best other path's, in us (--timing)
+        self.weighed = {lb: ([], [], []) for lb in labels}
         self.avg_us = {lb: [] for lb in labels}
         self.choice_ns = []                         # --timing: when each choice was made
         self.done_ns = {lb: [] for lb in labels}    # and each path's completions
@@ -128,6 +138,7 @@ class Tally:
                     lb, 100 * len(waits) / self.maps[lb], statistics.mean(waits) / 1e3 if waits else 0,
                     "; the path's oldest request had been out %.0f us then, median" % (
                         statistics.median(oldest) / 1e3) if oldest else ""))
+        self.report_weighed()
         if self.timers and self.fio_cpu:
             self.report_timer_cpus()
 
@@ -155,10 +166,28 @@ class Tally:
                   "the other in %.0f%%, not at all in %.0f%%" % (late, late_ns // 1000, 100 * ran_there / late,
                                                                 100 * ran_elsewhere / late, 100 * idle / late))
 
-    def add(self, label, klass, pi):
+    def add(self, label, klass, pi, other_us=None):
+        """A choice of LABEL (its path record PI before start_io); OTHER_US: the lowest (1 + in flight) x
+        average of the other paths then (weighed())."""
         self.count[label][klass] += 1
         self.out[label].append(pi.outstanding)
         self.avg_us[label].append((pi.hst >> 10) / 1000)
+        if other_us is not None:
+            self.weighed[label][min(pi.outstanding, 2)].append(((1 + pi.outstanding) * (pi.hst >> 10) / 1000,
+                                                                other_us))
+
+    def report_weighed(self):
+        """Per path, how its choices split by its in-flight count, and the compare's two sides then."""
+        for lb in self.labels:
+            n = sum(len(w) for w in self.weighed[lb])
+            if not n:
+                continue
+            print("  %-4s chosen with %s" % (lb, ", ".join(
+                "%s in flight %.0f%%%s" % (("0", "1", "2 or more")[k], 100 * len(w) / n,
+                                           " ((1 + n) x average %.0f us against the best other path's %.0f us, "
+                                           "medians)" % (statistics.median(a for a, _ in w),
+                                                         statistics.median(b for _, b in w)) if w else "")
+                for k, w in enumerate(self.weighed[lb]))))
 
     def report(self, title):
         total = sum(sum(c.values()) for c in self.count.values()) or 1
@@ -258,7 +287,7 @@ def replay_kernel(rd):
             if ev == ("m" if bio else "i"):
                 infos = list(sel._valid)
                 chosen = sel._info[lb]
-                tally.add(lb, classify(sel, infos, chosen, now), chosen)
+                tally.add(lb, classify(sel, infos, chosen, now), chosen, weighed(infos, chosen))
                 tally.chose(now)
                 sel._valid.remove(chosen)       # hst_select_path moves the path it chose to the end
                 sel._valid.append(chosen)
@@ -338,7 +367,7 @@ def replay_model(rd):
         if not order:
             order.update(zip(self._info, labels))     # add_path ran in table order
         # counted at start_io, as the trace counts: a request-based choice whose clone got no tag is not
-        pending[:] = [(order[path], classify(self, infos, chosen, now), chosen)]
+        pending[:] = [(order[path], classify(self, infos, chosen, now), chosen, weighed(infos, chosen))]
         return path
 
     def start_io(self, path, nr_bytes):
