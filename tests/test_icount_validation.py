@@ -132,7 +132,7 @@ KNOWN_MISSES_HELDOUT7 = {
 
 # The eighth (H61-H70): committed before it ran, the model unchanged since the sixth.  With three repeats
 # per cell 35 of 40 on each kernel; five HST bio cells whose repeats spread got three more in another boot
-# (batch spread8), which makes 6.1 H70 and 6.12 H65, H66 misses: a boot's repeats agree more than boots do.
+# (batch spread8), which makes 6.1 H70 and 6.12 H65, H66 misses (six repeats: a smaller standard error).
 KNOWN_MISSES_HELDOUT8 = {
     ("6.1", "H61 historical-service-time bio d32"),
     ("6.1", "H65 historical-service-time bio d32"),
