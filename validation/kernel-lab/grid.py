@@ -164,6 +164,8 @@ BATCHES = {
     # the same for the eighth held-out set (H61-H70), by the same rule, after both kernels had run it
     'spread8': _hst_cells(
         ('H65', 'bio', 32), ('H66', 'bio', 16), ('H67', 'mq', 20), ('H68', 'bio', 40), ('H70', 'bio', 24)),
+    # the same for the ninth (H71-H80), by the same rule, after both kernels had run it (all three spread on 6.12)
+    'spread9': _hst_cells(('H71', 'bio', 64), ('H73', 'bio', 24), ('H78', 'mq', 40)),
     # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
     # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
     'scsi': (_cells('S1', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [16])
@@ -211,6 +213,10 @@ BATCHES = {
     # HST (2 ms, 4 and 16 tags), a miss of the class on both kernels: run on each kernel
     'traceicount4': ([{'trace': 2, 'tag': '-ev'}] + _cells('H70', ['hst'], ['bio'], [24])
                      + _cells('H61', ['hst'], ['bio'], [32]) + [{}]),
+    # the ninth set's misses on both kernels: H72 bio HST (a 1-tag 10 ms path; the kernel's IOPS 0.4 of the
+    # model's) and H73 mq HST (3 ms of 3, 12 and 16 tags)
+    'traceicount5': ([{'trace': 2, 'tag': '-ev'}] + _cells('H72', ['hst'], ['bio'], [24])
+                     + _cells('H73', ['hst'], ['mq'], [24]) + [{}]),
     # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
     # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
     'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
