@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from mpathlab.report.tails import (comparisons, difference, t_interval, t_quantile, tail_summary, tail_text,
-                                   welch_interval)
+from mpathlab.report.tails import (REGIME_SPREAD, comparisons, difference, share_ranges, share_text, t_interval,
+                                   t_quantile, tail_html, tail_summary, tail_text, welch_interval)
 
 
 @pytest.mark.parametrize("df,q", [(1, 12.7062), (2, 4.3027), (4, 2.7764), (9, 2.2622), (29, 2.0452),
@@ -83,7 +83,8 @@ def test_report_with_seeds_has_a_tail_table(tmp_path):
                  "round-robin,service-time", "--seeds", "1,2,3", "-o", str(out), "--no-progress"]) == 0
     page = out.read_text()
     assert "Tail latency, 95% confidence" in page and "mean over 3 seeds" in page
-    assert page.count("iodepth=8  round-robin") == 1 and "p99.99" in page
+    tails = page.split("<h2>Path shares over seeds</h2>")[0]       # the tail table; the shares follow it
+    assert tails.count("iodepth=8  round-robin") == 1 and "p99.99" in tails
 
 
 def test_selectors_that_ran_identically_are_not_listed_as_comparisons():
@@ -95,3 +96,44 @@ def test_selectors_that_ran_identically_are_not_listed_as_comparisons():
     assert "A vs C" not in not_sig and "C vs A" not in not_sig
     assert "A vs B, difference 0.0 us" in not_sig          # equal at p50 only: still a comparison
     assert "identically" not in tail_text(_rows())
+
+
+def _share_rows(shares_b):
+    """Selectors A (the same shares at every seed) and B (sdb's share per seed from SHARES_B) at depth 8."""
+    rows = []
+    for seed, b in enumerate(shares_b, 1):
+        rows.append({"selector": "A", "iodepth": 8, "seed": seed, "share_sdb": 0.5, "share_sdc": 0.5})
+        rows.append({"selector": "B", "iodepth": 8, "seed": seed, "share_sdb": b, "share_sdc": round(1 - b, 3)})
+    return rows
+
+
+def test_share_ranges_flag_a_policy_that_settles_differently_by_seed():
+    ranges = share_ranges(_share_rows([0.06, 0.14, 0.07]))
+    got = {(r["selector"], r["path"]): (r["seeds"], r["low"], r["high"], r["regimes"]) for r in ranges}
+    assert got[("A", "sdb")] == (3, 0.5, 0.5, False)
+    assert got[("B", "sdb")] == (3, 0.06, 0.14, False)            # 0.08 apart: under REGIME_SPREAD
+    wide = {(r["selector"], r["path"]): r["regimes"] for r in share_ranges(_share_rows([0.05, 0.16]))}
+    assert REGIME_SPREAD == 0.1 and wide == {("A", "sdb"): False, ("A", "sdc"): False,
+                                             ("B", "sdb"): True, ("B", "sdc"): True}
+    text = share_text(_share_rows([0.05, 0.16]), width=None)
+    assert "iodepth=8  B         sdb   0.050-0.160 *" in text
+    assert "the range is (iodepth=8 B: sdb 0.050-0.160, sdc 0.840-0.950)" in text
+    assert "*" not in share_text(_share_rows([0.06, 0.14, 0.07]))
+    assert share_text(_share_rows([0.05])) == ""                   # one seed: no range to show
+    assert "Path shares over seeds" in tail_html(_rows() and _share_rows([0.05, 0.16]))
+    assert "Path shares over seeds" not in tail_html(_rows())    # rows without shares (multi-host tails)
+
+
+def test_report_and_sweep_show_the_shares_over_seeds(tmp_path, capsys):
+    from mpathlab.cli import main
+    from mpathlab.scenarios import HERE
+    job = tmp_path / "j.fio"
+    job.write_text("[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=8\nnumber_ios=3000\n")
+    out = tmp_path / "r.html"
+    assert main(["report", os.path.join(HERE, "hst-2020.toml"), str(job), "--selectors", "round-robin",
+                 "--seeds", "1,2", "-o", str(out), "--no-progress"]) == 0
+    page = out.read_text()
+    assert "Path shares over seeds" in page and "round-robin" in page.split("Path shares over seeds")[1]
+    assert main(["sweep", os.path.join(HERE, "hst-2020.toml"), str(job), "--selectors", "round-robin",
+                 "--iodepths", "8", "--seeds", "1,2", "--out", str(tmp_path / "s.csv"), "--no-progress"]) == 0
+    assert "Share of completed I/O per path, lowest-highest over the seeds:" in capsys.readouterr().out

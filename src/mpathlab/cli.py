@@ -366,8 +366,11 @@ def cmd_sweep(args) -> int:
         prog.done()
     write_rows(rows, args.out)
     print("%d runs written to %s" % (len(rows), args.out))
-    from .report.tails import tail_text
+    from .report.tails import share_text, tail_text
     print(tail_text(rows))
+    shares = share_text(rows)
+    if shares:
+        print(shares)
     return 0
 
 

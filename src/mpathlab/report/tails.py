@@ -187,6 +187,62 @@ def tail_summary(rows: List[dict]) -> List[dict]:
     return out
 
 
+# A path's share this far apart between two seeds: the policy settled in more than one spread of the I/O.
+# Historical-service-time has self-consistent regimes on some topologies (a shallow path fed in pairs or
+# singly, a one-tag path that keeps the submitter asleep or not), and the run's start picks one;
+# docs/validation.md shows them in the kernel and in the model.
+REGIME_SPREAD = 0.1
+
+
+def share_ranges(rows: List[dict]) -> List[dict]:
+    """Group rows by point and selector; per path (its ``share_<path>`` column) the lowest and highest
+    share over the seeds, and whether they lie REGIME_SPREAD or more apart."""
+    keys = _point_keys(rows)
+    groups: Dict[tuple, Dict[str, Dict[str, List[float]]]] = {}
+    for r in rows:
+        point = tuple((k, r.get(k)) for k in keys)
+        per = groups.setdefault(point, {}).setdefault(r["selector"], {})
+        for k, v in r.items():
+            if k.startswith("share_") and v is not None:
+                per.setdefault(k[len("share_"):], []).append(float(v))
+    out = []
+    for point, sels in groups.items():
+        for name, per in sels.items():
+            for path, vals in per.items():
+                out.append({"point": dict(point), "selector": name, "path": path, "seeds": len(vals),
+                            "low": min(vals), "high": max(vals),
+                            "regimes": max(vals) - min(vals) >= REGIME_SPREAD})
+    return out
+
+
+def share_text(rows: List[dict], width: Optional[int] = 100) -> str:
+    """Each selector's share per path over the seeds (lowest-highest), and a line per selector whose
+    shares lie REGIME_SPREAD or more apart between seeds ("" for one seed per point)."""
+    ranges = share_ranges(rows)
+    if not ranges or max(r["seeds"] for r in ranges) < 2:
+        return ""
+    lines = ["Share of completed I/O per path, lowest-highest over the seeds:"]
+    table = [[" ".join("%s=%s" % kv for kv in r["point"].items()), r["selector"], r["path"],
+              "%.3f-%.3f" % (r["low"], r["high"]) + (" *" if r["regimes"] else "")] for r in ranges]
+    lines += columns(["point", "selector", "path", "share"], table, keep=3, width=width)
+    wide = {}
+    for r in ranges:
+        if r["regimes"]:
+            wide.setdefault((tuple(r["point"].items()), r["selector"]), []).append(r)
+    if wide:
+        lines.append("* %.1f or more apart between seeds: the policy settles in different spreads of the I/O "
+                     "depending on how the run begins, so one run is not the answer; the range is (%s)" % (
+                         REGIME_SPREAD, "; ".join("%s%s: %s" % (" ".join("%s=%s " % kv for kv in point), sel,
+                                                                ", ".join("%s %.3f-%.3f" % (r["path"], r["low"],
+                                                                                            r["high"]) for r in rs))
+                                                  for (point, sel), rs in wide.items())))
+    import textwrap
+    return "\n".join(w for line in lines for w in (
+        [line] if not width or len(line) <= width
+        else textwrap.wrap(line, width, subsequent_indent="      ", break_long_words=False,
+                           break_on_hyphens=False)))
+
+
 def comparisons(summary: List[dict]) -> List[dict]:
     """Every pair of selectors at the same point, per percentile: the difference and whether it is significant."""
     out = []
@@ -282,6 +338,8 @@ def tail_row(selector: str, seed: int, result) -> dict:
     row = {"selector": selector, "iodepth": max((j.spec.iodepth for j in result.jobs), default=0), "seed": seed}
     for p, col in TAIL_COLUMNS.items():
         row[col] = pct["%f" % p]
+    for path, share in result.shares.items():      # the sweep's columns (sweep.py)
+        row["share_" + path] = share
     return row
 
 
@@ -289,10 +347,12 @@ def tail_html(rows: List[dict]) -> str:
     """The tail table for an HTML report; cells whose difference from another selector is not significant
     are listed below it."""
     import html
+    shares = share_text(rows, width=None)
     return ("<h2>Tail latency, 95%% confidence</h2><p>%s</p><pre>%s</pre>"
             % (html.escape("Student t-interval over the per-seed percentiles of each selector; differences "
                            "compared seed by seed (paired t), significant when their interval excludes 0."),
-               html.escape(tail_text(rows, width=None))))
+               html.escape(tail_text(rows, width=None)))
+            + ("<h2>Path shares over seeds</h2><pre>%s</pre>" % html.escape(shares) if shares else ""))
 
 
 def beats(rows: List[dict], baselines: Sequence[str], percentile: float = 99.0, **point) -> List[str]:
