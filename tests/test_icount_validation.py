@@ -1,7 +1,7 @@
 """The simulator against the deterministic kernel lab (grid.py --icount: Debian 6.1 and 6.12 in qemu with
 the instruction counter as the guest's clock, one vCPU; validation/kernel-lab/results-icount.json).
 
-Every cell is a held-out topology (H1-H70) predicted from the topology and a guest fitted on the same boot's
+Every cell is a held-out topology (H1-H80) predicted from the topology and a guest fitted on the same boot's
 single-path calibration cells; docs/validation.md, "The deterministic lab", gives the protocol and the misses.
 """
 import json
@@ -163,3 +163,21 @@ def test_held_out_sets_of_the_deterministic_lab_predicted(icount_rows, first, kn
         assert len(mine) == 40 and all(r["n"] >= 3 for r in mine), kernel
     missed = {(r["kernel_series"], r["cell"]) for r in rows if r["within"] == "no"}
     assert missed == known, sorted(missed)
+
+
+def test_readme_states_the_deterministic_labs_totals(icount_rows):
+    """The README's table of the deterministic lab is this table's count, not a number copied once."""
+    import re
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    rows = _of_sets(icount_rows[1], 1, 80)
+    hst = lambda r: "historical" in r["cell"]
+    late = lambda r: int(r["topology"][1:]) >= 31
+    for label, keep in (("deterministic", lambda r: True), ("of which queue-length and service-time",
+                                                            lambda r: not hst(r)),
+                        ("of which historical-service-time", hst), ("of which H31-H80", late)):
+        line = re.search(r"^\| %s[^|]*\| (\d+) \| (\d+) \| (\d+) \|$" % re.escape(label), readme, re.M)
+        assert line, label
+        n, k61, k612 = map(int, line.groups())
+        for kernel, stated in (("6.1", k61), ("6.12", k612)):
+            mine = [r for r in rows if r["kernel_series"] == kernel and keep(r)]
+            assert (len(mine), sum(r["within"] != "no" for r in mine)) == (n, stated), (label, kernel)

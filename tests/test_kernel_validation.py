@@ -126,6 +126,18 @@ def test_every_kernel_cell_predicted_within_tolerance(table_rows):
     assert len(fourth) == 64 and all(r["n"] >= 3 for r in fourth)
 
 
+def test_readme_states_the_emulated_labs_totals(table_rows):
+    """The README's row of the emulated lab is this table's count."""
+    import re
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    line = re.search(r"^\| emulated [^|]*\| (\d+) \| (\d+) \| (\d+) \|$", readme, re.M)
+    assert line
+    n, k61, k612 = map(int, line.groups())
+    for kernel, stated in (("6.1", k61), ("6.12", k612)):
+        mine = [r for r in table_rows if r["kernel_series"] == kernel]
+        assert (len(mine), sum(r["within"] != "no" for r in mine)) == (n, stated), kernel
+
+
 def test_guest_fitted_on_calibration_cells_only():
     path = require(RESULTS, "the kernel lab's results (validation/kernel-lab/results.json)")
     with open(path) as f:
