@@ -1001,6 +1001,15 @@ def differences_markdown(rows):
     return '\n'.join(out)
 
 
+def _sums_of_squares(boots):
+    """(between the boots' means, within the boots) of a list of per-boot value lists."""
+    allx = [x for b in boots for x in b]
+    grand = sum(allx) / len(allx)
+    means = [sum(b) / len(b) for b in boots]
+    return (sum(len(b) * (m - grand) ** 2 for b, m in zip(boots, means)),
+            sum((x - m) ** 2 for b, m in zip(boots, means) for x in b))
+
+
 def boot_spread(cells):
     """Cells whose repeats ran in more than one boot: are a boot's repeats independent draws?  Per cell and
     group of identical paths, a one-way analysis of variance of the share per path with the boot as the factor:
@@ -1020,17 +1029,15 @@ def boot_spread(cells):
         for g in c['groups']:
             boots = [[sum(r['shares'][lb] for lb in g['labels']) / len(g['labels']) for r in rs]
                      for rs in by_boot.values()]
-            allx = [x for b in boots for x in b]
-            grand = sum(allx) / len(allx)
-            ssb = sum(len(b) * (sum(b) / len(b) - grand) ** 2 for b in boots)
-            ssw = sum((x - sum(b) / len(b)) ** 2 for b in boots for x in b)
+            ssb, ssw = _sums_of_squares(boots)
             if best is None or ssb + ssw > best['ssb'] + best['ssw'] + 1e-12:   # ties: the first group
                 best = {'cell': '%s %s %s d%d %s' % (c['kernel'], c['topology'], c['queue_mode'], c['iodepth'],
                                                      ABBR.get(c['selector'], c['selector'])),
                         'group': '%gms/%st' % (g['completion_ns'] / 1e6, g['hw_queue_depth']
                                                if g['hw_queue_depth'] < 256 else '-'),
                         'boot_means': [round(sum(b) / len(b), 4) for b in boots], 'n': [len(b) for b in boots],
-                        'ssb': ssb, 'ssw': ssw, 'df_between': len(boots) - 1, 'df_within': len(allx) - len(boots)}
+                        'ssb': ssb, 'ssw': ssw, 'df_between': len(boots) - 1,
+                        'df_within': sum(map(len, boots)) - len(boots)}
         best['f'] = (round((best['ssb'] / best['df_between']) / (best['ssw'] / best['df_within']), 2)
                      if best['df_within'] and best['ssw'] > 1e-12 else None)
         rows.append(best)
@@ -1051,11 +1058,7 @@ def independent_f_counts(rows, draws=2000, seed=1):
         if not r['df_within']:
             continue
         for _ in range(draws):
-            boots = [[rnd.gauss(0, 1) for _ in range(n)] for n in r['n']]
-            allx = [x for b in boots for x in b]
-            grand = sum(allx) / len(allx)
-            ssb = sum(len(b) * (sum(b) / len(b) - grand) ** 2 for b in boots)
-            ssw = sum((x - sum(b) / len(b)) ** 2 for b in boots for x in b)
+            ssb, ssw = _sums_of_squares([[rnd.gauss(0, 1) for _ in range(n)] for n in r['n']])
             f = (ssb / r['df_between']) / (ssw / r['df_within'])
             above1 += f > 1
             above4 += f > 4
@@ -1069,15 +1072,16 @@ def boot_spread_markdown(rows, pooled):
                                                   ', '.join('%.3f' % m for m in r['boot_means']),
                                                   '%.2f' % r['f'] if r['f'] is not None else '-'))
     fs = [r['f'] for r in rows if r['f'] is not None]
+    expect1, expect4 = independent_f_counts(rows)
+    within = [r for r in rows if r['df_within']]
     out.append('')
     out.append('%d cells whose repeats within a boot differ: F above 1 in %d, above 4 in %d (independent repeats: '
                'about %.0f and %.0f; median %s); pooled, F = %s (between the boots\' means, %d degrees of freedom, '
                'against within the boots, %d; near 1: a boot\'s repeats are as independent as repeats of different '
-               'boots)' % ((len(fs), sum(f > 1 for f in fs), sum(f > 4 for f in fs)) + independent_f_counts(rows) + (
-
-                   '%.2f' % sorted(fs)[len(fs) // 2] if fs else '-', '%.2f' % pooled if pooled is not None else '-',
-                   sum(r['df_between'] for r in rows if r['df_within']),
-                   sum(r['df_within'] for r in rows if r['df_within']))))
+               'boots)' % (len(fs), sum(f > 1 for f in fs), sum(f > 4 for f in fs), expect1, expect4,
+                           '%.2f' % sorted(fs)[len(fs) // 2] if fs else '-',
+                           '%.2f' % pooled if pooled is not None else '-',
+                           sum(r['df_between'] for r in within), sum(r['df_within'] for r in within)))
     return '\n'.join(out)
 
 
