@@ -150,10 +150,28 @@ KNOWN_MISSES_HELDOUT8 = {
 }
 
 
+# The ninth (H71-H80): drawn with a fixed seed, committed before it ran, the model unchanged since the sixth.
+# With three repeats 36 and 35 of 40; three cells whose repeats spread got three more (batch spread9): 6.1 H78
+# mq comes within the tolerance, 6.12 H71 bio leaves it.  H72 bio: the kernel runs starved by its 1-tag path
+# on both kernels, the model (seed 1) fed; its seed 2 runs starved too (docs/validation.md).
+KNOWN_MISSES_HELDOUT9 = {
+    ("6.1", "H72 historical-service-time bio d24"),
+    ("6.1", "H73 historical-service-time bio d24"),
+    ("6.1", "H73 historical-service-time mq d24"),
+    ("6.12", "H71 historical-service-time bio d64"),
+    ("6.12", "H72 historical-service-time bio d24"),
+    ("6.12", "H73 historical-service-time mq d24"),
+    ("6.12", "H75 historical-service-time bio d20"),
+    ("6.12", "H80 historical-service-time bio d24"),
+    ("6.12", "H80 historical-service-time mq d24"),
+}
+
+
 @pytest.mark.parametrize("first,known,kernels_run", [(31, KNOWN_MISSES_HELDOUT5, ["6.1", "6.12"]),
                                                      (41, KNOWN_MISSES_HELDOUT6, ["6.1", "6.12"]),
                                                      (51, KNOWN_MISSES_HELDOUT7, ["6.1", "6.12"]),
-                                                     (61, KNOWN_MISSES_HELDOUT8, ["6.1", "6.12"])])
+                                                     (61, KNOWN_MISSES_HELDOUT8, ["6.1", "6.12"]),
+                                                     (71, KNOWN_MISSES_HELDOUT9, ["6.1", "6.12"])])
 def test_held_out_sets_of_the_deterministic_lab_predicted(icount_rows, first, known, kernels_run):
     rows = _of_sets(icount_rows[1], first, first + 9)
     kernels = sorted({r["kernel_series"] for r in rows})
