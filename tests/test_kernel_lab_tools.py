@@ -276,11 +276,14 @@ def test_independent_f_counts_follow_the_f_distribution():
     assert grid.independent_f_counts([{"n": [1, 1], "df_between": 1, "df_within": 0}]) == (0, 0)
 
 
-def test_boots_cli_reads_the_collected_cells(tmp_path, monkeypatch):
-    r = _grid("boots", "--icount")
-    assert r.returncode == 0 and "pooled, F = " in r.stdout.splitlines()[-1]
+@pytest.mark.parametrize("cmd,last", [("boots", "pooled, F = "), ("compare", "|")])
+def test_boots_and_compare_read_the_collected_cells(tmp_path, monkeypatch, cmd, last):
+    before = os.path.getmtime(os.path.join(LAB, "results-icount.json"))
+    r = _grid(cmd, "--icount")
+    assert r.returncode == 0 and last in r.stdout.splitlines()[-1]
+    assert os.path.getmtime(os.path.join(LAB, "results-icount.json")) == before     # nothing rewritten
     monkeypatch.setattr(grid, "HERE", str(tmp_path))
-    monkeypatch.setattr(sys, "argv", ["grid.py", "boots"])
+    monkeypatch.setattr(sys, "argv", ["grid.py", cmd])
     with pytest.raises(SystemExit) as e:
         grid.main()
     assert e.value.code == 3

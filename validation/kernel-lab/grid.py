@@ -1203,13 +1203,12 @@ def main():
         for b, part in boot_parts(a.batch or BATCHES, a.rep, a.runtime):
             print('# %s' % b); print(part, end='')
         return
-    if a.cmd == 'compare':
-        print(differences_markdown(kernel_differences(collect())))
-        return
-    if a.cmd == 'boots':        # reads the collected cells, writes nothing
+    if a.cmd in ('compare', 'boots'):       # read the collected cells, write nothing
         if not os.path.exists(os.path.join(HERE, RESULTS)):
             die('no %s: run grid.py collect%s first' % (RESULTS, ' --icount' if a.icount else ''))
-        print(boot_spread_markdown(*boot_spread(json.load(open(os.path.join(HERE, RESULTS))))))
+        cells = json.load(open(os.path.join(HERE, RESULTS)))
+        print(differences_markdown(kernel_differences(cells)) if a.cmd == 'compare'
+              else boot_spread_markdown(*boot_spread(cells)))
         return
     if a.cmd == 'summarise':
         for f in ('meta', 'stat_before', 'stat_after', 'uptime', 'cpu_before', 'cpu_after', 'queue', 'table',
