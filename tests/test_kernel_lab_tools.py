@@ -289,6 +289,29 @@ def test_boots_and_compare_read_the_collected_cells(tmp_path, monkeypatch, cmd, 
     assert e.value.code == 3
 
 
+def test_model_differences_beside_the_kernels():
+    cells = [_cell("6.1", 3, [0.30, 0.70], [0.01, 0.01]), _cell("6.12", 3, [0.25, 0.75], [0.02, 0.02]),
+             _cell("6.1", 3, [0.30, 0.70], [0.03, 0.03], topo="D2-8"),
+             _cell("6.12", 3, [0.32, 0.68], [0.03, 0.03], topo="D2-8")]
+    for c in cells:
+        c["groups"][0]["labels"], c["groups"][1]["labels"] = ["p0"], ["p1"]
+    rows = grid.kernel_differences(cells)
+    assert rows[0]["key"] == "D1-4 queue-length mq d16" and rows[0]["labels"] == ["p0"]
+    # the model: D1-4's p0 0.31 on 6.1 and 0.27 on 6.12 (-0.04 against the kernels' -0.05: reproduced);
+    # D2-8 the same on both kernels (0 against +0.02: not the same sign)
+    predicted = [{"kernel_series": k, "cell": cell, "sim": {"p0": p0, "p1": 1 - p0}}
+                 for k, cell, p0 in (("6.1", "D1-4 queue-length mq d16", 0.31), ("6.12", "D1-4 queue-length mq d16", 0.27),
+                                     ("6.1", "D2-8 queue-length mq d16", 0.3), ("6.12", "D2-8 queue-length mq d16", 0.3))]
+    rows = grid.model_differences(rows, predicted)
+    assert (rows[0]["model_diff"], rows[0]["reproduced"]) == (-0.04, True)
+    assert (rows[1]["model_diff"], rows[1]["reproduced"]) == (0.0, False)
+    md = grid.differences_markdown(rows)
+    assert "| D1-4 mq d16 ql | 3, 3 | 5ms/1t | -0.050 | 0.026 | yes | -0.040 |" in md
+    assert md.endswith("beyond the noise: 1 cells, the model's difference of the same sign and within 0.03 in 1; "
+                       "of the 1 that differ by 0.03 or more, in 1")
+    assert "model" not in grid.differences_markdown(grid.kernel_differences(cells))
+
+
 def test_run_with_runs_dir_keeps_the_boot_out_of_runs_and_results(tmp_path, monkeypatch, capsys):
     # held-out runs go to a folder of the user's choosing, unseen: no results.json rebuilt, no shares printed.
     # run.sh is replaced by a stand-in that "boots" by copying a stored 6.12 boot into OUTDIR.

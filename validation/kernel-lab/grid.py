@@ -982,22 +982,46 @@ def kernel_differences(cells, a='6.1', b='6.12'):
                      if all(sd is not None for sd, _ in sds) else None)
             if best is None or abs(diff) > abs(best[1]):
                 best = ('%gms/%st' % (ga['completion_ns'] / 1e6, ga['hw_queue_depth'] if ga['hw_queue_depth'] < 256
-                                      else '-'), diff, bound)
+                                      else '-'), diff, bound, ga['labels'])
         rows.append({'cell': '%s %s d%d %s' % (c['topology'], c['queue_mode'], c['iodepth'],
                                                ABBR.get(c['selector'], c['selector'])),
-                     'n': (c['n'], d['n']), 'group': best[0], 'diff': round(best[1], 4),
+                     'key': '%s %s %s d%d' % (c['topology'], c['selector'], c['queue_mode'], c['iodepth']),
+                     'labels': best[3], 'n': (c['n'], d['n']), 'group': best[0], 'diff': round(best[1], 4),
                      'bound': round(best[2], 4) if best[2] is not None else None,
                      'beyond_noise': best[2] is not None and abs(best[1]) > max(best[2], 0.01)})
     return sorted(rows, key=lambda r: -abs(r['diff']))
 
 
+def model_differences(rows, predicted):
+    """Add to kernel_differences' ROWS the model's 6.12 - 6.1 share per path of the same group ('model_diff',
+    None where the model has no row) from PREDICTED, mpathlab.validate.compare's rows of the same cells, and
+    whether it reproduces the kernels' difference: the same sign and within 0.03 ('reproduced')."""
+    sim = {(r['kernel_series'], r['cell']): r['sim'] for r in predicted if not r.get('variant')}
+    for r in rows:
+        group = r['labels'][0] if len(r['labels']) == 1 else '%s..%s' % (r['labels'][0], r['labels'][-1])
+        a, b = sim.get(('6.1', r['key']), {}).get(group), sim.get(('6.12', r['key']), {}).get(group)
+        r['model_diff'] = None if a is None or b is None else round(b - a, 4)
+        r['reproduced'] = (r['model_diff'] is not None and (r['model_diff'] > 0) == (r['diff'] > 0)
+                           and abs(r['model_diff'] - r['diff']) <= 0.03)
+    return rows
+
+
 def differences_markdown(rows):
-    out = ['| cell | n (6.1, 6.12) | group | 6.12 - 6.1 share per path | 2 SE of the difference | beyond noise |',
-           '|---|---|---|---|---|---|']
+    model = any('model_diff' in r for r in rows)
+    out = ['| cell | n (6.1, 6.12) | group | 6.12 - 6.1 share per path | 2 SE of the difference | beyond noise |'
+           + (' model\'s 6.12 - 6.1 |' if model else ''), '|---|---|---|---|---|---|' + ('---|' if model else '')]
     for r in rows:
         out.append('| %s | %d, %d | %s | %+.3f | %s | %s |' % (
             r['cell'], r['n'][0], r['n'][1], r['group'], r['diff'],
-            '%.3f' % r['bound'] if r['bound'] is not None else '-', 'yes' if r['beyond_noise'] else 'no'))
+            '%.3f' % r['bound'] if r['bound'] is not None else '-', 'yes' if r['beyond_noise'] else 'no')
+            + (' %s |' % ('-' if r.get('model_diff') is None else '%+.3f' % r['model_diff']) if model else ''))
+    if model:
+        beyond = [r for r in rows if r['beyond_noise']]
+        large = [r for r in beyond if abs(r['diff']) >= 0.03]
+        out.append('')
+        out.append('beyond the noise: %d cells, the model\'s difference of the same sign and within 0.03 in %d; of '
+                   'the %d that differ by 0.03 or more, in %d' % (len(beyond), sum(r['reproduced'] for r in beyond),
+                                                                 len(large), sum(r['reproduced'] for r in large)))
     return '\n'.join(out)
 
 
@@ -1180,6 +1204,8 @@ def main():
     p.add_argument('--icount', action='store_true', help=icount_help)
     p = sub.add_parser('compare', help='cells run on both kernels: 6.12 - 6.1 share per path against the noise')
     p.add_argument('--icount', action='store_true', help=icount_help)
+    p.add_argument('--model', action='store_true', help='also the model\'s 6.12 - 6.1 for the same path group, '
+                   'predicted as mpathlab validate predicts (default: the kernels only)')
     p = sub.add_parser('boots', help='cells run in more than one boot: the spread of the boots\' means against '
                        'the spread within a boot (are a boot\'s repeats independent?)')
     p.add_argument('--icount', action='store_true', help=icount_help)
@@ -1207,8 +1233,15 @@ def main():
         if not os.path.exists(os.path.join(HERE, RESULTS)):
             die('no %s: run grid.py collect%s first' % (RESULTS, ' --icount' if a.icount else ''))
         cells = json.load(open(os.path.join(HERE, RESULTS)))
-        print(differences_markdown(kernel_differences(cells)) if a.cmd == 'compare'
-              else boot_spread_markdown(*boot_spread(cells)))
+        if a.cmd == 'boots':
+            print(boot_spread_markdown(*boot_spread(cells)))
+            return
+        rows = kernel_differences(cells)
+        if a.model:     # the prediction of every cell, as ./mpathlab validate makes it (a few minutes)
+            sys.path.insert(0, os.path.join(HERE, '..', '..', 'src'))
+            from mpathlab import validate
+            rows = model_differences(rows, validate.compare(cells))
+        print(differences_markdown(rows))
         return
     if a.cmd == 'summarise':
         for f in ('meta', 'stat_before', 'stat_after', 'uptime', 'cpu_before', 'cpu_after', 'queue', 'table',
