@@ -8,7 +8,7 @@
                                          then rebuild results.json
     grid.py summarise RUNDIR             print the summary of one raw run folder (JSON)
     grid.py collect [--md] [--readme]    rebuild results.json and TABLE.md from every runs/*/runs/*/summary.json
-    grid.py compare                      cells run on both kernels: the 6.12 - 6.1 difference against the noise
+    grid.py compare [--model]            cells run on both kernels: the 6.12 - 6.1 difference against the noise
     grid.py boots                        cells run in several boots: the boots' means against the spread within one
 
 run, collect, resummarise, compare and boots take --icount: the deterministic lab (qemu's instruction counter as the
