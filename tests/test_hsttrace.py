@@ -269,3 +269,19 @@ def test_maps_that_waited_for_a_tag(tmp_path, capsys):
     tally.report_timing()
     assert ("p0   its maps waited for a tag 33% of the time (950 us on average when they did; the path's oldest "
             "request had been out 90 us then, median)") in capsys.readouterr().out
+
+
+def test_seed_goes_with_the_model_only(capsys):
+    assert hsttrace.main(["--seed", "2", "any-run"]) == 3
+    err = capsys.readouterr().err
+    assert err == "hsttrace: --seed goes with --model (a kernel trace has no seed)\n"
+
+
+def test_model_replay_takes_the_seed(monkeypatch, tmp_path):
+    """--model --seed N runs the prediction with seed N (validate's own is seed 1)."""
+    seen = []
+    monkeypatch.setattr(hsttrace, "replay_model", lambda rd, seed=1: seen.append(seed) or (_ for _ in ()).throw(
+        LookupError("stop")))
+    assert hsttrace.main(["--model", "--seed", "2", str(tmp_path)]) == 3
+    assert hsttrace.main(["--model", str(tmp_path)]) == 3
+    assert seen == [2, 1]

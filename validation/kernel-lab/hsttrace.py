@@ -2,7 +2,8 @@
 """Why historical-service-time chose each path: from a kernel run's block trace, or from the model.
 
     hsttrace.py RUNDIR...            runs recorded with TRACE 2 (grid.py batch tracehst)
-    hsttrace.py --model RUNDIR...    the same cells predicted (seed 1, the cell's session guest)
+    hsttrace.py --model [--seed N] RUNDIR...   the same cells predicted (seed 1 unless given, the cell's
+                                     session guest)
     hsttrace.py --timing [--model] RUNDIR...   also when the choices were made (below)
 
 The trace gives what dm-historical-service-time is given (dm-ps-historical-service-time.c): request-based,
@@ -299,8 +300,8 @@ def replay_kernel(rd):
     return meta, tally
 
 
-def replay_model(rd):
-    """The cell of RUNDIR predicted as validate does (seed 1, the guest of the run's session)."""
+def replay_model(rd, seed=1):
+    """The cell of RUNDIR predicted as validate does (the guest of the run's session; seed 1 is validate's)."""
     from mpathlab import validate as V
     meta, paths = read_meta(rd)
     labels = [lb for lb, _ in paths]
@@ -387,7 +388,7 @@ def replay_model(rd):
         V.simulate(V.table_line(cell), V.path_models(cell, guest),
                    V.parse_fio("[k]\nioengine=libaio\nrw=randwrite\nbs=4k\niodepth=%d\nruntime=8000ms\n"
                                "time_based\n" % int(cell["iodepth"])).jobs,
-                   host=guest.host(), seed=1, engine="python")
+                   host=guest.host(), seed=seed, engine="python")
     finally:
         HistoricalServiceTime.select_path, HistoricalServiceTime.start_io = orig_select, orig_start
         HistoricalServiceTime.end_io = orig_end
@@ -401,13 +402,19 @@ def main(argv=None):
     ap.add_argument("rundir", nargs="+")
     ap.add_argument("--model", action="store_true", help="the model's choices for the same cells")
     ap.add_argument("--timing", action="store_true", help="also when the choices and completions came")
+    ap.add_argument("--seed", type=int, default=1, help="with --model: the simulator's seed (default 1, the "
+                    "seed of the asserted prediction; others show the regimes it can settle in)")
     a = ap.parse_args(argv)
+    if a.seed != 1 and not a.model:
+        print("hsttrace: --seed goes with --model (a kernel trace has no seed)", file=sys.stderr)
+        return 3
     failed = 0
     for rd in a.rundir:
         try:
             if a.model:
-                meta, tally, guest = replay_model(rd)
-                title = "model %s (%s)" % (meta["name"], guest.describe())
+                meta, tally, guest = replay_model(rd, a.seed)
+                title = "model %s%s (%s)" % (meta["name"], "" if a.seed == 1 else " seed %d" % a.seed,
+                                             guest.describe())
             else:
                 meta, tally = replay_kernel(rd)
                 title = "kernel %s %s" % (meta.get("kernel", ""), meta.get("name", os.path.basename(rd)))
