@@ -128,6 +128,37 @@ def test_class_batches_keep_the_completion_time_and_vary_the_depth():
     assert {(c[1], c[2]) for c in cells} >= {(s, m) for s in ("hst", "st", "ql") for m in ("mq", "bio")}
 
 
+def test_draw_held_out_is_seeded_and_keeps_the_class():
+    a = grid.draw_held_out(2026120745, 81)
+    assert a == grid.draw_held_out(2026120745, 81) and a != grid.draw_held_out(2026120746, 81)
+    assert [d[0] for d in a] == ["H%d" % n for n in range(81, 91)]
+    for i, (name, paths, sel, depth) in enumerate(a):
+        ns, tags = [p[0] for p in paths], [p[1] for p in paths]
+        if i < 7:       # the class: one completion time, 2-4 paths, every queue depth different
+            assert 2 <= len(paths) <= 4 and len(set(ns)) == 1 and len(set(tags)) == len(tags), name
+        else:
+            assert 2 <= len(paths) <= 3 and len(set(ns)) == len(ns), name
+        assert sel in ("ql", "st") and depth in grid.DRAW_DEPTHS
+    assert grid.topology_text([(4000000, None), (4000000, 32)]) == "p0 4000000\np1 4000000 32\n"
+
+
+def test_heldout10_is_the_draw_its_comment_names():
+    # the committed topo files and batch are what `grid.py draw 2026120745 81` gives
+    drawn = grid.draw_held_out(2026120745, 81)
+    assert grid.BATCHES["heldout10"] == grid._held_out(*[(n, sel, d) for n, _, sel, d in drawn])
+    for name, paths, _, _ in drawn:
+        assert open(os.path.join(LAB, "experiments", "grid", "topo", name + ".txt")).read() == grid.topology_text(paths)
+
+
+def test_draw_refuses_to_overwrite_a_topology(tmp_path):
+    r = _grid("draw", "1", "81")
+    assert r.returncode == 3 and r.stderr.strip().count("\n") == 0 and "H81" in r.stderr
+    r = _grid("draw", "1", "81", "--dry-run", "--count", "2", "--of-class", "1")
+    assert r.returncode == 0 and r.stdout.count("# H8") == 2 and "_held_out((" in r.stdout
+    r = _grid("draw", "1", "81", "--dry-run", "--count", "2", "--of-class", "3")
+    assert r.returncode == 3
+
+
 def test_unknown_batch_is_one_line_and_exit_3():
     r = _grid("plan", "T4q", "nosuch")
     assert r.returncode == 3

@@ -6,6 +6,7 @@
                                          boot the lab once, run the batches N times (default 1) inside that boot,
                                          summarise each run into runs/<batches>-<kernel>-<stamp>/runs/<run>/summary.json,
                                          then rebuild results.json
+    grid.py draw SEED FIRST              draw a held-out set with a fixed seed: topo files H<FIRST>..., its batch entry
     grid.py summarise RUNDIR             print the summary of one raw run folder (JSON)
     grid.py collect [--md] [--readme]    rebuild results.json and TABLE.md from every runs/*/runs/*/summary.json
     grid.py compare [--model]            cells run on both kernels: the 6.12 - 6.1 difference against the noise
@@ -55,6 +56,38 @@ def _held_out(*rows):
 def _hst_cells(*rows):
     """Historical-service-time cells, one per (topology, queue mode, depth)."""
     return [cell for topo, mode, depth in rows for cell in _cells(topo, ['hst'], [mode], [depth])]
+
+
+
+# What draw picks from: the held-out sets' ranges (completion times in ms, path queue depths, fio depths)
+DRAW_MS = (1, 2, 3, 4, 5, 6, 7, 8, 10)
+DRAW_TAGS = (1, 2, 3, 4, 6, 8, 12, 16, 20, 24, 32, 48, 64, None)     # None: null_blk's default (unlimited here)
+DRAW_DEPTHS = (8, 16, 20, 24, 32, 40, 48, 64)
+
+
+def draw_held_out(seed, first, count=10, of_class=7):
+    """COUNT topologies named H<FIRST>... drawn with random.Random(SEED): the first OF_CLASS of one completion
+    time and 2-4 paths of different queue depths (the same-latency/different-depth class), the rest 2-3 paths of
+    different completion times.  Returns [(name, [(ns, tags or None), ...], selector abbreviation, fio depth)]."""
+    import random
+    rng = random.Random(seed)
+    drawn = []
+    for i in range(count):
+        n = rng.randint(2, 4) if i < of_class else rng.randint(2, 3)
+        if i < of_class:
+            ms = [rng.choice(DRAW_MS)] * n
+            tags = rng.sample(DRAW_TAGS, n)          # all different
+        else:
+            ms = rng.sample(DRAW_MS, n)
+            tags = [rng.choice(DRAW_TAGS) for _ in range(n)]
+        drawn.append(('H%d' % (first + i), [(m * 1000000, t) for m, t in zip(ms, tags)],
+                      rng.choice(('ql', 'st')), rng.choice(DRAW_DEPTHS)))
+    return drawn
+
+
+def topology_text(paths):
+    """A topo/*.txt file: a line per path, its name, completion time (ns) and queue depth if limited."""
+    return ''.join('p%d %d%s\n' % (i, ns, '' if tags is None else ' %d' % tags) for i, (ns, tags) in enumerate(paths))
 
 
 BATCHES = {
@@ -153,6 +186,13 @@ BATCHES = {
     'heldout9': _held_out(
         ('H71', 'ql', 64), ('H72', 'ql', 24), ('H73', 'ql', 24), ('H74', 'st', 48), ('H75', 'st', 20),
         ('H76', 'st', 32), ('H77', 'st', 48), ('H78', 'ql', 40), ('H79', 'st', 20), ('H80', 'ql', 24)),
+    # a tenth, committed before it ran, with the model unchanged since the sixth; drawn by `grid.py draw 2026120745
+    # 81` (the ninth was drawn by an earlier procedure, not kept): H81 10 ms, 2 vs 24 tags; H82 6 ms, 1 vs 24; H83
+    # 4 ms, unlimited vs 32; H84 5 ms, unlimited vs 12; H85 6 ms, 12, 24, 8 and 3; H86 3 ms, 1 vs 32; H87 6 ms, 64,
+    # 6 and 3; then H88 3 ms and 8 ms unlimited; H89 10 ms of 20 tags, 2 ms of 4; H90 5 ms of 12, 6 ms of 2
+    'heldout10': _held_out(
+        ('H81', 'st', 40), ('H82', 'st', 40), ('H83', 'ql', 8), ('H84', 'st', 24), ('H85', 'st', 16),
+        ('H86', 'st', 8), ('H87', 'ql', 48), ('H88', 'ql', 24), ('H89', 'st', 24), ('H90', 'st', 64)),
     # three more repeats of every held-out cell (H1-H60) whose three repeats spread (a path's share with a
     # standard deviation above 0.05) on either kernel: chosen from the kernel's repeats alone, not the model's
     # misses; all historical-service-time, most bio-based
@@ -1209,6 +1249,14 @@ def main():
     p = sub.add_parser('boots', help='cells run in more than one boot: the spread of the boots\' means against '
                        'the spread within a boot (are a boot\'s repeats independent?)')
     p.add_argument('--icount', action='store_true', help=icount_help)
+    p = sub.add_parser('draw', help='draw a held-out set of topologies with a fixed seed: write its topo files '
+                       'and print the batch entry for BATCHES')
+    p.add_argument('seed', type=int, help='seed of Python\'s random.Random')
+    p.add_argument('first', type=int, help='number of the first topology (H<first>)')
+    p.add_argument('--count', type=int, default=10, help='topologies to draw (default 10)')
+    p.add_argument('--of-class', type=int, default=7, help='how many of them one completion time, different '
+                   'queue depths (default 7)')
+    p.add_argument('--dry-run', action='store_true', help='print only, write no topo file (default: write)')
     p = sub.add_parser('summarise', help='print the summary of one raw run folder (JSON)')
     p.add_argument('rundir', help='a runs/<boot>/runs/<run> folder (meta, stat_before/after, ...)')
     p = sub.add_parser('resummarise', help='rebuild every summary.json from the raw run files, then results.json')
@@ -1242,6 +1290,22 @@ def main():
             from mpathlab import validate
             rows = model_differences(rows, validate.compare(cells))
         print(differences_markdown(rows))
+        return
+    if a.cmd == 'draw':
+        if not 0 <= a.of_class <= a.count or a.count < 1:
+            die('--count must be at least 1 and --of-class between 0 and --count')
+        drawn = draw_held_out(a.seed, a.first, a.count, a.of_class)
+        for name, paths, _, _ in drawn:
+            path = os.path.join(EXP, 'topo', name + '.txt')
+            if os.path.exists(path) and not a.dry_run:
+                die('%s exists: a held-out set never reuses a name (choose another first)' % path)
+        for name, paths, sel, depth in drawn:
+            text = topology_text(paths)
+            if not a.dry_run:
+                with open(os.path.join(EXP, 'topo', name + '.txt'), 'w') as f:
+                    f.write(text)
+            print('# %s (%s, fio depth %d): %s' % (name, SEL[sel], depth, text.strip().replace('\n', '; ')))
+        print('_held_out(%s)' % ', '.join('(%r, %r, %d)' % (name, sel, depth) for name, _, sel, depth in drawn))
         return
     if a.cmd == 'summarise':
         for f in ('meta', 'stat_before', 'stat_after', 'uptime', 'cpu_before', 'cpu_after', 'queue', 'table',
