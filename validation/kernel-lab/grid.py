@@ -206,6 +206,8 @@ BATCHES = {
         ('H65', 'bio', 32), ('H66', 'bio', 16), ('H67', 'mq', 20), ('H68', 'bio', 40), ('H70', 'bio', 24)),
     # the same for the ninth (H71-H80), by the same rule, after both kernels had run it (all three spread on 6.12)
     'spread9': _hst_cells(('H71', 'bio', 64), ('H73', 'bio', 24), ('H78', 'mq', 40)),
+    # the same for the tenth (H81-H90), by the same rule, after both kernels had run it (both spread on 6.12)
+    'spread10': _hst_cells(('H85', 'mq', 16), ('H87', 'bio', 48)),
     # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
     # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
     'scsi': (_cells('S1', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [16])
@@ -257,6 +259,10 @@ BATCHES = {
     # model's) and H73 mq HST (3 ms of 3, 12 and 16 tags)
     'traceicount5': ([{'trace': 2, 'tag': '-ev'}] + _cells('H72', ['hst'], ['bio'], [24])
                      + _cells('H73', ['hst'], ['mq'], [24]) + [{}]),
+    # the tenth set's misses: H90 service-time bio (6.1; 5 ms of 12 tags, 6 ms of 2, depth 64) and H82 HST bio
+    # (6.12; 6 ms of 1 tag and 24: the kernel starves the 1-tag path's submitter on both kernels)
+    'traceicount6': ([{'trace': 2, 'tag': '-ev'}] + _cells('H90', ['st'], ['bio'], [64])
+                     + _cells('H82', ['hst'], ['bio'], [40]) + [{}]),
     # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
     # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
     'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
