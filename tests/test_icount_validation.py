@@ -1,7 +1,7 @@
 """The simulator against the deterministic kernel lab (grid.py --icount: Debian 6.1 and 6.12 in qemu with
 the instruction counter as the guest's clock, one vCPU; validation/kernel-lab/results-icount.json).
 
-Every cell is a held-out topology (H1-H80) predicted from the topology and a guest fitted on the same boot's
+Every cell is a held-out topology (H1-H90) predicted from the topology and a guest fitted on the same boot's
 single-path calibration cells; docs/validation.md, "The deterministic lab", gives the protocol and the misses.
 """
 import json
@@ -167,11 +167,24 @@ KNOWN_MISSES_HELDOUT9 = {
 }
 
 
+# The tenth (H81-H90): drawn by `grid.py draw 2026120745 81`, committed before it ran, the model unchanged.  H85
+# (four 6 ms paths; 5, 4, 4 and 3 of every 16 requests) is one state in every run, kernel and model, but which
+# of three paths carries the 5 differs from run to run; H82 bio: the kernel starves as in H72, the model with
+# 6.12's guest runs fed (with 6.1's, starved).  Three more repeats of H85 mq and H87 bio (spread10) moved nothing.
+KNOWN_MISSES_HELDOUT10 = {
+    ("6.1", "H85 historical-service-time mq d16"),
+    ("6.1", "H90 service-time bio d64"),
+    ("6.12", "H82 historical-service-time bio d40"),
+    ("6.12", "H85 historical-service-time bio d16"),
+}
+
+
 @pytest.mark.parametrize("first,known,kernels_run", [(31, KNOWN_MISSES_HELDOUT5, ["6.1", "6.12"]),
                                                      (41, KNOWN_MISSES_HELDOUT6, ["6.1", "6.12"]),
                                                      (51, KNOWN_MISSES_HELDOUT7, ["6.1", "6.12"]),
                                                      (61, KNOWN_MISSES_HELDOUT8, ["6.1", "6.12"]),
-                                                     (71, KNOWN_MISSES_HELDOUT9, ["6.1", "6.12"])])
+                                                     (71, KNOWN_MISSES_HELDOUT9, ["6.1", "6.12"]),
+                                                     (81, KNOWN_MISSES_HELDOUT10, ["6.1", "6.12"])])
 def test_held_out_sets_of_the_deterministic_lab_predicted(icount_rows, first, known, kernels_run):
     rows = _of_sets(icount_rows[1], first, first + 9)
     kernels = sorted({r["kernel_series"] for r in rows})
@@ -187,12 +200,12 @@ def test_readme_states_the_deterministic_labs_totals(icount_rows):
     """The README's table of the deterministic lab is this table's count, not a number copied once."""
     import re
     readme = open(os.path.join(ROOT, "README.md")).read()
-    rows = _of_sets(icount_rows[1], 1, 80)
+    rows = _of_sets(icount_rows[1], 1, 90)
     hst = lambda r: "historical" in r["cell"]
     late = lambda r: int(r["topology"][1:]) >= 31
     for label, keep in (("deterministic", lambda r: True), ("of which queue-length and service-time",
                                                             lambda r: not hst(r)),
-                        ("of which historical-service-time", hst), ("of which H31-H80", late)):
+                        ("of which historical-service-time", hst), ("of which H31-H90", late)):
         line = re.search(r"^\| %s[^|]*\| (\d+) \| (\d+) \| (\d+) \|$" % re.escape(label), readme, re.M)
         assert line, label
         n, k61, k612 = map(int, line.groups())
