@@ -142,10 +142,11 @@ def test_draw_held_out_is_seeded_and_keeps_the_class():
     assert grid.topology_text([(4000000, None), (4000000, 32)]) == "p0 4000000\np1 4000000 32\n"
 
 
-def test_heldout10_is_the_draw_its_comment_names():
-    # the committed topo files and batch are what `grid.py draw 2026120745 81` gives
-    drawn = grid.draw_held_out(2026120745, 81)
-    assert grid.BATCHES["heldout10"] == grid._held_out(*[(n, sel, d) for n, _, sel, d in drawn])
+@pytest.mark.parametrize("batch,seed,first", [("heldout10", 2026120745, 81), ("heldout11", 2026120746, 91)])
+def test_drawn_held_out_sets_are_the_draw_their_comments_name(batch, seed, first):
+    # the committed topo files and batch are what `grid.py draw SEED FIRST` gives
+    drawn = grid.draw_held_out(seed, first)
+    assert grid.BATCHES[batch] == grid._held_out(*[(n, sel, d) for n, _, sel, d in drawn])
     for name, paths, _, _ in drawn:
         assert open(os.path.join(LAB, "experiments", "grid", "topo", name + ".txt")).read() == grid.topology_text(paths)
 

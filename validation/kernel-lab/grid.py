@@ -193,6 +193,13 @@ BATCHES = {
     'heldout10': _held_out(
         ('H81', 'st', 40), ('H82', 'st', 40), ('H83', 'ql', 8), ('H84', 'st', 24), ('H85', 'st', 16),
         ('H86', 'st', 8), ('H87', 'ql', 48), ('H88', 'ql', 24), ('H89', 'st', 24), ('H90', 'st', 64)),
+    # an eleventh, the same way (`grid.py draw 2026120746 91`), committed before it ran, the model unchanged: H91 8 ms,
+    # 48 vs 20 tags; H92 10 ms, 6, unlimited and 1; H93 2 ms, 24, 32 and 64; H94 10 ms, unlimited vs 1; H95 4 ms, 8,
+    # 48, unlimited and 6; H96 10 ms, unlimited, 1 and 6; H97 1 ms, 48, 32 and 8; then H98 10 ms of 16 tags, 5 ms
+    # of 32; H99 3 ms of 64, 7 ms of 3; H100 10 ms of 4, 8 ms of 8
+    'heldout11': _held_out(
+        ('H91', 'ql', 8), ('H92', 'ql', 48), ('H93', 'ql', 16), ('H94', 'ql', 16), ('H95', 'ql', 20),
+        ('H96', 'ql', 24), ('H97', 'ql', 24), ('H98', 'ql', 40), ('H99', 'st', 20), ('H100', 'ql', 24)),
     # three more repeats of every held-out cell (H1-H60) whose three repeats spread (a path's share with a
     # standard deviation above 0.05) on either kernel: chosen from the kernel's repeats alone, not the model's
     # misses; all historical-service-time, most bio-based
