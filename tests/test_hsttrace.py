@@ -271,6 +271,23 @@ def test_maps_that_waited_for_a_tag(tmp_path, capsys):
             "request had been out 90 us then, median)") in capsys.readouterr().out
 
 
+def test_another_selectors_trace_gives_shares_and_timing_without_hsts_classes(tmp_path, capsys):
+    """A traced service-time run: the choices per path and when they came, not historical-service-time's
+    classes, averages or compare sides (they would describe a selector that did not run)."""
+    rd = tmp_path / "H90-ev_st_bio_d64_r0"
+    rd.mkdir()
+    (rd / "meta").write_text("topo=X name=H90-ev_st_bio_d64_r0 selector=service-time queue_mode=bio iodepth=2\n"
+                             "X p0 252:0 completion_nsec=1000000\nX p1 252:1 completion_nsec=1000000\n")
+    with gzip.open(rd / "trace_events.gz", "wt") as f:
+        f.write("1.000000 m 252,0 8\n1.000010 i 252,0 8\n1.000020 m 252,1 16\n1.000030 i 252,1 16\n"
+                "1.001010 c 252,0 8\n1.001020 m 252,0 24\n1.001030 i 252,0 24\n")
+    assert hsttrace.main(["--timing", str(rd)]) == 0
+    out = capsys.readouterr().out
+    assert "(service-time: the classes and averages are historical-service-time's, left out)" in out
+    assert "  p0   share 0.667  in flight when chosen 0.0\n" in out and "  p1   share 0.333" in out
+    assert "estimate" not in out and "chosen with" not in out and "between choices" in out
+
+
 def test_seed_goes_with_the_model_only(capsys):
     assert hsttrace.main(["--seed", "2", "any-run"]) == 3
     err = capsys.readouterr().err

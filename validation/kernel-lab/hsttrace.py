@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Why historical-service-time chose each path: from a kernel run's block trace, or from the model.
 
-    hsttrace.py RUNDIR...            runs recorded with TRACE 2 (grid.py batch tracehst)
+    hsttrace.py RUNDIR...            runs recorded with TRACE 2 (grid.py batch tracehst); another selector's
+                                     run gives its shares and timing only
     hsttrace.py --model [--seed N] RUNDIR...   the same cells predicted (seed 1 unless given, the cell's
                                      session guest)
     hsttrace.py --timing [--model] RUNDIR...   also when the choices were made (below)
@@ -53,6 +54,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "src"))
 from mpathlab.selectors.historical_service_time import HistoricalServiceTime  # noqa: E402
 
 CLASSES = ("estimate", "probe", "equal-usage", "other")
+SELECTOR = HistoricalServiceTime.name
 
 
 def weighed(infos, chosen):
@@ -109,7 +111,8 @@ class Tally:
         self.done_ns[label].append(now)
         self._last_done = now
 
-    def report_timing(self):
+    def report_timing(self, weighed=True):
+        """WEIGHED: also the compare's two sides per in-flight count (historical-service-time runs only)."""
         gaps = sorted(b - a for a, b in zip(self.choice_ns, self.choice_ns[1:]))
         after = sorted(self.after_done_ns)
         if not gaps or not after:
@@ -139,7 +142,8 @@ class Tally:
                     lb, 100 * len(waits) / self.maps[lb], statistics.mean(waits) / 1e3 if waits else 0,
                     "; the path's oldest request had been out %.0f us then, median" % (
                         statistics.median(oldest) / 1e3) if oldest else ""))
-        self.report_weighed()
+        if weighed:
+            self.report_weighed()
         if self.timers and self.fio_cpu:
             self.report_timer_cpus()
 
@@ -190,7 +194,9 @@ class Tally:
                                                          statistics.median(b for _, b in w)) if w else "")
                 for k, w in enumerate(self.weighed[lb]))))
 
-    def report(self, title):
+    def report(self, title, classes=True):
+        """Per path its share of the choices and its in-flight count when chosen; with CLASSES (a
+        historical-service-time run) also the classes of its choices and its average."""
         total = sum(sum(c.values()) for c in self.count.values()) or 1
         print(title)
         for lb in self.labels:
@@ -198,6 +204,9 @@ class Tally:
             n = sum(c.values())
             if not n:
                 print("  %-4s share 0.000" % lb)
+                continue
+            if not classes:
+                print("  %-4s share %.3f  in flight when chosen %.1f" % (lb, n / total, statistics.mean(self.out[lb])))
                 continue
             print("  %-4s share %.3f  %s  in flight when chosen %.1f  average %.0f us (median)" % (
                 lb, n / total, "  ".join("%s %.2f" % (k, c[k] / n) for k in CLASSES),
@@ -310,7 +319,7 @@ def replay_model(rd, seed=1):
     cells = json.load(open(os.path.join(HERE, "results-icount.json" if icount else "results.json")))
     kernel = "6.12" if meta.get("kernel", "").startswith("6.12") else "6.1"
     topo = meta["topo"]
-    if meta.get("selector") != "historical-service-time":
+    if meta.get("selector") != SELECTOR:
         raise LookupError("--model replays historical-service-time runs; this one ran %s" % (
             meta.get("selector") or "no selector named in its meta"))
     want = "%s historical-service-time %s d%s" % (topo, meta["queue_mode"], meta["iodepth"])
@@ -423,9 +432,13 @@ def main(argv=None):
             print("hsttrace: %s: %s" % (rd, e), file=sys.stderr)
             failed += 1
             continue
-        tally.report(title)
+        # another selector's trace (a service-time miss traced): its shares and timing, not HST's classes
+        hst = meta.get("selector", SELECTOR) == SELECTOR
+        if not hst:
+            title += " (%s: the classes and averages are %s's, left out)" % (meta["selector"], SELECTOR)
+        tally.report(title, classes=hst)
         if a.timing:
-            tally.report_timing()
+            tally.report_timing(weighed=hst)
     return 3 if failed else 0
 
 
