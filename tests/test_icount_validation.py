@@ -1,7 +1,7 @@
 """The simulator against the deterministic kernel lab (grid.py --icount: Debian 6.1 and 6.12 in qemu with
 the instruction counter as the guest's clock, one vCPU; validation/kernel-lab/results-icount.json).
 
-Every cell is a held-out topology (H1-H90) predicted from the topology and a guest fitted on the same boot's
+Every cell is a held-out topology (H1-H100) predicted from the topology and a guest fitted on the same boot's
 single-path calibration cells; docs/validation.md, "The deterministic lab", gives the protocol and the misses.
 """
 import json
@@ -179,12 +179,35 @@ KNOWN_MISSES_HELDOUT10 = {
 }
 
 
+# The eleventh (H91-H100): drawn by `grid.py draw 2026120746 91`, committed before it ran, the model unchanged.
+# H94 bio (10 ms, unlimited and 1 tag): the kernel starves as in H72 and H82, the model starts so and leaves by
+# 4 s; H93 (three 2 ms paths, none of which fills): the kernel near even (0.31-0.37), the model 0.29 or 0.39.
+# Three cells spread (6.1 H92 bio, H95 mq, H97 bio) and have not had their three more repeats yet.
+KNOWN_MISSES_HELDOUT11 = {
+    ("6.1", "H100 historical-service-time bio d24"),
+    ("6.1", "H100 historical-service-time mq d24"),
+    ("6.1", "H92 historical-service-time bio d48"),
+    ("6.1", "H93 historical-service-time bio d16"),
+    ("6.1", "H93 historical-service-time mq d16"),
+    ("6.1", "H94 historical-service-time bio d16"),
+    ("6.1", "H98 historical-service-time mq d40"),
+    ("6.12", "H100 historical-service-time mq d24"),
+    ("6.12", "H93 historical-service-time bio d16"),
+    ("6.12", "H93 historical-service-time mq d16"),
+    ("6.12", "H94 historical-service-time bio d16"),
+    ("6.12", "H95 historical-service-time bio d20"),
+    ("6.12", "H97 historical-service-time bio d24"),
+    ("6.12", "H98 historical-service-time mq d40"),
+}
+
+
 @pytest.mark.parametrize("first,known,kernels_run", [(31, KNOWN_MISSES_HELDOUT5, ["6.1", "6.12"]),
                                                      (41, KNOWN_MISSES_HELDOUT6, ["6.1", "6.12"]),
                                                      (51, KNOWN_MISSES_HELDOUT7, ["6.1", "6.12"]),
                                                      (61, KNOWN_MISSES_HELDOUT8, ["6.1", "6.12"]),
                                                      (71, KNOWN_MISSES_HELDOUT9, ["6.1", "6.12"]),
-                                                     (81, KNOWN_MISSES_HELDOUT10, ["6.1", "6.12"])])
+                                                     (81, KNOWN_MISSES_HELDOUT10, ["6.1", "6.12"]),
+                                                     (91, KNOWN_MISSES_HELDOUT11, ["6.1", "6.12"])])
 def test_held_out_sets_of_the_deterministic_lab_predicted(icount_rows, first, known, kernels_run):
     rows = _of_sets(icount_rows[1], first, first + 9)
     kernels = sorted({r["kernel_series"] for r in rows})
@@ -200,12 +223,12 @@ def test_readme_states_the_deterministic_labs_totals(icount_rows):
     """The README's table of the deterministic lab is this table's count, not a number copied once."""
     import re
     readme = open(os.path.join(ROOT, "README.md")).read()
-    rows = _of_sets(icount_rows[1], 1, 90)
+    rows = _of_sets(icount_rows[1], 1, 100)
     hst = lambda r: "historical" in r["cell"]
     late = lambda r: int(r["topology"][1:]) >= 31
     for label, keep in (("deterministic", lambda r: True), ("of which queue-length and service-time",
                                                             lambda r: not hst(r)),
-                        ("of which historical-service-time", hst), ("of which H31-H90", late)):
+                        ("of which historical-service-time", hst), ("of which H31-H100", late)):
         line = re.search(r"^\| %s[^|]*\| (\d+) \| (\d+) \| (\d+) \|$" % re.escape(label), readme, re.M)
         assert line, label
         n, k61, k612 = map(int, line.groups())
