@@ -215,6 +215,8 @@ BATCHES = {
     'spread9': _hst_cells(('H71', 'bio', 64), ('H73', 'bio', 24), ('H78', 'mq', 40)),
     # the same for the tenth (H81-H90), by the same rule, after both kernels had run it (both spread on 6.12)
     'spread10': _hst_cells(('H85', 'mq', 16), ('H87', 'bio', 48)),
+    # the same for the eleventh (H91-H100), by the same rule, after both kernels had run it (all three spread on 6.1)
+    'spread11': _hst_cells(('H92', 'bio', 48), ('H95', 'mq', 20), ('H97', 'bio', 24)),
     # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
     # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
     'scsi': (_cells('S1', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [16])
