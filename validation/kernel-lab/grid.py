@@ -58,7 +58,6 @@ def _hst_cells(*rows):
     return [cell for topo, mode, depth in rows for cell in _cells(topo, ['hst'], [mode], [depth])]
 
 
-
 # What draw picks from: the held-out sets' ranges (completion times in ms, path queue depths, fio depths)
 DRAW_MS = (1, 2, 3, 4, 5, 6, 7, 8, 10)
 DRAW_TAGS = (1, 2, 3, 4, 6, 8, 12, 16, 20, 24, 32, 48, 64, None)     # None: null_blk's default (unlimited here)
@@ -73,11 +72,12 @@ def draw_held_out(seed, first, count=10, of_class=7):
     rng = random.Random(seed)
     drawn = []
     for i in range(count):
-        n = rng.randint(2, 4) if i < of_class else rng.randint(2, 3)
         if i < of_class:
+            n = rng.randint(2, 4)
             ms = [rng.choice(DRAW_MS)] * n
             tags = rng.sample(DRAW_TAGS, n)          # all different
         else:
+            n = rng.randint(2, 3)
             ms = rng.sample(DRAW_MS, n)
             tags = [rng.choice(DRAW_TAGS) for _ in range(n)]
         drawn.append(('H%d' % (first + i), [(m * 1000000, t) for m, t in zip(ms, tags)],
@@ -1310,14 +1310,14 @@ def main():
         if not 0 <= a.of_class <= a.count or a.count < 1:
             die('--count must be at least 1 and --of-class between 0 and --count')
         drawn = draw_held_out(a.seed, a.first, a.count, a.of_class)
-        for name, paths, _, _ in drawn:
-            path = os.path.join(EXP, 'topo', name + '.txt')
+        files = {name: os.path.join(EXP, 'topo', name + '.txt') for name, _, _, _ in drawn}
+        for path in files.values():
             if os.path.exists(path) and not a.dry_run:
                 die('%s exists: a held-out set never reuses a name (choose another first)' % path)
         for name, paths, sel, depth in drawn:
             text = topology_text(paths)
             if not a.dry_run:
-                with open(os.path.join(EXP, 'topo', name + '.txt'), 'w') as f:
+                with open(files[name], 'w') as f:
                     f.write(text)
             print('# %s (%s, fio depth %d): %s' % (name, SEL[sel], depth, text.strip().replace('\n', '; ')))
         print('_held_out(%s)' % ', '.join('(%r, %r, %d)' % (name, sel, depth) for name, _, sel, depth in drawn))

@@ -411,18 +411,19 @@ def main(argv=None):
     ap.add_argument("rundir", nargs="+")
     ap.add_argument("--model", action="store_true", help="the model's choices for the same cells")
     ap.add_argument("--timing", action="store_true", help="also when the choices and completions came")
-    ap.add_argument("--seed", type=int, default=1, help="with --model: the simulator's seed (default 1, the "
-                    "seed of the asserted prediction; others show the regimes it can settle in)")
+    ap.add_argument("--seed", type=int, help="with --model: the simulator's seed (default 1, the seed of the "
+                    "asserted prediction; others show the regimes it can settle in)")
     a = ap.parse_args(argv)
-    if a.seed != 1 and not a.model:
+    if a.seed is not None and not a.model:
         print("hsttrace: --seed goes with --model (a kernel trace has no seed)", file=sys.stderr)
         return 3
+    seed = 1 if a.seed is None else a.seed
     failed = 0
     for rd in a.rundir:
         try:
             if a.model:
-                meta, tally, guest = replay_model(rd, a.seed)
-                title = "model %s%s (%s)" % (meta["name"], "" if a.seed == 1 else " seed %d" % a.seed,
+                meta, tally, guest = replay_model(rd, seed)
+                title = "model %s%s (%s)" % (meta["name"], "" if seed == 1 else " seed %d" % seed,
                                              guest.describe())
             else:
                 meta, tally = replay_kernel(rd)
