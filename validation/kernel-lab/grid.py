@@ -200,6 +200,14 @@ BATCHES = {
     'heldout11': _held_out(
         ('H91', 'ql', 8), ('H92', 'ql', 48), ('H93', 'ql', 16), ('H94', 'ql', 16), ('H95', 'ql', 20),
         ('H96', 'ql', 24), ('H97', 'ql', 24), ('H98', 'ql', 40), ('H99', 'st', 20), ('H100', 'ql', 24)),
+    # a twelfth (`grid.py draw 2026120747 101`), committed before it ran, the model unchanged; judged with paths
+    # equivalent when their tags cannot fill (validate._groups): H101 7 ms, 24 vs 8 tags; H102 1 ms, 8, 48 and 4;
+    # H103 2 ms, 6, 48, unlimited and 12; H104 10 ms, 6, 12 and unlimited; H105 4 ms, 3, 32, 16 and 12; H106 10 ms,
+    # 32, 24 and 20; H107 10 ms, 24 vs 2; then H108 1 ms of 12 tags, 4 ms of 8; H109 8 ms of 4, 7 ms of 32; H110
+    # 1 ms of 32, 8 ms of 24, 6 ms of 12
+    'heldout12': _held_out(
+        ('H101', 'ql', 20), ('H102', 'st', 20), ('H103', 'st', 20), ('H104', 'ql', 8), ('H105', 'ql', 8),
+        ('H106', 'ql', 8), ('H107', 'ql', 48), ('H108', 'ql', 24), ('H109', 'st', 48), ('H110', 'st', 48)),
     # three more repeats of every held-out cell (H1-H60) whose three repeats spread (a path's share with a
     # standard deviation above 0.05) on either kernel: chosen from the kernel's repeats alone, not the model's
     # misses; all historical-service-time, most bio-based
