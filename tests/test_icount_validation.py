@@ -15,7 +15,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_ICOUNT = os.path.join(ROOT, "validation", "kernel-lab", "results-icount.json")
 
 # Cells the prediction misses here (beyond 0.03 and two standard errors of the kernel's mean over its
-# repeats: three, six where three spread, batch spread); a cell leaves the list when it is predicted, and a new miss fails the test.  Two model changes
+# repeats: three, six where three spread, batch spread); a cell leaves the list when it is predicted, and a new miss fails the test.
+# Equivalent paths are compared by rank (validate._groups; from 12-07, after the eleventh set): that added
+# 6.1 H3 bio and H30 mq here, where the kernel shares unevenly among identical paths and the model more so.  Two model changes
 # made after this table was read took cells off it, so those are not predictions (docs/validation.md): the
 # dm queue's dispatch time per request, ten request-based historical-service-time cells; a task asleep for
 # a tag woken per batch of freed tags, five bio-based ones (H14, H27 on both kernels, 6.12 H23).
@@ -24,6 +26,8 @@ KNOWN_MISSES_ICOUNT = {
     ("6.1", "H22 historical-service-time bio d16"),
     ("6.1", "H23 historical-service-time bio d32"),
     ("6.1", "H24 historical-service-time bio d16"),
+    ("6.1", "H3 historical-service-time bio d16"),
+    ("6.1", "H30 historical-service-time mq d16"),
     ("6.1", "H4 historical-service-time bio d32"),
     ("6.1", "H8 historical-service-time mq d24"),
     ("6.12", "H10 historical-service-time bio d48"),
@@ -100,7 +104,9 @@ KNOWN_MISSES_HELDOUT5 = {
     ("6.1", "H37 historical-service-time bio d32"),
     ("6.12", "H37 historical-service-time bio d32"),
 }
-# The sixth (H41-H50): committed before it ran and before any model change after the two above
+# The sixth (H41-H50): committed before it ran and before any model change after the two above.  By rank among
+# equivalent paths (since 12-07) 6.12 H48 bio and H50 mq on both kernels miss too: 6.12 H48 bio's two identical
+# paths share nearly evenly in the kernel (the lesser 0.35) while the model piles onto one (0.06).
 KNOWN_MISSES_HELDOUT6 = {
     ("6.1", "H43 service-time bio d32"),
     ("6.1", "H43 historical-service-time bio d32"),
@@ -108,6 +114,9 @@ KNOWN_MISSES_HELDOUT6 = {
     ("6.1", "H44 historical-service-time mq d64"),
     ("6.1", "H46 historical-service-time mq d16"),
     ("6.1", "H50 historical-service-time bio d20"),
+    ("6.1", "H50 historical-service-time mq d20"),
+    ("6.12", "H48 historical-service-time bio d48"),
+    ("6.12", "H50 historical-service-time mq d20"),
     ("6.12", "H43 service-time bio d32"),
     ("6.12", "H43 historical-service-time bio d32"),
     ("6.12", "H43 historical-service-time mq d32"),
@@ -118,7 +127,6 @@ KNOWN_MISSES_HELDOUT6 = {
 
 # The seventh (H51-H60): committed before it ran, the model unchanged since the sixth
 KNOWN_MISSES_HELDOUT7 = {
-    ("6.1", "H53 historical-service-time bio d20"),
     ("6.1", "H54 historical-service-time mq d24"),
     ("6.1", "H57 historical-service-time mq d16"),
     ("6.1", "H58 historical-service-time bio d32"),
@@ -144,6 +152,7 @@ KNOWN_MISSES_HELDOUT8 = {
     ("6.12", "H64 historical-service-time mq d24"),
     ("6.12", "H65 historical-service-time bio d32"),
     ("6.12", "H66 historical-service-time bio d16"),
+    ("6.12", "H67 historical-service-time mq d20"),
     ("6.12", "H68 historical-service-time bio d40"),
     ("6.12", "H69 historical-service-time bio d48"),
     ("6.12", "H70 historical-service-time bio d24"),
@@ -181,18 +190,19 @@ KNOWN_MISSES_HELDOUT10 = {
 
 # The eleventh (H91-H100): drawn by `grid.py draw 2026120746 91`, committed before it ran, the model unchanged.
 # H94 bio (10 ms, unlimited and 1 tag): the kernel starves as in H72 and H82, the model starts so and leaves by
-# 4 s; H93 (three 2 ms paths, none of which fills): the kernel near even (0.31-0.37), the model 0.29 or 0.39.
+# 4 s; H93 (three 2 ms paths, none of which fills), compared by rank since 12-07: bio within, mq not (the
+# smallest share 0.29 in the model, 0.32 in the kernel); 6.1 H97 bio by rank: the 48- and 32-tag paths never
+# fill at depth 24, and the kernel gives the lesser of them 0.26, the model 0.34.
 # Three cells spread on 6.1 (H92 bio, H95 mq, H97 bio); their three more (spread11) put 6.12 H95 mq out.
 KNOWN_MISSES_HELDOUT11 = {
     ("6.1", "H100 historical-service-time bio d24"),
     ("6.1", "H100 historical-service-time mq d24"),
     ("6.1", "H92 historical-service-time bio d48"),
-    ("6.1", "H93 historical-service-time bio d16"),
     ("6.1", "H93 historical-service-time mq d16"),
     ("6.1", "H94 historical-service-time bio d16"),
+    ("6.1", "H97 historical-service-time bio d24"),
     ("6.1", "H98 historical-service-time mq d40"),
     ("6.12", "H100 historical-service-time mq d24"),
-    ("6.12", "H93 historical-service-time bio d16"),
     ("6.12", "H93 historical-service-time mq d16"),
     ("6.12", "H94 historical-service-time bio d16"),
     ("6.12", "H95 historical-service-time bio d20"),

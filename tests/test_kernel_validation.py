@@ -2,7 +2,7 @@
 
 validation/kernel-lab/results.json comes from validation/kernel-lab/grid.py;
 docs/validation.md explains the prediction, the guest model and every cell.
-Each cell's identical paths are compared as a group.
+Each cell's equivalent paths are compared by rank (validate._groups).
 """
 import json
 import os
@@ -39,7 +39,6 @@ KNOWN_MISSES = {
     # kernel, read after): historical-service-time on 6.12, and queue-length mq on H11 (1 ms and 4 ms,
     # unlimited tags: the 1 ms path 0.72 in the kernel, 0.68 predicted). Three or four repeats per kernel
     # from sessions of different host load (timers 0.1-3.3 ms late); where they spread, two standard errors
-    ("6.12", "H10 historical-service-time bio d48"),
     ("6.12", "H10 historical-service-time mq d48"),
     ("6.12", "H11 queue-length mq d16"),
     ("6.12", "H12 historical-service-time bio d40"),
@@ -84,6 +83,16 @@ KNOWN_MISSES = {
     ("6.1", "H3 historical-service-time mq d16"),
     ("6.1", "H9 historical-service-time mq d16"),
     ("6.12", "H3 historical-service-time mq d16"),
+    # by rank among equivalent paths (since 12-07; validate._groups): how unevenly identical paths share.
+    # The kernel shares them more evenly than the model (6.1 H24 bio: the lesser of two identical paths 0.45
+    # against 0.30; 6.1 H10 bio, H8 mq; 6.12 H8 bio, H22 bio), except on T4q's three 4 ms paths (the least
+    # 0.29 in the kernel, 0.33 in the model).  6.12 H10 bio left the list (within two standard errors)
+    ("6.1", "H10 historical-service-time bio d48"),
+    ("6.1", "H24 historical-service-time bio d16"),
+    ("6.1", "H8 historical-service-time mq d24"),
+    ("6.1", "T4q historical-service-time bio d64"),
+    ("6.12", "H22 historical-service-time bio d16"),
+    ("6.12", "H8 historical-service-time bio d24"),
 }
 
 
@@ -412,3 +421,38 @@ def test_seed_range_is_a_diagnostic_around_the_prediction(capsys):
     assert validate.main([path, "--filter", "D2-8 historical-service-time bio d32", "--runtime", "2",
                           "--seeds", "2", "--markdown"]) == 0
     assert "range over seeds (diagnostic)" in capsys.readouterr().out.splitlines()[0]
+
+
+def _cell(depth, tags, repeats, extra=""):
+    paths = [{"label": "p%d" % i, "completion_ns": 2_000_000, "hw_queue_depth": t} for i, t in enumerate(tags)]
+    return {"topology": "X", "selector": "historical-service-time", "queue_mode": "bio", "iodepth": depth,
+            "fio_extra": extra, "paths": paths, "repeats": [{"shares": r} for r in repeats],
+            "mean_share": {lb: sum(r[lb] for r in repeats) / len(repeats) for lb in repeats[0]}}
+
+
+def test_paths_whose_tags_cannot_fill_are_equivalent():
+    # 24, 32 and 64 tags at depth 16: no I/O ever waits for a tag, so all three are one kind of path
+    assert validate._groups(_cell(16, [24, 32, 64], [{}]))["p0..p2 #1"] == (["p0", "p1", "p2"], 0)
+    # at depth 28 the 24-tag path can fill; 32 and 64 still cannot
+    g = validate._groups(_cell(28, [24, 32, 64], [{}]))
+    assert sorted(g) == ["p0", "p1..p2 #1", "p1..p2 #2"]
+    # two jobs of depth 16 have 32 I/Os in flight: 24 tags can fill again
+    assert "p0" in validate._groups(_cell(16, [24, 32, 64], [{}], "--numjobs=2"))
+    # the same tags below the depth stay equivalent; different ones that can fill do not
+    assert sorted(validate._groups(_cell(16, [4, 4, 8], [{}]))) == ["p0..p1 #1", "p0..p1 #2", "p2"]
+
+
+def test_equivalent_paths_compared_by_rank_per_run():
+    # two runs that favour a different path: by label the mean is 0.35/0.30/0.35, by rank 0.5/0.3/0.2
+    runs = [{"p0": 0.5, "p1": 0.3, "p2": 0.2}, {"p0": 0.2, "p1": 0.3, "p2": 0.5}]
+    c = _cell(16, [24, 32, 64], runs)
+    g = validate._groups(c)
+    kern = validate._kernel_group_shares(c, g)
+    assert kern == pytest.approx({"p0..p2 #1": 0.5, "p0..p2 #2": 0.3, "p0..p2 #3": 0.2})
+    # the ranks' mean is the group's mean share: ranking asks more than the old group mean, never less
+    assert sum(kern.values()) / 3 == pytest.approx(sum(c["mean_share"].values()) / 3)
+    # a model run that splits evenly misses the kernel's unevenness (0.5 against 0.333)
+    even = validate._group_shares(g, {"p0": 1 / 3, "p1": 1 / 3, "p2": 1 / 3})
+    assert max(abs(even[k] - kern[k]) for k in g) == pytest.approx(0.5 - 1 / 3)
+    # the repeats' spread is taken by rank too: both runs have the same largest share
+    assert validate._repeat_sd(c, g, "p0..p2 #1") == 0.0

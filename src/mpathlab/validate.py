@@ -485,18 +485,51 @@ def simulate_cell(c: dict, runtime_s: float = 8.0, seed: int = 1,
                     engine="auto")
 
 
-def _groups(c: dict) -> Dict[str, List[str]]:
-    """Identical paths (same completion time and tags) are compared as a group, by their mean
-    share: which of five identical fast paths HST piles onto is arbitrary in the kernel and in
-    the model alike."""
-    groups: Dict[str, List[str]] = {}
+def _groups(c: dict) -> Dict[str, Tuple[List[str], int]]:
+    """The shares the table compares: each path's own, except among equivalent paths, which are
+    compared by rank.  Which of five identical fast paths HST piles onto is arbitrary, in the kernel
+    and in the model alike, but how unevenly they share is not: "p0..p2 #1" is the largest share
+    among p0..p2 in a run, "#2" the next.  Paths are equivalent when they have the same completion
+    time and the same tags, or tags that the cell's I/Os in flight can never fill (64 tags at fio's
+    depth 16 behave as 256: no I/O ever waits for one).  Each name maps to (the paths, the rank)."""
+    bound = _max_in_flight(c)
+    equivalent: Dict[tuple, List[str]] = {}
     for p in c["paths"]:
-        groups.setdefault(_fmt_paths([p], c["paths"]).split("x", 1)[1], []).append(p["label"])
-    return {(lbs[0] if len(lbs) == 1 else "%s..%s" % (lbs[0], lbs[-1])): lbs for lbs in groups.values()}
+        tags = p.get("hw_queue_depth") or UNLIMITED
+        key = (p["completion_ns"], None if tags >= bound else tags, _shared_host(p, c["paths"]))
+        equivalent.setdefault(key, []).append(p["label"])
+    out: Dict[str, Tuple[List[str], int]] = {}
+    for lbs in equivalent.values():
+        if len(lbs) == 1:
+            out[lbs[0]] = (lbs, 0)
+        else:
+            for rank in range(len(lbs)):
+                out["%s..%s #%d" % (lbs[0], lbs[-1], rank + 1)] = (lbs, rank)
+    return out
 
 
-def _group_shares(groups: Dict[str, List[str]], shares: Dict[str, float]) -> Dict[str, float]:
-    return {g: sum(shares.get(lb, 0.0) for lb in lbs) / len(lbs) for g, lbs in groups.items()}
+def _max_in_flight(c: dict) -> int:
+    """The most I/Os the cell's fio job can have in flight: its depth times its clones (--numjobs)."""
+    jobs = 1
+    for opt in str(c.get("fio_extra") or "").split():
+        name, _, value = opt.lstrip("-").partition("=")
+        if name == "numjobs" and value.isdigit():
+            jobs = max(1, int(value))
+    return int(c["iodepth"]) * jobs
+
+
+def _group_shares(groups: Dict[str, Tuple[List[str], int]], shares: Dict[str, float]) -> Dict[str, float]:
+    """One run's shares under the names of ``groups`` (_groups)."""
+    return {name: sorted((shares.get(lb, 0.0) for lb in lbs), reverse=True)[rank]
+            for name, (lbs, rank) in groups.items()}
+
+
+def _kernel_group_shares(c: dict, groups) -> Dict[str, float]:
+    """The kernel's mean over its repeats of each run's shares by ``groups`` (ranks are taken per run)."""
+    runs = [_group_shares(groups, r["shares"]) for r in c.get("repeats") or [] if r.get("shares")]
+    if not runs:
+        return _group_shares(groups, c["mean_share"])
+    return {name: sum(run[name] for run in runs) / len(runs) for name in groups}
 
 
 def table_cells(cells: List[dict]) -> List[dict]:
@@ -548,7 +581,7 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                 by_session.setdefault(session_of(r, boots[kernel]), []).append(r)
             per_session = {k: len(reps) for k, reps in by_session.items()}
             groups = _groups(c)
-            kern = _group_shares(groups, c["mean_share"])
+            kern = _kernel_group_shares(c, groups)
             mode = c["queue_mode"]
             for session in per_session:
                 gkey = "%s %s %s" % (kernel, session, mode)
@@ -560,7 +593,7 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
             used = [g.describe() for g in sessions]
             diffs = {k: sim[k] - v for k, v in kern.items()}
             worst = max(diffs, key=lambda k: abs(diffs[k]))
-            sd = _repeat_sd(c, groups[worst])
+            sd = _repeat_sd(c, groups, worst)
             n = len(c.get("repeats") or []) or 1
             row = {"cell": cell_key(c), "kernel_series": kernel, "n": c.get("n", n), "kernel": kern, "sim": sim,
                    "worst_path": worst, "diff": diffs[worst], "kernel_sd": sd,
@@ -581,8 +614,7 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                 row["seed_range"] = (min(alt), max(alt))
             if measured:
                 runs = [simulate_cell(rc, runtime_s) for rc in repeat_cells(c)]
-                mshares = {k: sum(r.shares[k] for r in runs) / len(runs) for k in runs[0].shares}
-                msim = _group_shares(groups, mshares)
+                msim = {k: sum(_group_shares(groups, r.shares)[k] for r in runs) / len(runs) for k in groups}
                 mdiffs = {k: msim[k] - v for k, v in kern.items()}
                 mworst = max(mdiffs, key=lambda k: abs(mdiffs[k]))
                 sources = []
@@ -594,7 +626,7 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                     if src not in sources:
                         sources.append(src)
                 row.update({"measured_sim": msim, "measured_worst": mworst, "measured_diff": mdiffs[mworst],
-                            "measured_within": within(mdiffs[mworst], _repeat_sd(c, groups[mworst]), n),
+                            "measured_within": within(mdiffs[mworst], _repeat_sd(c, groups, mworst), n),
                             "cpu": ", ".join(sources)})
             rows.append(row)
     return rows
@@ -605,9 +637,9 @@ def _mean(vals: List[Optional[float]]) -> Optional[float]:
     return sum(vals) / len(vals) if vals else None
 
 
-def _repeat_sd(c: dict, labels: List[str]) -> Optional[float]:
-    """Sample standard deviation, over the lab's repeats, of a path group's mean share."""
-    vals = [sum(r["shares"].get(lb, 0.0) for lb in labels) / len(labels) for r in c.get("repeats") or []]
+def _repeat_sd(c: dict, groups, name: str) -> Optional[float]:
+    """Sample standard deviation, over the lab's repeats, of the share ``name`` of ``groups``."""
+    vals = [_group_shares(groups, r["shares"])[name] for r in c.get("repeats") or [] if r.get("shares")]
     if len(vals) < 2:
         return None
     m = sum(vals) / len(vals)
