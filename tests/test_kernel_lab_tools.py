@@ -331,7 +331,7 @@ def test_model_differences_beside_the_kernels():
     assert rows[0]["key"] == "D1-4 queue-length mq d16" and rows[0]["labels"] == ["p0"]
     # the model: D1-4's p0 0.31 on 6.1 and 0.27 on 6.12 (-0.04 against the kernels' -0.05: reproduced);
     # D2-8 the same on both kernels (0 against +0.02: not the same sign)
-    predicted = [{"kernel_series": k, "cell": cell, "sim": {"p0": p0, "p1": 1 - p0}}
+    predicted = [{"kernel_series": k, "cell": cell, "sim_paths": {"p0": p0, "p1": 1 - p0}}
                  for k, cell, p0 in (("6.1", "D1-4 queue-length mq d16", 0.31), ("6.12", "D1-4 queue-length mq d16", 0.27),
                                      ("6.1", "D2-8 queue-length mq d16", 0.3), ("6.12", "D2-8 queue-length mq d16", 0.3))]
     rows = grid.model_differences(rows, predicted)

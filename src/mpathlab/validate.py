@@ -538,10 +538,12 @@ def table_cells(cells: List[dict]) -> List[dict]:
 
 
 def _predict(c: dict, groups: Dict[str, List[str]], sessions: Dict[Guest, int], runtime_s: float,
-             seed: int) -> Tuple[Dict[str, float], float, Dict[Guest, Tuple[float, Dict[str, float]]]]:
+             seed: int) -> Tuple[Dict[str, float], float, Dict[Guest, Tuple[float, Dict[str, float]]], Dict[str, float]]:
     """The cell's predicted group shares and IOPS: one run per session's guest, weighted by the
-    session's repeats; and each session's own predicted IOPS and group shares."""
+    session's repeats; each session's own predicted IOPS and group shares; and the weighted share
+    of each path by its label."""
     sim = {g: 0.0 for g in groups}
+    by_path = {p["label"]: 0.0 for p in c["paths"]}
     iops = 0.0
     each: Dict[Guest, Tuple[float, Dict[str, float]]] = {}
     total = sum(sessions.values())
@@ -550,9 +552,11 @@ def _predict(c: dict, groups: Dict[str, List[str]], sessions: Dict[Guest, int], 
         shares = _group_shares(groups, run.shares)
         for g, v in shares.items():
             sim[g] += v * count / total
+        for lb in by_path:
+            by_path[lb] += run.shares.get(lb, 0.0) * count / total
         each[guest] = (run.completed / (run.runtime_ns / 1e9) if run.runtime_ns else 0.0, shares)
         iops += each[guest][0] * count / total
-    return sim, iops, each
+    return sim, iops, each, by_path
 
 
 def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
@@ -588,14 +592,16 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                 if gkey not in guests:
                     guests[gkey] = fit_guest(source, kernel, session, mode)
             sessions = {guests["%s %s %s" % (kernel, k, mode)]: n for k, n in per_session.items()}
-            sim, sim_iops, per_guest = _predict(c, groups, sessions, runtime_s, seed=1)
+            sim, sim_iops, per_guest, sim_paths = _predict(c, groups, sessions, runtime_s, seed=1)
             own = {k: per_guest[guests["%s %s %s" % (kernel, k, mode)]] for k in per_session}   # (IOPS, shares)
             used = [g.describe() for g in sessions]
             diffs = {k: sim[k] - v for k, v in kern.items()}
             worst = max(diffs, key=lambda k: abs(diffs[k]))
             sd = _repeat_sd(c, groups, worst)
             n = len(c.get("repeats") or []) or 1
+            # sim_paths: each path's predicted share by its label (grid.py compare --model groups its own way)
             row = {"cell": cell_key(c), "kernel_series": kernel, "n": c.get("n", n), "kernel": kern, "sim": sim,
+                   "sim_paths": sim_paths,
                    "worst_path": worst, "diff": diffs[worst], "kernel_sd": sd,
                    "within": within(diffs[worst], sd, n), "variant": "/" in c["topology"],
                    "kernel_iops": c.get("mean_fio_iops"),

@@ -1057,12 +1057,19 @@ def kernel_differences(cells, a='6.1', b='6.12'):
 
 def model_differences(rows, predicted):
     """Add to kernel_differences' ROWS the model's 6.12 - 6.1 share per path of the same group ('model_diff',
-    None where the model has no row) from PREDICTED, mpathlab.validate.compare's rows of the same cells, and
-    whether it reproduces the kernels' difference: the same sign and within 0.03 ('reproduced')."""
-    sim = {(r['kernel_series'], r['cell']): r['sim'] for r in predicted if not r.get('variant')}
+    None where the model has no row) from PREDICTED, mpathlab.validate.compare's rows of the same cells (their
+    shares by path label, 'sim_paths'), and whether it reproduces the kernels' difference: the same sign and
+    within 0.03 ('reproduced')."""
+    sim = {(r['kernel_series'], r['cell']): r['sim_paths'] for r in predicted if not r.get('variant')}
+
+    def mean_share(kernel, key, labels):
+        shares = sim.get((kernel, key))
+        if shares is None or any(lb not in shares for lb in labels):
+            return None
+        return sum(shares[lb] for lb in labels) / len(labels)
+
     for r in rows:
-        group = r['labels'][0] if len(r['labels']) == 1 else '%s..%s' % (r['labels'][0], r['labels'][-1])
-        a, b = sim.get(('6.1', r['key']), {}).get(group), sim.get(('6.12', r['key']), {}).get(group)
+        a, b = mean_share('6.1', r['key'], r['labels']), mean_share('6.12', r['key'], r['labels'])
         r['model_diff'] = None if a is None or b is None else round(b - a, 4)
         r['reproduced'] = (r['model_diff'] is not None and (r['model_diff'] > 0) == (r['diff'] > 0)
                            and abs(r['model_diff'] - r['diff']) <= 0.03)
