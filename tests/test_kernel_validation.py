@@ -456,3 +456,17 @@ def test_equivalent_paths_compared_by_rank_per_run():
     assert max(abs(even[k] - kern[k]) for k in g) == pytest.approx(0.5 - 1 / 3)
     # the repeats' spread is taken by rank too: both runs have the same largest share
     assert validate._repeat_sd(c, g, "p0..p2 #1") == 0.0
+
+
+def test_validate_explains_ranked_paths(capsys):
+    path = require(validate.DEFAULT_RESULTS.replace("results.json", "results-icount.json"),
+                   "the deterministic lab's results")
+    # H93: three 2 ms paths of 24, 32 and 64 tags at depth 16, none of which can fill: one equivalent group
+    for fmt in ([], ["--markdown"]):
+        assert validate.main([path, "--filter", "H93 historical-service-time bio", "--kernel", "6.1",
+                              "--runtime", "1"] + fmt) == 0
+        out = capsys.readouterr().out
+        assert "p0..p2 #" in out and "p0..p2 #1: the largest share among equivalent paths" in out.replace("\n", " ")
+    # a cell without equivalent paths prints no such line
+    assert validate.main([path, "--filter", "H90 service-time bio", "--kernel", "6.1", "--runtime", "1"]) == 0
+    assert "equivalent paths" not in capsys.readouterr().out

@@ -508,6 +508,10 @@ def _groups(c: dict) -> Dict[str, Tuple[List[str], int]]:
     return out
 
 
+RANK_LEGEND = ("p0..p2 #1: the largest share among equivalent paths (the same completion time, and the same tags "
+               "or more than fio can fill) in a run, #2 the next; which of them gets it is arbitrary")
+
+
 def _max_in_flight(c: dict) -> int:
     """The most I/Os the cell's fio job can have in flight: its depth times its clones (--numjobs)."""
     jobs = 1
@@ -717,7 +721,7 @@ def markdown(rows: List[dict]) -> str:
                                                    r["cpu"])
         out.append(line)
     if rows:
-        out += [""] + _summary(rows)
+        out += [""] + ([RANK_LEGEND] if any(" #" in r["worst_path"] for r in rows) else []) + _summary(rows)
     return "\n".join(out)
 
 
@@ -800,6 +804,8 @@ def terminal(rows: List[dict], per_session: bool = False) -> str:
     out = columns(head, lines)
     if rows:
         out.append("~: within two standard errors of the kernel's mean; X: outside the tolerance (%.2f)" % TOLERANCE)
+        if any(" #" in r["worst_path"] for r in rows):
+            out += wrap(RANK_LEGEND)
         out += [""] + [l for s in _summary(rows) for l in wrap(s)]
     return "\n".join(out)
 
