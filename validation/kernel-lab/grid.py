@@ -225,6 +225,10 @@ BATCHES = {
     'spread10': _hst_cells(('H85', 'mq', 16), ('H87', 'bio', 48)),
     # the same for the eleventh (H91-H100), by the same rule, after both kernels had run it (all three spread on 6.1)
     'spread11': _hst_cells(('H92', 'bio', 48), ('H95', 'mq', 20), ('H97', 'bio', 24)),
+    # the twelfth set's cells whose three repeats spread (a path's share with a standard deviation above 0.05) on
+    # either kernel, by the same rule; H108 queue-length bio is the first such cell of another selector
+    'spread12': (_hst_cells(('H103', 'mq', 20), ('H104', 'mq', 8), ('H106', 'bio', 8), ('H106', 'mq', 8))
+                 + _cells('H108', ['ql'], ['bio'], [24])),
     # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
     # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
     'scsi': (_cells('S1', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [16])
@@ -280,6 +284,10 @@ BATCHES = {
     # (6.12; 6 ms of 1 tag and 24: the kernel starves the 1-tag path's submitter on both kernels)
     'traceicount6': ([{'trace': 2, 'tag': '-ev'}] + _cells('H90', ['st'], ['bio'], [64])
                      + _cells('H82', ['hst'], ['bio'], [40]) + [{}]),
+    # the twelfth set's bio-based misses of queue-length and service-time: a 1 ms path beside slower paths whose
+    # tags fill (H108: 1 ms of 12 tags, 4 ms of 8; H110: 1 ms of 32, 8 ms of 24, 6 ms of 12)
+    'traceicount7': ([{'trace': 2, 'tag': '-ev'}] + _cells('H108', ['ql'], ['bio'], [24])
+                     + _cells('H110', ['st'], ['bio'], [48]) + [{}]),
     # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
     # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
     'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
