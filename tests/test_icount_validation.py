@@ -1,7 +1,7 @@
 """The simulator against the deterministic kernel lab (grid.py --icount: Debian 6.1 and 6.12 in qemu with
 the instruction counter as the guest's clock, one vCPU; validation/kernel-lab/results-icount.json).
 
-Every cell is a held-out topology (H1-H100) predicted from the topology and a guest fitted on the same boot's
+Every cell is a held-out topology (H1-H110) predicted from the topology and a guest fitted on the same boot's
 single-path calibration cells; docs/validation.md, "The deterministic lab", gives the protocol and the misses.
 """
 import json
@@ -212,13 +212,38 @@ KNOWN_MISSES_HELDOUT11 = {
 }
 
 
+# The twelfth (H101-H110): drawn by `grid.py draw 2026120747 101`, committed before it ran, the model unchanged,
+# judged with equivalent paths by rank (committed before it ran too).  H108 and H110 bio (a 1 ms path beside
+# slower paths whose tags fill) miss with every selector: the kernel makes 4200-6000 IOPS, the model 6000-10400,
+# giving the fast path more; the first queue-length and service-time misses since the tenth set.
+KNOWN_MISSES_HELDOUT12 = {
+    ("6.1", "H102 historical-service-time bio d20"),
+    ("6.1", "H102 historical-service-time mq d20"),
+    ("6.1", "H103 historical-service-time bio d20"),
+    ("6.1", "H103 historical-service-time mq d20"),
+    ("6.1", "H108 historical-service-time bio d24"),
+    ("6.1", "H108 queue-length bio d24"),
+    ("6.1", "H110 historical-service-time bio d48"),
+    ("6.1", "H110 service-time bio d48"),
+    ("6.12", "H102 historical-service-time bio d20"),
+    ("6.12", "H102 historical-service-time mq d20"),
+    ("6.12", "H103 historical-service-time mq d20"),
+    ("6.12", "H104 historical-service-time mq d8"),
+    ("6.12", "H108 historical-service-time bio d24"),
+    ("6.12", "H108 queue-length bio d24"),
+    ("6.12", "H110 historical-service-time bio d48"),
+    ("6.12", "H110 service-time bio d48"),
+}
+
+
 @pytest.mark.parametrize("first,known,kernels_run", [(31, KNOWN_MISSES_HELDOUT5, ["6.1", "6.12"]),
                                                      (41, KNOWN_MISSES_HELDOUT6, ["6.1", "6.12"]),
                                                      (51, KNOWN_MISSES_HELDOUT7, ["6.1", "6.12"]),
                                                      (61, KNOWN_MISSES_HELDOUT8, ["6.1", "6.12"]),
                                                      (71, KNOWN_MISSES_HELDOUT9, ["6.1", "6.12"]),
                                                      (81, KNOWN_MISSES_HELDOUT10, ["6.1", "6.12"]),
-                                                     (91, KNOWN_MISSES_HELDOUT11, ["6.1", "6.12"])])
+                                                     (91, KNOWN_MISSES_HELDOUT11, ["6.1", "6.12"]),
+                                                     (101, KNOWN_MISSES_HELDOUT12, ["6.1", "6.12"])])
 def test_held_out_sets_of_the_deterministic_lab_predicted(icount_rows, first, known, kernels_run):
     rows = _of_sets(icount_rows[1], first, first + 9)
     kernels = sorted({r["kernel_series"] for r in rows})
@@ -234,12 +259,12 @@ def test_readme_states_the_deterministic_labs_totals(icount_rows):
     """The README's table of the deterministic lab is this table's count, not a number copied once."""
     import re
     readme = open(os.path.join(ROOT, "README.md")).read()
-    rows = _of_sets(icount_rows[1], 1, 100)
+    rows = _of_sets(icount_rows[1], 1, 110)
     hst = lambda r: "historical" in r["cell"]
     late = lambda r: int(r["topology"][1:]) >= 31
     for label, keep in (("deterministic", lambda r: True), ("of which queue-length and service-time",
                                                             lambda r: not hst(r)),
-                        ("of which historical-service-time", hst), ("of which H31-H100", late)):
+                        ("of which historical-service-time", hst), ("of which H31-H110", late)):
         line = re.search(r"^\| %s[^|]*\| (\d+) \| (\d+) \| (\d+) \|$" % re.escape(label), readme, re.M)
         assert line, label
         n, k61, k612 = map(int, line.groups())

@@ -470,3 +470,28 @@ def test_validate_explains_ranked_paths(capsys):
     # a cell without equivalent paths prints no such line
     assert validate.main([path, "--filter", "H90 service-time bio", "--kernel", "6.1", "--runtime", "1"]) == 0
     assert "equivalent paths" not in capsys.readouterr().out
+
+
+def test_jitter_candidate_places_the_lateness_per_completion():
+    g = validate.Guest("6.1", 8000, 6000, 3000, [], timers="jitter")
+    svc = g.service(4_000_000)
+    # 21 evenly spaced values from 0 to twice the lateness, added to the completion time: mean the lateness
+    assert svc.samples[0] == 4_000_000 and svc.samples[-1] == 4_006_000 and len(svc.samples) == 21
+    assert svc.mean_ns == pytest.approx(4_003_000)
+    # and no held stretches
+    assert g.host().timer_away_ns == 0
+    held = validate.Guest("6.1", 8000, 6000, 3000, [])
+    assert held.host().timer_away_ns > 0 and held.service(4_000_000).mean_ns == 4_000_000
+    with pytest.raises(ValueError):
+        validate.Guest("6.1", 8000, 6000, 3000, [], timers="late")
+
+
+def test_validate_takes_the_timer_mode(capsys):
+    path = require(validate.DEFAULT_RESULTS.replace("results.json", "results-icount.json"),
+                   "the deterministic lab's results")
+    argv = [path, "--filter", "H108 queue-length bio", "--kernel", "6.1", "--runtime", "1"]
+    assert validate.main(argv + ["--timers", "jitter"]) == 0
+    assert "(jitter per completion)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        validate.main(argv + ["--timers", "late"])
+    assert e.value.code == 2 and "invalid choice" in capsys.readouterr().err

@@ -208,6 +208,14 @@ BATCHES = {
     'heldout12': _held_out(
         ('H101', 'ql', 20), ('H102', 'st', 20), ('H103', 'st', 20), ('H104', 'ql', 8), ('H105', 'ql', 8),
         ('H106', 'ql', 8), ('H107', 'ql', 48), ('H108', 'ql', 24), ('H109', 'st', 48), ('H110', 'st', 48)),
+    # a thirteenth (`grid.py draw 2026120748 111`), committed before it ran, to judge the timer modes (validate
+    # --timers; docs/validation.md): H111 4 ms, unlimited, 6, 2 and 8 tags; H112 8 ms, 6, 32, 8 and 20; H113 7 ms,
+    # 24, 12, 2 and 6; H114 3 ms, unlimited vs 16; H115 5 ms, 32, 2 and 3; H116 4 ms, 24 vs 6; H117 1 ms, 8 vs 1;
+    # then H118 5 ms of 4 tags, 7 ms and 3 ms unlimited; H119 6 ms of 32, 2 ms of 3; H120 3 ms of 6, 1 ms of 4,
+    # 10 ms of 8
+    'heldout13': _held_out(
+        ('H111', 'st', 8), ('H112', 'ql', 32), ('H113', 'st', 20), ('H114', 'st', 8), ('H115', 'st', 40),
+        ('H116', 'ql', 64), ('H117', 'ql', 32), ('H118', 'ql', 32), ('H119', 'st', 48), ('H120', 'st', 8)),
     # three more repeats of every held-out cell (H1-H60) whose three repeats spread (a path's share with a
     # standard deviation above 0.05) on either kernel: chosen from the kernel's repeats alone, not the model's
     # misses; all historical-service-time, most bio-based
