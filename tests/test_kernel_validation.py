@@ -495,3 +495,19 @@ def test_validate_takes_the_timer_mode(capsys):
     with pytest.raises(SystemExit) as e:
         validate.main(argv + ["--timers", "late"])
     assert e.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+def test_guest_takes_its_labs_timer_mode(monkeypatch):
+    """The calibration runs' accelerator (host_load.accel) names the lab; the guest takes that lab's timer mode."""
+    boot = "20261206T220000"
+
+    def cells(accel):
+        load = {"utc_start": boot, "guest_cpus": 1, **({"accel": accel} if accel else {})}
+        return [_calib_cell("c0", "bio", 64, [{"host_load": load, "fio_iops": 50_000, "slat_mean_us": 10}]),
+                _calib_cell("c4", "bio", 1, [{"host_load": load, "path_mean_write_ms": {"p0": 4.003}}],
+                            completion_ns=4_000_000)]
+    monkeypatch.setitem(validate.TIMERS_OF_LAB, "icount", "jitter")
+    assert validate.fit_guest(cells("icount"), "6.12", boot, "bio").timers == "jitter"
+    # the emulated lab's boots recorded no accelerator before 12-06, "tcg" after
+    assert validate.fit_guest(cells(None), "6.12", boot, "bio").timers == "stretches"
+    assert validate.fit_guest(cells("tcg"), "6.12", boot, "bio").timers == "stretches"

@@ -100,6 +100,9 @@ TIMER_PERIOD_NS = STEAL_PERIOD_NS
 # completions 1-5 us late and no holds.  A candidate, judged against the stretches on the thirteenth held-out
 # set (docs/validation.md, "The thirteenth held-out set: stretches or jitter").
 TIMER_MODES = ("stretches", "jitter")
+# Each lab's own mode, by the accelerator its runs recorded (grid.py's host_load "accel"): the emulated
+# lab's traces show the holds; the deterministic lab's (icount) show none.
+TIMERS_OF_LAB = {"tcg": "stretches", "icount": "stretches"}
 JITTER_STEPS = 21
 
 
@@ -264,6 +267,12 @@ def _in_session(r: dict, session: str, sessions: List[str]) -> bool:
     return boot_of(r).startswith(session)
 
 
+def _lab_of(repeat: dict) -> str:
+    """The lab a kernel repeat ran in: "icount" (the deterministic lab) or "tcg" (the emulated one, which
+    recorded no accelerator before 12-06)."""
+    return str((repeat.get("host_load") or {}).get("accel") or "tcg")
+
+
 def _guest_cpus(repeat: dict) -> int:
     """The vCPUs of the guest a kernel repeat ran on, as grid.py recorded them in its host_load."""
     return int((repeat.get("host_load") or {}).get("guest_cpus") or GUEST_CPUS)
@@ -306,12 +315,13 @@ def _fit_guest(cells: List[dict], kernel: str, session: str, queue_mode: str, se
             if queue_mode == "mq":
                 fitted.dispatch_ns = _dispatch_ns(mine, session, sessions)
             return fitted
-    per_io, frac, late, runs, cpus = [], [], [], [], set()
+    per_io, frac, late, runs, cpus, labs = [], [], [], [], set(), set()
     for c in mine:
         for r in c.get("repeats") or []:
             if not _in_session(r, session, sessions):
                 continue
             cpus.add(_guest_cpus(r))
+            labs.add(_lab_of(r))
             tag = "%s %s d%d" % (c["topology"], c["queue_mode"], c["iodepth"])
             if c["topology"] == "c0" and c["iodepth"] == 64 and r.get("fio_iops"):
                 per_io.append(1e9 / r["fio_iops"])
@@ -330,8 +340,9 @@ def _fit_guest(cells: List[dict], kernel: str, session: str, queue_mode: str, se
     if len(cpus) > 1:
         raise ValueError("the calibration runs of kernel %s session %s ran on guests of %s vCPUs: one session, one "
                          "guest" % (kernel, session or "(all)", " and ".join(str(n) for n in sorted(cpus))))
+    timers = TIMERS_OF_LAB.get(labs.pop(), "stretches") if len(labs) == 1 else "stretches"
     return Guest(kernel, int(cost * f), int(cost * (1 - f)), max(0, int(_median(late))), runs, session,
-                 cpus=cpus.pop())
+                 cpus=cpus.pop(), timers=timers)
 
 
 def _dispatch_ns(mine: List[dict], session: str, sessions: List[str]) -> int:
@@ -581,14 +592,14 @@ def _predict(c: dict, groups: Dict[str, List[str]], sessions: Dict[Guest, int], 
 
 def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
             guests: Optional[Dict[str, Guest]] = None, all_cells: Optional[List[dict]] = None,
-            seeds: int = 1, source_name: str = "results", timers: str = "stretches") -> List[dict]:
+            seeds: int = 1, source_name: str = "results", timers: Optional[str] = None) -> List[dict]:
     """One row per table cell: the kernel's mean share per path group and the prediction (from
     the topology and the kernel's guest, fitted on ``cells``' calibration cells unless
     ``guests`` (keyed "KERNEL SESSION MODE") are given; ``all_cells``: where the calibration cells are
     when ``cells`` is a selection); with ``measured`` also the diagnostic run from each repeat's
     measured device latency and CPU time; with ``seeds`` > 1 also the range of the worst group's
     prediction over seeds 1..seeds (a diagnostic: the asserted prediction is seed 1); ``timers``: how the
-    guests fitted here place the timer's lateness (TIMER_MODES)."""
+    guests fitted here place the timer's lateness (TIMER_MODES; None: their lab's own, TIMERS_OF_LAB)."""
     guests = dict(guests or {})
     source = all_cells if all_cells is not None else cells
     boots: Dict[str, List[str]] = {}
@@ -612,7 +623,7 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                 gkey = "%s %s %s" % (kernel, session, mode)
                 if gkey not in guests:
                     guests[gkey] = fit_guest(source, kernel, session, mode)
-                    guests[gkey].timers = timers
+                    guests[gkey].timers = timers or guests[gkey].timers
             sessions = {guests["%s %s %s" % (kernel, k, mode)]: n for k, n in per_session.items()}
             sim, sim_iops, per_guest, sim_paths = _predict(c, groups, sessions, runtime_s, seed=1)
             own = {k: per_guest[guests["%s %s %s" % (kernel, k, mode)]] for k in per_session}   # (IOPS, shares)
@@ -848,10 +859,12 @@ def main(argv=None) -> int:
                          "worst path's share in them, and that session's own predicted IOPS and share (a "
                          "session whose host load changed after its calibration shows there, and how much "
                          "the prediction moves with the guest; default: off)")
-    ap.add_argument("--timers", choices=TIMER_MODES, default="stretches",
-                    help="how the guest's fitted timer lateness enters the model: held stretches, as the "
-                         "asserted tables, or jitter per completion, a candidate (docs/validation.md, the "
-                         "thirteenth held-out set; default: stretches)")
+    ap.add_argument("--timers", choices=TIMER_MODES, default=None,
+                    help="how the guest's fitted timer lateness enters the model: held stretches, or jitter "
+                         "per completion (docs/validation.md, the thirteenth held-out set; default: each "
+                         "lab's own, %s)" % ", ".join("%s for the %s lab" % (m, "deterministic" if lab == "icount"
+                                                                              else "emulated")
+                                                      for lab, m in sorted(TIMERS_OF_LAB.items(), reverse=True)))
     ap.add_argument("--markdown", action="store_true",
                     help="print the table as Markdown, one line per cell, as docs/validation.md shows it "
                          "(wider than a terminal)")
