@@ -508,6 +508,6 @@ def test_guest_takes_its_labs_timer_mode(monkeypatch):
                             completion_ns=4_000_000)]
     monkeypatch.setitem(validate.TIMERS_OF_LAB, "icount", "jitter")
     assert validate.fit_guest(cells("icount"), "6.12", boot, "bio").timers == "jitter"
-    # the emulated lab's boots recorded no accelerator before 12-06, "tcg" after
+    # the emulated lab's runs record no accelerator; "tcg" names it too
     assert validate.fit_guest(cells(None), "6.12", boot, "bio").timers == "stretches"
     assert validate.fit_guest(cells("tcg"), "6.12", boot, "bio").timers == "stretches"

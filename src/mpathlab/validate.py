@@ -268,8 +268,8 @@ def _in_session(r: dict, session: str, sessions: List[str]) -> bool:
 
 
 def _lab_of(repeat: dict) -> str:
-    """The lab a kernel repeat ran in: "icount" (the deterministic lab) or "tcg" (the emulated one, which
-    recorded no accelerator before 12-06)."""
+    """The lab a kernel repeat ran in: "icount" (the deterministic lab, which grid.py --icount records) or
+    "tcg" (the emulated one, whose runs record no accelerator)."""
     return str((repeat.get("host_load") or {}).get("accel") or "tcg")
 
 
@@ -568,7 +568,7 @@ def table_cells(cells: List[dict]) -> List[dict]:
     return [c for c in cells if len(c["paths"]) >= 2 and not is_calib(c)]
 
 
-def _predict(c: dict, groups: Dict[str, List[str]], sessions: Dict[Guest, int], runtime_s: float,
+def _predict(c: dict, groups: Dict[str, Tuple[List[str], int]], sessions: Dict[Guest, int], runtime_s: float,
              seed: int) -> Tuple[Dict[str, float], float, Dict[Guest, Tuple[float, Dict[str, float]]], Dict[str, float]]:
     """The cell's predicted group shares and IOPS: one run per session's guest, weighted by the
     session's repeats; each session's own predicted IOPS and group shares; and the weighted share
