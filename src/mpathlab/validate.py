@@ -555,9 +555,14 @@ def _group_shares(groups: Dict[str, Tuple[List[str], int]], shares: Dict[str, fl
             for name, (lbs, rank) in groups.items()}
 
 
+def _kernel_runs(c: dict, groups) -> List[Dict[str, float]]:
+    """Each kernel repeat's shares by ``groups`` (ranks are taken per run)."""
+    return [_group_shares(groups, r["shares"]) for r in c.get("repeats") or [] if r.get("shares")]
+
+
 def _kernel_group_shares(c: dict, groups) -> Dict[str, float]:
-    """The kernel's mean over its repeats of each run's shares by ``groups`` (ranks are taken per run)."""
-    runs = [_group_shares(groups, r["shares"]) for r in c.get("repeats") or [] if r.get("shares")]
+    """The kernel's mean over its repeats of each run's shares by ``groups``."""
+    runs = _kernel_runs(c, groups)
     if not runs:
         return _group_shares(groups, c["mean_share"])
     return {name: sum(run[name] for run in runs) / len(runs) for name in groups}
@@ -678,7 +683,7 @@ def _mean(vals: List[Optional[float]]) -> Optional[float]:
 
 def _repeat_sd(c: dict, groups, name: str) -> Optional[float]:
     """Sample standard deviation, over the lab's repeats, of the share ``name`` of ``groups``."""
-    vals = [_group_shares(groups, r["shares"])[name] for r in c.get("repeats") or [] if r.get("shares")]
+    vals = [run[name] for run in _kernel_runs(c, groups)]
     if len(vals) < 2:
         return None
     m = sum(vals) / len(vals)
