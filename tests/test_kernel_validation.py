@@ -511,3 +511,27 @@ def test_guest_takes_its_labs_timer_mode(monkeypatch):
     # the emulated lab's runs record no accelerator; "tcg" names it too
     assert validate.fit_guest(cells(None), "6.12", boot, "bio").timers == "stretches"
     assert validate.fit_guest(cells("tcg"), "6.12", boot, "bio").timers == "stretches"
+
+
+
+def test_prediction_of_several_runs_is_their_mean(capsys):
+    """validate --runs N: each cell's prediction is the mean of its model runs with seeds 1..N (each run's
+    shares ranked among equivalent paths before the mean), IOPS too."""
+    path = require(RESULTS, "the kernel lab's results (validation/kernel-lab/results.json)")
+    with open(path) as f:
+        cells = json.load(f)
+    c = next(c for c in cells if validate.cell_key(c) == "D2-8 historical-service-time bio d32")
+    guest = validate.fit_guest(cells, str(c.get("kernel") or "6.1"), "", c["queue_mode"])
+    groups = validate._groups(c)
+    singles = [validate._predict(c, groups, {guest: 1}, 2.0, (seed,)) for seed in (1, 2)]
+    assert singles[0][0] != singles[1][0]      # the seeds differ here, so the mean is a test
+    both = validate._predict(c, groups, {guest: 1}, 2.0, (1, 2))
+    for g in groups:
+        assert both[0][g] == pytest.approx((singles[0][0][g] + singles[1][0][g]) / 2)
+    assert both[1] == pytest.approx((singles[0][1] + singles[1][1]) / 2)
+    # one run is the table's prediction, unchanged by the option's default
+    row = validate.compare([c], 2.0, all_cells=cells)[0]
+    assert row == validate.compare([c], 2.0, all_cells=cells, runs=1)[0]
+    assert validate.main([path, "--filter", "D2-8 historical-service-time bio d32", "--runtime", "2",
+                          "--runs", "2"]) == 0
+    assert "6.1 D2-8:" in capsys.readouterr().out

@@ -21,7 +21,7 @@ import datetime
 import json
 import os
 import sys
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import math
 
@@ -574,37 +574,46 @@ def table_cells(cells: List[dict]) -> List[dict]:
 
 
 def _predict(c: dict, groups: Dict[str, Tuple[List[str], int]], sessions: Dict[Guest, int], runtime_s: float,
-             seed: int) -> Tuple[Dict[str, float], float, Dict[Guest, Tuple[float, Dict[str, float]]], Dict[str, float]]:
-    """The cell's predicted group shares and IOPS: one run per session's guest, weighted by the
-    session's repeats; each session's own predicted IOPS and group shares; and the weighted share
-    of each path by its label."""
+             seeds: Sequence[int]) -> Tuple[Dict[str, float], float, Dict[Guest, Tuple[float, Dict[str, float]]],
+                                            Dict[str, float]]:
+    """The cell's predicted group shares and IOPS: per session's guest the mean of one run per seed,
+    weighted by the session's repeats; each session's own predicted IOPS and group shares; and the
+    weighted share of each path by its label."""
     sim = {g: 0.0 for g in groups}
     by_path = {p["label"]: 0.0 for p in c["paths"]}
     iops = 0.0
     each: Dict[Guest, Tuple[float, Dict[str, float]]] = {}
     total = sum(sessions.values())
     for guest, count in sessions.items():
-        run = simulate_cell(c, runtime_s, seed=seed, guest=guest)
-        shares = _group_shares(groups, run.shares)
-        for g, v in shares.items():
+        own_iops, own, own_paths = 0.0, {g: 0.0 for g in groups}, {lb: 0.0 for lb in by_path}
+        for seed in seeds:
+            run = simulate_cell(c, runtime_s, seed=seed, guest=guest)
+            for g, v in _group_shares(groups, run.shares).items():
+                own[g] += v / len(seeds)
+            for lb in by_path:
+                own_paths[lb] += run.shares.get(lb, 0.0) / len(seeds)
+            own_iops += (run.completed / (run.runtime_ns / 1e9) if run.runtime_ns else 0.0) / len(seeds)
+        for g, v in own.items():
             sim[g] += v * count / total
-        for lb in by_path:
-            by_path[lb] += run.shares.get(lb, 0.0) * count / total
-        each[guest] = (run.completed / (run.runtime_ns / 1e9) if run.runtime_ns else 0.0, shares)
-        iops += each[guest][0] * count / total
+        for lb, v in own_paths.items():
+            by_path[lb] += v * count / total
+        each[guest] = (own_iops, own)
+        iops += own_iops * count / total
     return sim, iops, each, by_path
 
 
 def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
             guests: Optional[Dict[str, Guest]] = None, all_cells: Optional[List[dict]] = None,
-            seeds: int = 1, source_name: str = "results", timers: Optional[str] = None) -> List[dict]:
+            seeds: int = 1, source_name: str = "results", timers: Optional[str] = None,
+            runs: int = 1) -> List[dict]:
     """One row per table cell: the kernel's mean share per path group and the prediction (from
     the topology and the kernel's guest, fitted on ``cells``' calibration cells unless
     ``guests`` (keyed "KERNEL SESSION MODE") are given; ``all_cells``: where the calibration cells are
     when ``cells`` is a selection); with ``measured`` also the diagnostic run from each repeat's
     measured device latency and CPU time; with ``seeds`` > 1 also the range of the worst group's
     prediction over seeds 1..seeds (a diagnostic: the asserted prediction is seed 1); ``timers``: how the
-    guests fitted here place the timer's lateness (TIMER_MODES; None: their lab's own, TIMERS_OF_LAB)."""
+    guests fitted here place the timer's lateness (TIMER_MODES; None: their lab's own, TIMERS_OF_LAB);
+    ``runs``: the prediction is the mean of that many model runs (seeds 1..runs) per session."""
     guests = dict(guests or {})
     source = all_cells if all_cells is not None else cells
     boots: Dict[str, List[str]] = {}
@@ -630,7 +639,7 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                     guests[gkey] = fit_guest(source, kernel, session, mode)
                     guests[gkey].timers = timers or guests[gkey].timers
             sessions = {guests["%s %s %s" % (kernel, k, mode)]: n for k, n in per_session.items()}
-            sim, sim_iops, per_guest, sim_paths = _predict(c, groups, sessions, runtime_s, seed=1)
+            sim, sim_iops, per_guest, sim_paths = _predict(c, groups, sessions, runtime_s, range(1, runs + 1))
             own = {k: per_guest[guests["%s %s %s" % (kernel, k, mode)]] for k in per_session}   # (IOPS, shares)
             used = [g.describe() for g in sessions]
             diffs = {k: sim[k] - v for k, v in kern.items()}
@@ -653,8 +662,8 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                                       for k, reps in by_session.items()],
                    "paths": c["paths"], "topology": c["topology"], "guests": used}
             if seeds > 1:
-                alt = [sim[worst]] + [_predict(c, groups, sessions, runtime_s, seed=k)[0][worst]
-                                      for k in range(2, seeds + 1)]
+                alt = [sim[worst] if k == 1 and runs == 1 else
+                       _predict(c, groups, sessions, runtime_s, (k,))[0][worst] for k in range(1, seeds + 1)]
                 row["seed_range"] = (min(alt), max(alt))
             if measured:
                 runs = [simulate_cell(rc, runtime_s) for rc in repeat_cells(c)]
@@ -859,6 +868,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=1,
                     help="add a diagnostic column: the range of the prediction over simulator seeds 1..N "
                          "(the asserted prediction is seed 1; default 1: no column)")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="predict each cell as the mean of N model runs, seeds 1..N (default 1: seed 1 alone, "
+                         "the table's prediction)")
     ap.add_argument("--sessions", action="store_true",
                     help="add a diagnostic per cell: each lab session's runs, the kernel's IOPS and "
                          "worst path's share in them, and that session's own predicted IOPS and share (a "
@@ -882,7 +894,7 @@ def main(argv=None) -> int:
     chosen = [c for c in cells if a.filter in cell_key(c) and (not a.kernel or str(c.get("kernel") or "6.1") == a.kernel)]
     try:
         rows = compare(chosen, a.runtime, a.measured, guests=None, all_cells=cells, seeds=max(1, a.seeds),
-                       source_name=a.results, timers=a.timers)
+                       source_name=a.results, timers=a.timers, runs=max(1, a.runs))
     except InputFileError as e:
         print("mpathlab: error: %s" % e, file=sys.stderr)
         return 3

@@ -216,6 +216,14 @@ BATCHES = {
     'heldout13': _held_out(
         ('H111', 'st', 8), ('H112', 'ql', 32), ('H113', 'st', 20), ('H114', 'st', 8), ('H115', 'st', 40),
         ('H116', 'ql', 64), ('H117', 'ql', 32), ('H118', 'ql', 32), ('H119', 'st', 48), ('H120', 'st', 8)),
+    # a fourteenth (`grid.py draw 2026120749 121`), committed before it ran, to judge a prediction made of four model
+    # runs (validate --runs 4; docs/validation.md): H121 7 ms, 6 vs 4 tags; H122 5 ms, 64, 2, 48 and 4; H123 1 ms, 4,
+    # 3 and 6; H124 1 ms, 20, 16 and unlimited; H125 6 ms, 8, 2, unlimited and 1; H126 10 ms, 48, 6, 20 and 12; H127
+    # 10 ms, unlimited, 2 and 12; then H128 7 ms of 2 tags, 2 ms of 1; H129 5 ms of 32, 4 ms of 24, 2 ms of 32; H130
+    # 4 ms of 12, 10 ms of 8, 2 ms of 64
+    'heldout14': _held_out(
+        ('H121', 'st', 20), ('H122', 'st', 32), ('H123', 'st', 48), ('H124', 'ql', 64), ('H125', 'st', 32),
+        ('H126', 'st', 48), ('H127', 'st', 32), ('H128', 'st', 8), ('H129', 'st', 32), ('H130', 'ql', 8)),
     # three more repeats of every held-out cell (H1-H60) whose three repeats spread (a path's share with a
     # standard deviation above 0.05) on either kernel: chosen from the kernel's repeats alone, not the model's
     # misses; all historical-service-time, most bio-based
