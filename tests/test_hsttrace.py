@@ -291,14 +291,32 @@ def test_another_selectors_trace_gives_shares_and_timing_without_hsts_classes(tm
 def test_seed_goes_with_the_model_only(capsys):
     assert hsttrace.main(["--seed", "2", "any-run"]) == 3
     err = capsys.readouterr().err
-    assert err == "hsttrace: --seed goes with --model (a kernel trace has no seed)\n"
+    assert err == "hsttrace: --seed goes with --model (a kernel trace has none)\n"
+    assert hsttrace.main(["--timers", "jitter", "any-run"]) == 3
+    assert capsys.readouterr().err == "hsttrace: --timers goes with --model (a kernel trace has none)\n"
 
 
 def test_model_replay_takes_the_seed(monkeypatch, tmp_path):
     """--model --seed N runs the prediction with seed N (validate's own is seed 1)."""
     seen = []
-    monkeypatch.setattr(hsttrace, "replay_model", lambda rd, seed=1: seen.append(seed) or (_ for _ in ()).throw(
-        LookupError("stop")))
+    monkeypatch.setattr(hsttrace, "replay_model", lambda rd, seed=1, timers=None: seen.append((seed, timers)) or (
+        _ for _ in ()).throw(LookupError("stop")))
     assert hsttrace.main(["--model", "--seed", "2", str(tmp_path)]) == 3
     assert hsttrace.main(["--model", str(tmp_path)]) == 3
-    assert seen == [2, 1]
+    # --timers: the guest's timer mode, as validate --timers (default: the lab's own)
+    assert hsttrace.main(["--model", "--timers", "jitter", str(tmp_path)]) == 3
+    assert seen == [(2, None), (1, None), (1, "jitter")]
+
+
+def test_model_replay_with_the_jitter_places_the_lateness_per_completion():
+    """--model --timers jitter: the replayed guest has no held stretches, and on H72 bio (a 1-tag 10 ms path
+    the kernel starves) the model's regime moves with it, as validate --timers jitter shows."""
+    rd = os.path.join(HERE, "..", "validation", "kernel-lab", "runs-icount", "traceicount5-6.1-20261207T064755",
+                      "runs", "H72-ev_hst_bio_d24_r0")
+    if not os.path.exists(os.path.join(rd, "trace_events.gz")):
+        pytest.skip("the traced H72 run is not in this checkout")
+    _, held, guest = hsttrace.replay_model(rd, 1)
+    _, jitter, jguest = hsttrace.replay_model(rd, 1, "jitter")
+    assert guest.timers == "stretches" and guest.host().timer_away_ns > 0
+    assert jguest.timers == "jitter" and jguest.host().timer_away_ns == 0
+    assert sum(held.count["p0"].values()) != sum(jitter.count["p0"].values())

@@ -52,6 +52,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "src"))
 
 from mpathlab.selectors.historical_service_time import HistoricalServiceTime  # noqa: E402
+from mpathlab.validate import TIMER_MODES  # noqa: E402
 
 CLASSES = ("estimate", "probe", "equal-usage", "other")
 SELECTOR = HistoricalServiceTime.name
@@ -309,7 +310,7 @@ def replay_kernel(rd):
     return meta, tally
 
 
-def replay_model(rd, seed=1):
+def replay_model(rd, seed=1, timers=None):
     """The cell of RUNDIR predicted as validate does (the guest of the run's session; seed 1 is validate's)."""
     from mpathlab import validate as V
     meta, paths = read_meta(rd)
@@ -332,6 +333,7 @@ def replay_model(rd, seed=1):
     boot = {"host_load": {"utc_start": stamp},
             "guest_uptime_s": float(open(up).read().split()[0]) if os.path.exists(up) else 0.0}
     guest = V.fit_guest(cells, kernel, V.session_of(boot, V.calibration_boots(cells, kernel)), meta["queue_mode"])
+    guest.timers = timers or guest.timers
     tally = Tally(labels)
     order = {}
     pending = []
@@ -413,17 +415,21 @@ def main(argv=None):
     ap.add_argument("--timing", action="store_true", help="also when the choices and completions came")
     ap.add_argument("--seed", type=int, help="with --model: the simulator's seed (default 1, the seed of the "
                     "asserted prediction; others show the regimes it can settle in)")
+    ap.add_argument("--timers", choices=TIMER_MODES, help="with --model: how the guest's timer lateness enters "
+                    "the model (validate --timers; default: the lab's own)")
     a = ap.parse_args(argv)
-    if a.seed is not None and not a.model:
-        print("hsttrace: --seed goes with --model (a kernel trace has no seed)", file=sys.stderr)
-        return 3
+    for opt, given in (("--seed", a.seed is not None), ("--timers", a.timers)):
+        if given and not a.model:
+            print("hsttrace: %s goes with --model (a kernel trace has none)" % opt, file=sys.stderr)
+            return 3
     seed = 1 if a.seed is None else a.seed
     failed = 0
     for rd in a.rundir:
         try:
             if a.model:
-                meta, tally, guest = replay_model(rd, seed)
-                title = "model %s%s (%s)" % (meta["name"], "" if seed == 1 else " seed %d" % seed,
+                meta, tally, guest = replay_model(rd, seed, a.timers)
+                title = "model %s%s%s (%s)" % (meta["name"], "" if seed == 1 else " seed %d" % seed,
+                                               " timers %s" % a.timers if a.timers else "",
                                              guest.describe())
             else:
                 meta, tally = replay_kernel(rd)
