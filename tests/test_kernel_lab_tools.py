@@ -484,3 +484,34 @@ def test_scsi_paths_keep_kind_host_and_can_queue(tmp_path, monkeypatch):
     (cell,) = grid.collect()
     assert [(p["host"], p["can_queue"], p["kind"]) for p in cell["paths"]] == [(0, 4, "scsi"), (0, 4, "scsi"),
                                                                                (1, 4, "scsi"), (1, 4, "scsi")]
+
+
+def _spread_cell(topo, tags, repeats):
+    paths = [{"label": "p%d" % i, "completion_ns": 2_000_000, "hw_queue_depth": t} for i, t in enumerate(tags)]
+    return {"topology": topo, "selector": "historical-service-time", "queue_mode": "bio", "iodepth": 16,
+            "paths": paths, "repeats": [{"shares": dict(zip(("p0", "p1"), r))} for r in repeats]}
+
+
+def test_spread_counts_equivalent_paths_by_rank():
+    """grid.py spread: two identical paths that swap their shares from repeat to repeat do not spread (ranked,
+    the larger is 0.8 every time); two paths of different tags whose shares move by 0.1 do, and the same swap
+    between paths of different tags too."""
+    swap = _spread_cell("H1", [4, 4], [(0.8, 0.2), (0.2, 0.8), (0.8, 0.2)])
+    moves = _spread_cell("H2", [2, 8], [(0.3, 0.7), (0.4, 0.6), (0.5, 0.5)])
+    steady = _spread_cell("H3", [2, 8], [(0.3, 0.7), (0.31, 0.69), (0.3, 0.7)])
+    outside = _spread_cell("H9", [2, 8], [(0.3, 0.7), (0.4, 0.6), (0.5, 0.5)])
+    found = grid.spread_cells([swap, moves, steady, outside], 1, 5)
+    assert [key for key, _ in found] == [("H2", "hst", "bio", 16)]
+    assert found[0][1] == pytest.approx(0.1)
+    # by label the swap would have counted (0.8 and 0.2 alternate: standard deviation 0.35)
+    by_label = _spread_cell("H1", [4, 8], [(0.8, 0.2), (0.2, 0.8), (0.8, 0.2)])
+    assert grid.spread_cells([by_label], 1, 5)[0][1] == pytest.approx(0.3464, abs=1e-4)
+
+
+def test_spread_prints_the_batch_entry():
+    require(os.path.join(LAB, "results-icount.json"), "the deterministic lab's results")
+    out = _grid("spread", "101", "120", "--icount")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert lines[-1].startswith("_cells(") or lines[-1] == "(none spread)"
+    assert all(l.startswith("# H") and "standard deviation" in l for l in lines[:-1])

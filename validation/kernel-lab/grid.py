@@ -11,6 +11,8 @@
     grid.py collect [--md] [--readme]    rebuild results.json and TABLE.md from every runs/*/runs/*/summary.json
     grid.py compare [--model]            cells run on both kernels: the 6.12 - 6.1 difference against the noise
     grid.py boots                        cells run in several boots: the boots' means against the spread within one
+    grid.py spread FIRST LAST            the held-out cells H<FIRST>..H<LAST> whose repeats spread: the batch entry
+                                         that gives them three more repeats
 
 run, collect, resummarise, compare and boots take --icount: the deterministic lab (qemu's instruction counter as the
 guest's clock, one vCPU), whose boots go to runs-icount/ and whose cells to results-icount.json and
@@ -1276,6 +1278,29 @@ def die(msg):
     sys.exit(3)
 
 
+SPREAD_SD = 0.05
+
+
+def spread_cells(cells, first, last, sd=SPREAD_SD):
+    """The plain cells of H<first>..H<last> whose repeats spread on some kernel: a share that validate compares
+    (each path's own; among equivalent paths the largest, the next, ... of each run) with a sample standard
+    deviation above SD over the repeats.  Ranked, two identical paths that swap between repeats do not count as
+    spread.  Returns sorted (topology, selector abbreviation, queue mode, depth) and each one's largest SD."""
+    sys.path.insert(0, os.path.join(HERE, '..', '..', 'src'))
+    from mpathlab import validate
+    out = {}
+    for c in cells:
+        m = re.fullmatch(r'H(\d+)', c['topology'])
+        if not m or not first <= int(m.group(1)) <= last or len(c.get('repeats') or []) < 2:
+            continue
+        groups = validate._groups(c)
+        worst = max((validate._repeat_sd(c, groups, g) or 0.0) for g in groups)
+        key = (c['topology'], ABBR[c['selector']], c['queue_mode'], int(c['iodepth']))
+        if worst > sd:
+            out[key] = max(out.get(key, 0.0), worst)
+    return sorted(out.items(), key=lambda kv: (int(kv[0][0][1:]), kv[0][1], kv[0][2]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest='cmd', required=True)
@@ -1302,6 +1327,11 @@ def main():
                    'predicted as mpathlab validate predicts (default: the kernels only)')
     p = sub.add_parser('boots', help='cells run in more than one boot: the spread of the boots\' means against '
                        'the spread within a boot (are a boot\'s repeats independent?)')
+    p.add_argument('--icount', action='store_true', help=icount_help)
+    p = sub.add_parser('spread', help='the held-out cells whose repeats spread (a compared share with a standard '
+                       'deviation above %.2f on either kernel): the batch entry for three more repeats' % SPREAD_SD)
+    p.add_argument('first', type=int, help='number of the first held-out topology (H<first>)')
+    p.add_argument('last', type=int, help='number of the last (H<last>)')
     p.add_argument('--icount', action='store_true', help=icount_help)
     p = sub.add_parser('draw', help='draw a held-out set of topologies with a fixed seed: write its topo files '
                        'and print the batch entry for BATCHES')
@@ -1331,12 +1361,18 @@ def main():
         for b, part in boot_parts(a.batch or BATCHES, a.rep, a.runtime):
             print('# %s' % b); print(part, end='')
         return
-    if a.cmd in ('compare', 'boots'):       # read the collected cells, write nothing
+    if a.cmd in ('compare', 'boots', 'spread'):       # read the collected cells, write nothing
         if not os.path.exists(os.path.join(HERE, RESULTS)):
             die('no %s: run grid.py collect%s first' % (RESULTS, ' --icount' if a.icount else ''))
         cells = json.load(open(os.path.join(HERE, RESULTS)))
         if a.cmd == 'boots':
             print(boot_spread_markdown(*boot_spread(cells)))
+            return
+        if a.cmd == 'spread':
+            found = spread_cells(cells, a.first, a.last)
+            for (topo, sel, mode, depth), sd in found:
+                print('# %s %s %s d%d: standard deviation %.3f' % (topo, SEL[sel], mode, depth, sd))
+            print(' + '.join('_cells(%r, [%r], [%r], [%d])' % key for key, _ in found) or '(none spread)')
             return
         rows = kernel_differences(cells)
         if a.model:     # the prediction of every cell, as ./mpathlab validate makes it (a few minutes)
