@@ -666,8 +666,9 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                        _predict(c, groups, sessions, runtime_s, (k,))[0][worst] for k in range(1, seeds + 1)]
                 row["seed_range"] = (min(alt), max(alt))
             if measured:
-                runs = [simulate_cell(rc, runtime_s) for rc in repeat_cells(c)]
-                msim = {k: sum(_group_shares(groups, r.shares)[k] for r in runs) / len(runs) for k in groups}
+                from_measured = [simulate_cell(rc, runtime_s) for rc in repeat_cells(c)]
+                msim = {k: sum(_group_shares(groups, r.shares)[k] for r in from_measured) / len(from_measured)
+                        for k in groups}
                 mdiffs = {k: msim[k] - v for k, v in kern.items()}
                 mworst = max(mdiffs, key=lambda k: abs(mdiffs[k]))
                 sources = []
