@@ -306,6 +306,11 @@ BATCHES = {
     # tags fill (H108: 1 ms of 12 tags, 4 ms of 8; H110: 1 ms of 32, 8 ms of 24, 6 ms of 12)
     'traceicount7': ([{'trace': 2, 'tag': '-ev'}] + _cells('H108', ['ql'], ['bio'], [24])
                      + _cells('H110', ['st'], ['bio'], [48]) + [{}]),
+    # misses that no timing noise moves (docs/validation.md, the fourteenth set): H46 request-based HST (2 ms of 2
+    # tags, 4 ms of 24; the kernel gives the 4 ms path 0.42, the model 0.20) and H24 bio HST (two 4 ms paths of 8
+    # tags and one of 2; the kernel shares the two 8-tag paths evenly, the model piles onto one)
+    'traceicount8': ([{'trace': 2, 'tag': '-ev'}] + _cells('H46', ['hst'], ['mq'], [16])
+                     + _cells('H24', ['hst'], ['bio'], [16]) + [{}]),
     # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
     # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
     'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
