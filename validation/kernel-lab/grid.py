@@ -247,6 +247,11 @@ BATCHES = {
     # either kernel, by the same rule; H108 queue-length bio is the first such cell of another selector
     'spread12': (_hst_cells(('H103', 'mq', 20), ('H104', 'mq', 8), ('H106', 'bio', 8), ('H106', 'mq', 8))
                  + _cells('H108', ['ql'], ['bio'], [24])),
+    # the thirteenth and fourteenth sets' cells whose three repeats spread, by the same rule with equivalent paths
+    # ranked (`grid.py spread 111 120 --icount`, `grid.py spread 121 130 --icount`, after both kernels had run them)
+    'spread13': _hst_cells(('H112', 'bio', 32), ('H113', 'bio', 20), ('H113', 'mq', 20)),
+    'spread14': _hst_cells(('H122', 'bio', 32), ('H125', 'bio', 32), ('H125', 'mq', 32), ('H126', 'bio', 48),
+                           ('H127', 'bio', 32)),
     # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
     # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
     'scsi': (_cells('S1', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [16])
