@@ -14,7 +14,7 @@
     grid.py spread FIRST LAST            the held-out cells H<FIRST>..H<LAST> whose repeats spread: the batch entry
                                          that gives them three more repeats
 
-run, collect, resummarise, compare and boots take --icount: the deterministic lab (qemu's instruction counter as the
+run, collect, resummarise, compare, boots and spread take --icount: the deterministic lab (qemu's instruction counter as the
 guest's clock, one vCPU), whose boots go to runs-icount/ and whose cells to results-icount.json and
 TABLE-icount.md; without it, the emulated lab of runs/, results.json and TABLE.md.
 
