@@ -15,8 +15,8 @@
                                          that gives them three more repeats
 
 run, collect, resummarise, compare, boots and spread take --icount: the deterministic lab (qemu's instruction counter
-as the guest's clock, one vCPU), whose boots go to runs-icount/ and whose cells to results-icount.json and TABLE-
-icount.md; without it, the emulated lab of runs/, results.json and TABLE.md.
+as the guest's clock, one vCPU), whose boots go to runs-icount/ and whose cells to results-icount.json and
+TABLE-icount.md; without it, the emulated lab of runs/, results.json and TABLE.md.
 
 The lab is the one lab/setup.sh made: KLAB_DIR, or klab-<KLAB_KERNEL> (6.1 by default) in $TMPDIR (or /tmp).
 The kernel series of every run is read from the guest (uname -r); results.json keeps one cell per kernel series.
