@@ -249,7 +249,8 @@ KNOWN_MISSES_HELDOUT12 = {
 
 
 # The thirteenth (H111-H120): drawn by `grid.py draw 2026120748 111`, committed before it ran with the rule that
-# decides the deterministic lab's timer mode on it (below).  With the stretches 34 and 35 of 40.
+# decides the deterministic lab's timer mode on it (below).  With the stretches 34 and 35 of 40; three more
+# repeats of its three cells that spread (spread13) bring 6.12 H112 bio within two standard errors.
 KNOWN_MISSES_HELDOUT13 = {
     ("6.1", "H112 historical-service-time bio d32"),
     ("6.1", "H112 historical-service-time mq d32"),
@@ -257,7 +258,6 @@ KNOWN_MISSES_HELDOUT13 = {
     ("6.1", "H113 historical-service-time mq d20"),
     ("6.1", "H115 historical-service-time bio d40"),
     ("6.1", "H120 historical-service-time mq d8"),
-    ("6.12", "H112 historical-service-time bio d32"),
     ("6.12", "H113 historical-service-time bio d20"),
     ("6.12", "H115 historical-service-time bio d40"),
     ("6.12", "H118 historical-service-time bio d32"),
@@ -268,11 +268,13 @@ COUNTS_HELDOUT13 = {"stretches": 69, "jitter": 67}
 
 
 # The fourteenth (H121-H130): drawn by `grid.py draw 2026120749 121`, committed before it ran with the rule that
-# decides on it between one model run and the mean of four (below).  With one run 37 and 38 of 40.
+# decides on it between one model run and the mean of four (below).  With one run 37 and 38 of 40.  Three more
+# repeats of its five cells that spread (spread14): 6.1 H122 bio comes within the tolerance, 6.1 H125 bio leaves
+# it (the kernel's 8-tag path 0.61 in five of six repeats; the model, like 6.12's kernel, loads the unlimited one).
 KNOWN_MISSES_HELDOUT14 = {
-    ("6.1", "H122 historical-service-time bio d32"),
     ("6.1", "H123 historical-service-time bio d48"),
     ("6.1", "H124 historical-service-time bio d64"),
+    ("6.1", "H125 historical-service-time bio d32"),
     ("6.12", "H124 historical-service-time bio d64"),
     ("6.12", "H126 historical-service-time bio d48"),
 }
