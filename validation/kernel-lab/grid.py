@@ -316,6 +316,10 @@ BATCHES = {
     # tags and one of 2; the kernel shares the two 8-tag paths evenly, the model piles onto one)
     'traceicount8': ([{'trace': 2, 'tag': '-ev'}] + _cells('H46', ['hst'], ['mq'], [16])
                      + _cells('H24', ['hst'], ['bio'], [16]) + [{}]),
+    # the fourteenth set's steadiest HST miss (H124: three 1 ms paths of 20, 16 and unlimited tags, bio, depth 64; the
+    # 16-tag path 0.375 in every repeat of both kernels, 0.34 in the model), traced; at 38,000 IOPS run it with
+    # --runtime 2 so that the trace buffer holds the run
+    'traceicount9': ([{'trace': 2, 'tag': '-ev'}] + _cells('H124', ['hst'], ['bio'], [64]) + [{}]),
     # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
     # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
     'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
