@@ -50,18 +50,24 @@ def icount_rows():
 
 
 def _of_sets(rows, first, last):
+    """The rows (or cells) of the held-out topologies H<first>..H<last>."""
     return [r for r in rows if r["topology"] in ["H%d" % i for i in range(first, last + 1)]]
 
 
-def _as_decided(cells, first, last, boots):
-    """The cells of H<first>..H<last> with only the repeats of the boots that decided a rule (their UTC
-    starts): the repeats a spread batch added later do not change a decision already taken."""
-    out = []
-    for c in cells:
-        if c["topology"] in ["H%d" % i for i in range(first, last + 1)]:
-            reps = [r for r in c["repeats"] if validate.boot_of(r) in boots]
-            out.append(dict(c, repeats=reps, n=len(reps)))
-    return out
+def _decided_counts(cells, first, last, boots, options):
+    """For each of ``options`` (name: compare's keyword arguments), the cells of H<first>..H<last> within the
+    tolerance, both kernels together, counted on the repeats of the boots that decided a rule (their UTC
+    starts) only: the repeats a spread batch added later do not change a decision already taken."""
+    chosen = []
+    for c in _of_sets(cells, first, last):
+        reps = [r for r in c["repeats"] if validate.boot_of(r) in boots]
+        chosen.append(dict(c, repeats=reps, n=len(reps)))
+    counts = {}
+    for name, kw in options.items():
+        rows = [r for r in validate.compare(chosen, all_cells=cells, **kw) if not r["variant"]]
+        assert len(rows) == 80 and all(r["n"] >= 3 for r in rows)
+        counts[name] = sum(r["within"] != "no" for r in rows)
+    return counts
 
 
 def test_deterministic_lab_guest_is_one_vcpu_with_timers_on_time(icount_rows):
@@ -325,13 +331,8 @@ def test_thirteenth_set_decides_the_deterministic_labs_timers(icount_rows):
     stretches or jitter"): the deterministic lab takes the jitter if it gets more of the set's 80 cells within
     the tolerance than the stretches; otherwise the stretches stay.  Counted on the repeats of the set's own
     two boots."""
-    cells = icount_rows[0]
-    chosen = _as_decided(cells, 111, 120, ("20261207T155134", "20261207T161812"))
-    counts = {}
-    for timers in validate.TIMER_MODES:
-        rows = [r for r in validate.compare(chosen, all_cells=cells, timers=timers) if not r["variant"]]
-        assert len(rows) == 80 and all(r["n"] >= 3 for r in rows)
-        counts[timers] = sum(r["within"] != "no" for r in rows)
+    counts = _decided_counts(icount_rows[0], 111, 120, ("20261207T155134", "20261207T161812"),
+                             {timers: {"timers": timers} for timers in validate.TIMER_MODES})
     assert counts == COUNTS_HELDOUT13
     assert validate.TIMERS_OF_LAB["icount"] == ("jitter" if counts["jitter"] > counts["stretches"] else "stretches")
     assert validate.TIMERS_OF_LAB["tcg"] == "stretches"
@@ -342,13 +343,8 @@ def test_fourteenth_set_decides_the_number_of_model_runs(icount_rows):
     run or the mean of four"): the table's prediction becomes the mean of four model runs if that gets at least
     two more of the set's 80 cells within the tolerance than one run; otherwise one run stays.  Counted on the
     repeats of the set's own two boots."""
-    cells = icount_rows[0]
-    chosen = _as_decided(cells, 121, 130, ("20261207T171251", "20261207T174127"))
-    counts = {}
-    for runs in COUNTS_HELDOUT14:
-        rows = [r for r in validate.compare(chosen, all_cells=cells, runs=runs) if not r["variant"]]
-        assert len(rows) == 80 and all(r["n"] >= 3 for r in rows)
-        counts[runs] = sum(r["within"] != "no" for r in rows)
+    counts = _decided_counts(icount_rows[0], 121, 130, ("20261207T171251", "20261207T174127"),
+                             {runs: {"runs": runs} for runs in COUNTS_HELDOUT14})
     assert counts == COUNTS_HELDOUT14
     # the table's own prediction (compare's default, and so validate's) is what the rule chose
     chose = 4 if counts[4] >= counts[1] + 2 else 1

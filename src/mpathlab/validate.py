@@ -278,7 +278,8 @@ def _guest_cpus(repeat: dict) -> int:
     return int((repeat.get("host_load") or {}).get("guest_cpus") or GUEST_CPUS)
 
 
-def fit_guest(cells: List[dict], kernel: str, session: str = "", queue_mode: str = "") -> Guest:
+def fit_guest(cells: List[dict], kernel: str, session: str = "", queue_mode: str = "",
+              timers: Optional[str] = None) -> Guest:
     """Fit the guest model of one kernel on its calibration cells (plain topologies c0, c1, c4,
     no variants), three numbers, each a median over those cells' repeats:
 
@@ -297,8 +298,12 @@ def fit_guest(cells: List[dict], kernel: str, session: str = "", queue_mode: str
     calibration runs takes all of the kernel's; a kernel without any, the constants of the first
     6.1 calibration.  With ``queue_mode`` ("bio" or "mq") only that mode's calibration runs count
     (bio-based and request-based dm do different work per I/O: the request-based c0 runs cost more
-    CPU per I/O in most sessions), or both modes' when the session has not run c0 and c1 or c4 in it."""
-    return _fit_guest(cells, kernel, session, queue_mode, calibration_boots(cells, kernel))
+    CPU per I/O in most sessions), or both modes' when the session has not run c0 and c1 or c4 in it.
+    ``timers`` (TIMER_MODES) places the lateness that way; None: as the calibration runs' lab does
+    (TIMERS_OF_LAB)."""
+    guest = _fit_guest(cells, kernel, session, queue_mode, calibration_boots(cells, kernel))
+    guest.timers = timers or guest.timers
+    return guest
 
 
 def _fit_guest(cells: List[dict], kernel: str, session: str, queue_mode: str, sessions: List[str]) -> Guest:
@@ -636,8 +641,7 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
             for session in per_session:
                 gkey = "%s %s %s" % (kernel, session, mode)
                 if gkey not in guests:
-                    guests[gkey] = fit_guest(source, kernel, session, mode)
-                    guests[gkey].timers = timers or guests[gkey].timers
+                    guests[gkey] = fit_guest(source, kernel, session, mode, timers)
             sessions = {guests["%s %s %s" % (kernel, k, mode)]: n for k, n in per_session.items()}
             sim, sim_iops, per_guest, sim_paths = _predict(c, groups, sessions, runtime_s, range(1, runs + 1))
             own = {k: per_guest[guests["%s %s %s" % (kernel, k, mode)]] for k in per_session}   # (IOPS, shares)
@@ -666,9 +670,9 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                        _predict(c, groups, sessions, runtime_s, (k,))[0][worst] for k in range(1, seeds + 1)]
                 row["seed_range"] = (min(alt), max(alt))
             if measured:
-                from_measured = [simulate_cell(rc, runtime_s) for rc in repeat_cells(c)]
-                msim = {k: sum(_group_shares(groups, r.shares)[k] for r in from_measured) / len(from_measured)
-                        for k in groups}
+                # each repeat's measurements run once, its shares ranked once
+                ranked = [_group_shares(groups, simulate_cell(rc, runtime_s).shares) for rc in repeat_cells(c)]
+                msim = {k: sum(r[k] for r in ranked) / len(ranked) for k in groups}
                 mdiffs = {k: msim[k] - v for k, v in kern.items()}
                 mworst = max(mdiffs, key=lambda k: abs(mdiffs[k]))
                 sources = []

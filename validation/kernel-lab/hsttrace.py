@@ -332,8 +332,8 @@ def replay_model(rd, seed=1, timers=None):
     up = os.path.join(rd, "uptime")      # the guest's uptime at the run's start: the nearer calibration of its boot
     boot = {"host_load": {"utc_start": stamp},
             "guest_uptime_s": float(open(up).read().split()[0]) if os.path.exists(up) else 0.0}
-    guest = V.fit_guest(cells, kernel, V.session_of(boot, V.calibration_boots(cells, kernel)), meta["queue_mode"])
-    guest.timers = timers or guest.timers
+    guest = V.fit_guest(cells, kernel, V.session_of(boot, V.calibration_boots(cells, kernel)), meta["queue_mode"],
+                        timers)
     tally = Tally(labels)
     order = {}
     pending = []
