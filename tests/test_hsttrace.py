@@ -24,8 +24,11 @@ hsttrace = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(hsttrace)
 
 
-@pytest.mark.parametrize("mode", ["bio", "mq"])
+@pytest.mark.parametrize("mode", ["bio", "mq", "mq-full"])
 def test_replayed_trace_rebuilds_the_selectors_choices(tmp_path, monkeypatch, mode):
+    """mq-full: the fast path has 2 tags, so many maps find it full; the trace then also has the dm
+    device's issue of every map attempt, as the lab's does, and the replay must move the path each failed
+    attempt chose to the list's tail as hst_select_path did, or the ties that follow go the other way."""
     labels = ["p0", "p1"]
     live = hsttrace.Tally(labels)
     lines = []
@@ -41,6 +44,10 @@ def test_replayed_trace_rebuilds_the_selectors_choices(tmp_path, monkeypatch, mo
         path = orig_select(self, nr_bytes)
         if not names:
             names.update(zip(self._info, labels))
+        if pending:                     # the last choice got no start_io: its clone found no tag
+            live.failed_maps[pending.pop()[0]] += 1
+        if mode == "mq-full":               # its sector: the time, as the path's issue (and completion) give
+            lines.append("%.9f i 253,0 %d" % (now / 1e9, now))
         # counted when start_io follows: a request-based choice whose clone got no tag never reaches the trace
         pending[:] = [(names[path], hsttrace.classify(self, infos, self._info[path], now), self._info[path])]
         return path
@@ -60,15 +67,19 @@ def test_replayed_trace_rebuilds_the_selectors_choices(tmp_path, monkeypatch, mo
     monkeypatch.setattr(HistoricalServiceTime, "end_io", end_io)
     feat = "2 queue_mode bio" if mode == "bio" else "0"
     table = "0 4096 multipath %s 0 1 1 historical-service-time 0 2 1 8:0 1 8:16 1" % feat
-    paths = [PathModel("p0", (8, 0), ServiceTime(4_000_000)),
+    fast_tags = {"hw_queue_depth": 2} if mode == "mq-full" else {}
+    paths = [PathModel("p0", (8, 0), ServiceTime(4_000_000), **fast_tags),
              PathModel("p1", (8, 16), ServiceTime(10_000_000), parallelism=4, hw_queue_depth=4, nr_hw_queues=2)]
     jobs = parse_fio("[k]\nioengine=libaio\nrw=randwrite\nbs=4k\niodepth=8\nruntime=2000ms\ntime_based\n").jobs
     simulate(table, paths, jobs, host=HostModel(2, 150_000, 130_000), seed=1, engine="python")
     monkeypatch.undo()
+    if pending and mode == "mq-full":
+        live.failed_maps[pending.pop()[0]] += 1
 
     rd = tmp_path / "run"
     rd.mkdir()
-    (rd / "meta").write_text("topo=X name=X_hst queue_mode=%s iodepth=8\nX p0 252:0\nX p1 252:1\n" % mode)
+    (rd / "meta").write_text("topo=X name=X_hst queue_mode=%s iodepth=8\nX p0 252:0\nX p1 252:1\n%s" % (
+        "bio" if mode == "bio" else "mq", "dmdev=253:0\n" if mode == "mq-full" else ""))
     with gzip.open(rd / "trace_events.gz", "wt") as f:
         f.write("\n".join(lines) + "\n")
     _, replayed = hsttrace.replay_kernel(str(rd))
@@ -77,6 +88,13 @@ def test_replayed_trace_rebuilds_the_selectors_choices(tmp_path, monkeypatch, mo
     assert replayed.count == live.count
     # the slow path is chosen in more than one way: the classes are not all one
     assert len([k for k in hsttrace.CLASSES if live.count["p1"][k]]) >= 2
+    if mode == "mq-full":
+        assert sum(live.failed_maps.values()) > 100
+        assert replayed.failed_maps == live.failed_maps
+        assert replayed.attempts_matched[0] == replayed.attempts_matched[1] == sum(
+            sum(c.values()) for c in live.count.values())
+    else:
+        assert not replayed.failed_maps and not replayed.attempts_matched[1]
 
 
 def test_timing_of_choices_and_completions(capsys):

@@ -11,7 +11,12 @@ The trace gives what dm-historical-service-time is given (dm-ps-historical-servi
 ``start_io`` at the clone's issue and ``end_io`` at its completion with the issue time as start
 (``io_start_time_ns``, stamped by blk_mq_start_request); bio-based, ``start_io`` when the clone is remapped
 onto its path (``block_bio_remap``, right after ``__multipath_map_bio``) and ``end_io`` at the completion
-with that time as start.  Replaying those calls through the selector's own model (mpathlab's
+with that time as start.  Request-based, the dm device's own issue events are the map attempts
+(dm_mq_queue_rq starts the dm request, then the target selects): an attempt that issues no clone found its
+path without a free tag (the clone's allocation failed, DM_MAPIO_REQUEUE), and the replay moves the path it
+would have chosen to the list's tail, as hst_select_path did, so that the ties after it go as in the kernel
+(traces before that field was read gave 27% "other" on the 4 ms path of H46 for this reason alone).
+Replaying those calls through the selector's own model (mpathlab's
 HistoricalServiceTime: the same EMA, stale marks and compare) rebuilds the selector's state at every
 choice; each choice is then put in one class:
 
@@ -63,13 +68,18 @@ def weighed(infos, chosen):
     return min(((1 + pi.outstanding) * (pi.hst >> 10) / 1000 for pi in infos if pi is not chosen), default=None)
 
 
-def classify(sel, infos, chosen, now):
-    """The class of choosing ``chosen`` among ``infos`` (the selector's path records, in list order)."""
+def best_of(sel, infos, now):
+    """The path record hst_select_path picks among ``infos`` (in list order) at ``now``."""
     best = infos[0]
     for pi in infos[1:]:
         if sel.compare(pi, best, now) < 0:
             best = pi
-    if best is not chosen:
+    return best
+
+
+def classify(sel, infos, chosen, now):
+    """The class of choosing ``chosen`` among ``infos`` (the selector's path records, in list order)."""
+    if best_of(sel, infos, now) is not chosen:
         return "other"
     if all(not pi.outstanding for pi in infos) or (not chosen.outstanding and chosen.stale_after < now):
         return "probe"
@@ -99,6 +109,10 @@ class Tally:
         self.tag_waits = {lb: [] for lb in labels}  # (bio) per path, how long each map that slept for a tag waited
         self.tag_wait_oldest = {lb: [] for lb in labels}  # and how long its path's oldest request had been out then
         self.maps = collections.Counter()           # (bio) and its maps
+        # (request-based) per path, the maps that found it without a free tag (the clone's allocation failed,
+        # DM_MAPIO_REQUEUE): the selector chose it and moved it to its list's tail, and no I/O went to it
+        self.failed_maps = collections.Counter()
+        self.attempts_matched = [0, 0]              # (kernel) the replay chose the path the clone went to / all
         self.fio_cpu = []                           # (kernel, with CPUs) (time, vCPU) of the fio task's events
         self.timers = []                            # and (due, fired, vCPU it was armed on) of each completion
 
@@ -143,6 +157,13 @@ class Tally:
                     lb, 100 * len(waits) / self.maps[lb], statistics.mean(waits) / 1e3 if waits else 0,
                     "; the path's oldest request had been out %.0f us then, median" % (
                         statistics.median(oldest) / 1e3) if oldest else ""))
+        failed = sum(self.failed_maps.values())
+        if failed:
+            print("  maps that found their path without a free tag (requeued, chosen again later): %d, %s" % (
+                failed, ", ".join("%s %d" % (lb, self.failed_maps[lb]) for lb in self.labels)))
+        ok, all_ = self.attempts_matched
+        if all_:
+            print("  the replayed selector chose the path the clone went to in %.1f%% of the maps" % (100 * ok / all_))
         if weighed:
             self.report_weighed()
         if self.timers and self.fio_cpu:
@@ -241,6 +262,14 @@ def replay_kernel(rd):
     for lb in labels:
         sel.add_path(lb)
     tally = Tally(labels)
+    label_of = {pi: lb for lb, pi in sel._info.items()}
+
+    def failed_map(pi):
+        """hst_select_path moved the path it chose to its list's tail though no clone went to it."""
+        sel._valid.remove(pi)
+        sel._valid.append(pi)
+        tally.failed_maps[label_of[pi]] += 1
+
     started = collections.defaultdict(collections.deque)   # (label, sector) -> start times
     issued = collections.defaultdict(collections.deque)    # (label, sector) -> issue times
     issued_cpu = collections.defaultdict(collections.deque)  # and the vCPUs they were issued on
@@ -249,6 +278,10 @@ def replay_kernel(rd):
     oldest_at_map = {}                                      # (label, sector) -> its path's oldest issue then
     last_done = {}                                          # label -> its last completion
     completion = {lb: int(meta.get("completion_nsec " + lb, -1)) for lb in labels}
+    # request-based: every issue of a dm request is one map attempt (dm_mq_queue_rq starts it, then the target
+    # selects); one that issues no clone on a path found no tag there.  Traced before the path's issue event.
+    dm_dev = (meta.get("dmdev") or "").replace(":", ",") if not bio else ""
+    attempt = None                                          # (sector, label the replay chose) of the last one
     with gzip.open(os.path.join(rd, "trace_events.gz"), "rt") as f:
         for lineno, line in enumerate(f, 1):
             w = line.split()
@@ -258,12 +291,18 @@ def replay_kernel(rd):
                     lineno, line.strip()))
             t, ev, dev, sector = w[:4]
             lb = dev_label.get(dev)
-            if lb is None:
+            if lb is None and not (dev == dm_dev and ev == "i"):
                 continue
             try:
                 now = int(round(float(t) * 1e9))
             except ValueError:
                 raise ValueError("trace_events.gz line %d: the time %r is not a number" % (lineno, t)) from None
+            if lb is None:                      # a map attempt of the dm queue
+                clock[0] = now
+                if attempt is not None:
+                    failed_map(attempt[1])
+                attempt = (sector, best_of(sel, list(sel._valid), now))
+                continue
             if len(w) == 7 and not w[4].isdigit():
                 raise ValueError("trace_events.gz line %d: the CPU %r is not a number" % (lineno, w[4]))
             cpu = int(w[4]) if len(w) == 7 else None
@@ -298,6 +337,10 @@ def replay_kernel(rd):
             if ev == ("m" if bio else "i"):
                 infos = list(sel._valid)
                 chosen = sel._info[lb]
+                if attempt is not None and attempt[0] == sector:
+                    tally.attempts_matched[0] += attempt[1] is chosen
+                    tally.attempts_matched[1] += 1
+                    attempt = None
                 tally.add(lb, classify(sel, infos, chosen, now), chosen, weighed(infos, chosen))
                 tally.chose(now)
                 sel._valid.remove(chosen)       # hst_select_path moves the path it chose to the end
@@ -307,6 +350,8 @@ def replay_kernel(rd):
             elif ev == "c" and started[(lb, sector)]:
                 sel.end_io(lb, 4096, started[(lb, sector)].popleft())
                 tally.done(lb, now)
+    if attempt is not None:
+        failed_map(attempt[1])
     return meta, tally
 
 
@@ -378,6 +423,8 @@ def replay_model(rd, seed=1, timers=None):
         chosen = self._info[path]
         if not order:
             order.update(zip(self._info, labels))     # add_path ran in table order
+        if pending:                                   # the last choice's clone got no tag (no start_io)
+            tally.failed_maps[pending[0][0]] += 1
         # counted at start_io, as the trace counts: a request-based choice whose clone got no tag is not
         pending[:] = [(order[path], classify(self, infos, chosen, now), chosen, weighed(infos, chosen))]
         return path
