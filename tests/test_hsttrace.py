@@ -185,7 +185,8 @@ def test_timing_measures_timer_lateness_and_the_tag_sleepers_wake(tmp_path, caps
     a tag, and woke that long after the completion that freed one."""
     rd = tmp_path / "run"
     rd.mkdir()
-    (rd / "meta").write_text("topo=X name=X_hst queue_mode=bio iodepth=2\nX p0 252:0 completion_nsec=4000000\n")
+    (rd / "meta").write_text("topo=X name=X_hst queue_mode=bio iodepth=2\n"
+                             "X p0 252:0 completion_nsec=4000000 hw_queue_depth=1\n")
     with gzip.open(rd / "trace_events.gz", "wt") as f:
         f.write("1.000000 m 252,0 8\n1.000010 i 252,0 8\n"
                 "1.000050 m 252,0 16\n"                      # the one tag is taken: the task sleeps
@@ -271,22 +272,26 @@ def test_late_timers_and_the_vcpu_fio_ran_on(tmp_path, capsys):
 
 
 def test_maps_that_waited_for_a_tag(tmp_path, capsys):
-    """Bio-based: a map whose issue comes only after a completion on its path waited for a tag; per path,
-    how often and how long (map to issue)."""
+    """Bio-based: a map onto a path whose driver tags were all out waited for a tag; per path, how often
+    and how long (map to issue).  A completion between a map and its issue on a path with a free tag is
+    an interrupt during the submission, not a wait."""
     rd = tmp_path / "run"
     rd.mkdir()
-    (rd / "meta").write_text("topo=X name=X_hst queue_mode=bio iodepth=2\nX p0 252:0 completion_nsec=1000000\n")
+    (rd / "meta").write_text("topo=X name=X_hst queue_mode=bio iodepth=2\n"
+                             "X p0 252:0 completion_nsec=1000000 hw_queue_depth=2\n")
     with gzip.open(rd / "trace_events.gz", "wt") as f:
         f.write("1.000000 m 252,0 8\n1.000010 i 252,0 8\n"         # a tag at once
-                "1.000100 m 252,0 16\n1.001000 c 252,0 8\n1.001050 i 252,0 16\n"   # waited for 8's tag: 950 us
-                "1.002000 m 252,0 24\n1.002010 i 252,0 24\n")      # at once again
+                "1.000100 m 252,0 16\n1.000110 i 252,0 16\n"       # the second tag
+                "1.000200 m 252,0 24\n1.001000 c 252,0 8\n1.001050 i 252,0 24\n"   # both out: waited 850 us
+                "1.001500 c 252,0 16\n"
+                "1.002000 m 252,0 32\n1.002003 c 252,0 24\n1.002006 i 252,0 32\n")  # one out: no wait
     _, tally = hsttrace.replay_kernel(str(rd))
-    assert tally.maps["p0"] == 3 and tally.tag_waits["p0"] == [950_000]
-    # at the map that waited, the path's one request out (8) had been issued 90 us before
-    assert tally.tag_wait_oldest["p0"] == [90_000]
+    assert tally.maps["p0"] == 4 and tally.tag_waits["p0"] == [850_000]
+    # at the map that waited, the path's oldest request out (8) had been issued 190 us before
+    assert tally.tag_wait_oldest["p0"] == [190_000]
     tally.report_timing()
-    assert ("p0   its maps waited for a tag 33% of the time (950 us on average when they did; the path's oldest "
-            "request had been out 90 us then, median)") in capsys.readouterr().out
+    assert ("p0   its maps waited for a tag 25% of the time (850 us on average when they did; the path's oldest "
+            "request had been out 190 us then, median)") in capsys.readouterr().out
 
 
 def test_another_selectors_trace_gives_shares_and_timing_without_hsts_classes(tmp_path, capsys):

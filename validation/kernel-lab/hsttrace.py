@@ -31,9 +31,9 @@ mean gap between completions (what its average learns) and how many of them come
 before (completions that come in clumps); from a kernel trace also how late each path's
 null_blk timer completes (issue to completion, less its completion_nsec) and, bio-based, how long a
 submitter asleep in tag allocation takes to issue after the completion that freed a tag, and per path how
-often its maps waited for a tag (a completion on that path came between the map and the issue; the model:
-its task slept in tag allocation), for how long, and how long the path's oldest request had been out at that map
-(a path filled in a quick run keeps its task asleep longer); per path, how its choices split by its
+often its maps waited for a tag (the kernel: mapped while all of the path's driver tags were out, its
+hw_queue_depth in the meta; the model: its task slept in tag allocation), for how long, and how long the
+path's oldest request had been out at that map (a path filled in a quick run keeps its task asleep longer); per path, how its choices split by its
 in-flight count (0, 1, 2 or more) with both sides of the compare then, its (1 + in flight) x average against
 the best other path's (a path chosen again with one request out sends pairs); from a trace
 that records each event's CPU (boots since 12-06 19:44 UTC), which vCPU the late timers were on and
@@ -247,8 +247,8 @@ def read_meta(rd):
             paths.append((w[1], w[2].replace(":", ",")))
             for kv in w[3:]:
                 k, _, v = kv.partition("=")
-                if k == "completion_nsec":
-                    meta["completion_nsec " + w[1]] = v
+                if k in ("completion_nsec", "hw_queue_depth"):
+                    meta[k + " " + w[1]] = v
     return meta, paths
 
 
@@ -278,6 +278,8 @@ def replay_kernel(rd):
     oldest_at_map = {}                                      # (label, sector) -> its path's oldest issue then
     last_done = {}                                          # label -> its last completion
     completion = {lb: int(meta.get("completion_nsec " + lb, -1)) for lb in labels}
+    # a path's driver tags (the lab's meta gives every path's; without, it is never taken as full)
+    tags = {lb: int(meta.get("hw_queue_depth " + lb, sys.maxsize)) for lb in labels}
     # request-based: every issue of a dm request is one map attempt (dm_mq_queue_rq starts it, then the target
     # selects); one that issues no clone on a path found no tag there.  Traced before the path's issue event.
     dm_dev = (meta.get("dmdev") or "").replace(":", ",") if not bio else ""
@@ -312,16 +314,18 @@ def replay_kernel(rd):
             if ev == "i":
                 issued[(lb, sector)].append(now)
                 issued_cpu[(lb, sector)].append(cpu)
-                m = mapped.pop((lb, sector), None)
+                m, full = mapped.pop((lb, sector), (None, False))
                 oldest = oldest_at_map.pop((lb, sector), None)
                 out_since[lb][sector] = now
-                if bio and m is not None and last_done.get(lb, m) > m:
+                # mapped while every driver tag of its path was out: its task slept until a completion freed one
+                # (a completion between a map and its issue alone is an interrupt during the submission)
+                if bio and full:
                     tally.tag_wake_ns.append(now - last_done[lb])   # it waited for a completion on its path
                     tally.tag_waits[lb].append(now - m)
                     if oldest is not None:
                         tally.tag_wait_oldest[lb].append(m - oldest)
             elif ev == "m":
-                mapped[(lb, sector)] = now
+                mapped[(lb, sector)] = (now, len(out_since[lb]) >= tags[lb])
                 if out_since[lb]:
                     oldest_at_map[(lb, sector)] = min(out_since[lb].values())
                 tally.maps[lb] += 1
