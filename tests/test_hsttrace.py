@@ -343,3 +343,18 @@ def test_model_replay_with_the_jitter_places_the_lateness_per_completion():
     assert guest.timers == "stretches" and guest.host().timer_away_ns > 0
     assert jguest.timers == "jitter" and jguest.host().timer_away_ns == 0
     assert sum(held.count["p0"].values()) != sum(jitter.count["p0"].values())
+
+
+def test_a_reader_that_stops_early_gets_no_traceback():
+    """`hsttrace.py RUN | head`: the reader closes the pipe before the report is written; the script
+    ends quietly (exit 0), as the mpathlab command does."""
+    import subprocess
+    import sys
+    run = os.path.join(HERE, "..", "validation", "kernel-lab", "runs-icount", "traceicount8-6.1-20261207T180858",
+                       "runs", "H24-ev_hst_bio_d16_r0")
+    p = subprocess.Popen([sys.executable, os.path.join(HERE, "..", "validation", "kernel-lab", "hsttrace.py"),
+                          "--timing", run], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait() == 0, err
+    assert "Traceback" not in err and "Broken" not in err, err

@@ -1086,6 +1086,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         klog.teardown()
 
 
+def reader_gone() -> int:
+    """The reader of stdout (head, less) stopped reading: nothing more to say, and nothing left for
+    the interpreter to flush into the closed pipe at exit.  The exit status to return (0)."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass        # stdout is not a file (a test's capture)
+    return 0
+
+
 def _dispatch(args, debug: bool) -> int:
     from .inputs import MissingDependency
     try:
@@ -1094,13 +1104,7 @@ def _dispatch(args, debug: bool) -> int:
         print("mpathlab: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        # the reader (head, less) stopped reading: nothing more to say, and nothing left for
-        # the interpreter to flush into the closed pipe at exit
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass        # stdout is not a file (a test's capture)
-        return 0
+        return reader_gone()
     except MissingDependency as e:
         if debug:
             raise

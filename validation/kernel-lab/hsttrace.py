@@ -501,4 +501,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:
+        from mpathlab.cli import reader_gone
+        sys.exit(reader_gone())
