@@ -226,6 +226,13 @@ BATCHES = {
     'heldout14': _held_out(
         ('H121', 'st', 20), ('H122', 'st', 32), ('H123', 'st', 48), ('H124', 'ql', 64), ('H125', 'st', 32),
         ('H126', 'st', 48), ('H127', 'st', 32), ('H128', 'st', 8), ('H129', 'st', 32), ('H130', 'ql', 8)),
+    # a fifteenth (`grid.py draw 2026120750 131`), committed before it ran, the model unchanged (no candidate to
+    # judge): H131 10 ms, 32 vs 12 tags; H132 7 ms, 8, 16, 3 and 24; H133 1 ms, 24, unlimited and 8; H134 6 ms, 2, 64
+    # and unlimited; H135 4 ms, 20, 32 and 1; H136 3 ms, unlimited vs 1; H137 2 ms, 2 vs 32; then H138 3 ms of 1 tag,
+    # 4 ms of 6, 5 ms of 2; H139 3 ms of 48, 1 ms of 32; H140 2 ms of 32, 10 ms of 4
+    'heldout15': _held_out(
+        ('H131', 'st', 8), ('H132', 'ql', 48), ('H133', 'ql', 16), ('H134', 'ql', 48), ('H135', 'ql', 48),
+        ('H136', 'ql', 24), ('H137', 'ql', 20), ('H138', 'ql', 16), ('H139', 'st', 40), ('H140', 'ql', 24)),
     # three more repeats of every held-out cell (H1-H60) whose three repeats spread (a path's share with a
     # standard deviation above 0.05) on either kernel: chosen from the kernel's repeats alone, not the model's
     # misses; all historical-service-time, most bio-based
@@ -1478,4 +1485,9 @@ def main():
 
 
 if __name__ == '__main__':
-    main()
+    try:
+        main()
+    except BrokenPipeError:         # grid.py ... | head
+        sys.path.insert(0, os.path.join(HERE, '..', '..', 'src'))
+        from mpathlab.cli import reader_gone
+        sys.exit(reader_gone())
