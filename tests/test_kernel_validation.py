@@ -455,7 +455,7 @@ def test_equivalent_paths_compared_by_rank_per_run():
     even = validate._group_shares(g, {"p0": 1 / 3, "p1": 1 / 3, "p2": 1 / 3})
     assert max(abs(even[k] - kern[k]) for k in g) == pytest.approx(0.5 - 1 / 3)
     # the repeats' spread is taken by rank too: both runs have the same largest share
-    assert validate._repeat_sd(c, g, "p0..p2 #1") == 0.0
+    assert validate._repeat_sd(validate._kernel_runs(c, g), "p0..p2 #1") == 0.0
 
 
 def test_validate_explains_ranked_paths(capsys):

@@ -565,9 +565,11 @@ def _kernel_runs(c: dict, groups) -> List[Dict[str, float]]:
     return [_group_shares(groups, r["shares"]) for r in c.get("repeats") or [] if r.get("shares")]
 
 
-def _kernel_group_shares(c: dict, groups) -> Dict[str, float]:
-    """The kernel's mean over its repeats of each run's shares by ``groups``."""
-    runs = _kernel_runs(c, groups)
+def _kernel_group_shares(c: dict, groups, runs: Optional[List[Dict[str, float]]] = None) -> Dict[str, float]:
+    """The kernel's mean over its repeats of each run's shares by ``groups`` (``runs``: those already
+    ranked, _kernel_runs)."""
+    if runs is None:
+        runs = _kernel_runs(c, groups)
     if not runs:
         return _group_shares(groups, c["mean_share"])
     return {name: sum(run[name] for run in runs) / len(runs) for name in groups}
@@ -636,7 +638,8 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                 by_session.setdefault(session_of(r, boots[kernel]), []).append(r)
             per_session = {k: len(reps) for k, reps in by_session.items()}
             groups = _groups(c)
-            kern = _kernel_group_shares(c, groups)
+            kruns = _kernel_runs(c, groups)       # each repeat ranked once, for the mean and the spread
+            kern = _kernel_group_shares(c, groups, kruns)
             mode = c["queue_mode"]
             for session in per_session:
                 gkey = "%s %s %s" % (kernel, session, mode)
@@ -648,7 +651,7 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
             used = [g.describe() for g in sessions]
             diffs = {k: sim[k] - v for k, v in kern.items()}
             worst = max(diffs, key=lambda k: abs(diffs[k]))
-            sd = _repeat_sd(c, groups, worst)
+            sd = _repeat_sd(kruns, worst)
             n = len(c.get("repeats") or []) or 1
             # sim_paths: each path's predicted share by its label (grid.py compare --model groups its own way)
             row = {"cell": cell_key(c), "kernel_series": kernel, "n": c.get("n", n), "kernel": kern, "sim": sim,
@@ -684,7 +687,7 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
                     if src not in sources:
                         sources.append(src)
                 row.update({"measured_sim": msim, "measured_worst": mworst, "measured_diff": mdiffs[mworst],
-                            "measured_within": within(mdiffs[mworst], _repeat_sd(c, groups, mworst), n),
+                            "measured_within": within(mdiffs[mworst], _repeat_sd(kruns, mworst), n),
                             "cpu": ", ".join(sources)})
             rows.append(row)
     return rows
@@ -695,9 +698,10 @@ def _mean(vals: List[Optional[float]]) -> Optional[float]:
     return sum(vals) / len(vals) if vals else None
 
 
-def _repeat_sd(c: dict, groups, name: str) -> Optional[float]:
-    """Sample standard deviation, over the lab's repeats, of the share ``name`` of ``groups``."""
-    vals = [run[name] for run in _kernel_runs(c, groups)]
+def _repeat_sd(runs: List[Dict[str, float]], name: str) -> Optional[float]:
+    """Sample standard deviation, over the lab's repeats (``runs``: their shares by group, _kernel_runs),
+    of the share ``name``."""
+    vals = [run[name] for run in runs]
     if len(vals) < 2:
         return None
     m = sum(vals) / len(vals)

@@ -1315,7 +1315,8 @@ def spread_cells(cells, first, last, sd=SPREAD_SD):
         if not m or not first <= int(m.group(1)) <= last or len(c.get('repeats') or []) < 2:
             continue
         groups = validate._groups(c)
-        worst = max((validate._repeat_sd(c, groups, g) or 0.0) for g in groups)
+        runs = validate._kernel_runs(c, groups)
+        worst = max((validate._repeat_sd(runs, g) or 0.0) for g in groups)
         key = (c['topology'], ABBR[c['selector']], c['queue_mode'], int(c['iodepth']))
         if worst > sd:
             out[key] = max(out.get(key, 0.0), worst)
