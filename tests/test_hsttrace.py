@@ -100,14 +100,14 @@ def test_replayed_trace_rebuilds_the_selectors_choices(tmp_path, monkeypatch, mo
 def test_timing_of_choices_and_completions(capsys):
     """--timing: gaps between choices, the first choice after completions, each path's completion gap."""
     tally = hsttrace.Tally(["p0", "p1"])
-    tally.chose(0)
-    tally.chose(40_000)                 # 40 us after the first
+    tally.chose(0, "p0")
+    tally.chose(40_000, "p0")           # 40 us after the first
     tally.done("p0", 4_000_000)
     tally.done("p0", 4_100_000)         # p0 completes 100 us apart
-    tally.chose(4_300_000)              # 200 us after the last completion
-    tally.chose(4_340_000)              # no completion since the last choice: not a first choice
+    tally.chose(4_300_000, "p0")        # 200 us after the last completion
+    tally.chose(4_340_000, "p0")        # no completion since the last choice: not a first choice
     tally.done("p1", 9_000_000)
-    tally.chose(9_500_000)              # 500 us after
+    tally.chose(9_500_000, "p0")        # 500 us after
     assert tally.after_done_ns == [200_000, 500_000]
     tally.report_timing()
     out = capsys.readouterr().out
@@ -118,13 +118,31 @@ def test_timing_of_choices_and_completions(capsys):
     assert "p1   mean gap" not in out        # one completion: no gap
 
 
+def test_windows_give_each_paths_share_and_average_through_the_run(capsys):
+    """--windows: per window, each path's share of the choices in it and its average at the window's end
+    (the last completion's before then; 0 before its first)."""
+    tally = hsttrace.Tally(["p0", "p1"])
+    for t, lb in ((0, "p0"), (1_000_000, "p0"), (2_000_000, "p0"), (3_000_000, "p1"),      # window 0: 3/4 p0
+                  (10_500_000, "p1"), (12_000_000, "p1")):                                  # window 1: all p1
+        tally.chose(t, lb)
+    tally.done("p0", 4_000_000, 1_500_000 << 10)     # p0 learns 1500 us in window 0 (ns, fixed point)
+    tally.done("p1", 11_000_000, 4_000_000 << 10)    # p1 4000 us in window 1
+    tally.done("p0", 25_000_000, 900_000 << 10)      # after the last window: not shown
+    tally.report_windows(10_000_000)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "  per 10 ms: each path's share of the choices, and its average at the window's end (us)"
+    assert out[1].split() == ["0.000", "s", "p0", "0.75", "1500", "p1", "0.25", "0"]
+    assert out[2].split() == ["0.010", "s", "p0", "0.00", "1500", "p1", "1.00", "4000"]
+    assert len(out) == 3
+
+
 def test_completions_in_clumps(capsys):
     """--timing: how many of a path's completions come within 50 us of the one before (a clump)."""
     tally = hsttrace.Tally(["p0"])
     for t in (0, 20_000, 30_000, 1_000_000):     # gaps 20, 10 and 970 us
         tally.done("p0", t)
-    tally.chose(1_100_000)
-    tally.chose(1_200_000)
+    tally.chose(1_100_000, "p0")
+    tally.chose(1_200_000, "p0")
     tally.report_timing()
     assert "p0   mean gap between completions 333 us, 67% of them within 50 us of the one before" in \
         capsys.readouterr().out

@@ -6,6 +6,7 @@
     hsttrace.py --model [--seed N] RUNDIR...   the same cells predicted (seed 1 unless given, the cell's
                                      session guest)
     hsttrace.py --timing [--model] RUNDIR...   also when the choices were made (below)
+    hsttrace.py --windows MS [--model] RUNDIR...   also each path's share and average per MS milliseconds
 
 The trace gives what dm-historical-service-time is given (dm-ps-historical-service-time.c): request-based,
 ``start_io`` at the clone's issue and ``end_io`` at its completion with the issue time as start
@@ -101,6 +102,8 @@ class Tally:
         self.weighed = {lb: ([], [], []) for lb in labels}
         self.avg_us = {lb: [] for lb in labels}
         self.choice_ns = []                         # --timing: when each choice was made
+        self.choice_label = []                      # and of which path (--windows)
+        self.learnt = []                            # (time, path, its average after) at each completion
         self.done_ns = {lb: [] for lb in labels}    # and each path's completions
         self.after_done_ns = []                     # a choice's delay after the last completion before it
         self._last_done = None
@@ -116,13 +119,17 @@ class Tally:
         self.fio_cpu = []                           # (kernel, with CPUs) (time, vCPU) of the fio task's events
         self.timers = []                            # and (due, fired, vCPU it was armed on) of each completion
 
-    def chose(self, now):
+    def chose(self, now, label):
+        self.choice_label.append(label)
         if self._last_done is not None:
             self.after_done_ns.append(now - self._last_done)
             self._last_done = None
         self.choice_ns.append(now)
 
-    def done(self, label, now):
+    def done(self, label, now, hst=None):
+        """A completion on LABEL; HST: the path's average (fixed point) after it."""
+        if hst is not None:
+            self.learnt.append((now, label, (hst >> 10) / 1000))
         self.done_ns[label].append(now)
         self._last_done = now
 
@@ -168,6 +175,29 @@ class Tally:
             self.report_weighed()
         if self.timers and self.fio_cpu:
             self.report_timer_cpus()
+
+    def report_windows(self, window_ns):
+        """Per window of WINDOW_NS from the first choice: each path's share of the choices in it and its
+        average at the window's end (HST's state drifts, or cycles between regimes, within one run)."""
+        if not self.choice_ns:
+            return
+        t0 = self.choice_ns[0]
+        counts = collections.defaultdict(collections.Counter)
+        for t, lb in zip(self.choice_ns, self.choice_label):
+            counts[(t - t0) // window_ns][lb] += 1
+        avg = {lb: 0.0 for lb in self.labels}
+        learnt = iter(self.learnt)
+        nxt = next(learnt, None)
+        print("  per %g ms: each path's share of the choices, and its average at the window's end (us)" % (
+            window_ns / 1e6))
+        for k in range(max(counts) + 1):
+            end = t0 + (k + 1) * window_ns
+            while nxt is not None and nxt[0] < end:
+                avg[nxt[1]] = nxt[2]
+                nxt = next(learnt, None)
+            n = sum(counts[k].values()) or 1
+            print("  %8.3f s  %s" % ((k * window_ns) / 1e9, "  ".join(
+                "%s %.2f %5.0f" % (lb, counts[k][lb] / n, avg[lb]) for lb in self.labels)))
 
     def report_timer_cpus(self, late_ns=500_000):
         """Were the timers on fio's vCPU, and did fio run there while one was more than LATE_NS overdue?"""
@@ -346,14 +376,14 @@ def replay_kernel(rd):
                     tally.attempts_matched[1] += 1
                     attempt = None
                 tally.add(lb, classify(sel, infos, chosen, now), chosen, weighed(infos, chosen))
-                tally.chose(now)
+                tally.chose(now, lb)
                 sel._valid.remove(chosen)       # hst_select_path moves the path it chose to the end
                 sel._valid.append(chosen)
                 sel.start_io(lb, 4096)
                 started[(lb, sector)].append(now)
             elif ev == "c" and started[(lb, sector)]:
                 sel.end_io(lb, 4096, started[(lb, sector)].popleft())
-                tally.done(lb, now)
+                tally.done(lb, now, sel._info[lb].hst)
     if attempt is not None:
         failed_map(attempt[1])
     return meta, tally
@@ -434,13 +464,15 @@ def replay_model(rd, seed=1, timers=None):
         return path
 
     def start_io(self, path, nr_bytes):
+        label = pending[0][0]
         tally.add(*pending.pop())
-        tally.chose(self.clock())
+        tally.chose(self.clock(), label)
         return orig_start(self, path, nr_bytes)
 
     def end_io(self, path, nr_bytes, start_time_ns):
-        tally.done(order[path], self.clock())
-        return orig_end(self, path, nr_bytes, start_time_ns)
+        ret = orig_end(self, path, nr_bytes, start_time_ns)
+        tally.done(order[path], self.clock(), self._info[path].hst)
+        return ret
 
     HistoricalServiceTime.select_path, HistoricalServiceTime.start_io = select_path, start_io
     HistoricalServiceTime.end_io = end_io
@@ -464,6 +496,8 @@ def main(argv=None):
     ap.add_argument("rundir", nargs="+")
     ap.add_argument("--model", action="store_true", help="the model's choices for the same cells")
     ap.add_argument("--timing", action="store_true", help="also when the choices and completions came")
+    ap.add_argument("--windows", type=float, metavar="MS", help="also each path's share and average per "
+                    "window of MS milliseconds through the run (a regime that drifts or cycles)")
     ap.add_argument("--seed", type=int, help="with --model: the simulator's seed (default 1, the seed of the "
                     "asserted prediction; others show the regimes it can settle in)")
     ap.add_argument("--timers", choices=TIMER_MODES, help="with --model: how the guest's timer lateness enters "
@@ -497,6 +531,8 @@ def main(argv=None):
         tally.report(title, classes=hst)
         if a.timing:
             tally.report_timing(weighed=hst)
+        if a.windows:
+            tally.report_windows(int(a.windows * 1e6))
     return 3 if failed else 0
 
 
