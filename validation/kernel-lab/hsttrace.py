@@ -34,9 +34,10 @@ null_blk timer completes (issue to completion, less its completion_nsec) and, bi
 submitter asleep in tag allocation takes to issue after the completion that freed a tag, and per path how
 often its maps waited for a tag (the kernel: mapped while all of the path's driver tags were out, its
 hw_queue_depth in the meta; the model: its task slept in tag allocation), for how long, and how long the
-path's oldest request had been out at that map (a path filled in a quick run keeps its task asleep longer); per path, how its choices split by its
-in-flight count (0, 1, 2 or more) with both sides of the compare then, its (1 + in flight) x average against
-the best other path's (a path chosen again with one request out sends pairs); from a trace
+path's oldest request had been out at that map (a path filled in a quick run keeps its task asleep
+longer); per path, how its choices split by its in-flight count (0, 1, 2 or more) with both sides of the
+compare then, its (1 + in flight) x average against the best other path's (a path chosen again with one
+request out sends pairs); from a trace
 that records each event's CPU (boots since 12-06 19:44 UTC), which vCPU the late timers were on and
 whether the fio task ran on that vCPU while they were overdue (it did: the timer interrupt is held, the
 vCPU is not descheduled; docs/validation.md, "Where the timers' lateness comes from").  Where the fio
