@@ -259,6 +259,8 @@ BATCHES = {
     'spread13': _hst_cells(('H112', 'bio', 32), ('H113', 'bio', 20), ('H113', 'mq', 20)),
     'spread14': _hst_cells(('H122', 'bio', 32), ('H125', 'bio', 32), ('H125', 'mq', 32), ('H126', 'bio', 48),
                            ('H127', 'bio', 32)),
+    # the fifteenth's, by the same rule (`grid.py spread 131 140 --icount`, after both kernels had run it)
+    'spread15': _hst_cells(('H132', 'bio', 48), ('H133', 'mq', 16), ('H134', 'bio', 48), ('H138', 'bio', 16)),
     # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
     # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
     'scsi': (_cells('S1', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [16])
