@@ -1,7 +1,7 @@
 """The simulator against the deterministic kernel lab (grid.py --icount: Debian 6.1 and 6.12 in qemu with
 the instruction counter as the guest's clock, one vCPU; validation/kernel-lab/results-icount.json).
 
-Every cell is a held-out topology (H1-H130) predicted from the topology and a guest fitted on the same boot's
+Every cell is a held-out topology (H1-H140) predicted from the topology and a guest fitted on the same boot's
 single-path calibration cells; docs/validation.md, "The deterministic lab", gives the protocol and the misses.
 """
 import inspect
@@ -287,6 +287,30 @@ KNOWN_MISSES_HELDOUT14 = {
 # H121-H130 within the tolerance, both kernels together, by model runs per prediction (validate --runs)
 COUNTS_HELDOUT14 = {1: 75, 4: 76}
 
+
+# The fifteenth (H131-H140): drawn by `grid.py draw 2026120750 131`, committed before it ran, the model unchanged.
+# 33 and 34 of 40 on their own three repeats, 32 and 33 after three more repeats of its four cells that spread
+# (spread15): 6.1 H132 and H138 bio leave two standard errors (on H132 the kernel's 24-tag path takes 0.05 in two
+# repeats and 0.86 in four, the model 0.06), 6.1 H133 mq comes within the tolerance, 6.12 H134 bio leaves two
+# standard errors.
+KNOWN_MISSES_HELDOUT15 = {
+    ("6.1", "H132 historical-service-time bio d48"),
+    ("6.1", "H134 historical-service-time bio d48"),
+    ("6.1", "H135 historical-service-time bio d48"),
+    ("6.1", "H137 historical-service-time bio d20"),
+    ("6.1", "H138 historical-service-time bio d16"),
+    ("6.1", "H138 historical-service-time mq d16"),
+    ("6.1", "H139 historical-service-time bio d40"),
+    ("6.1", "H139 historical-service-time mq d40"),
+    ("6.12", "H133 historical-service-time bio d16"),
+    ("6.12", "H133 historical-service-time mq d16"),
+    ("6.12", "H134 historical-service-time bio d48"),
+    ("6.12", "H135 historical-service-time bio d48"),
+    ("6.12", "H136 historical-service-time bio d24"),
+    ("6.12", "H139 historical-service-time bio d40"),
+    ("6.12", "H139 historical-service-time mq d40"),
+}
+
 @pytest.mark.parametrize("first,known,kernels_run", [(31, KNOWN_MISSES_HELDOUT5, ["6.1", "6.12"]),
                                                      (41, KNOWN_MISSES_HELDOUT6, ["6.1", "6.12"]),
                                                      (51, KNOWN_MISSES_HELDOUT7, ["6.1", "6.12"]),
@@ -296,7 +320,8 @@ COUNTS_HELDOUT14 = {1: 75, 4: 76}
                                                      (91, KNOWN_MISSES_HELDOUT11, ["6.1", "6.12"]),
                                                      (101, KNOWN_MISSES_HELDOUT12, ["6.1", "6.12"]),
                                                      (111, KNOWN_MISSES_HELDOUT13, ["6.1", "6.12"]),
-                                                     (121, KNOWN_MISSES_HELDOUT14, ["6.1", "6.12"])])
+                                                     (121, KNOWN_MISSES_HELDOUT14, ["6.1", "6.12"]),
+                                                     (131, KNOWN_MISSES_HELDOUT15, ["6.1", "6.12"])])
 def test_held_out_sets_of_the_deterministic_lab_predicted(icount_rows, first, known, kernels_run):
     rows = _of_sets(icount_rows[1], first, first + 9)
     kernels = sorted({r["kernel_series"] for r in rows})
@@ -312,12 +337,12 @@ def test_readme_states_the_deterministic_labs_totals(icount_rows):
     """The README's table of the deterministic lab is this table's count, not a number copied once."""
     import re
     readme = open(os.path.join(ROOT, "README.md")).read()
-    rows = _of_sets(icount_rows[1], 1, 130)
+    rows = _of_sets(icount_rows[1], 1, 140)
     hst = lambda r: "historical" in r["cell"]
     late = lambda r: int(r["topology"][1:]) >= 31
     for label, keep in (("deterministic", lambda r: True), ("of which queue-length and service-time",
                                                             lambda r: not hst(r)),
-                        ("of which historical-service-time", hst), ("of which H31-H130", late)):
+                        ("of which historical-service-time", hst), ("of which H31-H140", late)):
         line = re.search(r"^\| %s[^|]*\| (\d+) \| (\d+) \| (\d+) \|$" % re.escape(label), readme, re.M)
         assert line, label
         n, k61, k612 = map(int, line.groups())
