@@ -314,7 +314,7 @@ def replay_kernel(rd):
     # request-based: every issue of a dm request is one map attempt (dm_mq_queue_rq starts it, then the target
     # selects); one that issues no clone on a path found no tag there.  Traced before the path's issue event.
     dm_dev = (meta.get("dmdev") or "").replace(":", ",") if not bio else ""
-    attempt = None                                          # (sector, label the replay chose) of the last one
+    attempt = None                                          # (sector, the path record the replay chose) of the last
     with gzip.open(os.path.join(rd, "trace_events.gz"), "rt") as f:
         for lineno, line in enumerate(f, 1):
             w = line.split()
