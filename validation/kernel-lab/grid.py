@@ -329,6 +329,9 @@ BATCHES = {
     # 16-tag path 0.375 in every repeat of both kernels, 0.34 in the model), traced; at 38,000 IOPS run it with
     # --runtime 2 so that the trace buffer holds the run
     'traceicount9': ([{'trace': 2, 'tag': '-ev'}] + _cells('H124', ['hst'], ['bio'], [64]) + [{}]),
+    # the fifteenth set's largest miss (H135: 4 ms paths of 20, 32 and 1 tags, bio, depth 48; the kernel keeps fio
+    # asleep for the 1-tag path's tag at 1600-1800 IOPS, the model runs fed at 5100), traced
+    'traceicount10': ([{'trace': 2, 'tag': '-ev'}] + _cells('H135', ['hst'], ['bio'], [48]) + [{}]),
     # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
     # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
     'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
