@@ -337,6 +337,13 @@ def test_seed_goes_with_the_model_only(capsys):
     assert capsys.readouterr().err == "hsttrace: --timers goes with --model (a kernel trace has none)\n"
 
 
+def test_windows_must_be_a_positive_length(capsys):
+    for bad in ("0", "-5"):
+        assert hsttrace.main(["--windows", bad, "any-run"]) == 3
+        assert capsys.readouterr().err == ("hsttrace: --windows takes a positive number of milliseconds, not %g\n"
+                                           % float(bad))
+
+
 def test_model_replay_takes_the_seed(monkeypatch, tmp_path):
     """--model --seed N runs the prediction with seed N (validate's own is seed 1)."""
     seen = []

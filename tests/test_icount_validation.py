@@ -311,6 +311,7 @@ KNOWN_MISSES_HELDOUT15 = {
     ("6.12", "H139 historical-service-time mq d40"),
 }
 
+
 @pytest.mark.parametrize("first,known,kernels_run", [(31, KNOWN_MISSES_HELDOUT5, ["6.1", "6.12"]),
                                                      (41, KNOWN_MISSES_HELDOUT6, ["6.1", "6.12"]),
                                                      (51, KNOWN_MISSES_HELDOUT7, ["6.1", "6.12"]),

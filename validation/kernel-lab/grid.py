@@ -25,6 +25,8 @@ One qemu at a time: the measurements are timing-sensitive.
 import argparse, json, math, os, re, shutil, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# the repository's own mpathlab, for the commands that predict (spread, compare --model) or end on a closed pipe
+SRC = os.path.join(HERE, '..', '..', 'src')
 EXP = os.path.join(HERE, 'experiments', 'grid')
 RUNS = os.path.join(HERE, 'runs')
 # what collect writes, in HERE
@@ -1312,7 +1314,7 @@ def spread_cells(cells, first, last, sd=SPREAD_SD):
     (each path's own; among equivalent paths the largest, the next, ... of each run) with a sample standard
     deviation above SD over the repeats.  Ranked, two identical paths that swap between repeats do not count as
     spread.  Returns sorted (topology, selector abbreviation, queue mode, depth) and each one's largest SD."""
-    sys.path.insert(0, os.path.join(HERE, '..', '..', 'src'))
+    sys.path.insert(0, SRC)
     from mpathlab import validate
     out = {}
     for c in cells:
@@ -1403,7 +1405,7 @@ def main():
             return
         rows = kernel_differences(cells)
         if a.model:     # the prediction of every cell, as ./mpathlab validate makes it (a few minutes)
-            sys.path.insert(0, os.path.join(HERE, '..', '..', 'src'))
+            sys.path.insert(0, SRC)
             from mpathlab import validate
             rows = model_differences(rows, validate.compare(cells))
         print(differences_markdown(rows))
@@ -1494,6 +1496,6 @@ if __name__ == '__main__':
     try:
         main()
     except BrokenPipeError:         # grid.py ... | head
-        sys.path.insert(0, os.path.join(HERE, '..', '..', 'src'))
+        sys.path.insert(0, SRC)
         from mpathlab.cli import reader_gone
         sys.exit(reader_gone())

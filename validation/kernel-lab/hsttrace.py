@@ -295,10 +295,14 @@ def replay_kernel(rd):
     tally = Tally(labels)
     label_of = {pi: lb for lb, pi in sel._info.items()}
 
-    def failed_map(pi):
-        """hst_select_path moved the path it chose to its list's tail though no clone went to it."""
+    def to_tail(pi):
+        """hst_select_path moves the path it chose to its list's end (least preferred on ties)."""
         sel._valid.remove(pi)
         sel._valid.append(pi)
+
+    def failed_map(pi):
+        """The path chosen though no clone went to it: moved all the same."""
+        to_tail(pi)
         tally.failed_maps[label_of[pi]] += 1
 
     started = collections.defaultdict(collections.deque)   # (label, sector) -> start times
@@ -378,8 +382,7 @@ def replay_kernel(rd):
                     attempt = None
                 tally.add(lb, classify(sel, infos, chosen, now), chosen, weighed(infos, chosen))
                 tally.chose(now, lb)
-                sel._valid.remove(chosen)       # hst_select_path moves the path it chose to the end
-                sel._valid.append(chosen)
+                to_tail(chosen)
                 sel.start_io(lb, 4096)
                 started[(lb, sector)].append(now)
             elif ev == "c" and started[(lb, sector)]:
@@ -508,6 +511,9 @@ def main(argv=None):
         if given and not a.model:
             print("hsttrace: %s goes with --model (a kernel trace has none)" % opt, file=sys.stderr)
             return 3
+    if a.windows is not None and not a.windows > 0:
+        print("hsttrace: --windows takes a positive number of milliseconds, not %g" % a.windows, file=sys.stderr)
+        return 3
     seed = 1 if a.seed is None else a.seed
     failed = 0
     for rd in a.rundir:
@@ -533,7 +539,7 @@ def main(argv=None):
         if a.timing:
             tally.report_timing(weighed=hst)
         if a.windows:
-            tally.report_windows(int(a.windows * 1e6))
+            tally.report_windows(max(1, int(a.windows * 1e6)))
     return 3 if failed else 0
 
 
