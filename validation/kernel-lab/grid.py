@@ -235,6 +235,14 @@ BATCHES = {
     'heldout15': _held_out(
         ('H131', 'st', 8), ('H132', 'ql', 48), ('H133', 'ql', 16), ('H134', 'ql', 48), ('H135', 'ql', 48),
         ('H136', 'ql', 24), ('H137', 'ql', 20), ('H138', 'ql', 16), ('H139', 'st', 40), ('H140', 'ql', 24)),
+    # a sixteenth (`grid.py draw 2026120751 141`), committed before it ran; it judges the model as committed
+    # before its results are read (the candidate: a completion's CPU time as interrupt work): H141 6 ms, 16 vs
+    # 20 tags; H142 3 ms, 6, 3, 32 and 1; H143 7 ms, 4, 48, 12 and 16; H144 5 ms, unlimited, 20, 32 and 2; H145
+    # 1 ms, 16, 20 and 1; H146 1 ms, 24, 2, 48 and 12; H147 6 ms, 3, 16 and 1; then H148 2 ms of 2 tags, 5 ms
+    # of 16; H149 8 ms of 64, 7 ms of 12, 2 ms of 4; H150 4 ms and 8 ms of 4 tags each
+    'heldout16': _held_out(
+        ('H141', 'st', 24), ('H142', 'st', 8), ('H143', 'ql', 20), ('H144', 'st', 48), ('H145', 'ql', 20),
+        ('H146', 'ql', 16), ('H147', 'ql', 16), ('H148', 'st', 64), ('H149', 'st', 40), ('H150', 'ql', 40)),
     # three more repeats of every held-out cell (H1-H60) whose three repeats spread (a path's share with a
     # standard deviation above 0.05) on either kernel: chosen from the kernel's repeats alone, not the model's
     # misses; all historical-service-time, most bio-based
@@ -287,6 +295,11 @@ BATCHES = {
     # bursts of maps and the delay after a completion that the traced HST runs show?
     'tracecalib': ([{'trace': 2, 'tag': '-ev'}] + _cells('c4', ['rr'], ['bio', 'mq'], [64])
                    + _cells('c1', ['rr'], ['bio'], [64]) + [{}]),
+    # the guest's CPU time on one path, traced: the fio task's spacing of maps with no completion between them,
+    # what each completion's interrupt adds to it (c0, c4), and when a task asleep for a tag issues after the
+    # completion that freed it (c4t4: one 4 ms path of 4 tags at depth 16)
+    'tracecalib2': ([{'trace': 2, 'tag': '-ev'}] + _cells('c0', ['rr'], ['bio', 'mq'], [64])
+                    + _cells('c4t4', ['rr'], ['bio', 'mq'], [16]) + [{}]),
     # the largest historical-service-time misses of the third held-out set traced: does the kernel's fast path
     # (H16 2 ms, H20 2 ms of 2/4/8 ms) go stale and lose choices to "equal usage" as the model's does?
     'tracehst3': ([{'trace': 2, 'tag': '-ev'}] + _cells('H16', ['hst'], ['bio', 'mq'], [24])
