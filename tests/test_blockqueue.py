@@ -461,3 +461,50 @@ def test_wake_batches_of_the_kernels_bitmaps():
     tagged.scheduler = "mq-deadline"            # 64 scheduler tags, the ones a task sleeps for
     assert tag_wake_batch(tagged) == 1
     assert tag_wake_batch(PathModel("B", (8, 16), ServiceTime(MS))) == 1
+
+
+@pytest.mark.parametrize("engine", ["python", "compiled"])
+def test_completion_as_interrupt_pushes_back_the_submission(engine):
+    # One CPU, submission 100 us, completion 40 us; one 50 us path; iodepth 2, 2 I/Os.
+    # Interrupt work (completion_irq):
+    #   t=0      io1's submission (to 0.10); 0.10 io1 mapped (done at 0.15); io2's submission from 0.10
+    #   t=0.15   io1's completion interrupts it: interrupt work to 0.19, io2's submission now ends at 0.24;
+    #            io1 back to fio at 0.19 (latency 0.19)
+    #   t=0.24   io2 mapped (done at 0.29); the CPU is idle: interrupt work to 0.33 (latency 0.23), end 0.33
+    # Queued (the default): io1's completion waits for io2's submission (0.20), runs to 0.24 (latency 0.24);
+    # io2 mapped at 0.20, done at 0.25, its completion runs to 0.29 (latency 0.19), end 0.29.
+    paths = [PathModel("A", (8, 0), ServiceTime(50_000), parallelism=8)]
+    for irq, lats, end in ((True, (190_000, 230_000), 330_000), (False, (190_000, 240_000), 290_000)):
+        sim = Simulation(table("round-robin", 1), paths, [job(2, ios=2)], engine=engine,
+                         host=HostModel(1, 100_000, 40_000, completion_irq=irq))
+        res = sim.run()
+        res.check_accounting()
+        lat = res.jobs[0].write_lat
+        assert res.engine == engine
+        assert (lat.min, lat.max, res.jobs[0].end_ns) == (*lats, end)
+
+
+@pytest.mark.parametrize("engine", ["python", "compiled"])
+def test_a_woken_task_issues_its_io_woken_issue_later(engine):
+    # As test_a_task_asleep_for_a_tag_wakes_per_batch_of_freed_tags with 12 tags (a batch of 1): the sleeper
+    # gets its tag at 10.1 ms and issues 7 us later, so its I/O ends at 20.1 ms + 7 us.
+    paths = [PathModel("A", (8, 0), ServiceTime(10 * MS), parallelism=12, hw_queue_depth=12)]
+    for woken, end in ((0, 20_100_000), (7_000, 20_107_000)):
+        sim = Simulation(table("round-robin", 1, bio=True), paths, [job(13, ios=13)], engine=engine,
+                         host=HostModel(1, submit_ns=100_000, woken_issue_ns=woken))
+        res = sim.run()
+        assert res.engine == engine and res.jobs[0].end_ns == end
+
+
+@pytest.mark.parametrize("engine", ["python", "compiled"])
+def test_interrupt_work_and_woken_issues_counted_when_a_run_is_cut(engine):
+    # time-based runs cut (drain_ns=1) at every us of 2 ms, some while a completion's interrupt work or a woken
+    # task's issue is under way: every submitted I/O is completed or pending, in both engines alike
+    paths = [PathModel("A", (8, 0), ServiceTime(2 * MS), hw_queue_depth=2),
+             PathModel("B", (8, 16), ServiceTime(3 * MS), hw_queue_depth=1)]
+    host = HostModel(1, 10_000, 6_000, completion_irq=True, woken_issue_ns=7_000)
+    for runtime in range(20 * MS, 22 * MS, 1_000):
+        res = simulate(table("historical-service-time", 2, bio=True), paths, [job(8, runtime_ns=runtime)],
+                       engine=engine, host=host, drain_ns=1)
+        assert res.engine == engine
+        assert res.submitted == res.completed + res.errored + res.pending, runtime

@@ -335,6 +335,8 @@ def test_seed_goes_with_the_model_only(capsys):
     assert err == "hsttrace: --seed goes with --model (a kernel trace has none)\n"
     assert hsttrace.main(["--timers", "jitter", "any-run"]) == 3
     assert capsys.readouterr().err == "hsttrace: --timers goes with --model (a kernel trace has none)\n"
+    assert hsttrace.main(["--completion", "interrupt", "any-run"]) == 3
+    assert capsys.readouterr().err == "hsttrace: --completion goes with --model (a kernel trace has none)\n"
 
 
 def test_windows_must_be_a_positive_length(capsys):
@@ -347,13 +349,14 @@ def test_windows_must_be_a_positive_length(capsys):
 def test_model_replay_takes_the_seed(monkeypatch, tmp_path):
     """--model --seed N runs the prediction with seed N (validate's own is seed 1)."""
     seen = []
-    monkeypatch.setattr(hsttrace, "replay_model", lambda rd, seed=1, timers=None: seen.append((seed, timers)) or (
-        _ for _ in ()).throw(LookupError("stop")))
+    monkeypatch.setattr(hsttrace, "replay_model", lambda rd, seed=1, timers=None, completion=None: seen.append(
+        (seed, timers, completion)) or (_ for _ in ()).throw(LookupError("stop")))
     assert hsttrace.main(["--model", "--seed", "2", str(tmp_path)]) == 3
     assert hsttrace.main(["--model", str(tmp_path)]) == 3
-    # --timers: the guest's timer mode, as validate --timers (default: the lab's own)
+    # --timers and --completion: the guest's, as validate's options of those names (default: the lab's own)
     assert hsttrace.main(["--model", "--timers", "jitter", str(tmp_path)]) == 3
-    assert seen == [(2, None), (1, None), (1, "jitter")]
+    assert hsttrace.main(["--model", "--timers", "constant", "--completion", "interrupt", str(tmp_path)]) == 3
+    assert seen == [(2, None, None), (1, None, None), (1, "jitter", None), (1, "constant", "interrupt")]
 
 
 def test_model_replay_with_the_jitter_places_the_lateness_per_completion():
@@ -383,3 +386,33 @@ def test_a_reader_that_stops_early_gets_no_traceback():
     err = p.stderr.read().decode()
     assert p.wait() == 0, err
     assert "Traceback" not in err and "Broken" not in err, err
+
+
+def test_gaps_between_choices_by_completions_between_them(capsys):
+    """The fio task's CPU time per map and what a completion's interrupt adds: choices 12 us apart with no
+    completion between them, 16 us with one, 19 us with two; three completions between are left out."""
+    tally = hsttrace.Tally(["p0"])
+    t = 0
+    for n, gap in ((0, 12_000), (1, 16_000), (0, 12_000), (2, 19_000), (3, 40_000), (1, 15_000)):
+        tally.chose(t, "p0")
+        for k in range(n):
+            tally.done("p0", t + (k + 1) * 1_000)
+        t += gap
+    tally.chose(t, "p0")
+    assert tally.gaps_by_completions() == {0: [12_000, 12_000], 1: [16_000, 15_000], 2: [19_000]}
+    tally.report_timing()
+    assert ("between choices with 0, 1, 2 completions between them: 0: median 12.0 us (2); 1: median 15.5 us (2); "
+            "2: median 19.0 us (1)") in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("run", ["tracecalib-6.1-20261207T190118", "tracecalib-6.12-20261207T221319"])
+def test_single_path_calibration_traces_give_the_interrupts_share(run, capsys):
+    """validate.IRQ_SHARE comes from these runs (docs/validation.md, "The sixteenth held-out set"): on one
+    1 ms path at depth 64, maps 12-13 us apart with no completion between them and 16 us with one."""
+    rd = os.path.join(HERE, "..", "validation", "kernel-lab", "runs-icount", run, "runs", "c1-ev_rr_bio_d64_r0")
+    if not os.path.exists(os.path.join(rd, "trace_events.gz")):
+        pytest.skip("the lab's stored traces are not in this checkout")
+    assert hsttrace.main(["--timing", rd]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if "completions between them" in ln)
+    none, one = (float(line.split("%d: median " % k)[1].split()[0]) for k in (0, 1))
+    assert 12 <= none <= 13 and one == 16

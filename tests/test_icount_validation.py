@@ -358,7 +358,7 @@ def test_thirteenth_set_decides_the_deterministic_labs_timers(icount_rows):
     the tolerance than the stretches; otherwise the stretches stay.  Counted on the repeats of the set's own
     two boots."""
     counts = _decided_counts(icount_rows[0], 111, 120, ("20261207T155134", "20261207T161812"),
-                             {timers: {"timers": timers} for timers in validate.TIMER_MODES})
+                             {timers: {"timers": timers} for timers in ("stretches", "jitter")})
     assert counts == COUNTS_HELDOUT13
     assert validate.TIMERS_OF_LAB["icount"] == ("jitter" if counts["jitter"] > counts["stretches"] else "stretches")
     assert validate.TIMERS_OF_LAB["tcg"] == "stretches"
@@ -375,3 +375,21 @@ def test_fourteenth_set_decides_the_number_of_model_runs(icount_rows):
     # the table's own prediction (compare's default, and so validate's) is what the rule chose
     chose = 4 if counts[4] >= counts[1] + 2 else 1
     assert inspect.signature(validate.compare).parameters["runs"].default == chose
+
+
+def test_guest_with_its_completion_as_an_interrupt_and_constant_timers():
+    """--completion interrupt: a fifth of the CPU time per I/O is the completion's interrupt work (the rest
+    the submission), and a tag's sleeper issues 7 us after; --timers constant: each completion late by the
+    lateness itself, with no timers held."""
+    g = validate.Guest("6.1", 8_000, 6_000, 3_000, ["c0 bio d64"], timers="constant", completion="interrupt")
+    host = g.host()
+    assert (host.submit_ns, host.complete_ns, host.completion_irq, host.woken_issue_ns) == (11_200, 2_800, True, 7_000)
+    assert host.timer_away_ns == 0 and g.service(4_000_000).mean_ns == 4_003_000
+    assert "completion 3 us as interrupt work, a tag's sleeper issuing 7 us after" in g.describe()
+    assert "timer late 3 (the same per completion) us" in g.describe()
+    queued = validate.Guest("6.1", 8_000, 6_000, 3_000, ["c0 bio d64"]).host()
+    assert (queued.submit_ns, queued.complete_ns, queued.completion_irq, queued.woken_issue_ns) == (8_000, 6_000,
+                                                                                                   False, 0)
+    assert queued.timer_away_ns > 0
+    with pytest.raises(ValueError, match="completion must be one of queued, interrupt"):
+        validate.Guest("6.1", 8_000, 6_000, 3_000, [], completion="irq")

@@ -381,6 +381,8 @@ typedef struct {
     int64_t current;        /* io on the CPU, -1 when idle */
     ring_t queue;           /* ios waiting, each knows its work (io_t.cpu_work) */
     int64_t busy_ns, idle_since;
+    int64_t busy_until;     /* when the work on it ends (interrupt work pushes it back) */
+    int64_t irq_until;      /* when the interrupt work taken so far ends */
 } cpu_t;
 
 /* One host of a multi-host run (sim/hosts.py): what of its target the core switches to when an I/O
@@ -434,6 +436,8 @@ typedef struct {
     int host, ncpus;
     cpu_t *cpus;
     int64_t submit_ns_cost, complete_ns_cost, wake_ns_cost, steal_ns, steal_period_ns;
+    int completion_irq;         /* HostModel.completion_irq: the completion's CPU time is interrupt work */
+    int64_t woken_issue;        /* HostModel.woken_issue_ns */
     int64_t timer_away_ns, timer_period_ns;             /* HostModel.timer_fires */
     uint64_t timer_seed;
     /* faults (Simulation._fault): fail, reinstate (its message goes to the target) and slow; obj of
@@ -1770,11 +1774,14 @@ static int blk_wake_batch(sim_t *s, hctx_t *q)
             q->sched_tags_used++;
         if (q->nr_sched_tags && (q->dispatch.len || (q->nr_tags && q->tags_used >= q->nr_tags))) {
             if (ring_push(&q->dispatch, nxt) < 0) return -1;
+        } else if (s->woken_issue) {          /* BlockLayer._woken_start, woken_issue later */
+            q->tags_used++;
+            if (push_ev(s, s->now + s->woken_issue, EV_WOKEN_START, nxt) < 0) return -1;
         } else {
             q->tags_used++;
             if (start_io_on_path(s, nxt) < 0) return -1;
         }
-        if (push_ev(s, s->now, EV_WAKE, nxt) < 0) return -1;
+        if (push_ev(s, s->now + s->woken_issue, EV_WAKE, nxt) < 0) return -1;
     }
     return 0;
 }
@@ -1833,7 +1840,8 @@ static int cpu_begin(sim_t *s, int ci, int64_t id, int64_t wake)
     c->busy = 1;
     c->current = id;
     c->busy_ns += cost;
-    return push_ev(s, s->now + wake + cost, EV_CPU, ci);
+    c->busy_until = s->now + wake + cost;
+    return push_ev(s, c->busy_until, EV_CPU, ci);
 }
 
 static int cpu_run_on(sim_t *s, int ci, int64_t id)
@@ -1872,10 +1880,30 @@ static int cpu_run(sim_t *s, int64_t id, int work)
     return cpu_begin(s, ci, id, s->now > s->cpus[ci].idle_since ? s->wake_ns_cost : 0);
 }
 
+/* Host._interrupt: the completion's CPU time runs now, after the interrupt work before it, and pushes back
+   the work on the CPU; fio has the I/O back when it ends (EV_IRQ_END) */
+static int cpu_interrupt(sim_t *s, int64_t id)
+{
+    cpu_t *c = &s->cpus[s->jobs[s->ios[id].job].cpu % s->ncpus];
+    c->irq_until = (s->now > c->irq_until ? s->now : c->irq_until) + s->complete_ns_cost;
+    c->busy_ns += s->complete_ns_cost;
+    if (c->busy) {
+        c->busy_until += s->complete_ns_cost;
+    } else {
+        c->busy = 1;
+        c->current = -1;
+        c->busy_until = c->irq_until;
+        if (push_ev(s, c->busy_until, EV_CPU, (int64_t)(c - s->cpus)) < 0) return -1;
+    }
+    return push_ev(s, c->irq_until, EV_IRQ_END, id);
+}
+
 /* Host._end */
 static int cpu_end(sim_t *s, int ci)
 {
     cpu_t *c = &s->cpus[ci];
+    if (s->now < c->busy_until)         /* interrupt work pushed it back meanwhile */
+        return push_ev(s, c->busy_until, EV_CPU, ci);
     int64_t id = c->current;
     c->current = -1;
     if (c->queue.len) {
@@ -2390,6 +2418,8 @@ static int io_done(sim_t *s, int64_t id)
     path_t *p = &s->paths[io->path];
     p->completed++;
     lat_add(&p->lat, s->now - io->submit_ns);
+    if (s->host && s->complete_ns_cost && s->completion_irq)
+        return cpu_interrupt(s, id);
     if (s->host && s->complete_ns_cost)          /* Simulation._reap: fio reaps it after the CPU time */
         return cpu_run(s, id, WORK_REAP);
     return reap_io(s, id);
@@ -3331,6 +3361,10 @@ static int run_loop(sim_t *s, int64_t hard_stop, int *stalled)
             if (blk_wake(s, e.obj) < 0) return -1;
         } else if (e.kind == EV_CPU) {
             if (cpu_end(s, (int)e.obj) < 0) return -1;
+        } else if (e.kind == EV_IRQ_END) {      /* Host._reaped after Host._interrupt */
+            if (reap_io(s, e.obj) < 0) return -1;
+        } else if (e.kind == EV_WOKEN_START) {  /* BlockLayer._woken_start */
+            if (start_io_on_path(s, e.obj) < 0) return -1;
         } else if (e.kind == EV_STEAL) {
             if (cpu_steal(s, (int)e.obj) < 0) return -1;
         } else if (e.kind == EV_RETRY) {
@@ -3530,6 +3564,8 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.submit_ns_cost = get_i64(cfg, "submit_cost", &err);
     s.complete_ns_cost = get_i64(cfg, "complete_cost", &err);
     s.wake_ns_cost = get_i64(cfg, "wake_cost", &err);
+    s.completion_irq = (int)get_i64(cfg, "completion_irq", &err);
+    s.woken_issue = get_i64(cfg, "woken_issue", &err);
     s.steal_ns = get_i64(cfg, "steal_ns", &err);
     s.steal_period_ns = get_i64(cfg, "steal_period", &err);
     s.timer_away_ns = get_i64(cfg, "timer_away", &err);
@@ -3858,7 +3894,8 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         for (int64_t i = 0; i < s.heap.n; i++)
             if (s.heap.ev[i].kind == EV_DONE || s.heap.ev[i].kind == EV_ARRIVE
                     || s.heap.ev[i].kind == EV_RETRY || s.heap.ev[i].kind == EV_ERRDONE
-                    || s.heap.ev[i].kind == EV_SCSI_REJECT) pending++;
+                    || s.heap.ev[i].kind == EV_SCSI_REJECT || s.heap.ev[i].kind == EV_IRQ_END
+                    || s.heap.ev[i].kind == EV_WOKEN_START) pending++;
         pending += s.waiting.len + s.requeue.len;
         for (int i = 0; i < s.npaths; i++) {
             pending += s.paths[i].queue.len;

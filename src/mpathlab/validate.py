@@ -99,11 +99,26 @@ TIMER_PERIOD_NS = STEAL_PERIOD_NS
 # from 0 to twice the fitted lateness (mean: the lateness), no stretches: the deterministic lab's traces show
 # completions 1-5 us late and no holds.  A candidate, judged against the stretches on the thirteenth held-out
 # set and not taken: 67 of its 80 cells against 69 (docs/validation.md, "The thirteenth held-out set").
-TIMER_MODES = ("stretches", "jitter")
+# "constant": every completion late by the fitted lateness exactly (the deterministic lab's single-path traces:
+# 2 us late at the median and at p90).
+TIMER_MODES = ("stretches", "jitter", "constant")
 # Each lab's own mode, by the accelerator its runs recorded (grid.py's host_load "accel"): the emulated
 # lab's traces show the holds; the deterministic lab's (icount) show none.
 TIMERS_OF_LAB = {"tcg": "stretches", "icount": "stretches"}
 JITTER_STEPS = 21
+# Where a completion's CPU time goes.  "queued": it queues on the fio job's CPU behind the work there (the model
+# since the first table).  "interrupt": it is interrupt work that pushes back the job's submission under way,
+# and it takes IRQ_SHARE of the fitted CPU time per I/O (the rest is the submission); a task asleep for a tag
+# issues WOKEN_ISSUE_NS after the completion that freed it.  Both numbers come from the deterministic lab's
+# traced single-path runs (docs/validation.md, "The completion as an interrupt"; `hsttrace.py --timing` on
+# runs-icount/tracecalib-*): on one path at depth 64 fio's maps come 12.3-12.5 us apart with no completion
+# between them and 3.3-3.5 us further apart per completion between them, each traced event costing about
+# 0.8 us (the traced c0 runs: 16.0 us per I/O for three events, 13.6 us untraced), so 2.6 of 13.4 us; a task
+# asleep for a tag of a one-path 4-tag run issues 8 us after the freeing completion, 7 us less the trace.
+COMPLETION_MODES = ("queued", "interrupt")
+COMPLETION_OF_LAB = {"tcg": "queued", "icount": "queued"}
+IRQ_SHARE = 0.2
+WOKEN_ISSUE_NS = 7000
 
 
 class Guest:
@@ -112,10 +127,14 @@ class Guest:
     every path's completion time.  Fitted once per kernel by ``fit_guest``."""
 
     def __init__(self, kernel: str, submit_ns: int, complete_ns: int, late_ns: int, fitted_on: List[str],
-                 session: str = "", queue_mode: str = "", cpus: int = GUEST_CPUS, timers: str = "stretches"):
+                 session: str = "", queue_mode: str = "", cpus: int = GUEST_CPUS, timers: str = "stretches",
+                 completion: str = "queued"):
         if timers not in TIMER_MODES:
             raise ValueError("timers must be one of %s, not %r" % (", ".join(TIMER_MODES), timers))
+        if completion not in COMPLETION_MODES:
+            raise ValueError("completion must be one of %s, not %r" % (", ".join(COMPLETION_MODES), completion))
         self.timers = timers              # TIMER_MODES: how the lateness is placed
+        self.completion = completion      # COMPLETION_MODES: where a completion's CPU time goes
         self.kernel = kernel
         self.cpus = cpus                  # the lab guest's vCPUs (the deterministic lab has one)
         self.session = session
@@ -130,6 +149,8 @@ class Guest:
         """A null_blk path's service time: its completion time; the timer's lateness is the host's
         (``host``: the timers fire late together, in the stretches they are held), or with ``timers``
         "jitter" each completion's own (see TIMER_MODES)."""
+        if self.timers == "constant":
+            return ServiceTime(completion_ns + self.late_ns)
         if self.timers == "jitter" and self.late_ns:
             step = 2 * self.late_ns / (JITTER_STEPS - 1)
             return Empirical([completion_ns + i * step for i in range(JITTER_STEPS)], "jitter")
@@ -145,22 +166,31 @@ class Guest:
         """The guest's CPUs, and (``late_timers``) its timers firing late (without: for service times
         measured in the guest, which hold the lateness already)."""
         held = late_timers and self.timers == "stretches"
-        return HostModel(self.cpus, self.submit_ns, self.complete_ns, WAKE_NS, work_latency_ns=WORK_LATENCY_NS,
+        submit, complete, irq = self.submit_ns, self.complete_ns, self.completion == "interrupt"
+        if irq:
+            complete = int(round((submit + complete) * IRQ_SHARE))
+            submit = self.submit_ns + self.complete_ns - complete
+        return HostModel(self.cpus, submit, complete, WAKE_NS, work_latency_ns=WORK_LATENCY_NS,
                          timer_away_ns=self.timer_away_ns if held else 0, timer_period_ns=TIMER_PERIOD_NS,
-                         dispatch_ns=self.dispatch_ns)
+                         dispatch_ns=self.dispatch_ns, completion_irq=irq,
+                         woken_issue_ns=WOKEN_ISSUE_NS if irq else 0)
 
     def describe(self) -> str:
-        return ("kernel %s%s%s%s: CPU per I/O %d us (submission %d us, completion %d us)%s, timer late %s us; "
+        host = self.host()
+        return ("kernel %s%s%s%s: CPU per I/O %d us (submission %d us, completion %d us%s)%s, timer late %s us; "
                 "fitted on %d calibration runs (%s)" % (
                     self.kernel, " session %s" % self.session if self.session else "",
                     " %s" % self.queue_mode if self.queue_mode else "",
                     "" if self.cpus == GUEST_CPUS else ", %d vCPU%s" % (self.cpus, "s" * (self.cpus > 1)),
-                    round((self.submit_ns + self.complete_ns) / 1000), round(self.submit_ns / 1000),
-                    round(self.complete_ns / 1000),
+                    round((self.submit_ns + self.complete_ns) / 1000), round(host.submit_ns / 1000),
+                    round(host.complete_ns / 1000),
+                    " as interrupt work, a tag's sleeper issuing %d us after" % round(host.woken_issue_ns / 1000)
+                    if host.completion_irq else "",
                     ", dm queue dispatch %.1f us per request" % (self.dispatch_ns / 1000) if self.dispatch_ns else "",
                     round(self.late_ns / 1000) if self.timers == "stretches" else
-                    "%d (jitter per completion)" % round(self.late_ns / 1000), len(self.fitted_on),
-                    ", ".join(sorted(set(r.split()[0] for r in self.fitted_on)))))
+                    "%d (%s per completion)" % (round(self.late_ns / 1000),
+                                                "jitter" if self.timers == "jitter" else "the same"),
+                    len(self.fitted_on), ", ".join(sorted(set(r.split()[0] for r in self.fitted_on)))))
 
 
 def _median(vals: List[float]) -> float:
@@ -279,7 +309,7 @@ def _guest_cpus(repeat: dict) -> int:
 
 
 def fit_guest(cells: List[dict], kernel: str, session: str = "", queue_mode: str = "",
-              timers: Optional[str] = None) -> Guest:
+              timers: Optional[str] = None, completion: Optional[str] = None) -> Guest:
     """Fit the guest model of one kernel on its calibration cells (plain topologies c0, c1, c4,
     no variants), three numbers, each a median over those cells' repeats:
 
@@ -299,10 +329,11 @@ def fit_guest(cells: List[dict], kernel: str, session: str = "", queue_mode: str
     6.1 calibration.  With ``queue_mode`` ("bio" or "mq") only that mode's calibration runs count
     (bio-based and request-based dm do different work per I/O: the request-based c0 runs cost more
     CPU per I/O in most sessions), or both modes' when the session has not run c0 and c1 or c4 in it.
-    ``timers`` (TIMER_MODES) places the lateness that way; None: as the calibration runs' lab does
-    (TIMERS_OF_LAB)."""
+    ``timers`` (TIMER_MODES) places the lateness that way, ``completion`` (COMPLETION_MODES) the
+    completion's CPU time; None: as the calibration runs' lab does (TIMERS_OF_LAB, COMPLETION_OF_LAB)."""
     guest = _fit_guest(cells, kernel, session, queue_mode, calibration_boots(cells, kernel))
     guest.timers = timers or guest.timers
+    guest.completion = completion or guest.completion
     return guest
 
 
@@ -345,9 +376,10 @@ def _fit_guest(cells: List[dict], kernel: str, session: str, queue_mode: str, se
     if len(cpus) > 1:
         raise ValueError("the calibration runs of kernel %s session %s ran on guests of %s vCPUs: one session, one "
                          "guest" % (kernel, session or "(all)", " and ".join(str(n) for n in sorted(cpus))))
-    timers = TIMERS_OF_LAB.get(labs.pop(), "stretches") if len(labs) == 1 else "stretches"
+    lab = labs.pop() if len(labs) == 1 else "tcg"
     return Guest(kernel, int(cost * f), int(cost * (1 - f)), max(0, int(_median(late))), runs, session,
-                 cpus=cpus.pop(), timers=timers)
+                 cpus=cpus.pop(), timers=TIMERS_OF_LAB.get(lab, "stretches"),
+                 completion=COMPLETION_OF_LAB.get(lab, "queued"))
 
 
 def _dispatch_ns(mine: List[dict], session: str, sessions: List[str]) -> int:
@@ -612,7 +644,7 @@ def _predict(c: dict, groups: Dict[str, Tuple[List[str], int]], sessions: Dict[G
 def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
             guests: Optional[Dict[str, Guest]] = None, all_cells: Optional[List[dict]] = None,
             seeds: int = 1, source_name: str = "results", timers: Optional[str] = None,
-            runs: int = 1) -> List[dict]:
+            runs: int = 1, completion: Optional[str] = None) -> List[dict]:
     """One row per table cell: the kernel's mean share per path group and the prediction (from
     the topology and the kernel's guest, fitted on ``cells``' calibration cells unless
     ``guests`` (keyed "KERNEL SESSION MODE") are given; ``all_cells``: where the calibration cells are
@@ -620,6 +652,7 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
     measured device latency and CPU time; with ``seeds`` > 1 also the range of the worst group's
     prediction over seeds 1..seeds (a diagnostic: the asserted prediction is seed 1); ``timers``: how the
     guests fitted here place the timer's lateness (TIMER_MODES; None: their lab's own, TIMERS_OF_LAB);
+    ``completion``: where they put a completion's CPU time (COMPLETION_MODES; None: COMPLETION_OF_LAB);
     ``runs``: the prediction is the mean of that many model runs (seeds 1..runs) per session."""
     guests = dict(guests or {})
     source = all_cells if all_cells is not None else cells
@@ -644,7 +677,7 @@ def compare(cells: List[dict], runtime_s: float = 8.0, measured: bool = False,
             for session in per_session:
                 gkey = "%s %s %s" % (kernel, session, mode)
                 if gkey not in guests:
-                    guests[gkey] = fit_guest(source, kernel, session, mode, timers)
+                    guests[gkey] = fit_guest(source, kernel, session, mode, timers, completion)
             sessions = {guests["%s %s %s" % (kernel, k, mode)]: n for k, n in per_session.items()}
             sim, sim_iops, per_guest, sim_paths = _predict(c, groups, sessions, runtime_s, range(1, runs + 1))
             own = {k: per_guest[guests["%s %s %s" % (kernel, k, mode)]] for k in per_session}   # (IOPS, shares)
@@ -862,6 +895,11 @@ def terminal(rows: List[dict], per_session: bool = False) -> str:
     return "\n".join(out)
 
 
+def _of_labs(modes: Dict[str, str]) -> str:
+    return ", ".join("%s for the %s lab" % (m, "deterministic" if lab == "icount" else "emulated")
+                     for lab, m in sorted(modes.items(), reverse=True))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="mpathlab validate",
                                  description="Simulate every kernel-lab cell and print kernel vs simulator shares "
@@ -886,11 +924,14 @@ def main(argv=None) -> int:
                          "session whose host load changed after its calibration shows there, and how much "
                          "the prediction moves with the guest; default: off)")
     ap.add_argument("--timers", choices=TIMER_MODES, default=None,
-                    help="how the guest's fitted timer lateness enters the model: held stretches, or jitter "
-                         "per completion (docs/validation.md, the thirteenth held-out set; default: each "
-                         "lab's own, %s)" % ", ".join("%s for the %s lab" % (m, "deterministic" if lab == "icount"
-                                                                              else "emulated")
-                                                      for lab, m in sorted(TIMERS_OF_LAB.items(), reverse=True)))
+                    help="how the guest's fitted timer lateness enters the model: held stretches, jitter per "
+                         "completion, or the same for every completion (docs/validation.md, the thirteenth "
+                         "and sixteenth held-out sets; default: each lab's own, %s)" % _of_labs(TIMERS_OF_LAB))
+    ap.add_argument("--completion", choices=COMPLETION_MODES, default=None,
+                    help="where a completion's CPU time goes: queued behind the fio job's work, or as interrupt "
+                         "work that pushes it back, with a tag's sleeper issuing %d us after the freeing "
+                         "completion (docs/validation.md, the sixteenth held-out set; default: each lab's own, "
+                         "%s)" % (WOKEN_ISSUE_NS // 1000, _of_labs(COMPLETION_OF_LAB)))
     ap.add_argument("--markdown", action="store_true",
                     help="print the table as Markdown, one line per cell, as docs/validation.md shows it "
                          "(wider than a terminal)")
@@ -903,7 +944,7 @@ def main(argv=None) -> int:
     chosen = [c for c in cells if a.filter in cell_key(c) and (not a.kernel or str(c.get("kernel") or "6.1") == a.kernel)]
     try:
         rows = compare(chosen, a.runtime, a.measured, guests=None, all_cells=cells, seeds=max(1, a.seeds),
-                       source_name=a.results, timers=a.timers, runs=max(1, a.runs))
+                       source_name=a.results, timers=a.timers, runs=max(1, a.runs), completion=a.completion)
     except InputFileError as e:
         print("mpathlab: error: %s" % e, file=sys.stderr)
         return 3

@@ -59,7 +59,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "src"))
 
 from mpathlab.selectors.historical_service_time import HistoricalServiceTime  # noqa: E402
-from mpathlab.validate import TIMER_MODES  # noqa: E402
+from mpathlab.validate import COMPLETION_MODES, TIMER_MODES  # noqa: E402
 
 CLASSES = ("estimate", "probe", "equal-usage", "other")
 SELECTOR = HistoricalServiceTime.name
@@ -134,6 +134,17 @@ class Tally:
         self.done_ns[label].append(now)
         self._last_done = now
 
+    def gaps_by_completions(self, most=2):
+        """The time between consecutive choices by how many completions (of any path) came between them,
+        0 to ``most``: the fio task's CPU time per map, and what each completion's interrupt adds to it."""
+        done = sorted(t for d in self.done_ns.values() for t in d)
+        out = collections.defaultdict(list)
+        for a, b in zip(self.choice_ns, self.choice_ns[1:]):
+            n = bisect.bisect_right(done, b) - bisect.bisect_right(done, a)
+            if n <= most:
+                out[n].append(b - a)
+        return dict(out)
+
     def report_timing(self, weighed=True):
         """WEIGHED: also the compare's two sides per in-flight count (historical-service-time runs only)."""
         gaps = sorted(b - a for a, b in zip(self.choice_ns, self.choice_ns[1:]))
@@ -143,6 +154,10 @@ class Tally:
         pct = lambda v, q: v[min(len(v) - 1, int(q * len(v)))] / 1e3
         print("  between choices: p25 %.0f us, median %.0f us, p75 %.0f us; first choice after a completion: "
               "median %.0f us" % (pct(gaps, .25), pct(gaps, .5), pct(gaps, .75), pct(after, .5)))
+        by_done = self.gaps_by_completions()
+        if by_done:
+            print("  between choices with 0, 1, 2 completions between them: %s" % "; ".join(
+                "%d: median %.1f us (%d)" % (k, statistics.median(v) / 1e3, len(v)) for k, v in sorted(by_done.items())))
         for lb in self.labels:
             d = self.done_ns[lb]
             if len(d) > 1:
@@ -393,7 +408,7 @@ def replay_kernel(rd):
     return meta, tally
 
 
-def replay_model(rd, seed=1, timers=None):
+def replay_model(rd, seed=1, timers=None, completion=None):
     """The cell of RUNDIR predicted as validate does (the guest of the run's session; seed 1 is validate's)."""
     from mpathlab import validate as V
     meta, paths = read_meta(rd)
@@ -416,7 +431,7 @@ def replay_model(rd, seed=1, timers=None):
     boot = {"host_load": {"utc_start": stamp},
             "guest_uptime_s": float(open(up).read().split()[0]) if os.path.exists(up) else 0.0}
     guest = V.fit_guest(cells, kernel, V.session_of(boot, V.calibration_boots(cells, kernel)), meta["queue_mode"],
-                        timers)
+                        timers, completion)
     tally = Tally(labels)
     order = {}
     pending = []
@@ -506,8 +521,10 @@ def main(argv=None):
                     "asserted prediction; others show the regimes it can settle in)")
     ap.add_argument("--timers", choices=TIMER_MODES, help="with --model: how the guest's timer lateness enters "
                     "the model (validate --timers; default: the lab's own)")
+    ap.add_argument("--completion", choices=COMPLETION_MODES, help="with --model: where a completion's CPU time "
+                    "goes (validate --completion; default: the lab's own)")
     a = ap.parse_args(argv)
-    for opt, given in (("--seed", a.seed is not None), ("--timers", a.timers)):
+    for opt, given in (("--seed", a.seed is not None), ("--timers", a.timers), ("--completion", a.completion)):
         if given and not a.model:
             print("hsttrace: %s goes with --model (a kernel trace has none)" % opt, file=sys.stderr)
             return 3
@@ -519,10 +536,11 @@ def main(argv=None):
     for rd in a.rundir:
         try:
             if a.model:
-                meta, tally, guest = replay_model(rd, seed, a.timers)
-                title = "model %s%s%s (%s)" % (meta["name"], "" if seed == 1 else " seed %d" % seed,
-                                               " timers %s" % a.timers if a.timers else "",
-                                             guest.describe())
+                meta, tally, guest = replay_model(rd, seed, a.timers, a.completion)
+                title = "model %s%s%s%s (%s)" % (meta["name"], "" if seed == 1 else " seed %d" % seed,
+                                                 " timers %s" % a.timers if a.timers else "",
+                                                 " completion %s" % a.completion if a.completion else "",
+                                                 guest.describe())
             else:
                 meta, tally = replay_kernel(rd)
                 title = "kernel %s %s" % (meta.get("kernel", ""), meta.get("name", os.path.basename(rd)))

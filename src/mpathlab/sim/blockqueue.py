@@ -181,6 +181,7 @@ class BlockLayer:
         self.work_gen = 0           # hctx->run_work: a newer request supersedes the pending one
         self.work_latency = sim.host.model.work_latency_ns if sim.host is not None else 0
         self.dispatch_ns = sim.host.model.dispatch_ns if sim.host is not None else 0
+        self.woken_issue = sim.host.model.woken_issue_ns if sim.host is not None else 0
         self.dispatching = False    # a run is between two requests (dispatch_cost apart)
         self.resource_stalls = 0    # BLK_STS_RESOURCE returns of dm_mq_queue_rq
         if self.rq:
@@ -337,9 +338,15 @@ class BlockLayer:
             nxt = q.sleepers.popleft()
             if q.nr_sched_tags and (q.dispatch or not q.get_tag()):
                 q.dispatch.append(nxt)
+            elif self.woken_issue:
+                sim.call_at(sim.now + self.woken_issue, self._woken_start, (nxt, dev))
             else:
                 sim._start(nxt, dev)
-            sim.call_at(sim.now, self._wake, nxt)
+            sim.call_at(sim.now + self.woken_issue, self._wake, nxt)
+
+    def _woken_start(self, item) -> None:
+        """A task woken with its tag issues its I/O (HostModel.woken_issue after the freeing completion)."""
+        self.sim._start(*item)
 
     def drain(self) -> int:
         """I/O held here when a run is cut short (counted as pending), dropped."""

@@ -50,6 +50,9 @@ EV_DAEMON, EV_DEV_FAIL, EV_DEV_RESTORE = range(20, 23)
 EV_NVME_HOLD = 23
 # the next request of a request-based dm queue's run, dispatch_cost after the one before (BlockLayer._dispatch)
 EV_DISPATCH = 24
+# the completion's interrupt work is done and fio has the I/O back (Host._interrupt, HostModel.completion_irq);
+# a woken tag sleeper's I/O reaches its path's driver (BlockLayer._woken_start, HostModel.woken_issue_ns)
+EV_IRQ_END, EV_WOKEN_START = range(25, 27)
 
 # sim/devices.py Fault.action
 # sim/devices.py Fault.action, as the core's kinds of fault; every device-state action of sim/scsi.py's

@@ -36,6 +36,16 @@ instant; the completion's CPU time then delays only fio's reap, queued
 on the job's CPU.  A failed I/O still waits for its CPU time before dm
 sees it (the fault studies' timing).
 
+``completion_irq`` makes that completion time interrupt work, as the
+kernel runs it: it starts at once on the job's CPU (after interrupt work
+already running there) and pushes back whatever that CPU was doing, a
+submission included, by its length; fio has the I/O back when it ends.
+Without it (the default) the completion time queues behind the CPU's
+work.  ``woken_issue`` is how long after the completion that freed a tag a
+task asleep for one issues its I/O (bio-based: the interrupt's work, then
+the task is scheduled and returns from blk_mq_get_tag); 0 issues it at
+that instant.
+
 ``timer_away`` and ``timer_period`` place the device completions in time
 the way a guest's timers fire: the emulated devices (null_blk in timer mode,
 scsi_debug) complete on an hrtimer of the guest, whose interrupt an emulator
@@ -74,13 +84,15 @@ class HostModel:
     def __init__(self, cpus: int = 1, submit_ns: int = 0, complete_ns: int = 0, wake_ns: int = 0,
                  steal: float = 0.0, steal_period_ns: int = 6_000_000, work_latency_ns: int = 0,
                  cpu_nodes=None, node_distance=None, timer_away_ns: int = 0, timer_period_ns: int = 6_000_000,
-                 dispatch_ns: int = 0):
+                 dispatch_ns: int = 0, completion_irq: bool = False, woken_issue_ns: int = 0):
         if cpus < 1 or submit_ns < 0 or complete_ns < 0 or wake_ns < 0:
             raise ValueError("host: cpus must be >= 1 and costs must not be negative")
         if not 0.0 <= steal < 1.0 or steal_period_ns < 1:
             raise ValueError("host: steal must be from 0 to below 1 and steal_period positive")
-        if work_latency_ns < 0 or dispatch_ns < 0:
-            raise ValueError("host: work_latency and dispatch_cost must not be negative")
+        if work_latency_ns < 0 or dispatch_ns < 0 or woken_issue_ns < 0:
+            raise ValueError("host: work_latency, dispatch_cost and woken_issue must not be negative")
+        self.completion_irq = bool(completion_irq)     # the completion's CPU time preempts the job's CPU
+        self.woken_issue_ns = int(woken_issue_ns)       # a task asleep for a tag issues this long after
         if timer_period_ns < 1 or not 0 <= timer_away_ns < timer_period_ns:
             raise ValueError("host: timer_away must be from 0 to below a positive timer_period")
         self.timer_away_ns = int(timer_away_ns)
@@ -153,7 +165,7 @@ def _nothing(_) -> None:
 
 class Cpu:
     __slots__ = ("busy", "queue", "busy_ns", "current", "idle_since", "busy_until", "spinners", "spin_share",
-                 "spin_t")
+                 "spin_t", "irq_until")
 
     def __init__(self):
         self.busy = False
@@ -165,6 +177,7 @@ class Cpu:
         self.spinners = 0       # cpuio burners spinning here now
         self.spin_share = 0.0   # CPU time one burner here has had since the start (ns)
         self.spin_t = 0         # when spin_share was last brought up to date
+        self.irq_until = 0      # when the interrupt work taken so far ends (HostModel.completion_irq)
 
 
 class Host:
@@ -210,6 +223,9 @@ class Host:
 
     def _end(self, arg) -> None:
         cpu, fn, io = arg
+        if self.sim.now < cpu.busy_until:       # interrupt work pushed it back meanwhile
+            self.sim.call_at(cpu.busy_until, self._end, arg)
+            return
         cpu.current = None
         if cpu.queue:
             self._begin(cpu, *cpu.queue.popleft())
@@ -246,8 +262,29 @@ class Host:
         self.sim._path_done(*item)
 
     def reap(self, io) -> None:
-        """fio gets ``io`` back after its completion's CPU time, queued on its job's CPU."""
-        self._run(self._cpu(io.job), self.model.complete_ns, self._reaped, io)
+        """fio gets ``io`` back after its completion's CPU time: queued on its job's CPU, or as interrupt
+        work there (``completion_irq``)."""
+        if self.model.completion_irq:
+            self._interrupt(self._cpu(io.job), self.model.complete_ns, self._reaped, io)
+        else:
+            self._run(self._cpu(io.job), self.model.complete_ns, self._reaped, io)
+
+    def _interrupt(self, cpu: Cpu, cost: int, fn, io) -> None:
+        """Interrupt work on ``cpu``: it runs now, after the interrupt work already taken there, and the
+        work the CPU was doing ends that much later; ``fn(io)`` when it is done."""
+        now = self.sim.now
+        cpu.irq_until = max(now, cpu.irq_until) + cost
+        cpu.busy_ns += cost
+        if cpu.spinners:        # it preempts the burners spinning here, as any I/O work does
+            self._spin_update(cpu)
+            cpu.spin_share -= cost / cpu.spinners
+        if cpu.busy:
+            cpu.busy_until += cost
+        else:       # an idle CPU is busy with the interrupt: work arriving meanwhile waits for it
+            cpu.busy = True
+            cpu.busy_until = cpu.irq_until
+            self.sim.call_at(cpu.busy_until, self._end, (cpu, _nothing, None))
+        self.sim.call_at(cpu.irq_until, fn, io)
 
     def _reaped(self, io) -> None:
         self.sim._complete(io, None)

@@ -265,10 +265,15 @@ class IoPath(PathEvents):
     def _drain_pending(self, heap) -> int:
         """Count the I/O still under way when the run is cut short, and drop it."""
         n = 0
+        # an I/O scsi_queue_rq refused by the device's state is still dm's until it completes; one a woken
+        # task is about to issue, or whose completion's interrupt work is under way, is pending too
+        held = [self._scsi_rejected]
+        if self.blk is not None:
+            held.append(self.blk._woken_start)
+        if self.host is not None:
+            held.append(self.host._reaped)
         for _, _, kind, obj in heap:
-            # an I/O scsi_queue_rq refused by the device's state is still dm's until it completes
-            if kind in (EV_DONE, EV_ARRIVE, EV_RETRY, EV_ERRDONE) \
-                    or (kind == EV_CALL and obj[0] == self._scsi_rejected):
+            if kind in (EV_DONE, EV_ARRIVE, EV_RETRY, EV_ERRDONE) or (kind == EV_CALL and obj[0] in held):
                 n += 1
         heap.clear()
         n += len(self._requeue_list)
