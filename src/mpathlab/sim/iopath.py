@@ -267,7 +267,7 @@ class IoPath(PathEvents):
         n = 0
         # an I/O scsi_queue_rq refused by the device's state is still dm's until it completes; one a woken
         # task is about to issue, or whose completion's interrupt work is under way, is pending too
-        held = [self._scsi_rejected]
+        held: List[Callable] = [self._scsi_rejected]
         if self.blk is not None:
             held.append(self.blk._woken_start)
         if self.host is not None:
