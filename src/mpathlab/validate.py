@@ -104,7 +104,7 @@ TIMER_PERIOD_NS = STEAL_PERIOD_NS
 TIMER_MODES = ("stretches", "jitter", "constant")
 # Each lab's own mode, by the accelerator its runs recorded (grid.py's host_load "accel"): the emulated
 # lab's traces show the holds; the deterministic lab's (icount) show none.
-TIMERS_OF_LAB = {"tcg": "stretches", "icount": "stretches"}
+TIMERS_OF_LAB = {"tcg": "stretches", "icount": "constant"}
 JITTER_STEPS = 21
 # Where a completion's CPU time goes.  "queued": it queues on the fio job's CPU behind the work there (the model
 # since the first table).  "interrupt": it is interrupt work that pushes back the job's submission under way,
@@ -116,7 +116,7 @@ JITTER_STEPS = 21
 # 0.8 us (the traced c0 runs: 16.0 us per I/O for three events, 13.6 us untraced), so 2.6 of 13.4 us; a task
 # asleep for a tag of a one-path 4-tag run issues 8 us after the freeing completion, 7 us less the trace.
 COMPLETION_MODES = ("queued", "interrupt")
-COMPLETION_OF_LAB = {"tcg": "queued", "icount": "queued"}
+COMPLETION_OF_LAB = {"tcg": "queued", "icount": "interrupt"}
 IRQ_SHARE = 0.2
 WOKEN_ISSUE_NS = 7000
 
