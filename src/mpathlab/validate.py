@@ -103,18 +103,19 @@ TIMER_PERIOD_NS = STEAL_PERIOD_NS
 # 2 us late at the median and at p90).
 TIMER_MODES = ("stretches", "jitter", "constant")
 # Each lab's own mode, by the accelerator its runs recorded (grid.py's host_load "accel"): the emulated
-# lab's traces show the holds; the deterministic lab's (icount) show none.
+# lab's traces show the holds; the deterministic lab's (icount) show none, and every completion 2 us late.
 TIMERS_OF_LAB = {"tcg": "stretches", "icount": "constant"}
 JITTER_STEPS = 21
 # Where a completion's CPU time goes.  "queued": it queues on the fio job's CPU behind the work there (the model
 # since the first table).  "interrupt": it is interrupt work that pushes back the job's submission under way,
 # and it takes IRQ_SHARE of the fitted CPU time per I/O (the rest is the submission); a task asleep for a tag
 # issues WOKEN_ISSUE_NS after the completion that freed it.  Both numbers come from the deterministic lab's
-# traced single-path runs (docs/validation.md, "The completion as an interrupt"; `hsttrace.py --timing` on
-# runs-icount/tracecalib-*): on one path at depth 64 fio's maps come 12.3-12.5 us apart with no completion
-# between them and 3.3-3.5 us further apart per completion between them, each traced event costing about
-# 0.8 us (the traced c0 runs: 16.0 us per I/O for three events, 13.6 us untraced), so 2.6 of 13.4 us; a task
-# asleep for a tag of a one-path 4-tag run issues 8 us after the freeing completion, 7 us less the trace.
+# traced single-path runs (docs/validation.md, "The sixteenth held-out set"; `hsttrace.py --timing` on
+# runs-icount/tracecalib-*): on one path at depth 64 fio's maps come 12-13 us apart with no completion between
+# them and 16 us apart with one, each traced event costing about 0.8 us (the traced c0: 16.0 us per I/O for
+# three events, 13.6 us untraced), so 10.9 us of map and 2.7 us of interrupt work, a fifth; a task asleep for
+# a tag of a one-path 4-tag run issues 8 us after the freeing completion, 7 us less the trace.  The sixteenth
+# held-out set chose "interrupt" (with the "constant" timers) for the deterministic lab.
 COMPLETION_MODES = ("queued", "interrupt")
 COMPLETION_OF_LAB = {"tcg": "queued", "icount": "interrupt"}
 IRQ_SHARE = 0.2
