@@ -46,6 +46,8 @@
     steal_period = "6ms"      # ... taken in one piece every steal_period
     work_latency = "0us"      # deferred kernel work (kblockd's queue runs) starts this much later
     dispatch_cost = "0us"     # request-based: a run of the dm queue maps one request per dispatch_cost
+    completion = "queued"     # "interrupt": complete_cost preempts the CPU's work, as the kernel's interrupt does
+    woken_issue = "0us"       # bio-based: a task asleep for a tag issues this long after the freeing completion
     cpu_nodes = [0, 0]        # NUMA node of each CPU (default all 0); the NVMe numa iopolicy reads it
     node_distance = [[10]]    # distances between nodes (default 10 local, 20 remote)
 
@@ -234,7 +236,7 @@ SCSI_FAULTS = ("offline", "delete", "poweroff", "online", "error")
 _PATH_KEYS = {"devt", "kind", "service", "parallelism", "delay", "dm_delay", "per_kib", "faults", "fail_latency",
               "hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests", "queue_depth", "scsi_host"}
 _HOST_KEYS = {"cpus", "submit_cost", "complete_cost", "wake_cost", "steal", "steal_period", "work_latency",
-              "dispatch_cost", "cpu_nodes", "node_distance"}
+              "dispatch_cost", "completion", "woken_issue", "cpu_nodes", "node_distance"}
 _MP_KEYS = {"table", "hz", "rq_stats", "force_jiffies_start", "uptime", "seed", "activation",
             "hst_select_clock", "sched_clock_offset", "queue_if_no_path_timeout_secs", "nr_cpus", "kernel"}
 
@@ -490,7 +492,7 @@ def _host(h, src: str) -> Optional[HostModel]:
     reject_unknown_keys(h, _HOST_KEYS, src, "host")
     cpus = _whole(h.get("cpus", 1), src, "host", "cpus")
     costs = {}
-    for key in ("submit_cost", "complete_cost", "wake_cost", "work_latency", "dispatch_cost"):
+    for key in ("submit_cost", "complete_cost", "wake_cost", "work_latency", "dispatch_cost", "woken_issue"):
         try:
             v = parse_duration_ns(h.get(key, 0), "[host] " + key)
         except UnitError as e:
@@ -508,10 +510,15 @@ def _host(h, src: str) -> Optional[HostModel]:
         raise TopologyError("%s: %s" % (src, e), key=("host", "steal_period")) from None
     if period < 1:
         raise TopologyError("%s: [host] steal_period must be positive" % src, key=("host", "steal_period"))
+    completion = h.get("completion", "queued")
+    if completion not in ("queued", "interrupt"):
+        raise TopologyError("%s: [host] completion must be \"queued\" or \"interrupt\", not %r" % (src, completion),
+                            key=("host", "completion"))
     nodes, dist = _host_nodes(h, cpus, src)
     return HostModel(cpus, costs["submit_cost"], costs["complete_cost"], costs["wake_cost"],
                      steal=float(steal), steal_period_ns=period, work_latency_ns=costs["work_latency"],
-                     dispatch_ns=costs["dispatch_cost"], cpu_nodes=nodes, node_distance=dist)
+                     dispatch_ns=costs["dispatch_cost"], cpu_nodes=nodes, node_distance=dist,
+                     completion_irq=completion == "interrupt", woken_issue_ns=costs["woken_issue"])
 
 
 def _host_nodes(h: dict, cpus: int, src: str):
