@@ -71,7 +71,7 @@ except ModuleNotFoundError:  # Python < 3.11
 from .kernel import parse_devt
 from .selectors import lookup
 from .sim.devices import SCHEDULERS, Empirical, Exponential, Fault, LogNormal, PathModel, ServiceTime
-from .sim.host import HostModel
+from .sim.host import COMPLETION_MODES, HostModel
 from .sim.scsi import ERRORS as SCSI_ERRORS, ScsiHostModel
 from .target import TargetError, construct, mapping_resolver, split_table_line
 from .timing import VALID_HZ
@@ -511,9 +511,9 @@ def _host(h, src: str) -> Optional[HostModel]:
     if period < 1:
         raise TopologyError("%s: [host] steal_period must be positive" % src, key=("host", "steal_period"))
     completion = h.get("completion", "queued")
-    if completion not in ("queued", "interrupt"):
-        raise TopologyError("%s: [host] completion must be \"queued\" or \"interrupt\", not %r" % (src, completion),
-                            key=("host", "completion"))
+    if completion not in COMPLETION_MODES:
+        raise TopologyError("%s: [host] completion must be %s, not %r" % (
+            src, " or ".join('"%s"' % m for m in COMPLETION_MODES), completion), key=("host", "completion"))
     nodes, dist = _host_nodes(h, cpus, src)
     return HostModel(cpus, costs["submit_cost"], costs["complete_cost"], costs["wake_cost"],
                      steal=float(steal), steal_period_ns=period, work_latency_ns=costs["work_latency"],

@@ -28,7 +28,7 @@ import math
 from .inputs import InputFileError, field_problem, load_lab_cells
 from .sim.devices import Empirical, PathModel, ServiceTime
 from .sim.engine import simulate
-from .sim.host import HostModel
+from .sim.host import COMPLETION_MODES, HostModel
 from .sim.scsi import ScsiHostModel
 from .target.errors import TargetError
 from .workload.fio import parse_fio
@@ -115,8 +115,8 @@ JITTER_STEPS = 21
 # them and 16 us apart with one, each traced event costing about 0.8 us (the traced c0: 16.0 us per I/O for
 # three events, 13.6 us untraced), so 10.9 us of map and 2.7 us of interrupt work, a fifth; a task asleep for
 # a tag of a one-path 4-tag run issues 8 us after the freeing completion, 7 us less the trace.  The sixteenth
-# held-out set chose "interrupt" (with the "constant" timers) for the deterministic lab.
-COMPLETION_MODES = ("queued", "interrupt")
+# held-out set chose "interrupt" (with the "constant" timers) for the deterministic lab.  The modes:
+# sim/host.py COMPLETION_MODES.
 COMPLETION_OF_LAB = {"tcg": "queued", "icount": "interrupt"}
 IRQ_SHARE = 0.2
 WOKEN_ISSUE_NS = 7000

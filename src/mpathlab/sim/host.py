@@ -78,6 +78,11 @@ from __future__ import annotations
 from collections import deque
 
 
+# Where a completion's CPU time goes, by name (topology files' [host] completion, validate --completion):
+# queued behind the CPU's work, or as interrupt work (HostModel.completion_irq)
+COMPLETION_MODES = ("queued", "interrupt")
+
+
 class HostModel:
     """[host] of a topology: number of CPUs and per-I/O CPU costs in ns."""
 
