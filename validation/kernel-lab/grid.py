@@ -243,6 +243,14 @@ BATCHES = {
     'heldout16': _held_out(
         ('H141', 'st', 24), ('H142', 'st', 8), ('H143', 'ql', 20), ('H144', 'st', 48), ('H145', 'ql', 20),
         ('H146', 'ql', 16), ('H147', 'ql', 16), ('H148', 'st', 64), ('H149', 'st', 40), ('H150', 'ql', 40)),
+    # a seventeenth (`grid.py draw 2026120852 151`), committed before it ran, judging the model as committed
+    # before its results are read: H151 6 ms, 4, 6, 8 and 48 tags; H152 4 ms, 20, 4, 48 and 1; H153 4 ms, 16,
+    # 3, 20 and 24; H154 6 ms, 1 vs 48; H155 1 ms, 16 vs 20; H156 5 ms, 2, 20 and unlimited; H157 3 ms, 6 vs
+    # 48; then H158 6 ms of 4, 3 ms of 8, 5 ms of 4; H159 10 ms of 2, 7 ms of 16, 3 ms of 8; H160 6 ms of 8,
+    # 4 ms of 2, 7 ms of 8
+    'heldout17': _held_out(
+        ('H151', 'st', 32), ('H152', 'ql', 8), ('H153', 'ql', 32), ('H154', 'ql', 24), ('H155', 'st', 48),
+        ('H156', 'ql', 8), ('H157', 'ql', 40), ('H158', 'st', 24), ('H159', 'ql', 8), ('H160', 'ql', 40)),
     # three more repeats of every held-out cell (H1-H60) whose three repeats spread (a path's share with a
     # standard deviation above 0.05) on either kernel: chosen from the kernel's repeats alone, not the model's
     # misses; all historical-service-time, most bio-based
