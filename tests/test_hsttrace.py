@@ -438,3 +438,32 @@ def test_single_path_calibration_traces_give_the_interrupts_share(run, capsys):
     line = next(ln for ln in capsys.readouterr().out.splitlines() if "completions between them" in ln)
     none, one = (float(line.split("%d: median " % k)[1].split()[0]) for k in (0, 1))
     assert 12 <= none <= 13 and one == 16
+
+
+def test_late_wakes_counted_against_the_usual():
+    """Tally.late_wakes: the usual whole us from a freeing completion to the sleeper's issue, and the wakes
+    LATE_WAKE_US or more after it (7 and 8 us are the usual and its rounding; 10 and 22 us are late)."""
+    tally = hsttrace.Tally(["p0"])
+    tally.tag_wake_ns = [7_200] * 90 + [8_100] * 6 + [10_300] * 3 + [22_000]
+    usual, share, excess = tally.late_wakes()
+    assert (usual, share, excess) == (7, 0.04, 3)
+
+
+def test_late_wakes_measured_on_the_labs_traces_are_the_models(capsys):
+    """validate.LATE_WAKES comes from the deterministic lab's traced bio runs (hsttrace.py --late-wakes): per
+    kernel the median run's share of late wakes (to 0.1%) and their median excess (to 1 us)."""
+    from mpathlab import validate
+    lab = os.path.join(HERE, "..", "validation", "kernel-lab")
+    runs = sorted(os.path.join(lab, "runs-icount", b, "runs", r)
+                  for b in os.listdir(os.path.join(lab, "runs-icount")) if b.startswith("trace")
+                  for r in os.listdir(os.path.join(lab, "runs-icount", b, "runs")) if "_bio_" in r and "_rr_" not in r)
+    if not runs or not all(os.path.exists(os.path.join(r, "trace_events.gz")) for r in runs):
+        pytest.skip("the lab's stored traces are not in this checkout")
+    measured = hsttrace.late_wakes_by_kernel(runs)
+    assert {k: (n, round(share, 3), int(excess * 1000)) for k, (n, share, excess) in measured.items()} == {
+        "6.1": (22, validate.LATE_WAKES["6.1"][0], validate.LATE_WAKES["6.1"][1]),
+        "6.12": (10, validate.LATE_WAKES["6.12"][0], validate.LATE_WAKES["6.12"][1])}
+    h4 = [r for r in runs if "tracehst-6.1-" in r and "H4-ev_hst_bio" in r]
+    assert hsttrace.main(["--late-wakes"] + h4) == 0
+    assert capsys.readouterr().out == ("6.1: 1 traced runs with tag sleepers; the median run has 3.2% of its wakes "
+                                       "3 us or more late, by a median 3 us\n")

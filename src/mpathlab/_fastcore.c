@@ -438,6 +438,8 @@ typedef struct {
     int64_t submit_ns_cost, complete_ns_cost, wake_ns_cost, steal_ns, steal_period_ns;
     int completion_irq;         /* HostModel.completion_irq: the completion's CPU time is interrupt work */
     int64_t woken_issue;        /* HostModel.woken_issue_ns */
+    int64_t woken_late;         /* HostModel.woken_late: woken_late_ns, for the wakes hashed below woken_late_below */
+    uint64_t woken_late_below, woken;   /* woken: the tag sleepers woken so far */
     int64_t timer_away_ns, timer_period_ns;             /* HostModel.timer_fires */
     uint64_t timer_seed;
     /* faults (Simulation._fault): fail, reinstate (its message goes to the target) and slow; obj of
@@ -592,6 +594,15 @@ static int64_t timer_fires(sim_t *s, int64_t due)
     int64_t start = k * s->timer_period_ns + (int64_t)(mix64((uint64_t)k + ((uint64_t)s->timer_seed << 40))
                                                      % (uint64_t)(s->timer_period_ns - away));
     return (start <= due && due < start + away) ? start + away : due;
+}
+
+/* HostModel.woken_late: how much later than woken_issue the N-th woken tag sleeper of the run issues */
+#define WOKEN_LATE_SALT 0x776F6B656EULL
+static int64_t host_woken_late(sim_t *s, uint64_t n)
+{
+    if (!s->woken_late || (mix64(((s->timer_seed << 40) + n) ^ WOKEN_LATE_SALT) >= s->woken_late_below))
+        return 0;
+    return s->woken_late;
 }
 
 /* -------------------------------------------------------------- selectors */
@@ -1770,18 +1781,20 @@ static int blk_wake_batch(sim_t *s, hctx_t *q)
         if (q->nr_sched_tags ? q->sched_tags_used >= q->nr_sched_tags : (q->nr_tags && q->tags_used >= q->nr_tags))
             break;
         int64_t nxt = ring_pop(&q->sleepers);
+        int64_t at = s->now + s->woken_issue;     /* when the woken task goes on */
         if (q->nr_sched_tags)
             q->sched_tags_used++;
         if (q->nr_sched_tags && (q->dispatch.len || (q->nr_tags && q->tags_used >= q->nr_tags))) {
             if (ring_push(&q->dispatch, nxt) < 0) return -1;
-        } else if (s->woken_issue) {          /* BlockLayer._woken_start, woken_issue later */
+        } else if (s->woken_issue) {          /* BlockLayer._woken_start, woken_issue (and woken_late) later */
             q->tags_used++;
-            if (push_ev(s, s->now + s->woken_issue, EV_WOKEN_START, nxt) < 0) return -1;
+            at += host_woken_late(s, ++s->woken);
+            if (push_ev(s, at, EV_WOKEN_START, nxt) < 0) return -1;
         } else {
             q->tags_used++;
             if (start_io_on_path(s, nxt) < 0) return -1;
         }
-        if (push_ev(s, s->now + s->woken_issue, EV_WAKE, nxt) < 0) return -1;
+        if (push_ev(s, at, EV_WAKE, nxt) < 0) return -1;
     }
     return 0;
 }
@@ -3566,6 +3579,8 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     s.wake_ns_cost = get_i64(cfg, "wake_cost", &err);
     s.completion_irq = (int)get_i64(cfg, "completion_irq", &err);
     s.woken_issue = get_i64(cfg, "woken_issue", &err);
+    s.woken_late = get_i64(cfg, "woken_late", &err);
+    s.woken_late_below = get_u64(cfg, "woken_late_below", &err);
     s.steal_ns = get_i64(cfg, "steal_ns", &err);
     s.steal_period_ns = get_i64(cfg, "steal_period", &err);
     s.timer_away_ns = get_i64(cfg, "timer_away", &err);

@@ -59,9 +59,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "src"))
 
 from mpathlab.selectors.historical_service_time import HistoricalServiceTime  # noqa: E402
-from mpathlab.validate import COMPLETION_MODES, TIMER_MODES  # noqa: E402
+from mpathlab.validate import COMPLETION_MODES, TIMER_MODES, WAKE_MODES  # noqa: E402
 
 CLASSES = ("estimate", "probe", "equal-usage", "other")
+# a tag sleeper's wake this many us or more after the usual is a late one (Tally.late_wakes): the trace's times
+# are whole us, so 1-2 us more is the rounding and the trace's own cost
+LATE_WAKE_US = 3
 SELECTOR = HistoricalServiceTime.name
 
 
@@ -134,6 +137,15 @@ class Tally:
         self.done_ns[label].append(now)
         self._last_done = now
 
+    def late_wakes(self):
+        """The tag sleepers' late wakes: (the usual whole us from the freeing completion to the issue, the share of
+        wakes LATE_WAKE_US or more after it, their median us beyond it); validate's WAKE_MODES "late" takes
+        the share and the excess measured so."""
+        us = [w // 1000 for w in self.tag_wake_ns]
+        usual = collections.Counter(us).most_common(1)[0][0]
+        late = sorted(u - usual for u in us if u >= usual + LATE_WAKE_US)
+        return usual, len(late) / len(us), late[len(late) // 2] if late else 0
+
     def gaps_by_completions(self, most=2):
         """The time between consecutive choices by how many completions (of any path) came between them,
         0 to ``most``: the fio task's CPU time per map, and what each completion's interrupt adds to it."""
@@ -170,8 +182,11 @@ class Tally:
                     lb, pct(late, .5), pct(late, .9), 100 * sum(v > 300_000 for v in late) / len(late)))
         wake = sorted(self.tag_wake_ns)
         if wake:
+            usual, share, excess = self.late_wakes()
             print("  a submitter asleep for a tag: issued %.0f us (median; p25 %.0f, p75 %.0f) after the completion "
-                  "that freed one (%d times)" % (pct(wake, .5), pct(wake, .25), pct(wake, .75), len(wake)))
+                  "that freed one (%d times); %.1f%% of them %d us or more after the usual %d us (by a median %.0f us "
+                  "more)" % (pct(wake, .5), pct(wake, .25), pct(wake, .75), len(wake), 100 * share, LATE_WAKE_US,
+                             usual, excess))
         for lb in self.labels:
             if self.maps[lb]:
                 waits = self.tag_waits[lb]
@@ -408,7 +423,7 @@ def replay_kernel(rd):
     return meta, tally
 
 
-def replay_model(rd, seed=1, timers=None, completion=None):
+def replay_model(rd, seed=1, timers=None, completion=None, wakes=None):
     """The cell of RUNDIR predicted as validate does (the guest of the run's session; seed 1 is validate's)."""
     from mpathlab import validate as V
     meta, paths = read_meta(rd)
@@ -431,7 +446,7 @@ def replay_model(rd, seed=1, timers=None, completion=None):
     boot = {"host_load": {"utc_start": stamp},
             "guest_uptime_s": float(open(up).read().split()[0]) if os.path.exists(up) else 0.0}
     guest = V.fit_guest(cells, kernel, V.session_of(boot, V.calibration_boots(cells, kernel)), meta["queue_mode"],
-                        timers, completion)
+                        timers, completion, wakes)
     tally = Tally(labels)
     order = {}
     pending = []
@@ -510,6 +525,20 @@ def replay_model(rd, seed=1, timers=None, completion=None):
     return meta, tally, guest
 
 
+def late_wakes_by_kernel(rundirs):
+    """Per kernel series, over the traced bio runs among RUNDIRS with tag sleepers: (runs, the median run's share
+    of late wakes, the median run's median excess in us) (Tally.late_wakes; runs without a late wake count for
+    the share only)."""
+    per = collections.defaultdict(list)
+    for rd in rundirs:
+        meta, tally = replay_kernel(rd)
+        if tally.tag_wake_ns:
+            per["6.12" if meta.get("kernel", "").startswith("6.12") else "6.1"].append(tally.late_wakes())
+    return {k: (len(v), statistics.median(share for _, share, _ in v),
+                statistics.median(excess for _, share, excess in v if share))
+            for k, v in sorted(per.items())}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("rundir", nargs="+")
@@ -523,8 +552,13 @@ def main(argv=None):
                     "the model (validate --timers; default: the lab's own)")
     ap.add_argument("--completion", choices=COMPLETION_MODES, help="with --model: where a completion's CPU time "
                     "goes (validate --completion; default: the lab's own)")
+    ap.add_argument("--late-wakes", action="store_true", help="only the late wakes of tag sleepers over all the "
+                    "runs given, per kernel: the median run's share and excess (validate --wakes late takes them)")
+    ap.add_argument("--wakes", choices=WAKE_MODES, help="with --model: how a task asleep for a tag comes back "
+                    "(validate --wakes; default: the lab's own)")
     a = ap.parse_args(argv)
-    for opt, given in (("--seed", a.seed is not None), ("--timers", a.timers), ("--completion", a.completion)):
+    for opt, given in (("--seed", a.seed is not None), ("--timers", a.timers), ("--completion", a.completion),
+                       ("--wakes", a.wakes)):
         if given and not a.model:
             print("hsttrace: %s goes with --model (a kernel trace has none)" % opt, file=sys.stderr)
             return 3
@@ -532,15 +566,27 @@ def main(argv=None):
         print("hsttrace: --windows takes a positive number of milliseconds, not %g" % a.windows, file=sys.stderr)
         return 3
     seed = 1 if a.seed is None else a.seed
+    if a.late_wakes:
+        if a.model:
+            print("hsttrace: --late-wakes measures kernel traces (without --model)", file=sys.stderr)
+            return 3
+        try:
+            for kernel, (runs, share, excess) in late_wakes_by_kernel(a.rundir).items():
+                print("%s: %d traced runs with tag sleepers; the median run has %.1f%% of its wakes %d us or more "
+                      "late, by a median %.0f us" % (kernel, runs, 100 * share, LATE_WAKE_US, excess))
+        except (LookupError, OSError, ValueError, EOFError) as e:
+            print("hsttrace: %s" % e, file=sys.stderr)
+            return 3
+        return 0
     failed = 0
     for rd in a.rundir:
         try:
             if a.model:
-                meta, tally, guest = replay_model(rd, seed, a.timers, a.completion)
-                title = "model %s%s%s%s (%s)" % (meta["name"], "" if seed == 1 else " seed %d" % seed,
-                                                 " timers %s" % a.timers if a.timers else "",
-                                                 " completion %s" % a.completion if a.completion else "",
-                                                 guest.describe())
+                meta, tally, guest = replay_model(rd, seed, a.timers, a.completion, a.wakes)
+                title = "model %s%s%s%s%s (%s)" % (meta["name"], "" if seed == 1 else " seed %d" % seed,
+                                                   " timers %s" % a.timers if a.timers else "",
+                                                   " completion %s" % a.completion if a.completion else "",
+                                                   " wakes %s" % a.wakes if a.wakes else "", guest.describe())
             else:
                 meta, tally = replay_kernel(rd)
                 title = "kernel %s %s" % (meta.get("kernel", ""), meta.get("name", os.path.basename(rd)))

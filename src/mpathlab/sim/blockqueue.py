@@ -182,6 +182,7 @@ class BlockLayer:
         self.work_latency = sim.host.model.work_latency_ns if sim.host is not None else 0
         self.dispatch_ns = sim.host.model.dispatch_ns if sim.host is not None else 0
         self.woken_issue = sim.host.model.woken_issue_ns if sim.host is not None else 0
+        self.woken = 0              # woken tag sleepers so far (HostModel.woken_late draws by it)
         self.dispatching = False    # a run is between two requests (dispatch_cost apart)
         self.resource_stalls = 0    # BLK_STS_RESOURCE returns of dm_mq_queue_rq
         if self.rq:
@@ -336,13 +337,16 @@ class BlockLayer:
             if not (q.get_sched_tag() if q.nr_sched_tags else q.get_tag()):
                 break
             nxt = q.sleepers.popleft()
+            at = sim.now + self.woken_issue         # when the woken task goes on
             if q.nr_sched_tags and (q.dispatch or not q.get_tag()):
                 q.dispatch.append(nxt)
             elif self.woken_issue:
-                sim.call_at(sim.now + self.woken_issue, self._woken_start, (nxt, dev))
+                self.woken += 1
+                at += sim.host.model.woken_late(self.woken, sim.seed)
+                sim.call_at(at, self._woken_start, (nxt, dev))
             else:
                 sim._start(nxt, dev)
-            sim.call_at(sim.now + self.woken_issue, self._wake, nxt)
+            sim.call_at(at, self._wake, nxt)
 
     def _woken_start(self, item) -> None:
         """A task woken with its tag issues its I/O (HostModel.woken_issue after the freeing completion)."""

@@ -511,7 +511,7 @@ _CORE_PATH_FIELDS = frozenset({"name", "devt", "service", "parallelism", "delay_
 # HostModel fields the core models (cpu_nodes and node_distance only place CPUs for the selectors)
 _CORE_HOST_FIELDS = frozenset({"cpus", "submit_ns", "complete_ns", "wake_ns", "steal", "steal_period_ns",
                                "work_latency_ns", "dispatch_ns", "cpu_nodes", "node_distance", "timer_away_ns", "timer_period_ns",
-                               "completion_irq", "woken_issue_ns"})
+                               "completion_irq", "woken_issue_ns", "woken_late_share", "woken_late_ns"})
 # JobSpec fields (fio options) whose every value the core runs, or the run plan and the report use
 # before and after it (sizes, loops, runtime, reporting); conditions on some values follow in _job_refusal
 _CORE_JOB_FIELDS = frozenset({
@@ -865,6 +865,8 @@ def run_config(sim) -> dict:
         "dispatch_cost": host.dispatch_ns if host is not None else 0,
         "completion_irq": int(host.completion_irq) if host is not None else 0,
         "woken_issue": host.woken_issue_ns if host is not None else 0,
+        "woken_late": host.woken_late_ns if host is not None else 0,
+        "woken_late_below": host.woken_late_below if host is not None else 0,
         "timer_away": host.timer_away_ns if host is not None else 0,
         "timer_period": host.timer_period_ns if host is not None else 1,
         "timer_seed": sim.seed & 0xFFFF_FFFF_FFFF_FFFF,    # HostModel.timer_fires uses the seed's low 64 bits

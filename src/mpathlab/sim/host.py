@@ -89,7 +89,8 @@ class HostModel:
     def __init__(self, cpus: int = 1, submit_ns: int = 0, complete_ns: int = 0, wake_ns: int = 0,
                  steal: float = 0.0, steal_period_ns: int = 6_000_000, work_latency_ns: int = 0,
                  cpu_nodes=None, node_distance=None, timer_away_ns: int = 0, timer_period_ns: int = 6_000_000,
-                 dispatch_ns: int = 0, completion_irq: bool = False, woken_issue_ns: int = 0):
+                 dispatch_ns: int = 0, completion_irq: bool = False, woken_issue_ns: int = 0,
+                 woken_late_share: float = 0.0, woken_late_ns: int = 0):
         if cpus < 1 or submit_ns < 0 or complete_ns < 0 or wake_ns < 0:
             raise ValueError("host: cpus must be >= 1 and costs must not be negative")
         if not 0.0 <= steal < 1.0 or steal_period_ns < 1:
@@ -98,6 +99,12 @@ class HostModel:
             raise ValueError("host: work_latency, dispatch_cost and woken_issue must not be negative")
         self.completion_irq = bool(completion_irq)     # the completion's CPU time preempts the job's CPU
         self.woken_issue_ns = int(woken_issue_ns)       # a task asleep for a tag issues this long after
+        if not 0.0 <= woken_late_share <= 1.0 or woken_late_ns < 0:
+            raise ValueError("host: woken_late_share must be from 0 to 1 and woken_late not negative")
+        # and a share of those wakes (drawn per wake from the run's seed) woken_late_ns later still: the
+        # guest's other work now and then in the way (woken_late)
+        self.woken_late_share = float(woken_late_share)
+        self.woken_late_ns = int(woken_late_ns)
         if timer_period_ns < 1 or not 0 <= timer_away_ns < timer_period_ns:
             raise ValueError("host: timer_away must be from 0 to below a positive timer_period")
         self.timer_away_ns = int(timer_away_ns)
@@ -119,6 +126,19 @@ class HostModel:
         self.node_distance = [[int(v) for v in r] for r in node_distance]
         if len(self.node_distance) < n or any(len(r) != len(self.node_distance) for r in self.node_distance):
             raise ValueError("host: node_distance must be a square table covering the CPUs' %d node(s)" % n)
+
+    def woken_late(self, n: int, seed: int = 0) -> int:
+        """How much later than woken_issue the ``n``-th woken task of a run issues: woken_late_ns for a
+        share woken_late_share of them, picked by hashing ``n`` and the run's seed (the same in both
+        engines)."""
+        if not self.woken_late_ns or mix64((((seed << 40) + n) & _M64) ^ WOKEN_LATE_SALT) >= self.woken_late_below:
+            return 0
+        return self.woken_late_ns
+
+    @property
+    def woken_late_below(self) -> int:
+        """woken_late draws a late wake when the hash is below this (an integer, for both engines alike)."""
+        return min(int(self.woken_late_share * 2.0 ** 64), _M64)
 
     @property
     def nr_nodes(self) -> int:
@@ -154,6 +174,8 @@ class HostModel:
 
 
 _M64 = (1 << 64) - 1
+# HostModel.woken_late's hash input differs from timer_fires' by this, so that the two draws are unrelated
+WOKEN_LATE_SALT = 0x776F6B656E   # "woken"
 
 
 def mix64(x: int) -> int:
