@@ -267,6 +267,9 @@ service = "1ms"
     ("[host]\ndispatch_cost = \"3 parsecs\"\n", 7, "dispatch_cost"),
     ("[host]\ncompletion = \"irq\"\n", 7, "completion"),
     ("[host]\nwoken_issue = \"-7us\"\n", 7, "woken_issue"),
+    ("[host]\nwoken_late = \"soon\"\n", 7, "woken_late"),
+    ("[host]\nwoken_late_share = 1.5\n", 7, "woken_late_share"),
+    ("[host]\nwoken_late_share = true\n", 7, "woken_late_share"),
 ])
 def test_topology_keys_rejected_with_line(tmp_path, extra, line, word):
     with pytest.raises(TopologyError) as e:
@@ -278,12 +281,14 @@ def test_topology_keys_rejected_with_line(tmp_path, extra, line, word):
 def test_topology_keys_reach_the_models(tmp_path):
     topo = load_topology(_write(tmp_path, BASE + 'hw_queue_depth = 4\nnr_hw_queues = 2\nscheduler = "mq-deadline"\n'
                                 "[host]\ncpus = 2\nsubmit_cost = \"1ms\"\ncomplete_cost = \"2ms\"\n"
-                                "dispatch_cost = \"3us\"\ncompletion = \"interrupt\"\nwoken_issue = \"7us\"\n"))
+                                "dispatch_cost = \"3us\"\ncompletion = \"interrupt\"\nwoken_issue = \"7us\"\n"
+                                "woken_late = \"9us\"\nwoken_late_share = 0.01\n"))
     m = topo.paths[0]
     assert (m.nr_tags, m.nr_sched_tags) == (8, 16)      # 2 x min(4, 128) per hw queue
     assert (topo.host.cpus, topo.host.submit_ns, topo.host.complete_ns) == (2, MS, 2 * MS)
     assert (topo.host.steal, topo.host.steal_period_ns, topo.host.dispatch_ns) == (0.0, 6 * MS, 3000)
     assert (topo.host.completion_irq, topo.host.woken_issue_ns) == (True, 7000)
+    assert (topo.host.woken_late_ns, topo.host.woken_late_share) == (9000, 0.01)
     assert topo.sim_kwargs()["host"] is topo.host
 
 

@@ -48,6 +48,8 @@
     dispatch_cost = "0us"     # request-based: a run of the dm queue maps one request per dispatch_cost
     completion = "queued"     # "interrupt": complete_cost preempts the CPU's work, as the kernel's interrupt does
     woken_issue = "0us"       # bio-based: a task asleep for a tag issues this long after the freeing completion
+    woken_late = "0us"        # ... and a share of those wakes this much later still (the guest's other work)
+    woken_late_share = 0.0    # ... that share, from 0 to 1 (picked per wake from the run's seed)
     cpu_nodes = [0, 0]        # NUMA node of each CPU (default all 0); the NVMe numa iopolicy reads it
     node_distance = [[10]]    # distances between nodes (default 10 local, 20 remote)
 
@@ -236,7 +238,8 @@ SCSI_FAULTS = ("offline", "delete", "poweroff", "online", "error")
 _PATH_KEYS = {"devt", "kind", "service", "parallelism", "delay", "dm_delay", "per_kib", "faults", "fail_latency",
               "hw_queue_depth", "nr_hw_queues", "scheduler", "nr_requests", "queue_depth", "scsi_host"}
 _HOST_KEYS = {"cpus", "submit_cost", "complete_cost", "wake_cost", "steal", "steal_period", "work_latency",
-              "dispatch_cost", "completion", "woken_issue", "cpu_nodes", "node_distance"}
+              "dispatch_cost", "completion", "woken_issue", "woken_late", "woken_late_share", "cpu_nodes",
+              "node_distance"}
 _MP_KEYS = {"table", "hz", "rq_stats", "force_jiffies_start", "uptime", "seed", "activation",
             "hst_select_clock", "sched_clock_offset", "queue_if_no_path_timeout_secs", "nr_cpus", "kernel"}
 
@@ -492,7 +495,8 @@ def _host(h, src: str) -> Optional[HostModel]:
     reject_unknown_keys(h, _HOST_KEYS, src, "host")
     cpus = _whole(h.get("cpus", 1), src, "host", "cpus")
     costs = {}
-    for key in ("submit_cost", "complete_cost", "wake_cost", "work_latency", "dispatch_cost", "woken_issue"):
+    for key in ("submit_cost", "complete_cost", "wake_cost", "work_latency", "dispatch_cost", "woken_issue",
+                "woken_late"):
         try:
             v = parse_duration_ns(h.get(key, 0), "[host] " + key)
         except UnitError as e:
@@ -510,6 +514,10 @@ def _host(h, src: str) -> Optional[HostModel]:
         raise TopologyError("%s: %s" % (src, e), key=("host", "steal_period")) from None
     if period < 1:
         raise TopologyError("%s: [host] steal_period must be positive" % src, key=("host", "steal_period"))
+    late_share = h.get("woken_late_share", 0.0)
+    if isinstance(late_share, bool) or not isinstance(late_share, (int, float)) or not 0 <= late_share <= 1:
+        raise TopologyError("%s: [host] woken_late_share must be a fraction from 0 to 1, not %r" % (src, late_share),
+                            key=("host", "woken_late_share"))
     completion = h.get("completion", "queued")
     if completion not in COMPLETION_MODES:
         raise TopologyError("%s: [host] completion must be %s, not %r" % (
@@ -518,7 +526,8 @@ def _host(h, src: str) -> Optional[HostModel]:
     return HostModel(cpus, costs["submit_cost"], costs["complete_cost"], costs["wake_cost"],
                      steal=float(steal), steal_period_ns=period, work_latency_ns=costs["work_latency"],
                      dispatch_ns=costs["dispatch_cost"], cpu_nodes=nodes, node_distance=dist,
-                     completion_irq=completion == "interrupt", woken_issue_ns=costs["woken_issue"])
+                     completion_irq=completion == "interrupt", woken_issue_ns=costs["woken_issue"],
+                     woken_late_share=float(late_share), woken_late_ns=costs["woken_late"])
 
 
 def _host_nodes(h: dict, cpus: int, src: str):
