@@ -349,14 +349,16 @@ def test_windows_must_be_a_positive_length(capsys):
 def test_model_replay_takes_the_seed(monkeypatch, tmp_path):
     """--model --seed N runs the prediction with seed N (validate's own is seed 1)."""
     seen = []
-    monkeypatch.setattr(hsttrace, "replay_model", lambda rd, seed=1, timers=None, completion=None: seen.append(
-        (seed, timers, completion)) or (_ for _ in ()).throw(LookupError("stop")))
+    monkeypatch.setattr(hsttrace, "replay_model", lambda rd, seed=1, timers=None, completion=None, wakes=None:
+                        seen.append((seed, timers, completion, wakes)) or (_ for _ in ()).throw(LookupError("stop")))
     assert hsttrace.main(["--model", "--seed", "2", str(tmp_path)]) == 3
     assert hsttrace.main(["--model", str(tmp_path)]) == 3
-    # --timers and --completion: the guest's, as validate's options of those names (default: the lab's own)
+    # --timers, --completion and --wakes: the guest's, as validate's options of those names (default: the lab's own)
     assert hsttrace.main(["--model", "--timers", "jitter", str(tmp_path)]) == 3
     assert hsttrace.main(["--model", "--timers", "constant", "--completion", "interrupt", str(tmp_path)]) == 3
-    assert seen == [(2, None, None), (1, None, None), (1, "jitter", None), (1, "constant", "interrupt")]
+    assert hsttrace.main(["--model", "--wakes", "late", str(tmp_path)]) == 3
+    assert seen == [(2, None, None, None), (1, None, None, None), (1, "jitter", None, None),
+                    (1, "constant", "interrupt", None), (1, None, None, "late")]
 
 
 def test_model_replay_with_the_jitter_places_the_lateness_per_completion():

@@ -3902,7 +3902,7 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         sim_free(&s);
         return NULL;
     }
-    int64_t pending = 0;
+    int64_t pending = 0, pending_reap = 0;    /* pending_reap: SimResult.pending_reap, dm ended, not reaped */
     if (stalled) {
         /* I/O still under way: events carrying an I/O, device queues, and
            what the block layer and the CPUs hold (BlockLayer.drain, Host.drain) */
@@ -3911,6 +3911,8 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
                     || s.heap.ev[i].kind == EV_RETRY || s.heap.ev[i].kind == EV_ERRDONE
                     || s.heap.ev[i].kind == EV_SCSI_REJECT || s.heap.ev[i].kind == EV_IRQ_END
                     || s.heap.ev[i].kind == EV_WOKEN_START) pending++;
+        for (int64_t i = 0; i < s.heap.n; i++)
+            pending_reap += s.heap.ev[i].kind == EV_IRQ_END;
         pending += s.waiting.len + s.requeue.len;
         for (int i = 0; i < s.npaths; i++) {
             pending += s.paths[i].queue.len;
@@ -3924,9 +3926,13 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
             pending += s.scsi_hosts[i].sleepers.len;
         for (int i = 0; i < s.ncpus; i++) {
             ring_t *r = &s.cpus[i].queue;
-            for (int64_t k = 0; k < r->len; k++)
-                pending += r->v[(r->head + k) % r->cap] >= 0;  /* -1: other tenants' work */
+            for (int64_t k = 0; k < r->len; k++) {
+                int64_t id = r->v[(r->head + k) % r->cap];
+                pending += id >= 0;                             /* -1: other tenants' work */
+                pending_reap += id >= 0 && s.ios[id].cpu_work == WORK_REAP;
+            }
             pending += s.cpus[i].current >= 0;
+            pending_reap += s.cpus[i].current >= 0 && s.ios[s.cpus[i].current].cpu_work == WORK_REAP;
         }
     }
     PyObject *rhosts = mh_results(&s);     /* and host 0's target back in s */
@@ -4024,9 +4030,10 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
         PyList_SET_ITEM(rdone, k, PyLong_FromLongLong(s.done_at[k]));
     for (int i = 0; i < s.nscsi_hosts; i++)
         PyList_SET_ITEM(rscsi, i, PyLong_FromLongLong(s.scsi_hosts[i].tags_used));
-    PyObject *res = Py_BuildValue("{s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:L,s:N,s:N,s:L,s:L,s:L,s:N,s:L,s:N,s:N}",
+    PyObject *res = Py_BuildValue("{s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:L,s:N,s:N,s:L,s:L,s:L,s:N,s:L,s:N,s:N}",
         "paths", rpaths, "jobs", rjobs, "order", rorder, "submitted", (long long)s.submitted,
         "completed", (long long)s.completed, "events", (long long)s.events, "pending", (long long)pending,
+        "pending_reap", (long long)pending_reap,
         "stalled", stalled, "first_choice", s.first_choice, "timeline", s.timeline,
         "resource_stalls", (long long)s.resource_stalls, "cpu_busy_ns", rcpus, "windows", rwin,
         "now", (long long)s.now, "errored", (long long)s.errored, "map_misses", (long long)s.map_misses,

@@ -1042,6 +1042,7 @@ def write_back(sim, out, info_of_dev) -> None:
     res = sim.result
     res.submitted, res.completed, res.events = out["submitted"], out["completed"], out["events"]
     res.pending, res.stalled = out["pending"] + len(mp.queued_bios), bool(out["stalled"])
+    res.pending_reap = out["pending_reap"]
     res.errored = out["errored"]
     res.requeued_errors = out["requeued_errors"]
     if res.done_at is not None:

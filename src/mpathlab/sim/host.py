@@ -343,8 +343,9 @@ class Host:
         """I/O waiting for or on a CPU when a run is cut short (counted as pending), dropped."""
         n = 0
         for c in self.cpus:
-            # other tenants' work carries no I/O (arg None)
+            # other tenants' work carries no I/O (arg None); a reap's I/O dm has ended already
             n += sum(1 for _, _, arg in c.queue if arg is not None) + (c.current is not None)
+            self.sim.result.pending_reap += sum(1 for _, fn, _ in c.queue if fn == self._reaped)
             c.queue.clear()
             c.current = None
             c.busy = False

@@ -275,6 +275,10 @@ class IoPath(PathEvents):
         for _, _, kind, obj in heap:
             if kind in (EV_DONE, EV_ARRIVE, EV_RETRY, EV_ERRDONE) or (kind == EV_CALL and obj[0] in held):
                 n += 1
+                if kind == EV_CALL and self.host is not None and obj[0] == self.host._reaped:
+                    self.result.pending_reap += 1
+            elif kind == EV_CALL and self.host is not None and obj[0] == self.host._end and obj[1][1] == self.host._reaped:
+                self.result.pending_reap += 1       # a reap on a CPU (Host.drain counts it pending)
         heap.clear()
         n += len(self._requeue_list)
         self._requeue_list.clear()

@@ -24,6 +24,9 @@ class SimResult:
         self.completed = 0
         self.errored = 0
         self.pending = 0
+        # of those, I/O dm had ended but fio had not reaped yet (its completion's CPU time under way): already in
+        # its path's completions
+        self.pending_reap = 0
         self.stalled = False
         self.timers_stopped_ns: Optional[int] = None     # when a target's own timers stopped (no progress)
         self.status_info = ""
@@ -77,7 +80,8 @@ class SimResult:
             "accounting: submitted %d != completed %d + errored %d + pending %d"
             % (self.submitted, self.completed, self.errored, self.pending))
         per_path = sum(p["completed"] for p in self.paths)
-        assert per_path == self.completed, "per-path completions %d != total %d" % (per_path, self.completed)
+        assert per_path == self.completed + self.pending_reap, "per-path completions %d != total %d%s" % (
+            per_path, self.completed, " + %d ended, not reaped" % self.pending_reap if self.pending_reap else "")
         assert sum(j.completed for j in self.io_jobs) == self.completed
         assert sum(j.errored for j in self.jobs) == self.errored
         assert all(p["in_flight"] == 0 for p in self.paths), "I/O still in flight on a path at the end"
