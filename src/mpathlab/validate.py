@@ -127,8 +127,10 @@ WOKEN_ISSUE_NS = 7000
 # 6.1 run of 22 with tag sleepers has 1.0% of its wakes 3 us or more after the usual 7 us, by a median 9 us;
 # of 10 on 6.12, 0.8% by 5 us (rounded to 0.1% and 1 us).  The model's own timing is exact, so without them
 # it can hold a phase that the kernel's drifts out of (docs/validation.md, "The seventeenth held-out set").
+# The seventeenth held-out set chose "late" for the deterministic lab (69 of its 80 cells against 68); the
+# emulated lab's guest has no woken issue.
 WAKE_MODES = ("prompt", "late")
-WAKES_OF_LAB = {"tcg": "prompt", "icount": "prompt"}
+WAKES_OF_LAB = {"tcg": "prompt", "icount": "late"}
 LATE_WAKES = {"6.1": (0.010, 9000), "6.12": (0.008, 5000)}
 
 
