@@ -355,6 +355,13 @@ BATCHES = {
     # the fifteenth set's largest miss (H135: 4 ms paths of 20, 32 and 1 tags, bio, depth 48; the kernel keeps fio
     # asleep for the 1-tag path's tag at 1600-1800 IOPS, the model runs fed at 5100), traced
     'traceicount10': ([{'trace': 2, 'tag': '-ev'}] + _cells('H135', ['hst'], ['bio'], [48]) + [{}]),
+    # queue-length bio cells where the guest with interrupt completions falls into a round-robin lockstep (a third
+    # on each path) and the kernel does not (H159 d8: 10 ms of 2 tags, 7 ms of 16, 3 ms of 8; H16 and H54 d24: a
+    # fast path beside two slower ones of 8 and 2 tags), and the one-path 4-tag wake calibration (c4t4) for the
+    # kernels that have not traced it
+    'traceicount11': ([{'trace': 2, 'tag': '-ev'}] + _cells('c4t4', ['rr'], ['bio'], [16])
+                      + _cells('H159', ['ql'], ['bio'], [8]) + _cells('H16', ['ql'], ['bio'], [24])
+                      + _cells('H54', ['ql'], ['bio'], [24]) + [{}]),
     # mechanisms: mq-deadline on the paths (scheduler tags 2 x 4 = 8 before the 4 driver tags, as a SCSI LUN
     # with one hw queue gets by default); fio pinned to CPU 0 (one hw queue of each path); two fio jobs
     'extra': ([{'sched': 'mq-deadline', 'tag': '-mqdl'}] + _cells('T4q', ['rr', 'st', 'hst'], ['mq', 'bio'], [64])
