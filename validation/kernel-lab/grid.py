@@ -279,6 +279,10 @@ BATCHES = {
                            ('H127', 'bio', 32)),
     # the fifteenth's, by the same rule (`grid.py spread 131 140 --icount`, after both kernels had run it)
     'spread15': _hst_cells(('H132', 'bio', 48), ('H133', 'mq', 16), ('H134', 'bio', 48), ('H138', 'bio', 16)),
+    # the sixteenth's and seventeenth's, by the same rule (`grid.py spread 141 160 --icount`, after both kernels had
+    # run them)
+    'spread17': _hst_cells(('H143', 'bio', 20), ('H144', 'bio', 48), ('H146', 'bio', 16), ('H151', 'bio', 32),
+                           ('H152', 'bio', 8), ('H153', 'bio', 32), ('H158', 'bio', 24)),
     # SCSI paths (scsi_debug LUNs, one LUN behind several hosts): S1 the same-latency/different-depth class with
     # sdev queue_depth 2 and 8; S2 a host limit (can_queue 4) shared by two of three paths of queue_depth 4
     'scsi': (_cells('S1', ['rr', 'ql', 'st', 'hst'], ['mq', 'bio'], [16])
