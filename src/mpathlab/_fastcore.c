@@ -3906,13 +3906,12 @@ static PyObject *fast_simulate(PyObject *self, PyObject *args)
     if (stalled) {
         /* I/O still under way: events carrying an I/O, device queues, and
            what the block layer and the CPUs hold (BlockLayer.drain, Host.drain) */
-        for (int64_t i = 0; i < s.heap.n; i++)
-            if (s.heap.ev[i].kind == EV_DONE || s.heap.ev[i].kind == EV_ARRIVE
-                    || s.heap.ev[i].kind == EV_RETRY || s.heap.ev[i].kind == EV_ERRDONE
-                    || s.heap.ev[i].kind == EV_SCSI_REJECT || s.heap.ev[i].kind == EV_IRQ_END
-                    || s.heap.ev[i].kind == EV_WOKEN_START) pending++;
-        for (int64_t i = 0; i < s.heap.n; i++)
-            pending_reap += s.heap.ev[i].kind == EV_IRQ_END;
+        for (int64_t i = 0; i < s.heap.n; i++) {
+            int kind = s.heap.ev[i].kind;
+            pending += kind == EV_DONE || kind == EV_ARRIVE || kind == EV_RETRY || kind == EV_ERRDONE
+                       || kind == EV_SCSI_REJECT || kind == EV_IRQ_END || kind == EV_WOKEN_START;
+            pending_reap += kind == EV_IRQ_END;     /* Host._reaped after Host._interrupt */
+        }
         pending += s.waiting.len + s.requeue.len;
         for (int i = 0; i < s.npaths; i++) {
             pending += s.paths[i].queue.len;
