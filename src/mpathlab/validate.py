@@ -123,8 +123,8 @@ WOKEN_ISSUE_NS = 7000
 # How a task asleep for a tag comes back (with the "interrupt" completion, whose WOKEN_ISSUE_NS this is).
 # "prompt": every one WOKEN_ISSUE_NS after the completion that freed its tag.  "late": a share of them later
 # still, each kernel's (LATE_WAKES: share, ns), picked per wake from the run's seed (HostModel.woken_late).  The
-# deterministic lab's traced bio runs give them (`hsttrace.py --late-wakes` on runs-icount/trace*-2026120[67]*): the median
-# 6.1 run of 22 with tag sleepers has 1.0% of its wakes 3 us or more after the usual 7 us, by a median 9 us;
+# deterministic lab's traced bio runs give them (`hsttrace.py --late-wakes` on runs-icount/trace*-2026120[67]*):
+# the median 6.1 run of 22 with tag sleepers has 1.0% of its wakes 3 us or more after the usual 7 us, by 9 us;
 # of 10 on 6.12, 0.8% by 5 us (rounded to 0.1% and 1 us).  The model's own timing is exact, so without them
 # it can hold a phase that the kernel's drifts out of (docs/validation.md, "The seventeenth held-out set").
 # The seventeenth held-out set chose "late" for the deterministic lab (69 of its 80 cells against 68); the
