@@ -375,19 +375,29 @@ def test_model_replay_with_the_jitter_places_the_lateness_per_completion():
     assert sum(held.count["p0"].values()) != sum(jitter.count["p0"].values())
 
 
+def _stored_trace(batch, run):
+    """A traced run among the deterministic lab's stored runs; the test is skipped where the checkout lacks it."""
+    rd = os.path.join(HERE, "..", "validation", "kernel-lab", "runs-icount", batch, "runs", run)
+    if not os.path.exists(os.path.join(rd, "trace_events.gz")):
+        pytest.skip("the traced %s is not in this checkout" % run)
+    return rd
+
+
+def _shares(tally):
+    """Each path's share of a replay's choices."""
+    counts = {lb: sum(tally.count[lb].values()) for lb in tally.labels}
+    return {lb: n / sum(counts.values()) for lb, n in counts.items()}
+
+
 def test_the_guest_with_interrupts_replays_the_kernels_h72_cycle():
     """H72 bio (10 ms paths of 1, 24 and 48 tags): the kernel's trace gives the 1-tag path 0.152, chosen 68% by
     estimate and 32% for equal usage.  The deterministic lab's guest (completions as interrupt work, timers
     late by the same) replays that (docs/validation.md, "The sixteenth held-out set"); the guest before it
     gave the path a third of that."""
-    rd = os.path.join(HERE, "..", "validation", "kernel-lab", "runs-icount", "traceicount5-6.1-20261207T064755",
-                      "runs", "H72-ev_hst_bio_d24_r0")
-    if not os.path.exists(os.path.join(rd, "trace_events.gz")):
-        pytest.skip("the traced H72 run is not in this checkout")
+    rd = _stored_trace("traceicount5-6.1-20261207T064755", "H72-ev_hst_bio_d24_r0")
 
     def p0(tally):
-        counts = {lb: sum(tally.count[lb].values()) for lb in tally.labels}
-        return counts["p0"] / sum(counts.values()), tally.count["p0"]["equal-usage"] / counts["p0"]
+        return _shares(tally)["p0"], tally.count["p0"]["equal-usage"] / sum(tally.count["p0"].values())
     _, kernel = hsttrace.replay_kernel(rd)
     _, now, guest = hsttrace.replay_model(rd, 1)
     _, before, _ = hsttrace.replay_model(rd, 1, "stretches", "queued")
@@ -402,20 +412,13 @@ def test_late_wakes_move_the_traced_h4_as_the_kernel_moved():
     seconds, then moves to the 4 ms path for good, 0.759 of the run.  With late wakes (the deterministic lab's
     guest since the seventeenth held-out set) the model moves too; with every wake prompt it never does
     (docs/validation.md, "The seventeenth held-out set")."""
-    rd = os.path.join(HERE, "..", "validation", "kernel-lab", "runs-icount", "tracehst-6.1-20261206T234638",
-                      "runs", "H4-ev_hst_bio_d32_r0")
-    if not os.path.exists(os.path.join(rd, "trace_events.gz")):
-        pytest.skip("the traced H4 run is not in this checkout")
-
-    def shares(tally):
-        counts = {lb: sum(tally.count[lb].values()) for lb in tally.labels}
-        return [counts[lb] / sum(counts.values()) for lb in tally.labels]
+    rd = _stored_trace("tracehst-6.1-20261206T234638", "H4-ev_hst_bio_d32_r0")
     _, kernel = hsttrace.replay_kernel(rd)
     _, late, guest = hsttrace.replay_model(rd, 1)
     _, prompt, _ = hsttrace.replay_model(rd, 1, wakes="prompt")
     assert guest.wakes == "late"
-    assert all(abs(m - k) < 0.01 for m, k in zip(shares(late), shares(kernel)))     # 0.758 0.192 0.050
-    assert abs(shares(prompt)[0] - 0.556) < 0.01                                    # the 8 ms cycle throughout
+    assert all(abs(_shares(late)[lb] - k) < 0.01 for lb, k in _shares(kernel).items())     # 0.758 0.192 0.050
+    assert abs(_shares(prompt)["p0"] - 0.556) < 0.01                                    # the 8 ms cycle throughout
 
 
 def test_a_reader_that_stops_early_gets_no_traceback():
