@@ -153,7 +153,9 @@ def test_shares_sum_to_one_and_follow_completions(tmp_path_factory, counts, extr
     s = json.load(open(os.path.join(rd, "summary.json")))
     total = sum(counts) or 1
     for i, l in enumerate(labels):
-        assert abs(s["shares"][l] - done[l] / total) <= 5e-5
+        # the summary keeps 4 decimals: off by at most half of the last one (18/320 = 0.05625 is kept as 0.0563;
+        # the float difference is a hair above 5e-5)
+        assert abs(s["shares"][l] - done[l] / total) <= 5e-5 + 1e-12
         assert s["devices"][l]["failed_issue_attempts"] == extra[i]
     if sum(counts):
         assert abs(sum(s["shares"].values()) - 1.0) < 1e-3
