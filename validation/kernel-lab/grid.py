@@ -312,6 +312,9 @@ BATCHES = {
     # completion that freed it (c4t4: one 4 ms path of 4 tags at depth 16)
     'tracecalib2': ([{'trace': 2, 'tag': '-ev'}] + _cells('c0', ['rr'], ['bio', 'mq'], [64])
                     + _cells('c4t4', ['rr'], ['bio', 'mq'], [16]) + [{}]),
+    # fio's own late map, once per round of its queue at depth 64 (c1 traced): is it once per round at other
+    # depths too? (c1 at depths 8 and 24, traced; run with --runtime 2)
+    'tracecalib3': ([{'trace': 2, 'tag': '-ev'}] + _cells('c1', ['rr'], ['bio'], [8, 24]) + [{}]),
     # the largest historical-service-time misses of the third held-out set traced: does the kernel's fast path
     # (H16 2 ms, H20 2 ms of 2/4/8 ms) go stale and lose choices to "equal usage" as the model's does?
     'tracehst3': ([{'trace': 2, 'tag': '-ev'}] + _cells('H16', ['hst'], ['bio', 'mq'], [24])
