@@ -199,7 +199,7 @@ class Cpu:
         self.idle_since = 0
         self.queue = deque()    # (cost, fn, arg): arg is the I/O or (I/O, error)
         self.busy_ns = 0
-        self.current = None
+        self.current = None     # (fn, arg) of the work on it now, as queued; None while idle
         self.busy_until = 0     # when the work now on it ends
         self.spinners = 0       # cpuio burners spinning here now
         self.spin_share = 0.0   # CPU time one burner here has had since the start (ns)
@@ -243,7 +243,7 @@ class Host:
             self._spin_update(cpu)
             cpu.spin_share -= cost / cpu.spinners
         cpu.busy = True
-        cpu.current = io
+        cpu.current = (fn, io)
         cpu.busy_ns += cost
         cpu.busy_until = self.sim.now + wake + cost
         self.sim.call_at(cpu.busy_until, self._end, (cpu, fn, io))
@@ -343,9 +343,11 @@ class Host:
         """I/O waiting for or on a CPU when a run is cut short (counted as pending), dropped."""
         n = 0
         for c in self.cpus:
-            # other tenants' work carries no I/O (arg None); a reap's I/O dm has ended already
-            n += sum(1 for _, _, arg in c.queue if arg is not None) + (c.current is not None)
-            self.sim.result.pending_reap += sum(1 for _, fn, _ in c.queue if fn == self._reaped)
+            held = [(fn, arg) for _, fn, arg in c.queue] + ([c.current] if c.current is not None else [])
+            # other tenants' work and interrupt work on an idle CPU carry no I/O (arg None); a reap's I/O dm has
+            # ended already
+            n += sum(1 for _, arg in held if arg is not None)
+            self.sim.result.pending_reap += sum(1 for fn, _ in held if fn == self._reaped)
             c.queue.clear()
             c.current = None
             c.busy = False

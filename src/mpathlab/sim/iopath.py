@@ -272,15 +272,13 @@ class IoPath(PathEvents):
             held.append(self.blk._woken_start)
         if self.host is not None:
             held.append(self.host._reaped)
-        # and of those, the I/O dm has ended that fio has not reaped: its interrupt work under way, or a reap on a
-        # CPU (Host.drain counts that one pending)
+        # and of those, an I/O dm has ended whose interrupt work is under way: fio has not reaped it (a reap on a
+        # CPU: Host.drain)
         reaped = self.host._reaped if self.host is not None else None
         for _, _, kind, obj in heap:
             if kind in (EV_DONE, EV_ARRIVE, EV_RETRY, EV_ERRDONE) or (kind == EV_CALL and obj[0] in held):
                 n += 1
-            if kind == EV_CALL and (obj[0] == reaped or (obj[0] == getattr(self.host, "_end", None)
-                                                         and obj[1][1] == reaped)):
-                self.result.pending_reap += 1
+                self.result.pending_reap += kind == EV_CALL and obj[0] == reaped
         heap.clear()
         n += len(self._requeue_list)
         self._requeue_list.clear()
