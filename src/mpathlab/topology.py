@@ -504,30 +504,33 @@ def _host(h, src: str) -> Optional[HostModel]:
         if v < 0:
             raise TopologyError("%s: [host] %s must not be negative" % (src, key), key=("host", key))
         costs[key] = v
-    steal = h.get("steal", 0.0)
-    if isinstance(steal, bool) or not isinstance(steal, (int, float)) or not 0 <= steal < 1:
-        raise TopologyError("%s: [host] steal must be a fraction from 0 to below 1, not %r" % (src, steal),
-                            key=("host", "steal"))
+    steal = _host_fraction(h, "steal", src, below_one=True)
     try:
         period = parse_duration_ns(h.get("steal_period", "6ms"), "[host] steal_period")
     except UnitError as e:
         raise TopologyError("%s: %s" % (src, e), key=("host", "steal_period")) from None
     if period < 1:
         raise TopologyError("%s: [host] steal_period must be positive" % src, key=("host", "steal_period"))
-    late_share = h.get("woken_late_share", 0.0)
-    if isinstance(late_share, bool) or not isinstance(late_share, (int, float)) or not 0 <= late_share <= 1:
-        raise TopologyError("%s: [host] woken_late_share must be a fraction from 0 to 1, not %r" % (src, late_share),
-                            key=("host", "woken_late_share"))
+    late_share = _host_fraction(h, "woken_late_share", src)
     completion = h.get("completion", "queued")
     if completion not in COMPLETION_MODES:
         raise TopologyError("%s: [host] completion must be %s, not %r" % (
             src, " or ".join('"%s"' % m for m in COMPLETION_MODES), completion), key=("host", "completion"))
     nodes, dist = _host_nodes(h, cpus, src)
     return HostModel(cpus, costs["submit_cost"], costs["complete_cost"], costs["wake_cost"],
-                     steal=float(steal), steal_period_ns=period, work_latency_ns=costs["work_latency"],
+                     steal=steal, steal_period_ns=period, work_latency_ns=costs["work_latency"],
                      dispatch_ns=costs["dispatch_cost"], cpu_nodes=nodes, node_distance=dist,
                      completion_irq=completion == "interrupt", woken_issue_ns=costs["woken_issue"],
-                     woken_late_share=float(late_share), woken_late_ns=costs["woken_late"])
+                     woken_late_share=late_share, woken_late_ns=costs["woken_late"])
+
+
+def _host_fraction(h: dict, key: str, src: str, below_one: bool = False) -> float:
+    """[host] KEY, a fraction from 0 to 1 (to below 1 with ``below_one``); 0 when not given."""
+    v = h.get(key, 0.0)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v < 1 if below_one else 0 <= v <= 1):
+        raise TopologyError("%s: [host] %s must be a fraction from 0 to %s1, not %r" % (
+            src, key, "below " if below_one else "", v), key=("host", key))
+    return float(v)
 
 
 def _host_nodes(h: dict, cpus: int, src: str):
