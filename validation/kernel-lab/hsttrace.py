@@ -60,6 +60,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "src"))
 
 from mpathlab.selectors.historical_service_time import HistoricalServiceTime  # noqa: E402
 from mpathlab.validate import COMPLETION_MODES, TIMER_MODES, WAKE_MODES  # noqa: E402
+sys.path.insert(0, HERE)
+from grid import kernel_series  # noqa: E402
 
 CLASSES = ("estimate", "probe", "equal-usage", "other")
 # a tag sleeper's wake this many us or more after the usual is a late one (Tally.late_wakes): the trace's times
@@ -313,6 +315,11 @@ def read_meta(rd):
     return meta, paths
 
 
+def series_of(meta):
+    """The kernel series a run's meta names ("6.1", "6.12"); runs from before meta named it ran on 6.1."""
+    return kernel_series(meta.get("kernel")) or "6.1"
+
+
 def replay_kernel(rd):
     meta, paths = read_meta(rd)
     labels = [lb for lb, _ in paths]
@@ -431,7 +438,7 @@ def replay_model(rd, seed=1, timers=None, completion=None, wakes=None):
     # a run of the deterministic lab (grid.py --icount) is predicted from that lab's cells and calibration
     icount = os.sep + "runs-icount" + os.sep in os.path.abspath(rd)
     cells = json.load(open(os.path.join(HERE, "results-icount.json" if icount else "results.json")))
-    kernel = "6.12" if meta.get("kernel", "").startswith("6.12") else "6.1"
+    kernel = series_of(meta)
     topo = meta["topo"]
     if meta.get("selector") != SELECTOR:
         raise LookupError("--model replays historical-service-time runs; this one ran %s" % (
@@ -533,9 +540,9 @@ def late_wakes_by_kernel(rundirs):
     for rd in rundirs:
         meta, tally = replay_kernel(rd)
         if tally.tag_wake_ns:
-            per["6.12" if meta.get("kernel", "").startswith("6.12") else "6.1"].append(tally.late_wakes())
+            per[series_of(meta)].append(tally.late_wakes())
     return {k: (len(v), statistics.median(share for _, share, _ in v),
-                statistics.median(excess for _, share, excess in v if share))
+                statistics.median([excess for _, share, excess in v if share] or [0]))
             for k, v in sorted(per.items())}
 
 
