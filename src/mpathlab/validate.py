@@ -142,12 +142,10 @@ class Guest:
     def __init__(self, kernel: str, submit_ns: int, complete_ns: int, late_ns: int, fitted_on: List[str],
                  session: str = "", queue_mode: str = "", cpus: int = GUEST_CPUS, timers: str = "stretches",
                  completion: str = "queued", wakes: str = "prompt"):
-        if timers not in TIMER_MODES:
-            raise ValueError("timers must be one of %s, not %r" % (", ".join(TIMER_MODES), timers))
-        if completion not in COMPLETION_MODES:
-            raise ValueError("completion must be one of %s, not %r" % (", ".join(COMPLETION_MODES), completion))
-        if wakes not in WAKE_MODES:
-            raise ValueError("wakes must be one of %s, not %r" % (", ".join(WAKE_MODES), wakes))
+        for name, mode, modes in (("timers", timers, TIMER_MODES), ("completion", completion, COMPLETION_MODES),
+                                  ("wakes", wakes, WAKE_MODES)):
+            if mode not in modes:
+                raise ValueError("%s must be one of %s, not %r" % (name, ", ".join(modes), mode))
         self.wakes = wakes                # WAKE_MODES: how a tag's sleeper comes back
         self.timers = timers              # TIMER_MODES: how the lateness is placed
         self.completion = completion      # COMPLETION_MODES: where a completion's CPU time goes
