@@ -596,8 +596,8 @@ static int64_t timer_fires(sim_t *s, int64_t due)
     return (start <= due && due < start + away) ? start + away : due;
 }
 
-/* HostModel.woken_late: how much later than woken_issue the N-th woken tag sleeper of the run issues */
-#define WOKEN_LATE_SALT 0x776F6B656EULL
+/* HostModel.woken_late: how much later than woken_issue the N-th woken tag sleeper of the run issues
+   (WOKEN_LATE_SALT: the generated header's) */
 static int64_t host_woken_late(sim_t *s, uint64_t n)
 {
     if (!s->woken_late || (mix64(((s->timer_seed << 40) + n) ^ WOKEN_LATE_SALT) >= s->woken_late_below))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 from ..target.multipath import REQUEUE_DELAY_MS
+from .host import WOKEN_LATE_SALT
 from .scsi import BLK_MQ_TAG_MIN, FAULT_STATES, SCSI_DEFAULT_DEVICE_BLOCKED
 
 # ---------------------------------------------------------------- constants
@@ -230,6 +231,7 @@ def header() -> str:
     for name in ("REQUEUE_DELAY_NS", "RESUBMIT_AFTER_ERROR_NS", "BLK_MQ_RESOURCE_DELAY_NS"):
         lines.append("#define %s %dLL" % (name, g[name]))
     lines.append("#define HST_WEIGHTS %d" % HST_WEIGHTS)
+    lines.append("#define WOKEN_LATE_SALT 0x%XULL" % WOKEN_LATE_SALT)     # HostModel.woken_late's hash
     for name in ("BLK_MQ_TAG_MIN", "SCSI_DEFAULT_DEVICE_BLOCKED", "SCSI_RESULT_RETRY"):
         lines.append("#define %s %d" % (name, g[name]))
     for record, (cname, fields) in RECORDS.items():
