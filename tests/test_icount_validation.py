@@ -1,7 +1,7 @@
 """The simulator against the deterministic kernel lab (grid.py --icount: Debian 6.1 and 6.12 in qemu with
 the instruction counter as the guest's clock, one vCPU; validation/kernel-lab/results-icount.json).
 
-Every cell is a held-out topology (H1-H150) predicted from the topology and a guest fitted on the same boot's
+Every cell is a held-out topology (H1-H160) predicted from the topology and a guest fitted on the same boot's
 single-path calibration cells; docs/validation.md, "The deterministic lab", gives the protocol and the misses.
 """
 import inspect
